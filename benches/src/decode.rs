@@ -1,0 +1,1 @@
+//! `bareverbs decode wqe|cqe HEX`: human and JSON views of WQEs and CQEs.

@@ -1,0 +1,9 @@
+//! # bareverbs-bench — the `bareverbs` tool and benchmarks
+//!
+//! Library half of the `bareverbs` command-line tool: vector-file readers and
+//! the `conform` replayer, `decode`, `budget`, and (later) `devinfo`, `perf`
+//! and `sweep`. The binary in `src/main.rs` is a thin clap front end.
+#![deny(missing_docs)]
+
+pub mod conform;
+pub mod decode;

@@ -1,0 +1,1 @@
+//! CQE formats (FACTS §5).

@@ -1,0 +1,1 @@
+//! Queue sizing (FACTS §3).

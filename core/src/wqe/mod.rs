@@ -1,0 +1,28 @@
+//! Send and receive WQE formats (FACTS §1, §2).
+//!
+//! Every segment is a `#[repr(C)]` plain value with big-endian fields. The
+//! post path builds a segment by value and stores it into a ring slot with
+//! [`Segment::write_to`] (a raw-pointer store: no reference ever points at
+//! device-visible memory); parsers copy a segment out of a byte slice with
+//! `parse`.
+
+mod seg;
+
+pub use seg::*;
+
+/// Bytes in one send WQE basic block (WQEBB). FACTS §1.1.
+pub const SEND_WQE_BB: usize = 64;
+/// log2 of [`SEND_WQE_BB`]. FACTS §1.1.
+pub const SEND_WQE_SHIFT: u32 = 6;
+/// Bytes in one DS unit (octoword). FACTS §1.1.
+pub const DS_BYTES: usize = 16;
+/// Largest DS count the 6-bit field can encode. FACTS §1.1.
+pub const MAX_DS: u32 = 63;
+/// Inline segment marker in `byte_count` (bit 31). FACTS §1.5.
+pub const INLINE_SEG: u32 = 0x8000_0000;
+/// lkey value that terminates a receive scatter list. FACTS §2.1.
+pub const INVALID_LKEY: u32 = 0x100;
+/// Size of the data buffer an atomic writes back (bytes). FACTS §1.5.
+pub const ATOMIC_SIZE: u32 = 8;
+/// `dqp_dct` flag marking an extended UD address vector. FACTS §1.5.
+pub const EXTENDED_UD_AV: u32 = 0x8000_0000;

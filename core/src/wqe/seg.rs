@@ -1,0 +1,275 @@
+//! Segment layouts: control, remote address, data pointer, inline header,
+//! atomic, datagram (address vector). FACTS §1.2–§1.5.
+
+use crate::error::ParseError;
+use static_assertions::{assert_eq_size, const_assert_eq};
+
+/// Big-endian 16-bit field, stored exactly as the device reads it.
+#[repr(transparent)]
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Be16([u8; 2]);
+/// Big-endian 32-bit field.
+#[repr(transparent)]
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Be32([u8; 4]);
+/// Big-endian 64-bit field.
+#[repr(transparent)]
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Be64([u8; 8]);
+
+macro_rules! be_impl {
+    ($t:ident, $n:ty) => {
+        impl $t {
+            /// Encodes a host value.
+            #[inline(always)]
+            pub const fn new(v: $n) -> Self {
+                Self(v.to_be_bytes())
+            }
+            /// Decodes to a host value.
+            #[inline(always)]
+            pub const fn get(self) -> $n {
+                <$n>::from_be_bytes(self.0)
+            }
+            /// The raw bytes as stored.
+            #[inline(always)]
+            pub const fn raw(self) -> [u8; core::mem::size_of::<$n>()] {
+                self.0
+            }
+            /// Wraps raw stored bytes.
+            #[inline(always)]
+            pub const fn from_raw(b: [u8; core::mem::size_of::<$n>()]) -> Self {
+                Self(b)
+            }
+        }
+        impl core::fmt::Debug for $t {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                write!(f, "{:#x}", self.get())
+            }
+        }
+    };
+}
+be_impl!(Be16, u16);
+be_impl!(Be32, u32);
+be_impl!(Be64, u64);
+
+/// A fixed-size WQE segment that can be stored into a ring or parsed back.
+pub trait Segment: Copy + Sized {
+    /// Size in bytes (a multiple of 16 for send segments).
+    const SIZE: usize = core::mem::size_of::<Self>();
+
+    /// Stores the segment at `dst` with one unaligned raw-pointer write.
+    ///
+    /// # Safety
+    /// `dst` must be valid for writes of `Self::SIZE` bytes. No reference to
+    /// that memory may be live (it may be device-visible).
+    #[inline(always)]
+    unsafe fn write_to(self, dst: *mut u8) {
+        // SAFETY: the caller guarantees `dst` is writable for SIZE bytes;
+        // the write is unaligned so no alignment is assumed.
+        unsafe { core::ptr::write_unaligned(dst.cast::<Self>(), self) }
+    }
+
+    /// Copies the segment out of the first `Self::SIZE` bytes of `b`.
+    fn parse(b: &[u8]) -> Result<Self, ParseError> {
+        if b.len() < Self::SIZE {
+            return Err(ParseError::Truncated { need: Self::SIZE, have: b.len() });
+        }
+        // SAFETY: `b` holds at least SIZE bytes (checked above); every
+        // segment type is plain old data made of byte arrays, so any bit
+        // pattern is a valid value; the read is unaligned.
+        Ok(unsafe { core::ptr::read_unaligned(b.as_ptr().cast::<Self>()) })
+    }
+
+    /// The segment's bytes in memory order.
+    fn to_bytes<const N: usize>(self) -> [u8; N] {
+        assert!(N == Self::SIZE, "to_bytes::<N> needs N == Self::SIZE");
+        let mut out = [0u8; N];
+        // SAFETY: `out` is a local array of exactly SIZE bytes.
+        unsafe { self.write_to(out.as_mut_ptr()) };
+        out
+    }
+}
+
+/// Control segment, always first in a send WQE (16 bytes). FACTS §1.2.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CtrlSeg {
+    /// opmod (31:24) | WQE index (23:8) | opcode (7:0).
+    pub opmod_idx_opcode: Be32,
+    /// QPN (31:8) | DS (5:0).
+    pub qpn_ds: Be32,
+    /// WQE signature (0 unless signatures are enabled).
+    pub signature: u8,
+    /// DCI stream channel id (rdma-core only; 0 otherwise).
+    pub dci_stream_channel_id: Be16,
+    /// Fence mode | CE | SE bits. FACTS §1.3.
+    pub fm_ce_se: u8,
+    /// Immediate / invalidate rkey / mkey, stored as the device reads it.
+    pub imm: Be32,
+}
+
+impl CtrlSeg {
+    /// Builds a control segment.
+    #[inline(always)]
+    pub const fn new(
+        opmod: u8,
+        wqe_index: u16,
+        opcode: u8,
+        qpn: u32,
+        ds: u8,
+        fm_ce_se: u8,
+        imm: Be32,
+    ) -> Self {
+        CtrlSeg {
+            opmod_idx_opcode: Be32::new(
+                ((opmod as u32) << 24) | ((wqe_index as u32) << 8) | opcode as u32,
+            ),
+            qpn_ds: Be32::new((qpn << 8) | (ds as u32 & 0x3f)),
+            signature: 0,
+            dci_stream_channel_id: Be16::new(0),
+            fm_ce_se,
+            imm,
+        }
+    }
+    /// The mlx5 opcode (bits 7:0).
+    pub const fn opcode(&self) -> u8 {
+        self.opmod_idx_opcode.get() as u8
+    }
+    /// The opcode modifier (bits 31:24).
+    pub const fn opmod(&self) -> u8 {
+        (self.opmod_idx_opcode.get() >> 24) as u8
+    }
+    /// The WQE index (producer counter of the first WQEBB, bits 23:8).
+    pub const fn wqe_index(&self) -> u16 {
+        (self.opmod_idx_opcode.get() >> 8) as u16
+    }
+    /// The QP number (24 bits).
+    pub const fn qpn(&self) -> u32 {
+        self.qpn_ds.get() >> 8
+    }
+    /// The DS count: total WQE length in 16-byte units.
+    pub const fn ds(&self) -> u8 {
+        (self.qpn_ds.get() & 0x3f) as u8
+    }
+}
+
+/// Remote address segment (16 bytes). FACTS §1.5.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RaddrSeg {
+    /// Remote virtual address.
+    pub raddr: Be64,
+    /// Remote key.
+    pub rkey: Be32,
+    /// Reserved, written 0.
+    pub reserved: Be32,
+}
+
+impl RaddrSeg {
+    /// Builds a remote address segment.
+    #[inline(always)]
+    pub const fn new(raddr: u64, rkey: u32) -> Self {
+        RaddrSeg { raddr: Be64::new(raddr), rkey: Be32::new(rkey), reserved: Be32::new(0) }
+    }
+}
+
+/// Data (scatter/gather pointer) segment, same in SQ, RQ and SRQ (16 bytes).
+/// FACTS §1.5.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DataSeg {
+    /// Byte count (bit 31 must be 0: it is the inline marker).
+    pub byte_count: Be32,
+    /// Local key.
+    pub lkey: Be32,
+    /// Local address.
+    pub addr: Be64,
+}
+
+impl DataSeg {
+    /// Builds a data segment.
+    #[inline(always)]
+    pub const fn new(byte_count: u32, lkey: u32, addr: u64) -> Self {
+        DataSeg { byte_count: Be32::new(byte_count), lkey: Be32::new(lkey), addr: Be64::new(addr) }
+    }
+    /// The receive-list terminator `{0, INVALID_LKEY, 0}`. FACTS §2.1.
+    pub const TERMINATOR: DataSeg = DataSeg::new(0, super::INVALID_LKEY, 0);
+}
+
+/// Inline data segment header (4 bytes, payload follows). FACTS §1.5.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct InlineHdr {
+    /// Inline length | 0x8000_0000.
+    pub byte_count: Be32,
+}
+
+impl InlineHdr {
+    /// Builds the header for `len` inline bytes.
+    #[inline(always)]
+    pub const fn new(len: u32) -> Self {
+        InlineHdr { byte_count: Be32::new(len | super::INLINE_SEG) }
+    }
+}
+
+/// Atomic segment (16 bytes). FACTS §1.5.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AtomicSeg {
+    /// Swap value (CS) or add value (FA).
+    pub swap_add: Be64,
+    /// Compare value (CS only).
+    pub compare: Be64,
+}
+
+/// Address vector inside the datagram segment (48 bytes). FACTS §1.5.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AddressVector {
+    /// UD: qkey in bytes 0–3, bytes 4–7 reserved; DC: dc_key.
+    pub key: [u8; 8],
+    /// Remote QPN | EXTENDED_UD_AV.
+    pub dqp_dct: Be32,
+    /// rate<<4 | SL.
+    pub stat_rate_sl: u8,
+    /// force-loopback (bit 7) | source path bits.
+    pub fl_mlid: u8,
+    /// DLID (IB) or UDP source port (RoCEv2).
+    pub rlid: Be16,
+    /// Reserved.
+    pub reserved0: [u8; 4],
+    /// RoCE destination MAC.
+    pub rmac: [u8; 6],
+    /// GRH traffic class.
+    pub tclass: u8,
+    /// GRH hop limit.
+    pub hop_limit: u8,
+    /// GRH present (bit 30) | sgid index (27:20) | flow label (19:0).
+    pub grh_gid_fl: Be32,
+    /// Destination GID.
+    pub rgid: [u8; 16],
+}
+
+/// Datagram segment = one address vector (48 bytes). FACTS §1.5.
+pub type DatagramSeg = AddressVector;
+
+impl Segment for CtrlSeg {}
+impl Segment for RaddrSeg {}
+impl Segment for DataSeg {}
+impl Segment for InlineHdr {}
+impl Segment for AtomicSeg {}
+impl Segment for AddressVector {}
+
+assert_eq_size!(CtrlSeg, [u8; 16]);
+assert_eq_size!(RaddrSeg, [u8; 16]);
+assert_eq_size!(DataSeg, [u8; 16]);
+assert_eq_size!(InlineHdr, [u8; 4]);
+assert_eq_size!(AtomicSeg, [u8; 16]);
+assert_eq_size!(AddressVector, [u8; 48]);
+const_assert_eq!(core::mem::offset_of!(CtrlSeg, fm_ce_se), 11);
+const_assert_eq!(core::mem::offset_of!(CtrlSeg, imm), 12);
+const_assert_eq!(core::mem::offset_of!(AddressVector, dqp_dct), 8);
+const_assert_eq!(core::mem::offset_of!(AddressVector, rlid), 14);
+const_assert_eq!(core::mem::offset_of!(AddressVector, rmac), 20);
+const_assert_eq!(core::mem::offset_of!(AddressVector, grh_gid_fl), 28);
+const_assert_eq!(core::mem::offset_of!(AddressVector, rgid), 32);

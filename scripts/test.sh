@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The test command (README): installs what the tests need on a fresh Debian
+# machine, then runs every check. Safe to re-run; installs are skipped when
+# already present.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+
+step() { printf '\n==> %s\n' "$*"; }
+
+# --- set-up --------------------------------------------------------------
+if [ ! -f /usr/include/infiniband/mlx5dv.h ]; then
+  step "installing libibverbs-dev (vendor header infiniband/mlx5dv.h)"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq libibverbs-dev >/dev/null
+fi
+if ! rustup target list --installed | grep -q '^x86_64-unknown-none$'; then
+  step "adding the x86_64-unknown-none target"
+  rustup target add x86_64-unknown-none
+fi
+if ! rustup run nightly rustc --version >/dev/null 2>&1; then
+  step "installing nightly"
+  rustup toolchain install nightly --profile minimal
+fi
+if ! rustup component list --toolchain nightly --installed | grep -q '^miri'; then
+  step "adding miri and rust-src to nightly"
+  rustup component add --toolchain nightly miri rust-src
+fi
+if ! command -v cargo-fuzz >/dev/null 2>&1; then
+  step "installing cargo-fuzz"
+  cargo install cargo-fuzz --locked
+fi
+
+# --- checks --------------------------------------------------------------
+step "cargo fmt --check"
+cargo fmt --all -- --check
+
+step "cargo clippy (workspace, all targets, -D warnings)"
+cargo clippy --workspace --all-targets -- -D warnings
+
+step "no_std build of the core for x86_64-unknown-none"
+cargo build -p bareverbs --target x86_64-unknown-none
+
+step "workspace tests (unit, integration, vendor-header conformance, vector replays, corpus replays)"
+cargo test --workspace --release
+
+step "miri on the core"
+MIRIFLAGS="${MIRIFLAGS:--Zmiri-strict-provenance}" cargo +nightly miri test -p bareverbs --lib
+
+if [ -d fuzz/fuzz_targets ] && ls fuzz/fuzz_targets/*.rs >/dev/null 2>&1; then
+  step "fuzz smoke runs (time-boxed)"
+  secs=${FUZZ_SECONDS:-15}
+  for t in fuzz/fuzz_targets/*.rs; do
+    name=$(basename "$t" .rs)
+    (cd fuzz && cargo +nightly fuzz run "$name" -- -max_total_time="$secs" -rss_limit_mb=4096 2>&1 | tail -n 3)
+  done
+fi
+
+step "all checks passed"
