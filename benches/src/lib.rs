@@ -5,5 +5,7 @@
 //! and `sweep`. The binary in `src/main.rs` is a thin clap front end.
 #![deny(missing_docs)]
 
+pub mod budget;
 pub mod conform;
 pub mod decode;
+pub mod vectors;

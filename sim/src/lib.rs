@@ -6,3 +6,5 @@
 //! and a PCIe cost model. Tests, fuzzers and benchmarks run on it without
 //! hardware. (Filled by the simulator issue.)
 #![deny(missing_docs)]
+
+pub mod fuzzing;

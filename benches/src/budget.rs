@@ -1,0 +1,1 @@
+//! `bareverbs budget`: exact mlx5 memory per QP and per node.

@@ -1,2 +1,0 @@
-//! `bareverbs conform FILE…`: replays ground-truth vector files through
-//! bareverbs and reports one line per case.

@@ -1,0 +1,1 @@
+//! conform: cqe files.

@@ -1,0 +1,1 @@
+//! conform: sizing files.

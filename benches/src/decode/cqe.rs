@@ -1,0 +1,1 @@
+//! `bareverbs decode cqe`.

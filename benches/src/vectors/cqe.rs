@@ -1,0 +1,1 @@
+//! Reader for the cqe vector format.

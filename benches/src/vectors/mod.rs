@@ -1,0 +1,16 @@
+//! Readers for the ground-truth vector files in `shared/mlx5/vectors/`.
+//! Each reader turns one file into typed cases; nothing here knows the
+//! expected answers except what the file states.
+
+pub mod cqe;
+pub mod recv;
+pub mod wqe;
+
+/// Directory of the shared vectors: `$BAREVERBS_VECTORS`, else
+/// `<workspace>/../shared/mlx5/vectors`.
+pub fn vectors_dir() -> std::path::PathBuf {
+    if let Ok(p) = std::env::var("BAREVERBS_VECTORS") {
+        return p.into();
+    }
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/mlx5/vectors")
+}

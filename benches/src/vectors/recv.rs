@@ -1,0 +1,1 @@
+//! Reader for the recv vector format.

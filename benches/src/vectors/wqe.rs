@@ -1,0 +1,1 @@
+//! Reader for the wqe vector format.

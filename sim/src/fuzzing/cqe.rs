@@ -1,0 +1,1 @@
+//! Fuzz bodies for CQE parsing and mini-CQE expansion.

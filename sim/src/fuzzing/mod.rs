@@ -1,0 +1,5 @@
+//! Fuzz-target bodies. `fuzz/` calls them under libFuzzer; the tests in
+//! `sim/tests/` replay the committed corpora through them on stable Rust.
+
+pub mod cqe;
+pub mod wqe;

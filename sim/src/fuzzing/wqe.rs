@@ -1,0 +1,1 @@
+//! Fuzz bodies for WQE parsing.
