@@ -27,8 +27,11 @@
 pub mod cqe;
 pub mod error;
 pub mod platform;
+pub mod qp;
 pub mod ring;
+pub mod rq;
 pub mod sizing;
+pub mod sq;
 pub mod wqe;
 
 pub use error::Error;

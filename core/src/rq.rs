@@ -1,0 +1,500 @@
+//! Receive queue and shared receive queue posting (FACTS §2).
+//!
+//! Receive queues have no MMIO doorbell: the doorbell record alone tells
+//! the device how many receive WQEs were posted (FACTS §4.1).
+
+use crate::platform::{self, DmaBuf};
+use crate::sq::Sge;
+use crate::wqe::{DataSeg, Segment};
+use core::fmt;
+use core::ptr::NonNull;
+
+/// A receive work request.
+#[derive(Clone, Copy, Debug)]
+pub struct RecvWr<'a> {
+    /// Caller's identifier, returned in the completion.
+    pub wr_id: u64,
+    /// Where incoming data is scattered.
+    pub sgl: &'a [Sge],
+}
+
+/// Why a receive WR was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecvErrorKind {
+    /// The queue is full (`outstanding` of `max_post` WRs posted).
+    QueueFull {
+        /// WRs outstanding including this batch.
+        outstanding: u32,
+        /// Capacity.
+        max_post: u32,
+    },
+    /// More SGEs than the WQE stride holds (or posting disabled in this QP
+    /// state, when `max` is `None`).
+    TooManySges {
+        /// SGEs in the WR.
+        num: usize,
+        /// Limit, or `None` while the QP state forbids posting.
+        max: Option<u32>,
+    },
+    /// An SGE is outside its registered region (safe API).
+    SgeOutOfBounds {
+        /// Index of the SGE.
+        sge: usize,
+    },
+}
+
+impl RecvErrorKind {
+    /// The errno the vendor's provider returns for the same failure.
+    pub const fn errno(&self) -> i32 {
+        match self {
+            RecvErrorKind::QueueFull { .. } => 12,
+            _ => 22,
+        }
+    }
+}
+
+/// A refused receive WR; WRs before `index` were posted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecvError {
+    /// Index of the first WR not posted.
+    pub index: usize,
+    /// Why.
+    pub kind: RecvErrorKind,
+}
+
+impl fmt::Display for RecvError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "receive WR {} not posted: ", self.index)?;
+        match self.kind {
+            RecvErrorKind::QueueFull { outstanding, max_post } => {
+                write!(f, "queue full ({outstanding} outstanding, capacity {max_post})")
+            }
+            RecvErrorKind::TooManySges { num, max: Some(m) } => {
+                write!(f, "{num} SGEs, the queue allows {m}")
+            }
+            RecvErrorKind::TooManySges { max: None, .. } => {
+                write!(f, "the QP state does not allow receive posting (move it to INIT)")
+            }
+            RecvErrorKind::SgeOutOfBounds { sge } => {
+                write!(f, "SGE {sge} is outside its registered memory region")
+            }
+        }
+    }
+}
+
+/// Geometry of a receive queue (from sizing). FACTS §3.5.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RqConfig {
+    /// log2 of the WQE stride in bytes (≥ 4).
+    pub wqe_shift: u32,
+    /// Data segments per WQE (`max_gs`).
+    pub max_gs: u32,
+    /// WRs that may be outstanding (`max_post`).
+    pub max_post: u32,
+}
+
+/// A receive queue of `N` WQEs (power of two) over DMA memory.
+pub struct RecvQueue<const N: usize> {
+    ring: NonNull<u8>,
+    dbrec: NonNull<u8>,
+    cfg: RqConfig,
+    state_max_gs: i64,
+    head: u32,
+    tail: u32,
+    wrid: [u64; N],
+}
+
+// SAFETY: the queue exclusively owns its ring and doorbell record (contract
+// of `new`); moving it moves that ownership.
+unsafe impl<const N: usize> Send for RecvQueue<N> {}
+
+impl<const N: usize> RecvQueue<N> {
+    const OK: () = assert!(
+        N.is_power_of_two() && N <= 1 << 16,
+        "RecvQueue<N>: N must be a power of two no larger than 65536"
+    );
+
+    /// Creates a receive queue over `ring` (`N << cfg.wqe_shift` bytes)
+    /// and the QP's doorbell record (word 0 is the receive counter).
+    /// Posting starts disabled: call [`enable`](Self::enable) at INIT.
+    ///
+    /// # Safety
+    /// `ring` and `dbrec` must be DMA memory this queue exclusively owns for
+    /// its whole life (no Rust reference to it, no other writer).
+    pub unsafe fn new(ring: DmaBuf, dbrec: DmaBuf, cfg: RqConfig) -> Option<Self> {
+        let () = Self::OK;
+        if cfg.wqe_shift < 4
+            || cfg.wqe_shift > 16
+            || (cfg.max_gs as usize) << 4 > 1 << cfg.wqe_shift
+            || ring.len < N << cfg.wqe_shift
+            || dbrec.len < 4
+        {
+            return None;
+        }
+        Some(RecvQueue {
+            ring: ring.cpu,
+            dbrec: dbrec.cpu,
+            cfg,
+            state_max_gs: -1,
+            head: 0,
+            tail: 0,
+            wrid: [0; N],
+        })
+    }
+
+    /// Allows posting (the QP entered INIT or later).
+    pub fn enable(&mut self) {
+        self.state_max_gs = self.cfg.max_gs as i64;
+    }
+    /// Disables posting and zeroes the counters and the receive record.
+    pub fn reset(&mut self) {
+        self.state_max_gs = -1;
+        self.head = 0;
+        self.tail = 0;
+        self.write_dbrec(0);
+    }
+    /// WRs posted (free running).
+    pub fn head(&self) -> u32 {
+        self.head
+    }
+    /// WRs completed (free running).
+    pub fn tail(&self) -> u32 {
+        self.tail
+    }
+    /// The geometry.
+    pub fn config(&self) -> &RqConfig {
+        &self.cfg
+    }
+    /// `wr_id` recorded for slot `idx`.
+    pub fn wrid(&self, idx: usize) -> Option<u64> {
+        self.wrid.get(idx).copied()
+    }
+    /// Positions the counters (replaying a recorded state).
+    pub fn set_counters(&mut self, head: u32, tail: u32) {
+        self.head = head;
+        self.tail = tail;
+    }
+
+    /// Completes the WQE named by a responder CQE's `wqe_counter`:
+    /// returns its `wr_id` and advances the tail. FACTS §5.8.
+    #[inline]
+    pub fn retire(&mut self, wqe_counter: u16) -> u64 {
+        let idx = wqe_counter as usize & (N - 1);
+        self.tail = self.tail.wrapping_add(1);
+        self.wrid[idx]
+    }
+
+    /// Posts receive WRs naming raw device addresses, then publishes the
+    /// new head in the doorbell record (once per batch).
+    ///
+    /// # Safety
+    /// The device writes into every SGE: each must name registered memory
+    /// that stays valid, and is not read or written through Rust
+    /// references, until the WR completes.
+    pub unsafe fn post_recv_raw(&mut self, wrs: &[RecvWr<'_>]) -> Result<(), RecvError> {
+        let mut nreq = 0u32;
+        let mut result = Ok(());
+        for (i, wr) in wrs.iter().enumerate() {
+            let outstanding = self.head.wrapping_sub(self.tail).wrapping_add(nreq);
+            if outstanding >= self.cfg.max_post {
+                result = Err(RecvError {
+                    index: i,
+                    kind: RecvErrorKind::QueueFull { outstanding, max_post: self.cfg.max_post },
+                });
+                break;
+            }
+            if wr.sgl.len() as i64 > self.state_max_gs {
+                let max = if self.state_max_gs < 0 { None } else { Some(self.cfg.max_gs) };
+                result = Err(RecvError {
+                    index: i,
+                    kind: RecvErrorKind::TooManySges { num: wr.sgl.len(), max },
+                });
+                break;
+            }
+            let ind = (self.head.wrapping_add(nreq) as usize) & (N - 1);
+            let base = ind << self.cfg.wqe_shift;
+            let mut j = 0usize;
+            for s in wr.sgl {
+                if s.length == 0 {
+                    continue;
+                }
+                // SAFETY: j < max_gs and max_gs * 16 <= stride (checked in
+                // `new`), so the segment lies inside slot `ind` of the ring.
+                unsafe {
+                    DataSeg::new(s.length, s.lkey, s.addr)
+                        .write_to(self.ring.as_ptr().add(base + (j << 4)))
+                };
+                j += 1;
+            }
+            if j < self.cfg.max_gs as usize {
+                // SAFETY: as above, j < max_gs.
+                unsafe { DataSeg::TERMINATOR.write_to(self.ring.as_ptr().add(base + (j << 4))) };
+            }
+            self.wrid[ind] = wr.wr_id;
+            nreq += 1;
+        }
+        if nreq > 0 {
+            self.head = self.head.wrapping_add(nreq);
+            platform::to_device_barrier();
+            self.write_dbrec(self.head & 0xffff);
+        }
+        result
+    }
+
+    fn write_dbrec(&mut self, v: u32) {
+        // SAFETY: word 0 of the QP doorbell record, owned by this queue.
+        unsafe { core::ptr::write_volatile(self.dbrec.as_ptr().cast::<[u8; 4]>(), v.to_be_bytes()) }
+    }
+}
+
+/// Geometry of a shared receive queue (from sizing). FACTS §3.8.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SrqConfig {
+    /// log2 of the WQE size in bytes (≥ 5).
+    pub wqe_shift: u32,
+    /// Data segments per WQE.
+    pub max_gs: u32,
+    /// Slots in the main free list (`tail + 1` at creation).
+    pub nwqes: u32,
+    /// Whether slots `nwqes..N` form a wait queue.
+    pub wait_queue: bool,
+}
+
+/// A shared receive queue of `N` WQE slots with a free list linked through
+/// each WQE's next segment. FACTS §2.2.
+///
+/// The links are kept in a shadow array (`next`) as well as in the ring,
+/// so nothing read back from device-visible memory is trusted.
+pub struct SharedReceiveQueue<const N: usize> {
+    ring: NonNull<u8>,
+    dbrec: NonNull<u8>,
+    cfg: SrqConfig,
+    head: u32,
+    tail: u32,
+    waitq_head: i32,
+    waitq_tail: i32,
+    counter: u16,
+    next: [u16; N],
+    free: [u64; N],
+    wrid: [u64; N],
+}
+
+// SAFETY: exclusive owner of its ring and record (contract of `new`).
+unsafe impl<const N: usize> Send for SharedReceiveQueue<N> {}
+
+impl<const N: usize> SharedReceiveQueue<N> {
+    const OK: () = assert!(
+        N.is_power_of_two() && N <= 1 << 16,
+        "SharedReceiveQueue<N>: N must be a power of two no larger than 65536"
+    );
+
+    /// Creates the SRQ and links its free lists: `0 → 1 → … → nwqes-1`
+    /// and, with a wait queue, `nwqes → … → N-1`.
+    ///
+    /// # Safety
+    /// `ring` (`N << wqe_shift` bytes) and `dbrec` (4 bytes) must be DMA
+    /// memory this queue exclusively owns for its whole life.
+    pub unsafe fn new(ring: DmaBuf, dbrec: DmaBuf, cfg: SrqConfig) -> Option<Self> {
+        let () = Self::OK;
+        if cfg.wqe_shift < 5
+            || cfg.wqe_shift > 16
+            || ((cfg.max_gs as usize + 1) << 4) > 1 << cfg.wqe_shift
+            || cfg.nwqes == 0
+            || cfg.nwqes as usize > N
+            || ring.len < N << cfg.wqe_shift
+            || dbrec.len < 4
+        {
+            return None;
+        }
+        let mut q = SharedReceiveQueue {
+            ring: ring.cpu,
+            dbrec: dbrec.cpu,
+            cfg,
+            head: 0,
+            tail: cfg.nwqes - 1,
+            waitq_head: -1,
+            waitq_tail: -1,
+            counter: 0,
+            next: [0; N],
+            free: [0; N],
+            wrid: [0; N],
+        };
+        for i in 0..cfg.nwqes - 1 {
+            q.link(i, i + 1);
+        }
+        if cfg.wait_queue && (cfg.nwqes as usize) < N {
+            q.waitq_head = cfg.nwqes as i32;
+            q.waitq_tail = N as i32 - 1;
+            for i in cfg.nwqes..N as u32 - 1 {
+                q.link(i, i + 1);
+            }
+        }
+        Some(q)
+    }
+
+    fn link(&mut self, from: u32, to: u32) {
+        self.next[from as usize] = to as u16;
+        let p = (from as usize) << self.cfg.wqe_shift;
+        // SAFETY: `from` < N, so bytes 2..4 of its slot are inside the ring.
+        unsafe {
+            core::ptr::write_volatile(self.ring.as_ptr().add(p + 2).cast::<[u8; 2]>(), (to as u16).to_be_bytes())
+        }
+    }
+
+    fn is_free(&self, i: u32) -> bool {
+        self.free[i as usize] != 0
+    }
+
+    /// Head of the free list (next slot a post uses).
+    pub fn head(&self) -> u32 {
+        self.head
+    }
+    /// Last slot of the free list (never handed to the device).
+    pub fn tail(&self) -> u32 {
+        self.tail
+    }
+    /// The 16-bit posted-WQE counter published in the doorbell record.
+    pub fn counter(&self) -> u16 {
+        self.counter
+    }
+    /// The geometry.
+    pub fn config(&self) -> &SrqConfig {
+        &self.cfg
+    }
+    /// `wr_id` recorded for slot `idx`.
+    pub fn wrid(&self, idx: usize) -> Option<u64> {
+        self.wrid.get(idx).copied()
+    }
+    /// The free-list link of slot `idx`.
+    pub fn next_of(&self, idx: usize) -> Option<u16> {
+        self.next.get(idx).copied()
+    }
+    /// Slots completed and not yet re-linked.
+    pub fn free_slots(&self) -> impl Iterator<Item = u32> + '_ {
+        (0..N as u32).filter(|&i| self.is_free(i))
+    }
+    /// Sets the posted-WQE counter (replaying a recorded state).
+    pub fn set_counter(&mut self, c: u16) {
+        self.counter = c;
+    }
+
+    /// Completes slot `slot` (a responder CQE's `wqe_counter` on an SRQ):
+    /// returns its `wr_id` and marks the slot free for re-linking.
+    /// Out-of-range slots (bad device bytes) return `None`.
+    pub fn retire(&mut self, slot: u16) -> Option<u64> {
+        let s = slot as usize;
+        if s >= N {
+            return None;
+        }
+        self.free[s] = 1;
+        Some(self.wrid[s])
+    }
+
+    fn set_next_tail(&mut self, next_tail: u32) {
+        self.link(self.tail, next_tail);
+        self.tail = next_tail;
+        self.free[next_tail as usize] = 0;
+    }
+
+    /// Finds the first run of free slots in `[first, last)`.
+    fn contig(&self, first: u32, last: u32) -> (u32, u32) {
+        let mut count = 0;
+        let mut i = first;
+        while i < last {
+            if self.is_free(i) {
+                count += 1;
+            } else if count > 0 {
+                break;
+            }
+            i += 1;
+        }
+        (i - count, count)
+    }
+
+    fn extend(&mut self) -> bool {
+        let nw = self.cfg.nwqes;
+        let next_tail = (self.tail + 1) % nw;
+        if self.is_free(next_tail) {
+            self.set_next_tail(next_tail);
+            return true;
+        }
+        let (mut start, mut count) = self.contig(self.head + 1, nw);
+        if count == 0 {
+            (start, count) = self.contig(0, self.head);
+            if count == 0 {
+                return false;
+            }
+        }
+        self.link(self.tail, start);
+        self.tail = start + count - 1;
+        self.free[self.tail as usize] = 0;
+        for i in start..self.tail {
+            self.link(i, i + 1);
+            self.free[i as usize] = 0;
+        }
+        true
+    }
+
+    /// Posts receive WRs naming raw device addresses. Zero-length SGEs are
+    /// written as-is (unlike the RQ). FACTS §2.2.
+    ///
+    /// # Safety
+    /// As [`RecvQueue::post_recv_raw`].
+    pub unsafe fn post_recv_raw(&mut self, wrs: &[RecvWr<'_>]) -> Result<(), RecvError> {
+        let mut nreq = 0u32;
+        let mut result = Ok(());
+        for (i, wr) in wrs.iter().enumerate() {
+            if wr.sgl.len() > self.cfg.max_gs as usize {
+                result = Err(RecvError {
+                    index: i,
+                    kind: RecvErrorKind::TooManySges {
+                        num: wr.sgl.len(),
+                        max: Some(self.cfg.max_gs),
+                    },
+                });
+                break;
+            }
+            if self.head == self.tail && !self.extend() {
+                result = Err(RecvError {
+                    index: i,
+                    kind: RecvErrorKind::QueueFull {
+                        outstanding: self.cfg.nwqes - 1,
+                        max_post: self.cfg.nwqes - 1,
+                    },
+                });
+                break;
+            }
+            let slot = self.head as usize;
+            self.wrid[slot] = wr.wr_id;
+            self.head = self.next[slot] as u32;
+            let base = (slot << self.cfg.wqe_shift) + 16;
+            let mut j = 0usize;
+            for s in wr.sgl {
+                // SAFETY: j < max_gs and (max_gs + 1) * 16 <= WQE size
+                // (checked in `new`): inside slot `slot`.
+                unsafe {
+                    DataSeg::new(s.length, s.lkey, s.addr)
+                        .write_to(self.ring.as_ptr().add(base + (j << 4)))
+                };
+                j += 1;
+            }
+            if j < self.cfg.max_gs as usize {
+                // SAFETY: as above.
+                unsafe { DataSeg::TERMINATOR.write_to(self.ring.as_ptr().add(base + (j << 4))) };
+            }
+            nreq += 1;
+        }
+        if nreq > 0 {
+            self.counter = self.counter.wrapping_add(nreq as u16);
+            platform::to_device_barrier();
+            // SAFETY: the SRQ doorbell record (4 bytes) this queue owns.
+            unsafe {
+                core::ptr::write_volatile(
+                    self.dbrec.as_ptr().cast::<[u8; 4]>(),
+                    (self.counter as u32).to_be_bytes(),
+                )
+            }
+        }
+        result
+    }
+}

@@ -1,0 +1,981 @@
+//! The send queue: builds WQEs straight into the DMA ring, keeps the
+//! `wr_id` bookkeeping in fixed arrays and rings the doorbell (8-byte write
+//! or BlueFlame copy). FACTS §1 (WQE formats, wrap, bookkeeping), §4.3
+//! (doorbell sequence).
+//!
+//! The ring is `N` 64-byte WQEBBs of DMA memory; `N` is a const generic
+//! (a power of two, checked at compile time). Producer and consumer counters
+//! are free running; one signaled completion retires every earlier
+//! unsignaled WR (`tail = wqe_head[idx] + 1`).
+//!
+//! Posting is checked before anything is written: a WR that fails leaves
+//! the ring untouched, the good prefix of a batch is posted and rung with
+//! the last WQE actually built, and the failing index is reported.
+
+use crate::platform::{self, DmaBuf, Uar};
+use crate::qp::QpType;
+use crate::wqe::{
+    AddressVector, AtomicSeg, Be32, Be64, CtrlSeg, DataSeg, InlineHdr, RaddrSeg, Segment,
+    ATOMIC_SIZE, EXTENDED_UD_AV,
+};
+use bitflags::bitflags;
+use core::fmt;
+use core::ptr::NonNull;
+
+/// One scatter/gather element: device address, length and local key.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sge {
+    /// Device (IO virtual) address of the buffer.
+    pub addr: u64,
+    /// Length in bytes (0 = skipped on the send side, FACTS §1.5).
+    pub length: u32,
+    /// Local key of the memory region holding the buffer.
+    pub lkey: u32,
+}
+
+bitflags! {
+    /// Send flags, with the `ibv_send_flags` values. FACTS §1.3.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+    pub struct SendFlags: u32 {
+        /// Wait for earlier RDMA READ/atomic WQEs (fence mode 0x80).
+        const FENCE = 1;
+        /// Generate a CQE on success (CE = CQ_UPDATE).
+        const SIGNALED = 2;
+        /// Set the solicited-event bit.
+        const SOLICITED = 4;
+        /// Copy the payload into the WQE (inline segment).
+        const INLINE = 8;
+    }
+}
+
+/// Memory-window type (for [`SendOp::BindMw`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MwType {
+    /// Type 1 window.
+    Type1,
+    /// Type 2 window (bound to a QP).
+    Type2,
+}
+
+/// Memory-window access flags (`ibv_access_flags` values).
+pub mod mw_access {
+    /// IBV_ACCESS_LOCAL_WRITE.
+    pub const LOCAL_WRITE: u32 = 1;
+    /// IBV_ACCESS_REMOTE_WRITE.
+    pub const REMOTE_WRITE: u32 = 2;
+    /// IBV_ACCESS_REMOTE_READ.
+    pub const REMOTE_READ: u32 = 4;
+    /// IBV_ACCESS_REMOTE_ATOMIC.
+    pub const REMOTE_ATOMIC: u32 = 8;
+    /// IBV_ACCESS_ZERO_BASED.
+    pub const ZERO_BASED: u32 = 0x20;
+}
+
+/// The operation of a send work request, with its operation-specific
+/// fields. Immediate data is a host value; it is stored big-endian.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendOp {
+    /// SEND.
+    Send,
+    /// SEND with immediate.
+    SendImm {
+        /// Immediate data (host order; the wire carries it big-endian).
+        imm: u32,
+    },
+    /// SEND with invalidate.
+    SendInv {
+        /// rkey the responder invalidates.
+        invalidate_rkey: u32,
+    },
+    /// RDMA WRITE.
+    Write {
+        /// Remote address.
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+    },
+    /// RDMA WRITE with immediate.
+    WriteImm {
+        /// Remote address.
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Immediate data (host order).
+        imm: u32,
+    },
+    /// RDMA READ.
+    Read {
+        /// Remote address.
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+    },
+    /// Atomic compare-and-swap (8 bytes).
+    CompSwap {
+        /// Remote address (8-byte aligned).
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Compare value.
+        compare: u64,
+        /// Swap value.
+        swap: u64,
+    },
+    /// Atomic fetch-and-add (8 bytes).
+    FetchAdd {
+        /// Remote address (8-byte aligned).
+        remote_addr: u64,
+        /// Remote key.
+        rkey: u32,
+        /// Value to add.
+        add: u64,
+    },
+    /// Local invalidate (a UMR WQE).
+    LocalInv {
+        /// rkey to invalidate.
+        invalidate_rkey: u32,
+    },
+    /// Bind a memory window (a UMR WQE).
+    BindMw {
+        /// The window's current rkey.
+        mw_rkey: u32,
+        /// Window type.
+        mw_type: MwType,
+        /// The new rkey (its low byte is the new key variant).
+        new_rkey: u32,
+        /// lkey of the memory region the window is bound to.
+        mr_lkey: u32,
+        /// Start address of the window.
+        addr: u64,
+        /// Length of the window (0 = unbind).
+        length: u64,
+        /// Access flags ([`mw_access`]).
+        access: u32,
+    },
+}
+
+impl SendOp {
+    /// The mlx5 opcode this operation is built with. FACTS §1.6.
+    pub const fn mlx5_opcode(&self) -> u8 {
+        match self {
+            SendOp::Send => 0x0a,
+            SendOp::SendImm { .. } => 0x0b,
+            SendOp::SendInv { .. } => 0x01,
+            SendOp::Write { .. } => 0x08,
+            SendOp::WriteImm { .. } => 0x09,
+            SendOp::Read { .. } => 0x10,
+            SendOp::CompSwap { .. } => 0x11,
+            SendOp::FetchAdd { .. } => 0x12,
+            SendOp::LocalInv { .. } | SendOp::BindMw { .. } => 0x25,
+        }
+    }
+    /// The verbs name of the operation.
+    pub const fn name(&self) -> &'static str {
+        match self {
+            SendOp::Send => "SEND",
+            SendOp::SendImm { .. } => "SEND_WITH_IMM",
+            SendOp::SendInv { .. } => "SEND_WITH_INV",
+            SendOp::Write { .. } => "RDMA_WRITE",
+            SendOp::WriteImm { .. } => "RDMA_WRITE_WITH_IMM",
+            SendOp::Read { .. } => "RDMA_READ",
+            SendOp::CompSwap { .. } => "ATOMIC_CMP_AND_SWP",
+            SendOp::FetchAdd { .. } => "ATOMIC_FETCH_AND_ADD",
+            SendOp::LocalInv { .. } => "LOCAL_INV",
+            SendOp::BindMw { .. } => "BIND_MW",
+        }
+    }
+    const fn is_atomic(&self) -> bool {
+        matches!(self, SendOp::CompSwap { .. } | SendOp::FetchAdd { .. })
+    }
+}
+
+/// Destination of a UD send: address vector, remote QPN and Q_Key.
+#[derive(Clone, Copy, Debug)]
+pub struct UdDest<'a> {
+    /// Address vector built once per address handle (FACTS §1.5).
+    pub av: &'a AddressVector,
+    /// Remote QP number (24 bits).
+    pub remote_qpn: u32,
+    /// Remote Q_Key.
+    pub remote_qkey: u32,
+}
+
+/// A send work request.
+#[derive(Clone, Copy, Debug)]
+pub struct SendWr<'a> {
+    /// Caller's identifier, returned in the completion.
+    pub wr_id: u64,
+    /// Operation and its fields.
+    pub op: SendOp,
+    /// Scatter/gather list (or inline source with [`SendFlags::INLINE`]).
+    pub sgl: &'a [Sge],
+    /// Flags.
+    pub flags: SendFlags,
+    /// UD destination (required on UD QPs, ignored elsewhere).
+    pub ud: Option<UdDest<'a>>,
+}
+
+impl<'a> SendWr<'a> {
+    /// A WR with no flags and no UD destination.
+    pub const fn new(wr_id: u64, op: SendOp, sgl: &'a [Sge]) -> Self {
+        SendWr { wr_id, op, sgl, flags: SendFlags::empty(), ud: None }
+    }
+    /// The same WR with `flags`.
+    pub const fn with_flags(mut self, flags: SendFlags) -> Self {
+        self.flags = flags;
+        self
+    }
+    /// The same WR with a UD destination.
+    pub const fn with_ud(mut self, ud: UdDest<'a>) -> Self {
+        self.ud = Some(ud);
+        self
+    }
+}
+
+/// Why a send WR was refused. Nothing of the refused WR reaches the ring.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PostErrorKind {
+    /// The queue holds `outstanding` WRs and allows `max_post`.
+    QueueFull {
+        /// WRs posted and not yet completed (including this batch).
+        outstanding: u32,
+        /// The queue's `max_post`.
+        max_post: u32,
+    },
+    /// More SGEs than the queue's `max_send_sge` (or posting disabled in
+    /// this QP state, when `max` is `None`).
+    TooManySges {
+        /// SGEs in the WR.
+        num: usize,
+        /// The queue's limit, or `None` while the QP state forbids posting.
+        max: Option<u32>,
+    },
+    /// Inline payload larger than the queue's `max_inline_data`.
+    InlineTooLarge {
+        /// Bytes requested.
+        len: u64,
+        /// The queue's read-back `max_inline_data`.
+        max: u32,
+    },
+    /// The operation is not valid on this QP type.
+    OpNotAllowed {
+        /// Verbs name of the operation.
+        op: &'static str,
+        /// The QP type.
+        qp_type: QpType,
+    },
+    /// Atomics are not enabled on this QP.
+    AtomicsDisabled,
+    /// A UD send without a destination.
+    MissingUdDest,
+    /// A memory-window bind longer than the 2 GiB a KLM can describe.
+    BindTooLong {
+        /// Requested window length.
+        length: u64,
+    },
+    /// An SGE is outside every registered region it names (safe API).
+    SgeOutOfBounds {
+        /// Index of the SGE in the WR.
+        sge: usize,
+    },
+    /// An inline SGE refers to memory that is not registered (safe API).
+    InlineNotReadable {
+        /// Index of the SGE in the WR.
+        sge: usize,
+    },
+}
+
+impl PostErrorKind {
+    /// The errno the vendor's provider returns for the same failure.
+    pub const fn errno(&self) -> i32 {
+        match self {
+            PostErrorKind::QueueFull { .. }
+            | PostErrorKind::TooManySges { .. }
+            | PostErrorKind::InlineTooLarge { .. } => 12, // ENOMEM
+            PostErrorKind::AtomicsDisabled | PostErrorKind::BindTooLong { .. } => 95, // EOPNOTSUPP
+            _ => 22, // EINVAL
+        }
+    }
+}
+
+/// A refused WR: its index in the batch and the reason. WRs before `index`
+/// were posted and the doorbell was rung for them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PostError {
+    /// Index of the first WR not posted.
+    pub index: usize,
+    /// Why.
+    pub kind: PostErrorKind,
+}
+
+impl fmt::Display for PostError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "WR {} not posted: ", self.index)?;
+        match self.kind {
+            PostErrorKind::QueueFull { outstanding, max_post } => {
+                write!(f, "send queue full ({outstanding} outstanding, max_post {max_post})")
+            }
+            PostErrorKind::TooManySges { num, max: Some(m) } => {
+                write!(f, "{num} SGEs, the queue allows {m} (max_send_sge)")
+            }
+            PostErrorKind::TooManySges { max: None, .. } => {
+                write!(f, "the QP state does not allow posting (move it to RTS)")
+            }
+            PostErrorKind::InlineTooLarge { len, max } => {
+                write!(f, "{len} inline bytes, the queue allows {max} (max_inline_data)")
+            }
+            PostErrorKind::OpNotAllowed { op, qp_type } => {
+                write!(f, "{op} is not allowed on a {qp_type:?} QP")
+            }
+            PostErrorKind::AtomicsDisabled => write!(f, "atomics are not enabled on this QP"),
+            PostErrorKind::MissingUdDest => write!(f, "UD send without a destination"),
+            PostErrorKind::BindTooLong { length } => {
+                write!(f, "window of {length} bytes exceeds the 2 GiB a KLM describes")
+            }
+            PostErrorKind::SgeOutOfBounds { sge } => {
+                write!(f, "SGE {sge} is outside its registered memory region")
+            }
+            PostErrorKind::InlineNotReadable { sge } => {
+                write!(f, "inline SGE {sge} is not in registered host memory")
+            }
+        }
+    }
+}
+
+/// BlueFlame register geometry of the UAR a QP uses. FACTS §4.2.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlueFlame {
+    /// Offset of the register in the UAR page (0x800 + k × bf_reg_size).
+    pub reg_offset: usize,
+    /// Half-register size (`bf_reg_size / 2`); 0 = no BlueFlame (bfreg 0):
+    /// every doorbell is an 8-byte write and the offset never toggles.
+    pub buf_size: usize,
+    /// Copy inline single-WR posts through BlueFlame (provider default).
+    pub enabled: bool,
+    /// Also BlueFlame non-inline single-WR posts (`MLX5_POST_SEND_PREFER_BF`).
+    pub prefer: bool,
+}
+
+impl BlueFlame {
+    /// 8-byte doorbells only (the VFIO default: BAR mappings are uncached).
+    pub const fn doorbell_only(reg_offset: usize) -> Self {
+        BlueFlame { reg_offset, buf_size: 0, enabled: false, prefer: false }
+    }
+}
+
+/// Everything a send queue needs to know that is not its ring size.
+#[derive(Clone, Copy, Debug)]
+pub struct SqConfig {
+    /// QP number (24 bits), stamped in every control segment.
+    pub qpn: u32,
+    /// QP type (decides the transport segments and the allowed ops).
+    pub qp_type: QpType,
+    /// WRs that fit (from sizing: `max_post`).
+    pub max_post: u32,
+    /// SGEs per WR (from sizing: `max_gs`).
+    pub max_gs: u32,
+    /// Read-back `max_inline_data`.
+    pub max_inline_data: u32,
+    /// Every WQE generates a CQE (`sq_sig_all`).
+    pub sig_all: bool,
+    /// Atomics enabled on this QP.
+    pub atomics: bool,
+    /// BlueFlame register.
+    pub bf: BlueFlame,
+}
+
+/// What the completion path needs from the send queue for one CQE.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SendRetired {
+    /// The completed WR's `wr_id`.
+    pub wr_id: u64,
+    /// Completion opcode override for UMR-based WRs (5 BIND_MW,
+    /// 6 LOCAL_INV), else 0.
+    pub wr_data: u8,
+}
+
+/// A send queue of `N` WQEBBs over DMA memory, ringing through `U`.
+pub struct SendQueue<U: Uar, const N: usize> {
+    ring: NonNull<u8>,
+    dbrec: NonNull<u8>,
+    uar: U,
+    cfg: SqConfig,
+    /// -1 = posting disabled (RESET/INIT/RTR), else the SGE limit.
+    state_max_gs: i64,
+    cur_post: u32,
+    head: u32,
+    tail: u32,
+    fm_cache: u8,
+    bf_offset: usize,
+    sig_bits: u8,
+    wrid: [u64; N],
+    wqe_head: [u32; N],
+    wr_data: [u8; N],
+}
+
+// SAFETY: the queue exclusively owns its ring and doorbell-record memory
+// (by the contract of `new`); moving it to another thread moves that
+// ownership. It is not Sync: `post` needs `&mut self`.
+unsafe impl<U: Uar + Send, const N: usize> Send for SendQueue<U, N> {}
+
+/// Outcome of building one WQE in the ring.
+#[derive(Clone, Copy)]
+struct Built {
+    ctrl_off: usize,
+    ds: u32,
+    inline: bool,
+}
+
+impl<U: Uar, const N: usize> SendQueue<U, N> {
+    const OK: () = assert!(
+        N.is_power_of_two() && N <= 1 << 16,
+        "SendQueue<N>: N (WQEBBs) must be a power of two no larger than 65536"
+    );
+    const RING_BYTES: usize = N * 64;
+
+    /// Creates a send queue over `ring` (`N` × 64 bytes) and the QP's
+    /// 8-byte doorbell record `dbrec` (word 1 is the send counter).
+    ///
+    /// Posting starts disabled, as after create: call [`enable`](Self::enable)
+    /// when the QP reaches RTS.
+    ///
+    /// # Safety
+    /// `ring` and `dbrec` must be valid DMA memory of at least `N * 64` and
+    /// 8 bytes that this queue exclusively owns (no other queue writes them,
+    /// no Rust reference points at them) for its whole life, and the device
+    /// must only read them.
+    pub unsafe fn new(ring: DmaBuf, dbrec: DmaBuf, uar: U, cfg: SqConfig) -> Option<Self> {
+        let () = Self::OK;
+        if ring.len < Self::RING_BYTES || dbrec.len < 8 {
+            return None;
+        }
+        Some(SendQueue {
+            ring: ring.cpu,
+            dbrec: dbrec.cpu,
+            uar,
+            sig_bits: if cfg.sig_all { 0x08 } else { 0 },
+            cfg,
+            state_max_gs: -1,
+            cur_post: 0,
+            head: 0,
+            tail: 0,
+            fm_cache: 0,
+            bf_offset: 0,
+            wrid: [0; N],
+            wqe_head: [0; N],
+            wr_data: [0; N],
+        })
+    }
+
+    /// Allows posting (the QP entered RTS, or stays in SQD/SQE/ERR).
+    pub fn enable(&mut self) {
+        self.state_max_gs = self.cfg.max_gs as i64;
+    }
+
+    /// Disables posting and resets every counter, as a move to RESET does
+    /// (FACTS §2.1, §6.4): indices to 0, the send doorbell record zeroed.
+    pub fn reset(&mut self) {
+        self.state_max_gs = -1;
+        self.cur_post = 0;
+        self.head = 0;
+        self.tail = 0;
+        self.fm_cache = 0;
+        self.write_dbrec(0);
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &SqConfig {
+        &self.cfg
+    }
+    /// Producer index in WQEBBs (free running).
+    pub fn cur_post(&self) -> u32 {
+        self.cur_post
+    }
+    /// WRs posted (free running).
+    pub fn head(&self) -> u32 {
+        self.head
+    }
+    /// WRs retired by completions (free running).
+    pub fn tail(&self) -> u32 {
+        self.tail
+    }
+    /// WRs posted and not yet retired.
+    pub fn outstanding(&self) -> u32 {
+        self.head.wrapping_sub(self.tail)
+    }
+    /// Current BlueFlame half offset (0 or `buf_size`).
+    pub fn bf_offset(&self) -> usize {
+        self.bf_offset
+    }
+    /// The UAR this queue rings.
+    pub fn uar(&self) -> &U {
+        &self.uar
+    }
+    /// Mutable access to the UAR.
+    pub fn uar_mut(&mut self) -> &mut U {
+        &mut self.uar
+    }
+    /// `wr_id`, WR sequence number and `wr_data` recorded for ring slot
+    /// `idx` (the slot of a WQE's first WQEBB).
+    pub fn slot(&self, idx: usize) -> Option<(u64, u32, u8)> {
+        Some((*self.wrid.get(idx)?, *self.wqe_head.get(idx)?, *self.wr_data.get(idx)?))
+    }
+
+    /// Positions the counters as if `cur_post` WQEBBs and `head` WRs had
+    /// been posted and all completed (for replaying recorded states, e.g.
+    /// the ground-truth vectors' filler posts).
+    pub fn set_counters(&mut self, cur_post: u32, head: u32, bf_offset: usize) {
+        self.cur_post = cur_post;
+        self.head = head;
+        self.tail = head;
+        self.bf_offset = bf_offset;
+    }
+
+    /// Retires WRs up to the WQE whose first WQEBB counter is
+    /// `wqe_counter` (from a requester CQE) and returns its `wr_id`.
+    /// FACTS §5.7: `tail = wqe_head[idx] + 1`.
+    #[inline]
+    pub fn retire(&mut self, wqe_counter: u16) -> SendRetired {
+        let idx = wqe_counter as usize & (N - 1);
+        self.tail = self.wqe_head[idx].wrapping_add(1);
+        SendRetired { wr_id: self.wrid[idx], wr_data: self.wr_data[idx] }
+    }
+
+    /// Posts `wrs` whose SGEs name raw device addresses, writing one WQE
+    /// per WR and ringing one doorbell for the batch.
+    ///
+    /// On error, WRs before the failing index are posted and rung; the
+    /// failing WR and those after it are not, and nothing of them is
+    /// written to the ring.
+    ///
+    /// # Safety
+    /// The device will read (SEND/WRITE) or write (READ/atomic) every SGE:
+    /// each must name memory registered under its lkey that stays valid,
+    /// and unaliased by Rust references where the device writes, until the
+    /// WR's completion is polled. For [`SendFlags::INLINE`], each SGE's
+    /// `addr` must be a CPU address readable for `length` bytes now.
+    pub unsafe fn post_send_raw(&mut self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
+        let mut last: Option<Built> = None;
+        let mut next_fence = self.fm_cache;
+        let mut result = Ok(());
+        let mut nreq = 0u32;
+        for (i, wr) in wrs.iter().enumerate() {
+            match self.check(wr, nreq) {
+                Ok(()) => {}
+                Err(kind) => {
+                    result = Err(PostError { index: i, kind });
+                    break;
+                }
+            }
+            // The provider consumes the cached fence once these three
+            // checks pass, even if a later check fails (FACTS §1.3).
+            let fence = if wr.flags.contains(SendFlags::FENCE) { 0x80 } else { next_fence };
+            next_fence = 0;
+            if let Err(kind) = self.check_late(wr) {
+                result = Err(PostError { index: i, kind });
+                break;
+            }
+            if matches!(wr.op, SendOp::LocalInv { .. } | SendOp::BindMw { .. }) {
+                next_fence = 0x20;
+            }
+            // SAFETY: forwarded from this function's contract; `check` and
+            // `check_late` proved the WQE fits the slot geometry.
+            let built = unsafe { self.build(wr, fence, nreq) };
+            last = Some(built);
+            nreq += 1;
+        }
+        self.fm_cache = next_fence;
+        if let Some(b) = last {
+            self.ring_doorbell(nreq, b);
+        }
+        result
+    }
+
+    #[inline(always)]
+    fn check(&self, wr: &SendWr<'_>, nreq: u32) -> Result<(), PostErrorKind> {
+        let outstanding = self.head.wrapping_sub(self.tail).wrapping_add(nreq);
+        if outstanding >= self.cfg.max_post {
+            return Err(PostErrorKind::QueueFull {
+                outstanding,
+                max_post: self.cfg.max_post,
+            });
+        }
+        if wr.sgl.len() as i64 > self.state_max_gs {
+            return Err(PostErrorKind::TooManySges {
+                num: wr.sgl.len(),
+                max: if self.state_max_gs < 0 { None } else { Some(self.cfg.max_gs) },
+            });
+        }
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn check_late(&self, wr: &SendWr<'_>) -> Result<(), PostErrorKind> {
+        let qt = self.cfg.qp_type;
+        let allowed = match (qt, &wr.op) {
+            (QpType::Ud, SendOp::Send | SendOp::SendImm { .. }) => true,
+            (QpType::Ud, _) => false,
+            (
+                QpType::Uc,
+                SendOp::Send
+                | SendOp::SendImm { .. }
+                | SendOp::SendInv { .. }
+                | SendOp::Write { .. }
+                | SendOp::WriteImm { .. }
+                | SendOp::LocalInv { .. }
+                | SendOp::BindMw { .. },
+            ) => true,
+            (QpType::Uc, _) => false,
+            (QpType::Rc | QpType::XrcSend, _) => true,
+            (QpType::RawPacket, SendOp::Send) => true,
+            _ => false,
+        };
+        if !allowed {
+            return Err(PostErrorKind::OpNotAllowed { op: wr.op.name(), qp_type: qt });
+        }
+        if wr.op.is_atomic() && !self.cfg.atomics {
+            return Err(PostErrorKind::AtomicsDisabled);
+        }
+        if let SendOp::BindMw { length, .. } = wr.op {
+            if length > 1 << 31 {
+                return Err(PostErrorKind::BindTooLong { length });
+            }
+        }
+        if qt == QpType::Ud && wr.ud.is_none() {
+            return Err(PostErrorKind::MissingUdDest);
+        }
+        if wr.flags.contains(SendFlags::INLINE) && !wr.sgl.is_empty() {
+            let len: u64 = wr.sgl.iter().map(|s| s.length as u64).sum();
+            if len > self.cfg.max_inline_data as u64 {
+                return Err(PostErrorKind::InlineTooLarge { len, max: self.cfg.max_inline_data });
+            }
+        }
+        Ok(())
+    }
+
+    /// Ring byte offset after `off`, wrapping at the end ("wrap exact").
+    #[inline(always)]
+    fn wrap(off: usize) -> usize {
+        if off == Self::RING_BYTES {
+            0
+        } else {
+            off
+        }
+    }
+
+    /// Stores a segment at ring offset `off`.
+    ///
+    /// # Safety
+    /// `off + S::SIZE <= RING_BYTES`.
+    #[inline(always)]
+    unsafe fn put<S: Segment>(&self, off: usize, seg: S) {
+        // SAFETY: the caller keeps the segment inside the ring, which this
+        // queue exclusively owns (contract of `new`).
+        unsafe { seg.write_to(self.ring.as_ptr().add(off)) }
+    }
+
+    /// Stores raw bytes at ring offset `off` (within the ring).
+    ///
+    /// # Safety
+    /// `off + bytes.len() <= RING_BYTES`.
+    #[inline(always)]
+    unsafe fn put_bytes(&self, off: usize, bytes: &[u8]) {
+        // SAFETY: as `put`; `bytes` is ordinary memory, not the ring.
+        unsafe {
+            core::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ring.as_ptr().add(off), bytes.len())
+        }
+    }
+
+    /// Builds one WQE at the producer index.
+    ///
+    /// # Safety
+    /// As `post_send_raw`, and `check`/`check_late` passed for `wr`.
+    #[inline(always)]
+    unsafe fn build(&mut self, wr: &SendWr<'_>, fence: u8, nreq: u32) -> Built {
+        let idx = (self.cur_post as usize) & (N - 1);
+        let ctrl_off = idx << 6;
+        let mut off = ctrl_off + 16;
+        let mut ds: u32 = 1;
+        let mut inline = false;
+        let mut wr_data = 0u8;
+        let imm = match wr.op {
+            SendOp::SendImm { imm } | SendOp::WriteImm { imm, .. } => imm,
+            SendOp::SendInv { invalidate_rkey } | SendOp::LocalInv { invalidate_rkey } => {
+                invalidate_rkey
+            }
+            SendOp::BindMw { mw_rkey, .. } => mw_rkey,
+            _ => 0,
+        };
+        let fm_ce_se = self.sig_bits
+            | fence
+            | if wr.flags.contains(SendFlags::SIGNALED) { 0x08 } else { 0 }
+            | if wr.flags.contains(SendFlags::SOLICITED) { 0x02 } else { 0 };
+
+        // SAFETY (whole block): every store below stays inside the ring:
+        // segments are 16-byte multiples written at 16-aligned offsets and
+        // wrapped at the ring end, and the total WQE size is bounded by the
+        // slot size the sizing rules reserved (checked by `check`).
+        unsafe {
+            match self.cfg.qp_type {
+                QpType::Ud => {
+                    // `check_late` refused UD sends without a destination.
+                    let Some(ud) = wr.ud else { return Built { ctrl_off, ds: 0, inline: false } };
+                    let mut av = *ud.av;
+                    av.dqp_dct = Be32::new(ud.remote_qpn | EXTENDED_UD_AV);
+                    av.key[..4].copy_from_slice(&ud.remote_qkey.to_be_bytes());
+                    self.put(off, av);
+                    off = Self::wrap(off + 48);
+                    ds += 3;
+                }
+                _ => match wr.op {
+                    SendOp::Write { remote_addr, rkey }
+                    | SendOp::WriteImm { remote_addr, rkey, .. }
+                    | SendOp::Read { remote_addr, rkey } => {
+                        self.put(off, RaddrSeg::new(remote_addr, rkey));
+                        off += 16;
+                        ds += 1;
+                    }
+                    SendOp::CompSwap { remote_addr, rkey, compare, swap } => {
+                        self.put(off, RaddrSeg::new(remote_addr, rkey));
+                        self.put(
+                            off + 16,
+                            AtomicSeg { swap_add: Be64::new(swap), compare: Be64::new(compare) },
+                        );
+                        off += 32;
+                        ds += 2;
+                    }
+                    SendOp::FetchAdd { remote_addr, rkey, add } => {
+                        self.put(off, RaddrSeg::new(remote_addr, rkey));
+                        // compare is not written for fetch-and-add (FACTS §1.5)
+                        self.put(off + 16, Be64::new(add));
+                        off += 32;
+                        ds += 2;
+                    }
+                    SendOp::LocalInv { .. } => {
+                        self.umr(&mut off, &mut ds, MwType::Type2, 0, 0, 0, 0, 0);
+                        wr_data = 6;
+                    }
+                    SendOp::BindMw {
+                        mw_type, new_rkey, mr_lkey, addr, length, access, ..
+                    } => {
+                        self.umr(&mut off, &mut ds, mw_type, new_rkey, mr_lkey, addr, length, access);
+                        wr_data = 5;
+                    }
+                    _ => {}
+                },
+            }
+
+            if wr.flags.contains(SendFlags::INLINE) && !wr.sgl.is_empty() {
+                let hdr_off = off;
+                let mut p = off + 4;
+                let mut total = 0u32;
+                for s in wr.sgl {
+                    let mut src = s.addr as usize as *const u8;
+                    let mut len = s.length as usize;
+                    total += s.length;
+                    let room = Self::RING_BYTES - p;
+                    if len > room {
+                        core::ptr::copy_nonoverlapping(src, self.ring.as_ptr().add(p), room);
+                        src = src.add(room);
+                        len -= room;
+                        p = 0;
+                    }
+                    core::ptr::copy_nonoverlapping(src, self.ring.as_ptr().add(p), len);
+                    p += len;
+                }
+                if total > 0 {
+                    self.put(hdr_off, InlineHdr::new(total));
+                    ds += (total + 4).div_ceil(16);
+                }
+                inline = true;
+            } else {
+                let atomic = wr.op.is_atomic();
+                for s in wr.sgl {
+                    off = Self::wrap(off);
+                    if s.length == 0 {
+                        continue;
+                    }
+                    let bc = if atomic { ATOMIC_SIZE } else { s.length };
+                    self.put(off, DataSeg::new(bc, s.lkey, s.addr));
+                    off += 16;
+                    ds += 1;
+                }
+            }
+
+            let ctrl = CtrlSeg::new(
+                0,
+                self.cur_post as u16,
+                wr.op.mlx5_opcode(),
+                self.cfg.qpn,
+                ds as u8,
+                fm_ce_se,
+                Be32::new(imm),
+            );
+            self.put(ctrl_off, ctrl);
+        }
+
+        self.wrid[idx] = wr.wr_id;
+        self.wqe_head[idx] = self.head.wrapping_add(nreq);
+        self.wr_data[idx] = wr_data;
+        self.cur_post = self.cur_post.wrapping_add((ds * 16).div_ceil(64));
+        Built { ctrl_off, ds, inline }
+    }
+
+    /// Writes the UMR control, mkey context and (for a bind with a length)
+    /// the inline KLM of a LOCAL_INV / BIND_MW WQE. FACTS §1.5, §1.7.
+    ///
+    /// # Safety
+    /// `*off` is a 16-aligned ring offset with room for the UMR segments.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    unsafe fn umr(
+        &self,
+        off: &mut usize,
+        ds: &mut u32,
+        mw_type: MwType,
+        new_rkey: u32,
+        mr_lkey: u32,
+        addr: u64,
+        length: u64,
+        access: u32,
+    ) {
+        let bind = length != 0;
+        // UMR control segment (48 bytes, all written).
+        let mut flags: u8 = 0x80 | 0x10; // INLINE | TRANSLATION_OFFSET
+        let mut mask: u64 = (1 << 29) | (1 << 13); // FREE | MKEY
+        if mw_type == MwType::Type2 {
+            mask |= 1 << 14; // QPN
+        }
+        let klm_octowords: u16 = if bind {
+            if mw_type == MwType::Type2 {
+                flags |= 0x20; // CHECK_FREE
+            }
+            // LEN | START_ADDR | LOCAL_WRITE | REMOTE_READ | REMOTE_WRITE | ATOMIC
+            mask |= 1 | (1 << 6) | (0xf << 18);
+            4
+        } else {
+            if mw_type == MwType::Type2 {
+                flags |= 0x08; // CHECK_QPN
+            }
+            0
+        };
+        let mut umr = [0u8; 48];
+        umr[0] = flags;
+        umr[4..6].copy_from_slice(&klm_octowords.to_be_bytes());
+        umr[8..16].copy_from_slice(&mask.to_be_bytes());
+        // SAFETY: the caller guarantees room; each 16-byte piece is placed
+        // with the wrap rule of the provider (segments never straddle).
+        unsafe {
+            for chunk in umr.chunks_exact(16) {
+                *off = Self::wrap(*off);
+                self.put_bytes(*off, chunk);
+                *off += 16;
+            }
+            *off = Self::wrap(*off);
+            // Mkey context segment (64 bytes): only the fields below.
+            let m = *off;
+            let qpn_mkey = (new_rkey & 0xff)
+                | if mw_type == MwType::Type1 || !bind { 0xffff_ff00 } else { self.cfg.qpn << 8 };
+            if bind {
+                let mut acc = 0u8;
+                if access & mw_access::LOCAL_WRITE != 0 {
+                    acc |= 1 << 3;
+                }
+                if access & mw_access::REMOTE_WRITE != 0 {
+                    acc |= 1 << 5;
+                }
+                if access & mw_access::REMOTE_READ != 0 {
+                    acc |= 1 << 4;
+                }
+                if access & mw_access::REMOTE_ATOMIC != 0 {
+                    acc |= 1 << 6;
+                }
+                self.put_bytes(m, &[0]);
+                self.put_bytes(m + 2, &[acc]);
+                let start = if access & mw_access::ZERO_BASED != 0 { 0 } else { addr };
+                self.put_bytes(m + 16, &start.to_be_bytes());
+                self.put_bytes(m + 24, &length.to_be_bytes());
+            } else {
+                self.put_bytes(m, &[0x40]); // FREE
+            }
+            self.put_bytes(m + 4, &qpn_mkey.to_be_bytes());
+            *off = m + 64;
+            *ds += 3 + 4;
+            if bind {
+                *off = Self::wrap(*off);
+                let mut klm = [0u8; 64];
+                klm[0..4].copy_from_slice(&(length as u32).to_be_bytes());
+                klm[4..8].copy_from_slice(&mr_lkey.to_be_bytes());
+                klm[8..16].copy_from_slice(&addr.to_be_bytes());
+                self.put_bytes(*off, &klm);
+                *off += 64;
+                *ds += 4;
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn write_dbrec(&mut self, value: u32) {
+        // SAFETY: dbrec is 8 bytes of DMA memory this queue owns (contract
+        // of `new`); word 1 (bytes 4..8) is the send counter. Volatile: the
+        // device reads it asynchronously.
+        unsafe {
+            core::ptr::write_volatile(self.dbrec.as_ptr().add(4).cast::<[u8; 4]>(), value.to_be_bytes())
+        }
+    }
+
+    /// The doorbell sequence of FACTS §4.3 for `nreq` WRs whose last WQE
+    /// is `last`.
+    #[inline(always)]
+    fn ring_doorbell(&mut self, nreq: u32, last: Built) {
+        self.head = self.head.wrapping_add(nreq);
+        platform::to_device_barrier();
+        self.write_dbrec(self.cur_post & 0xffff);
+        platform::mmio_flush_writes();
+        let bf = self.cfg.bf;
+        let reg = bf.reg_offset + self.bf_offset;
+        if bf.enabled
+            && bf.buf_size != 0
+            && nreq == 1
+            && (last.inline || bf.prefer)
+            && last.ds > 1
+            && (last.ds as usize) <= bf.buf_size / 16
+        {
+            let bytes = (last.ds as usize * 16).div_ceil(64) * 64;
+            let mut src = last.ctrl_off;
+            let mut dst = reg;
+            let mut chunk = [0u8; 64];
+            for _ in 0..bytes / 64 {
+                // SAFETY: `src` is a 64-aligned offset inside the ring (it
+                // wraps to 0 at the end); the chunk is copied out of DMA
+                // memory with a raw read, no reference to the ring.
+                unsafe {
+                    core::ptr::copy_nonoverlapping(
+                        self.ring.as_ptr().add(src),
+                        chunk.as_mut_ptr(),
+                        64,
+                    )
+                };
+                self.uar.write_bf(dst, &chunk);
+                src = Self::wrap(src + 64);
+                dst += 64;
+            }
+        } else {
+            let mut first = [0u8; 8];
+            // SAFETY: the control segment of the last WQE lies inside the
+            // ring at `ctrl_off`.
+            unsafe {
+                core::ptr::copy_nonoverlapping(
+                    self.ring.as_ptr().add(last.ctrl_off),
+                    first.as_mut_ptr(),
+                    8,
+                )
+            };
+            self.uar.write64(reg, first);
+        }
+        self.uar.flush();
+        self.bf_offset ^= bf.buf_size;
+    }
+}
+
+impl Segment for Be64 {}
