@@ -26,6 +26,7 @@
 
 pub mod cqe;
 pub mod error;
+pub mod mr;
 pub mod platform;
 pub mod qp;
 pub mod ring;

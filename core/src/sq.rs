@@ -273,6 +273,15 @@ pub enum PostErrorKind {
         /// Requested window length.
         length: u64,
     },
+    /// The WQE would be larger than the slot the queue's geometry reserves
+    /// per WR (ring bytes / `max_post`); posting it could overrun WQEs in
+    /// flight.
+    WqeTooLarge {
+        /// Worst-case bytes of this WQE.
+        bytes: u32,
+        /// Bytes reserved per WR.
+        slot: u32,
+    },
     /// An SGE is outside every registered region it names (safe API).
     SgeOutOfBounds {
         /// Index of the SGE in the WR.
@@ -331,6 +340,9 @@ impl fmt::Display for PostError {
             PostErrorKind::MissingUdDest => write!(f, "UD send without a destination"),
             PostErrorKind::BindTooLong { length } => {
                 write!(f, "window of {length} bytes exceeds the 2 GiB a KLM describes")
+            }
+            PostErrorKind::WqeTooLarge { bytes, slot } => {
+                write!(f, "a {bytes}-byte WQE exceeds the {slot} bytes reserved per WR")
             }
             PostErrorKind::SgeOutOfBounds { sge } => {
                 write!(f, "SGE {sge} is outside its registered memory region")
@@ -408,6 +420,7 @@ pub struct SendQueue<U: Uar, const N: usize> {
     fm_cache: u8,
     bf_offset: usize,
     sig_bits: u8,
+    slot_bytes: u32,
     wrid: [u64; N],
     wqe_head: [u32; N],
     wr_data: [u8; N],
@@ -446,14 +459,16 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
     /// must only read them.
     pub unsafe fn new(ring: DmaBuf, dbrec: DmaBuf, uar: U, cfg: SqConfig) -> Option<Self> {
         let () = Self::OK;
-        if ring.len < Self::RING_BYTES || dbrec.len < 8 {
+        if ring.len < Self::RING_BYTES || dbrec.len < 8 || cfg.max_post == 0 {
             return None;
         }
+        let slot_bytes = ((Self::RING_BYTES / cfg.max_post as usize) & !63).min(1024) as u32;
         Some(SendQueue {
             ring: ring.cpu,
             dbrec: dbrec.cpu,
             uar,
             sig_bits: if cfg.sig_all { 0x08 } else { 0 },
+            slot_bytes,
             cfg,
             state_max_gs: -1,
             cur_post: 0,
@@ -555,6 +570,67 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
     /// WR's completion is polled. For [`SendFlags::INLINE`], each SGE's
     /// `addr` must be a CPU address readable for `length` bytes now.
     pub unsafe fn post_send_raw(&mut self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
+        // SAFETY: forwarded contract; inline SGE addresses are CPU addresses.
+        unsafe { self.post_impl(wrs, |s: &Sge| s.addr as usize as *const u8) }
+    }
+
+    /// Posts `wrs` after checking every SGE against the registered regions
+    /// `mrs`: each SGE must lie inside a region under its lkey, and
+    /// operations the device writes into (READ, atomics) need
+    /// `LOCAL_WRITE`. Inline payloads are read through the region's CPU
+    /// mapping. The first WR that fails a check is reported as
+    /// [`PostErrorKind::SgeOutOfBounds`]; the WRs before it are posted.
+    pub fn post_send(
+        &mut self,
+        wrs: &[SendWr<'_>],
+        mrs: &[crate::mr::MemoryRegion],
+    ) -> Result<(), PostError> {
+        let mut bad = None;
+        'outer: for (i, wr) in wrs.iter().enumerate() {
+            let writes = matches!(
+                wr.op,
+                SendOp::Read { .. } | SendOp::CompSwap { .. } | SendOp::FetchAdd { .. }
+            );
+            for (j, s) in wr.sgl.iter().enumerate() {
+                if s.length == 0 {
+                    continue;
+                }
+                let ok = crate::mr::find(mrs, s).is_some_and(|m| {
+                    !writes || m.access().allows(crate::mr::Access::LOCAL_WRITE)
+                });
+                if !ok {
+                    bad = Some(PostError { index: i, kind: PostErrorKind::SgeOutOfBounds { sge: j } });
+                    break 'outer;
+                }
+            }
+        }
+        let upto = bad.map_or(wrs.len(), |e| e.index);
+        // SAFETY: every SGE of wrs[..upto] lies inside a region whose
+        // contract (MemoryRegion::new) keeps it valid and registered while
+        // WRs naming it are outstanding; inline sources are translated to
+        // CPU pointers inside those regions.
+        let r = unsafe {
+            self.post_impl(&wrs[..upto], |s: &Sge| {
+                crate::mr::find(mrs, s)
+                    .and_then(|m| m.cpu_of(s))
+                    .map_or(core::ptr::null(), |p| p.as_ptr() as *const u8)
+            })
+        };
+        r.and(bad.map_or(Ok(()), Err))
+    }
+
+    /// The posting engine; `cpu_of` gives the CPU address inline payloads
+    /// are copied from.
+    ///
+    /// # Safety
+    /// As `post_send_raw`, with `cpu_of(sge)` readable for `sge.length`
+    /// bytes for every inline SGE.
+    #[inline(always)]
+    unsafe fn post_impl<F: Fn(&Sge) -> *const u8>(
+        &mut self,
+        wrs: &[SendWr<'_>],
+        cpu_of: F,
+    ) -> Result<(), PostError> {
         let mut last: Option<Built> = None;
         let mut next_fence = self.fm_cache;
         let mut result = Ok(());
@@ -580,7 +656,7 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
             }
             // SAFETY: forwarded from this function's contract; `check` and
             // `check_late` proved the WQE fits the slot geometry.
-            let built = unsafe { self.build(wr, fence, nreq) };
+            let built = unsafe { self.build(wr, fence, nreq, &cpu_of) };
             last = Some(built);
             nreq += 1;
         }
@@ -644,11 +720,27 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
         if qt == QpType::Ud && wr.ud.is_none() {
             return Err(PostErrorKind::MissingUdDest);
         }
-        if wr.flags.contains(SendFlags::INLINE) && !wr.sgl.is_empty() {
+        let base_ds: u32 = match (qt, wr.op) {
+            (QpType::Ud, _) => 4,
+            (_, SendOp::Write { .. } | SendOp::WriteImm { .. } | SendOp::Read { .. }) => 2,
+            (_, SendOp::CompSwap { .. } | SendOp::FetchAdd { .. }) => 3,
+            (_, SendOp::LocalInv { .. }) => 8,
+            (_, SendOp::BindMw { .. }) => 12,
+            _ => 1,
+        };
+        let data_ds = if wr.flags.contains(SendFlags::INLINE) && !wr.sgl.is_empty() {
             let len: u64 = wr.sgl.iter().map(|s| s.length as u64).sum();
             if len > self.cfg.max_inline_data as u64 {
                 return Err(PostErrorKind::InlineTooLarge { len, max: self.cfg.max_inline_data });
             }
+            (len as u32 + 4).div_ceil(16)
+        } else {
+            wr.sgl.len() as u32
+        };
+        let ds = base_ds + data_ds;
+        let bytes = (ds * 16).next_multiple_of(64);
+        if bytes > self.slot_bytes || ds > crate::wqe::MAX_DS {
+            return Err(PostErrorKind::WqeTooLarge { bytes, slot: self.slot_bytes });
         }
         Ok(())
     }
@@ -691,7 +783,13 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
     /// # Safety
     /// As `post_send_raw`, and `check`/`check_late` passed for `wr`.
     #[inline(always)]
-    unsafe fn build(&mut self, wr: &SendWr<'_>, fence: u8, nreq: u32) -> Built {
+    unsafe fn build<F: Fn(&Sge) -> *const u8>(
+        &mut self,
+        wr: &SendWr<'_>,
+        fence: u8,
+        nreq: u32,
+        cpu_of: &F,
+    ) -> Built {
         let idx = (self.cur_post as usize) & (N - 1);
         let ctrl_off = idx << 6;
         let mut off = ctrl_off + 16;
@@ -711,7 +809,7 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
             | if wr.flags.contains(SendFlags::SIGNALED) { 0x08 } else { 0 }
             | if wr.flags.contains(SendFlags::SOLICITED) { 0x02 } else { 0 };
 
-        // SAFETY (whole block): every store below stays inside the ring:
+        // SAFETY: every store below stays inside the ring:
         // segments are 16-byte multiples written at 16-aligned offsets and
         // wrapped at the ring end, and the total WQE size is bounded by the
         // slot size the sizing rules reserved (checked by `check`).
@@ -770,7 +868,10 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
                 let mut p = off + 4;
                 let mut total = 0u32;
                 for s in wr.sgl {
-                    let mut src = s.addr as usize as *const u8;
+                    if s.length == 0 {
+                        continue;
+                    }
+                    let mut src = cpu_of(s);
                     let mut len = s.length as usize;
                     total += s.length;
                     let room = Self::RING_BYTES - p;
