@@ -8,4 +8,5 @@
 pub mod budget;
 pub mod conform;
 pub mod decode;
+pub mod perf;
 pub mod vectors;
