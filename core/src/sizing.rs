@@ -789,8 +789,9 @@ pub struct SqLayout {
     pub max_post: u32,
     /// Gather entries per WR (= requested `max_send_sge`).
     pub max_gs: u32,
-    /// Inline bytes per WR read back to the user (`wqe_size − overhead − 4`;
-    /// the request when there is no SQ).
+    /// Inline bytes per WR read back to the user (`wqe_size − overhead − 4`,
+    /// wrapping in 32 bits like the provider: 4294967292 when `wqe_size ==
+    /// overhead`; the request when there is no SQ) (FACTS §3.4 step 3).
     pub max_inline_data: u32,
     /// Ring bytes (`wqe_cnt · 64`, a power of two).
     pub buf_bytes: u64,
@@ -831,7 +832,10 @@ pub const fn sq_layout(req: &QpCaps, caps: &DeviceCaps) -> Result<SqLayout, Sizi
                 .with_detail(qp_detail(req, overhead, wqe_size)),
         );
     }
-    let max_inline_data = wqe_size - overhead - INL_HDR;
+    // Provider quirk: computed in a C `int` and stored in a `u32`, so a WQE with
+    // no room for the inline header (wqe_size == overhead, e.g. RC with 0 SGEs)
+    // reads back as 2^32 − 4 (= 4294967292), exactly as the vectors show.
+    let max_inline_data = wqe_size.wrapping_sub(overhead).wrapping_sub(INL_HDR);
     let wr_limit = 0x7fff_ffff / desc;
     if req.max_send_wr > wr_limit {
         return Err(SizingError::new(
