@@ -354,7 +354,11 @@ pub fn compute(args: &BudgetArgs, caps: &DeviceCaps) -> anyhow::Result<BudgetOut
         text,
         "{} QP, send ops {} ({}-byte WQE overhead)",
         l.qp_type,
-        if req.send_ops.is_some() { ops_name(ops) } else { "classic".into() },
+        if req.send_ops.is_some() {
+            ops_name(ops)
+        } else {
+            "classic".into()
+        },
         l.sq.overhead
     );
     let _ = writeln!(
@@ -365,7 +369,12 @@ pub fn compute(args: &BudgetArgs, caps: &DeviceCaps) -> anyhow::Result<BudgetOut
     let _ = writeln!(
         text,
         "  SQ {:>9} {:>8} {:>9} {:>7} {:>10} {:>12}",
-        l.sq.wqe_size, l.sq.wqe_cnt, l.sq.max_post, l.sq.max_gs, l.sq.max_inline_data, l.sq.buf_bytes
+        l.sq.wqe_size,
+        l.sq.wqe_cnt,
+        l.sq.max_post,
+        l.sq.max_gs,
+        l.sq.max_inline_data,
+        l.sq.buf_bytes
     );
     let _ = writeln!(
         text,
@@ -395,7 +404,12 @@ pub fn compute(args: &BudgetArgs, caps: &DeviceCaps) -> anyhow::Result<BudgetOut
         let _ = writeln!(
             text,
             "CQ {} entries ({} usable ≥ {} send + {} receive outstanding), {} B + {} B doorbell",
-            c.ncqe, c.reported_cqe, l.sq.max_post, l.rq.max_post, c.alloc_bytes, caps.cache_line_size
+            c.ncqe,
+            c.reported_cqe,
+            l.sq.max_post,
+            l.rq.max_post,
+            c.alloc_bytes,
+            caps.cache_line_size
         );
     }
     let _ = writeln!(text, "per QP {} B", b.total_bytes);
@@ -403,7 +417,11 @@ pub fn compute(args: &BudgetArgs, caps: &DeviceCaps) -> anyhow::Result<BudgetOut
         let node = node_budget(&l, cq.as_ref(), 1, n, caps);
         j["qps"] = json!(n);
         j["node_bytes"] = json!(node);
-        let _ = writeln!(text, "{n} QPs: {node} B ({:.1} MiB)", node as f64 / (1 << 20) as f64);
+        let _ = writeln!(
+            text,
+            "{n} QPs: {node} B ({:.1} MiB)",
+            node as f64 / (1 << 20) as f64
+        );
     }
     // The lever: a narrower op set (only worth showing when it is narrower).
     let cur = l.sq.overhead;
@@ -411,7 +429,9 @@ pub fn compute(args: &BudgetArgs, caps: &DeviceCaps) -> anyhow::Result<BudgetOut
         for (name, o) in narrower_sets() {
             if sq_overhead(req.qp_type, o) < cur {
                 if let Ok(s) = send_ops_saving(&req, o, caps) {
-                    let narrow = qp_layout(&req.ops(o), caps).map(|n| n.alloc_bytes).unwrap_or(0);
+                    let narrow = qp_layout(&req.ops(o), caps)
+                        .map(|n| n.alloc_bytes)
+                        .unwrap_or(0);
                     j["narrower_ops"] = json!({
                         "send_ops": name,
                         "alloc_bytes": narrow,
@@ -536,7 +556,11 @@ mod tests {
     #[test]
     fn json_rc_1024x16_facts() {
         // FACTS §3.9 row 1.
-        let o = compute(&args("--qp-type rc --max-send-wr 1024 --max-send-sge 16"), &f39()).unwrap();
+        let o = compute(
+            &args("--qp-type rc --max-send-wr 1024 --max-send-sge 16"),
+            &f39(),
+        )
+        .unwrap();
         assert_eq!(o.code, 0);
         let sq = &o.json["sq"];
         assert_eq!(sq["overhead"], 192);
@@ -576,7 +600,11 @@ mod tests {
         let o = compute(&args("--max-send-wr 8193 --max-send-sge 1"), &f39()).unwrap();
         assert_eq!(o.code, 1);
         assert!(o.text.contains("lower max_send_wr to 8192"), "{}", o.text);
-        assert!(o.text.contains("restrict --send-ops to write,send,read"), "{}", o.text);
+        assert!(
+            o.text.contains("restrict --send-ops to write,send,read"),
+            "{}",
+            o.text
+        );
         let o = compute(
             &args("--max-send-wr 1024 --max-send-sge 1 --send-ops write,send,read"),
             &f39(),

@@ -260,7 +260,10 @@ const OP_ALIASES: &[(&str, u32)] = &[
     ("read", SendOps::RDMA_READ.bits()),
     ("send", SendOps::SEND.bits()),
     ("send_imm", SendOps::SEND_IMM.bits()),
-    ("imm", SendOps::SEND_IMM.bits() | SendOps::RDMA_WRITE_IMM.bits()),
+    (
+        "imm",
+        SendOps::SEND_IMM.bits() | SendOps::RDMA_WRITE_IMM.bits(),
+    ),
     ("send_inv", SendOps::SEND_INV.bits()),
     ("cas", SendOps::ATOMIC_CS.bits()),
     ("cmp_swp", SendOps::ATOMIC_CS.bits()),
@@ -589,19 +592,12 @@ impl fmt::Display for SizingError {
                 "SQ needs {r} WQEBBs ({wr} WRs × {wqe}-byte WQEs); the device allows {a}"
             ),
             Limit::MaxRecvWr => write!(f, "RQ requests {r} WRs; the device allows {a}"),
-            Limit::MaxRqDescSz => write!(
-                f,
-                "RQ needs {r}-byte receive WQEs; the device allows {a}"
-            ),
+            Limit::MaxRqDescSz => {
+                write!(f, "RQ needs {r}-byte receive WQEs; the device allows {a}")
+            }
             Limit::CqeZero => write!(f, "CQ of 0 entries requested; at least 1 is needed"),
-            Limit::ProviderMaxCqe => write!(
-                f,
-                "CQ needs {r} entries; the provider allows {a}"
-            ),
-            Limit::CqBufBytes => write!(
-                f,
-                "CQ buffer needs {r} bytes; the provider allows {a}"
-            ),
+            Limit::ProviderMaxCqe => write!(f, "CQ needs {r} entries; the provider allows {a}"),
+            Limit::CqBufBytes => write!(f, "CQ buffer needs {r} bytes; the provider allows {a}"),
             Limit::MaxCqe => write!(f, "CQ needs {r} entries; the device allows {a}"),
             Limit::MaxSrqRecvWr => write!(f, "SRQ requests {r} WRs; the device allows {a}"),
             Limit::MaxSrqSge => write!(f, "SRQ requests {r} SGEs; the device allows {a}"),
@@ -613,10 +609,7 @@ impl fmt::Display for SizingError {
                 f,
                 "SRQ needs {r} WQEs in the kernel command; the device allows fewer than {a}"
             ),
-            Limit::KernelSrqSge => write!(
-                f,
-                "SRQ WQEs hold {r} SGEs; the kernel allows {a}"
-            ),
+            Limit::KernelSrqSge => write!(f, "SRQ WQEs hold {r} SGEs; the kernel allows {a}"),
             Limit::CqCoverage => {
                 let (s, rc) = match self.detail {
                     Detail::Outstanding { send, recv } => (send, recv),
@@ -1076,23 +1069,31 @@ pub const fn cq_provider_layout(
 /// CQ sizing including the kernel's limit (FACTS §3.7): the provider's rules
 /// ([`cq_provider_layout`]), then `ncqe > caps.max_cqe` → EINVAL
 /// ([`RejectedBy::Kernel`]).
-pub const fn cq_layout(cqe: u32, cqe_size: u32, caps: &DeviceCaps) -> Result<CqLayout, SizingError> {
+pub const fn cq_layout(
+    cqe: u32,
+    cqe_size: u32,
+    caps: &DeviceCaps,
+) -> Result<CqLayout, SizingError> {
     let l = match cq_provider_layout(cqe, cqe_size, caps) {
         Ok(l) => l,
         Err(e) => return Err(e),
     };
     if l.ncqe > caps.max_cqe {
         return Err(
-            SizingError::new(Stage::Cq, Limit::MaxCqe, l.ncqe as u64, caps.max_cqe as u64)
-                .kernel(),
+            SizingError::new(Stage::Cq, Limit::MaxCqe, l.ncqe as u64, caps.max_cqe as u64).kernel(),
         );
     }
     Ok(l)
 }
 
 const fn coverage_err(cqe: u32, s: u32, r: u32) -> SizingError {
-    SizingError::new(Stage::Cq, Limit::CqCoverage, s as u64 + r as u64, cqe as u64)
-        .with_detail(Detail::Outstanding { send: s, recv: r })
+    SizingError::new(
+        Stage::Cq,
+        Limit::CqCoverage,
+        s as u64 + r as u64,
+        cqe as u64,
+    )
+    .with_detail(Detail::Outstanding { send: s, recv: r })
 }
 
 /// How a QP's completions are spread over CQs, with each CQ's **reported**
@@ -1266,7 +1267,11 @@ pub const fn srq_provider_layout(
 /// SRQ sizing including the kernel's checks: the provider's layout, then the
 /// kernel rejects `kernel_max_wr ≥ max_srq_recv_wr` or
 /// `kernel_max_sge > max_rq_desc_sz / 16` ([`RejectedBy::Kernel`]).
-pub const fn srq_layout(max_wr: u32, max_sge: u32, caps: &DeviceCaps) -> Result<SrqLayout, SizingError> {
+pub const fn srq_layout(
+    max_wr: u32,
+    max_sge: u32,
+    caps: &DeviceCaps,
+) -> Result<SrqLayout, SizingError> {
     let l = match srq_provider_layout(max_wr, max_sge, caps) {
         Ok(l) => l,
         Err(e) => return Err(e),
@@ -1475,7 +1480,9 @@ impl<
             Some(t) => t,
             None => panic!("unknown QP type id"),
         };
-        let req = QpCaps::new(qp_type).send(WR, SGE, INLINE).recv(RECV_WR, RECV_SGE);
+        let req = QpCaps::new(qp_type)
+            .send(WR, SGE, INLINE)
+            .recv(RECV_WR, RECV_SGE);
         if OPS == CLASSIC_OPS {
             req
         } else {
@@ -1510,15 +1517,15 @@ pub struct SqGeometry<C: ConstCaps, const WR: u32, const SGE: u32, const INLINE:
     core::marker::PhantomData<C>,
 );
 
-impl<C: ConstCaps, const WR: u32, const SGE: u32, const INLINE: u32> SqGeometry<C, WR, SGE, INLINE> {
+impl<C: ConstCaps, const WR: u32, const SGE: u32, const INLINE: u32>
+    SqGeometry<C, WR, SGE, INLINE>
+{
     /// The layout; a compile error if the device cannot hold the SQ.
-    pub const LAYOUT: QpLayout = match qp_layout(
-        &QpCaps::new(QpType::Rc).send(WR, SGE, INLINE),
-        &C::CAPS,
-    ) {
-        Ok(l) => l,
-        Err(_) => panic!("SQ does not fit the device"),
-    };
+    pub const LAYOUT: QpLayout =
+        match qp_layout(&QpCaps::new(QpType::Rc).send(WR, SGE, INLINE), &C::CAPS) {
+            Ok(l) => l,
+            Err(_) => panic!("SQ does not fit the device"),
+        };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1544,42 +1551,136 @@ mod tests {
     fn facts_3_9_sq() {
         let l = sq(QpType::Rc, 1024, 16, 0).unwrap();
         assert_eq!(
-            (l.overhead, l.wqe_size, l.buf_bytes, l.wqe_cnt, l.max_post, l.max_inline_data),
+            (
+                l.overhead,
+                l.wqe_size,
+                l.buf_bytes,
+                l.wqe_cnt,
+                l.max_post,
+                l.max_inline_data
+            ),
             (192, 448, 524288, 8192, 1170, 252)
         );
         let e = sq(QpType::Rc, 65536, 16, 0).unwrap_err();
-        assert_eq!((e.stage, e.limit, e.requested, e.allowed), (Stage::Sq, Limit::MaxSendWqebb, 524288, 32768));
+        assert_eq!(
+            (e.stage, e.limit, e.requested, e.allowed),
+            (Stage::Sq, Limit::MaxSendWqebb, 524288, 32768)
+        );
         assert_eq!(e.errno(), 22);
         assert_eq!(
             e.to_string(),
             "SQ needs 524288 WQEBBs (65536 WRs × 448-byte WQEs); the device allows 32768"
         );
         let l = sq(QpType::Rc, 8192, 1, 0).unwrap();
-        assert_eq!((l.wqe_size, l.buf_bytes, l.wqe_cnt, l.max_post, l.max_inline_data), (256, 2097152, 32768, 8192, 60));
-        assert_eq!(sq(QpType::Rc, 8193, 1, 0).unwrap_err().limit, Limit::MaxSendWqebb);
+        assert_eq!(
+            (
+                l.wqe_size,
+                l.buf_bytes,
+                l.wqe_cnt,
+                l.max_post,
+                l.max_inline_data
+            ),
+            (256, 2097152, 32768, 8192, 60)
+        );
+        assert_eq!(
+            sq(QpType::Rc, 8193, 1, 0).unwrap_err().limit,
+            Limit::MaxSendWqebb
+        );
         let l = sq(QpType::Rc, 128, 1, 64).unwrap();
-        assert_eq!((l.wqe_size, l.buf_bytes, l.wqe_cnt, l.max_post, l.max_inline_data), (320, 65536, 1024, 204, 124));
-        assert_eq!(sq(QpType::Rc, 128, 1, 512).unwrap_err().limit, Limit::MaxSqDescSz);
+        assert_eq!(
+            (
+                l.wqe_size,
+                l.buf_bytes,
+                l.wqe_cnt,
+                l.max_post,
+                l.max_inline_data
+            ),
+            (320, 65536, 1024, 204, 124)
+        );
+        assert_eq!(
+            sq(QpType::Rc, 128, 1, 512).unwrap_err().limit,
+            Limit::MaxSqDescSz
+        );
         let l = sq_layout(
-            &QpCaps::new(QpType::Rc).send(1024, 1, 0).ops(SendOps::RDMA_ONLY),
+            &QpCaps::new(QpType::Rc)
+                .send(1024, 1, 0)
+                .ops(SendOps::RDMA_ONLY),
             &F39,
         )
         .unwrap();
-        assert_eq!((l.overhead, l.wqe_size, l.buf_bytes, l.wqe_cnt, l.max_post, l.max_inline_data), (32, 64, 65536, 1024, 1024, 28));
+        assert_eq!(
+            (
+                l.overhead,
+                l.wqe_size,
+                l.buf_bytes,
+                l.wqe_cnt,
+                l.max_post,
+                l.max_inline_data
+            ),
+            (32, 64, 65536, 1024, 1024, 28)
+        );
         let l = sq(QpType::Ud, 1024, 1, 0).unwrap();
-        assert_eq!((l.overhead, l.wqe_size, l.buf_bytes, l.wqe_cnt, l.max_post, l.max_inline_data), (64, 128, 131072, 2048, 1024, 60));
+        assert_eq!(
+            (
+                l.overhead,
+                l.wqe_size,
+                l.buf_bytes,
+                l.wqe_cnt,
+                l.max_post,
+                l.max_inline_data
+            ),
+            (64, 128, 131072, 2048, 1024, 60)
+        );
         let l = sq(QpType::Ud, 256, 2, 128).unwrap();
-        assert_eq!((l.wqe_size, l.buf_bytes, l.wqe_cnt, l.max_post, l.max_inline_data), (256, 65536, 1024, 256, 188));
+        assert_eq!(
+            (
+                l.wqe_size,
+                l.buf_bytes,
+                l.wqe_cnt,
+                l.max_post,
+                l.max_inline_data
+            ),
+            (256, 65536, 1024, 256, 188)
+        );
         let l = sq(QpType::RawPacket, 512, 1, 0).unwrap();
-        assert_eq!((l.overhead, l.wqe_size, l.buf_bytes, l.wqe_cnt, l.max_post, l.max_inline_data), (48, 64, 32768, 512, 512, 12));
+        assert_eq!(
+            (
+                l.overhead,
+                l.wqe_size,
+                l.buf_bytes,
+                l.wqe_cnt,
+                l.max_post,
+                l.max_inline_data
+            ),
+            (48, 64, 32768, 512, 512, 12)
+        );
         let l = sq(QpType::XrcSend, 256, 4, 0).unwrap();
-        assert_eq!((l.overhead, l.wqe_size, l.buf_bytes, l.wqe_cnt, l.max_post, l.max_inline_data), (208, 320, 131072, 2048, 409, 108));
+        assert_eq!(
+            (
+                l.overhead,
+                l.wqe_size,
+                l.buf_bytes,
+                l.wqe_cnt,
+                l.max_post,
+                l.max_inline_data
+            ),
+            (208, 320, 131072, 2048, 409, 108)
+        );
     }
 
     #[test]
     fn facts_3_9_rq() {
         let rq = |wr, sge| rq_layout(&QpCaps::new(QpType::Rc).recv(wr, sge), &F39).unwrap();
-        let g = |l: RqLayout| (l.wqe_size, l.buf_bytes, l.wqe_cnt, l.wqe_shift, l.max_post, l.max_gs);
+        let g = |l: RqLayout| {
+            (
+                l.wqe_size,
+                l.buf_bytes,
+                l.wqe_cnt,
+                l.wqe_shift,
+                l.max_post,
+                l.max_gs,
+            )
+        };
         assert_eq!(g(rq(1024, 1)), (16, 16384, 1024, 4, 1024, 1));
         assert_eq!(g(rq(1024, 3)), (64, 65536, 1024, 6, 1024, 4));
         assert_eq!(g(rq(1, 1)), (16, 64, 4, 4, 4, 1));
@@ -1598,27 +1699,82 @@ mod tests {
             assert_eq!((l.ncqe, l.reported_cqe, l.buf_bytes), (ncqe, cqe, bytes));
         }
         let s = srq_layout(1000, 1, &F39).unwrap();
-        assert_eq!((s.wqe_size, s.max_gs, s.srq_max, s.tail, s.nwqes, s.waitq, s.ret_max_wr), (32, 1, 2048, 1023, 1024, Some((1024, 2047)), 1023));
+        assert_eq!(
+            (
+                s.wqe_size,
+                s.max_gs,
+                s.srq_max,
+                s.tail,
+                s.nwqes,
+                s.waitq,
+                s.ret_max_wr
+            ),
+            (32, 1, 2048, 1023, 1024, Some((1024, 2047)), 1023)
+        );
         let s = srq_layout(100, 4, &F39).unwrap();
-        assert_eq!((s.wqe_size, s.max_gs, s.srq_max, s.tail, s.nwqes, s.waitq, s.ret_max_wr), (128, 7, 256, 127, 128, Some((128, 255)), 127));
+        assert_eq!(
+            (
+                s.wqe_size,
+                s.max_gs,
+                s.srq_max,
+                s.tail,
+                s.nwqes,
+                s.waitq,
+                s.ret_max_wr
+            ),
+            (128, 7, 256, 127, 128, Some((128, 255)), 127)
+        );
         let s = srq_layout(20000, 1, &F39).unwrap();
-        assert_eq!((s.wqe_size, s.max_gs, s.srq_max, s.tail, s.nwqes, s.waitq, s.ret_max_wr), (32, 1, 32768, 32767, 32768, None, 32767));
+        assert_eq!(
+            (
+                s.wqe_size,
+                s.max_gs,
+                s.srq_max,
+                s.tail,
+                s.nwqes,
+                s.waitq,
+                s.ret_max_wr
+            ),
+            (32, 1, 32768, 32767, 32768, None, 32767)
+        );
     }
 
     #[test]
     fn cq_covers_field_failure() {
         let cq = cq_layout(3000, 64, &DeviceCaps::DEFAULT).unwrap();
         assert_eq!(cq.reported_cqe, 4095);
-        let e = check_cq_covers(CqAttach::Shared { cqe: cq.reported_cqe }, 2048, 2048).unwrap_err();
+        let e = check_cq_covers(
+            CqAttach::Shared {
+                cqe: cq.reported_cqe,
+            },
+            2048,
+            2048,
+        )
+        .unwrap_err();
         assert_eq!(e.errno(), EINVAL);
         assert_eq!(
             e.to_string(),
             "CQ with 4095 usable entries cannot hold 2048 send + 2048 receive outstanding WRs"
         );
         assert!(check_cq_covers(CqAttach::Shared { cqe: 4095 }, 2048, 2047).is_ok());
-        assert!(check_cq_covers(CqAttach::Separate { send_cqe: 2047, recv_cqe: 2047 }, 2048, 1).is_err());
+        assert!(check_cq_covers(
+            CqAttach::Separate {
+                send_cqe: 2047,
+                recv_cqe: 2047
+            },
+            2048,
+            1
+        )
+        .is_err());
         let c = cq_layout(cqe_for_outstanding(4096), 64, &DeviceCaps::DEFAULT).unwrap();
-        assert!(check_cq_covers(CqAttach::Shared { cqe: c.reported_cqe }, 2048, 2048).is_ok());
+        assert!(check_cq_covers(
+            CqAttach::Shared {
+                cqe: c.reported_cqe
+            },
+            2048,
+            2048
+        )
+        .is_ok());
     }
 
     #[test]
@@ -1626,14 +1782,25 @@ mod tests {
         let o = SendOps::parse("write,send,read").unwrap();
         assert_eq!(o, SendOps::RDMA_ONLY);
         assert_eq!(sq_overhead(QpType::Rc, o), 32);
-        assert_eq!(SendOps::parse("SEND|RDMA_WRITE|ATOMIC_FA").unwrap().op_overhead(), 48);
+        assert_eq!(
+            SendOps::parse("SEND|RDMA_WRITE|ATOMIC_FA")
+                .unwrap()
+                .op_overhead(),
+            48
+        );
         assert_eq!(SendOps::parse("send").unwrap().op_overhead(), 16);
         assert_eq!(SendOps::parse("send,bind").unwrap().op_overhead(), 192);
         assert_eq!(SendOps::parse("bogus"), Err("bogus"));
         assert_eq!(sq_overhead(QpType::Rc, SendOps::classic(QpType::Rc)), 192);
         assert_eq!(sq_overhead(QpType::Ud, SendOps::classic(QpType::Ud)), 64);
-        assert_eq!(sq_overhead(QpType::RawPacket, SendOps::classic(QpType::RawPacket)), 48);
-        assert_eq!(sq_overhead(QpType::XrcSend, SendOps::classic(QpType::XrcSend)), 208);
+        assert_eq!(
+            sq_overhead(QpType::RawPacket, SendOps::classic(QpType::RawPacket)),
+            48
+        );
+        assert_eq!(
+            sq_overhead(QpType::XrcSend, SendOps::classic(QpType::XrcSend)),
+            208
+        );
     }
 
     #[test]
@@ -1643,9 +1810,17 @@ mod tests {
         let cq = cq_layout(1023, 64, &F39).unwrap(); // 65536 bytes
         let b = qp_budget(&l, Some(&cq), 1, &F39);
         assert_eq!(b.total_bytes, 524288 + 64 + 65536 + 64);
-        assert_eq!(node_budget(&l, Some(&cq), 2, 4, &F39), 4 * (524288 + 64) + 2 * (65536 + 64));
+        assert_eq!(
+            node_budget(&l, Some(&cq), 2, 4, &F39),
+            4 * (524288 + 64) + 2 * (65536 + 64)
+        );
         // RDMA-only op set: 1024 × 1 → 65536 vs classic 256-byte WQEs → 262144.
-        let s = send_ops_saving(&QpCaps::new(QpType::Rc).send(1024, 1, 0), SendOps::RDMA_ONLY, &F39).unwrap();
+        let s = send_ops_saving(
+            &QpCaps::new(QpType::Rc).send(1024, 1, 0),
+            SendOps::RDMA_ONLY,
+            &F39,
+        )
+        .unwrap();
         assert_eq!((s.classic_bytes, s.narrow_bytes), (262144, 65536));
     }
 }

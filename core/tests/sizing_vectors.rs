@@ -20,10 +20,14 @@ fn caps_from_header(lines: &[&str]) -> DeviceCaps {
     let mut c = DeviceCaps::DEFAULT;
     for line in lines {
         for tok in line.split_whitespace() {
-            let Some((k, v)) = tok.split_once('=') else { continue };
+            let Some((k, v)) = tok.split_once('=') else {
+                continue;
+            };
             let k = k.trim_start_matches(|ch: char| !ch.is_ascii_alphanumeric());
             let digits: String = v.chars().take_while(|ch| ch.is_ascii_digit()).collect();
-            let Ok(v) = digits.parse::<u32>() else { continue };
+            let Ok(v) = digits.parse::<u32>() else {
+                continue;
+            };
             match k {
                 "max_sq_desc_sz" => c.max_sq_desc_sz = v,
                 "max_rq_desc_sz" => c.max_rq_desc_sz = v,
@@ -41,7 +45,10 @@ fn caps_from_header(lines: &[&str]) -> DeviceCaps {
             }
         }
         if let Some(i) = line.find("entries > 2^") {
-            let digits: String = line[i + 12..].chars().take_while(|ch| ch.is_ascii_digit()).collect();
+            let digits: String = line[i + 12..]
+                .chars()
+                .take_while(|ch| ch.is_ascii_digit())
+                .collect();
             if let Ok(n) = digits.parse::<u32>() {
                 c.max_cqe = 1 << n;
             }
@@ -57,17 +64,28 @@ fn n(v: impl ToString) -> String {
 /// Every output column this implementation computes for one row.
 fn computed(header: &[&str], row: &[&str], caps: &DeviceCaps) -> Vec<(String, String)> {
     let get = |name: &str| -> &str {
-        let i = header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("no column {name}"));
+        let i = header
+            .iter()
+            .position(|h| *h == name)
+            .unwrap_or_else(|| panic!("no column {name}"));
         row[i]
     };
-    let num = |name: &str| -> u32 { get(name).parse().unwrap_or_else(|_| panic!("{name}: {:?}", get(name))) };
+    let num = |name: &str| -> u32 {
+        get(name)
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}: {:?}", get(name)))
+    };
     let mut out: Vec<(String, String)> = Vec::new();
     let mut put = |k: &str, v: String| out.push((k.to_string(), v));
     match header[0] {
         "qp_type" | "send_ops_flags" => {
             let qpt = QpType::parse(get("qp_type")).expect("qp_type");
             let mut req = QpCaps::new(qpt)
-                .send(num("max_send_wr"), num("max_send_sge"), num("max_inline_data"))
+                .send(
+                    num("max_send_wr"),
+                    num("max_send_sge"),
+                    num("max_inline_data"),
+                )
                 .recv(num("max_recv_wr"), num("max_recv_sge"));
             if header[0] == "send_ops_flags" {
                 req = req.ops(SendOps::parse(get("send_ops_flags")).expect("send ops"));
@@ -109,7 +127,9 @@ fn computed(header: &[&str], row: &[&str], caps: &DeviceCaps) -> Vec<(String, St
                     put("fail_stage", e.stage.name().into());
                     put("sq_overhead", n(e.sq_overhead()));
                     put("send_wqe_size", n(e.send_wqe_size()));
-                    for k in &header[header.iter().position(|h| *h == "send_wqe_size").unwrap() + 1..] {
+                    for k in
+                        &header[header.iter().position(|h| *h == "send_wqe_size").unwrap() + 1..]
+                    {
                         put(k, String::new());
                     }
                 }
@@ -130,7 +150,13 @@ fn computed(header: &[&str], row: &[&str], caps: &DeviceCaps) -> Vec<(String, St
                 put("status", "error".into());
                 put("errno", e.errno_name().into());
                 put("rejected_by", e.rejected_by.name().into());
-                for k in ["ncqe", "reported_cqe", "buf_bytes", "alloc_bytes", "first_op_own"] {
+                for k in [
+                    "ncqe",
+                    "reported_cqe",
+                    "buf_bytes",
+                    "alloc_bytes",
+                    "first_op_own",
+                ] {
                     put(k, String::new());
                 }
             }
@@ -182,8 +208,14 @@ fn computed(header: &[&str], row: &[&str], caps: &DeviceCaps) -> Vec<(String, St
                         put(k, v);
                     }
                     let ok = full.is_ok();
-                    put("ret_max_wr", if ok { n(l.ret_max_wr) } else { String::new() });
-                    put("ret_max_sge", if ok { n(l.ret_max_sge) } else { String::new() });
+                    put(
+                        "ret_max_wr",
+                        if ok { n(l.ret_max_wr) } else { String::new() },
+                    );
+                    put(
+                        "ret_max_sge",
+                        if ok { n(l.ret_max_sge) } else { String::new() },
+                    );
                 }
             }
         }
@@ -214,8 +246,17 @@ fn check_file(name: &str) -> (usize, Vec<String>) {
         rows += 1;
         let got_cols = computed(h, &cols, &caps);
         const INPUTS: &[&str] = &[
-            "qp_type", "send_ops_flags", "max_send_wr", "max_send_sge", "max_inline_data",
-            "max_recv_wr", "max_recv_sge", "requested_cqe", "cqe_size", "req_max_wr", "req_max_sge",
+            "qp_type",
+            "send_ops_flags",
+            "max_send_wr",
+            "max_send_sge",
+            "max_inline_data",
+            "max_recv_wr",
+            "max_recv_sge",
+            "requested_cqe",
+            "cqe_size",
+            "req_max_wr",
+            "req_max_sge",
         ];
         for c in h {
             assert!(
@@ -226,7 +267,11 @@ fn check_file(name: &str) -> (usize, Vec<String>) {
         for (k, got) in got_cols {
             if let Some(j) = h.iter().position(|c| *c == k) {
                 if cols[j] != got {
-                    fails.push(format!("{name}:{}: {k} expected {:?} got {got:?} ({line})", i + 1, cols[j]));
+                    fails.push(format!(
+                        "{name}:{}: {k} expected {:?} got {got:?} ({line})",
+                        i + 1,
+                        cols[j]
+                    ));
                     break;
                 }
             }
@@ -241,7 +286,11 @@ fn run(name: &str, min_rows: usize) {
     for f in fails.iter().take(20) {
         eprintln!("{f}");
     }
-    assert!(fails.is_empty(), "{name}: {} of {rows} rows differ", fails.len());
+    assert!(
+        fails.is_empty(),
+        "{name}: {} of {rows} rows differ",
+        fails.len()
+    );
 }
 
 #[test]
@@ -271,6 +320,11 @@ fn srq_sizing() {
 
 #[test]
 fn header_caps_are_read() {
-    let c = caps_from_header(&["# fake device limits: max_sq_desc_sz=512 max_rq_desc_sz=256 max_send_wqebb=1024"]);
-    assert_eq!((c.max_sq_desc_sz, c.max_rq_desc_sz, c.max_send_wqebb), (512, 256, 1024));
+    let c = caps_from_header(&[
+        "# fake device limits: max_sq_desc_sz=512 max_rq_desc_sz=256 max_send_wqebb=1024",
+    ]);
+    assert_eq!(
+        (c.max_sq_desc_sz, c.max_rq_desc_sz, c.max_send_wqebb),
+        (512, 256, 1024)
+    );
 }

@@ -63,10 +63,14 @@ pub fn caps_from_header(lines: &[&str]) -> DeviceCaps {
     let mut c = DeviceCaps::DEFAULT;
     for line in lines {
         for tok in line.split_whitespace() {
-            let Some((k, v)) = tok.split_once('=') else { continue };
+            let Some((k, v)) = tok.split_once('=') else {
+                continue;
+            };
             let k = k.trim_start_matches(|ch: char| !ch.is_ascii_alphanumeric());
             let digits: String = v.chars().take_while(|ch| ch.is_ascii_digit()).collect();
-            let Ok(v) = digits.parse::<u32>() else { continue };
+            let Ok(v) = digits.parse::<u32>() else {
+                continue;
+            };
             match k {
                 "max_sq_desc_sz" => c.max_sq_desc_sz = v,
                 "max_rq_desc_sz" => c.max_rq_desc_sz = v,
@@ -84,7 +88,10 @@ pub fn caps_from_header(lines: &[&str]) -> DeviceCaps {
             }
         }
         if let Some(i) = line.find("entries > 2^") {
-            let digits: String = line[i + 12..].chars().take_while(|ch| ch.is_ascii_digit()).collect();
+            let digits: String = line[i + 12..]
+                .chars()
+                .take_while(|ch| ch.is_ascii_digit())
+                .collect();
             if let Ok(n) = digits.parse::<u32>() {
                 c.max_cqe = 1 << n;
             }
@@ -99,28 +106,43 @@ fn n(v: impl ToString) -> String {
 
 /// Every output column bareverbs computes for one row (column name, value as
 /// the vectors spell it, `""` for blank). Errors on malformed input.
-fn computed(header: &[&str], row: &[&str], caps: &DeviceCaps) -> anyhow::Result<Vec<(String, String)>> {
+fn computed(
+    header: &[&str],
+    row: &[&str],
+    caps: &DeviceCaps,
+) -> anyhow::Result<Vec<(String, String)>> {
     let get = |name: &str| -> anyhow::Result<&str> {
         let i = header
             .iter()
             .position(|h| *h == name)
             .ok_or_else(|| anyhow!("no column {name}"))?;
-        row.get(i).copied().ok_or_else(|| anyhow!("row too short for {name}"))
+        row.get(i)
+            .copied()
+            .ok_or_else(|| anyhow!("row too short for {name}"))
     };
     let num = |name: &str| -> anyhow::Result<u32> {
         let v = get(name)?;
-        v.parse().map_err(|_| anyhow!("column {name}: bad number {v:?}"))
+        v.parse()
+            .map_err(|_| anyhow!("column {name}: bad number {v:?}"))
     };
     let mut out: Vec<(String, String)> = Vec::new();
     let mut put = |k: &str, v: String| out.push((k.to_string(), v));
     match header[0] {
         "qp_type" | "send_ops_flags" => {
-            let qpt = QpType::parse(get("qp_type")?).ok_or_else(|| anyhow!("bad qp_type {:?}", get("qp_type")))?;
+            let qpt = QpType::parse(get("qp_type")?)
+                .ok_or_else(|| anyhow!("bad qp_type {:?}", get("qp_type")))?;
             let mut req = QpCaps::new(qpt)
-                .send(num("max_send_wr")?, num("max_send_sge")?, num("max_inline_data")?)
+                .send(
+                    num("max_send_wr")?,
+                    num("max_send_sge")?,
+                    num("max_inline_data")?,
+                )
                 .recv(num("max_recv_wr")?, num("max_recv_sge")?);
             if header[0] == "send_ops_flags" {
-                req = req.ops(SendOps::parse(get("send_ops_flags")?).map_err(|e| anyhow!("unknown send op {e:?}"))?);
+                req = req.ops(
+                    SendOps::parse(get("send_ops_flags")?)
+                        .map_err(|e| anyhow!("unknown send op {e:?}"))?,
+                );
             }
             match qp_layout(&req, caps) {
                 Ok(l) => {
@@ -159,7 +181,11 @@ fn computed(header: &[&str], row: &[&str], caps: &DeviceCaps) -> anyhow::Result<
                     put("fail_stage", e.stage.name().into());
                     put("sq_overhead", n(e.sq_overhead()));
                     put("send_wqe_size", n(e.send_wqe_size()));
-                    for k in &header[header.iter().position(|h| *h == "send_wqe_size").map_or(header.len(), |i| i + 1)..] {
+                    for k in &header[header
+                        .iter()
+                        .position(|h| *h == "send_wqe_size")
+                        .map_or(header.len(), |i| i + 1)..]
+                    {
                         put(k, String::new());
                     }
                 }
@@ -180,7 +206,13 @@ fn computed(header: &[&str], row: &[&str], caps: &DeviceCaps) -> anyhow::Result<
                 put("status", "error".into());
                 put("errno", e.errno_name().into());
                 put("rejected_by", e.rejected_by.name().into());
-                for k in ["ncqe", "reported_cqe", "buf_bytes", "alloc_bytes", "first_op_own"] {
+                for k in [
+                    "ncqe",
+                    "reported_cqe",
+                    "buf_bytes",
+                    "alloc_bytes",
+                    "first_op_own",
+                ] {
                     put(k, String::new());
                 }
             }
@@ -232,8 +264,14 @@ fn computed(header: &[&str], row: &[&str], caps: &DeviceCaps) -> anyhow::Result<
                         put(k, v);
                     }
                     let ok = full.is_ok();
-                    put("ret_max_wr", if ok { n(l.ret_max_wr) } else { String::new() });
-                    put("ret_max_sge", if ok { n(l.ret_max_sge) } else { String::new() });
+                    put(
+                        "ret_max_wr",
+                        if ok { n(l.ret_max_wr) } else { String::new() },
+                    );
+                    put(
+                        "ret_max_sge",
+                        if ok { n(l.ret_max_sge) } else { String::new() },
+                    );
                 }
             }
         }
@@ -241,7 +279,6 @@ fn computed(header: &[&str], row: &[&str], caps: &DeviceCaps) -> anyhow::Result<
     }
     Ok(out)
 }
-
 
 /// Columns that are inputs, not results.
 const INPUTS: &[&str] = &[
@@ -291,8 +328,8 @@ fn describe(header: &[&str], row: &[&str]) -> String {
 /// returns `(passed, failed)`. Fails (Err) if the file cannot be read or is
 /// not a sizing CSV.
 pub fn run_sizing_csv(path: &Path, out: &mut dyn Write) -> anyhow::Result<(usize, usize)> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let comments: Vec<&str> = text.lines().filter(|l| l.starts_with('#')).collect();
     let caps = caps_from_header(&comments);
     let name = path.display();
@@ -313,11 +350,7 @@ pub fn run_sizing_csv(path: &Path, out: &mut dyn Write) -> anyhow::Result<(usize
         };
         let desc = describe(h, &cols);
         let diff = if cols.len() != h.len() {
-            Some(format!(
-                "columns expected {} got {}",
-                h.len(),
-                cols.len()
-            ))
+            Some(format!("columns expected {} got {}", h.len(), cols.len()))
         } else {
             match computed(h, &cols, &caps) {
                 Err(e) => Some(format!("input error: {e}")),
@@ -333,8 +366,18 @@ pub fn run_sizing_csv(path: &Path, out: &mut dyn Write) -> anyhow::Result<(usize
                         for (k, v) in &got {
                             if let Some(j) = h.iter().position(|c| c == k) {
                                 if cols[j] != v {
-                                    let show = |s: &str| if s.is_empty() { "(blank)".to_string() } else { s.to_string() };
-                                    first = Some(format!("{k} expected {} got {}", show(cols[j]), show(v)));
+                                    let show = |s: &str| {
+                                        if s.is_empty() {
+                                            "(blank)".to_string()
+                                        } else {
+                                            s.to_string()
+                                        }
+                                    };
+                                    first = Some(format!(
+                                        "{k} expected {} got {}",
+                                        show(cols[j]),
+                                        show(v)
+                                    ));
                                     break;
                                 }
                             }
@@ -387,7 +430,16 @@ mod tests {
             let mut out = Vec::new();
             let (pass, fail) = run_sizing_csv(&p, &mut out).unwrap();
             let text = String::from_utf8(out).unwrap();
-            assert_eq!(fail, 0, "{f}:\n{}", text.lines().filter(|l| l.starts_with("FAIL")).take(5).collect::<Vec<_>>().join("\n"));
+            assert_eq!(
+                fail,
+                0,
+                "{f}:\n{}",
+                text.lines()
+                    .filter(|l| l.starts_with("FAIL"))
+                    .take(5)
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            );
             assert!(pass > 40, "{f}: {pass}");
             assert_eq!(text.lines().count(), pass);
             assert!(text.lines().all(|l| l.starts_with("PASS ")));
@@ -409,6 +461,10 @@ mod tests {
         assert_eq!(r, (0, 1));
         let text = String::from_utf8(out).unwrap();
         assert!(text.contains(":3 RC swr=1024"), "{text}");
-        assert!(text.trim_end().ends_with("send_wqe_size expected 500 got 448"), "{text}");
+        assert!(
+            text.trim_end()
+                .ends_with("send_wqe_size expected 500 got 448"),
+            "{text}"
+        );
     }
 }
