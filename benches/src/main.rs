@@ -7,6 +7,8 @@ use clap::Parser;
 enum Cli {
     /// Print the tool version and exit.
     Version,
+    /// Exact mlx5 queue memory per QP and per node (FACTS §3).
+    Budget(bareverbs_bench::budget::BudgetArgs),
     /// Measure the data path (post/poll on memory-backed queues).
     #[command(subcommand)]
     Perf(PerfCmd),
@@ -28,6 +30,7 @@ enum PerfCmd {
 fn main() -> anyhow::Result<()> {
     match Cli::parse() {
         Cli::Version => println!("bareverbs {}", env!("CARGO_PKG_VERSION")),
+        Cli::Budget(args) => std::process::exit(bareverbs_bench::budget::run(&args)?),
         Cli::Perf(PerfCmd::Post { args, json }) => {
             let stats = bareverbs_bench::perf::post::PostBench::new(args)?.run();
             if json {
