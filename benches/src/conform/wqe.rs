@@ -587,6 +587,36 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn reader_is_robust_to_layout() {
+        let (_, f, t) = parsed("wqe_vectors.txt");
+        // Extra blank lines everywhere, CRLF-free trailing spaces, and an unknown line.
+        let mut noisy = String::new();
+        for l in t.lines() {
+            noisy.push_str(l);
+            noisy.push_str("   \n\n");
+            if l.starts_with("  result:") {
+                noisy.push_str("  some future field=1\n");
+            }
+        }
+        let g = read_wqe_file(&noisy).unwrap();
+        assert_eq!(g.cases.len(), f.cases.len());
+        for (a, b) in f.cases.iter().zip(&g.cases) {
+            assert_eq!(a.wqes.len(), b.wqes.len());
+            assert_eq!(a.wrs, b.wrs);
+            assert_eq!(b.unknown_lines, vec!["some future field=1".to_string()]);
+            for (x, y) in a.wqes.iter().zip(&b.wqes) {
+                assert_eq!(x.lines, y.lines);
+            }
+        }
+        // Hex lines of other widths are fine.
+        let one = "=== VECTOR 9: x\n  QP: type=UC qpn=0x1 requested(max_send_wr=1 max_send_sge=1 max_inline_data=0) sq_sig_all=0 -> sq.wqe_cnt=8 WQEBBs (512 bytes) sq.max_post=1 max_gs=1 max_inline_data=60\n  WR[0]: opcode=SEND(2) wr_id=0x1 num_sge=0 send_flags=0x0( )\n  result: ibv_post_send ret=0 (ok)\n  sq.cur_post (x) before=0 after=1 ; sq.head (y) before=0 after=1\n  dbrec[MLX5_SND_DBR] after: raw bytes 00 00 00 01 = be32 0x1\n  doorbell: NONE\n  bf->offset before=0x0 after=0x0\n  WQE[0] at sq index 0 (ring byte offset 0x0000): opmod_idx_opcode=0x0000000a (wqe_index=0 opcode=0x0a opmod=0) qpn_ds=0x00000101 (qpn=0x000001 ds=1 -> 16 bytes, 1 WQEBB)\n          fm_ce_se=0x00 imm=0x00000000 ; sq.wrid[0]=0x1 sq.wqe_head[0]=0 sq.wr_data[0]=0\n    +000 [ring 0x0000]: 0000000a00000101 0000000000000000\n    +010 [ring 0x0010]: 00 00 00 00 unwritten:uuuu\n";
+        let h = read_wqe_file(one).unwrap();
+        assert_eq!(h.cases[0].wqes[0].lines[0].bytes.len(), 16);
+        assert_eq!(h.cases[0].wqes[0].lines[1].bytes.len(), 4);
+        assert_eq!(h.cases[0].qp.qp_type, crate::vectors::wqe::QpType::Uc);
+    }
+
+    #[test]
     fn reader_details() {
         let (_, f, _) = parsed("wqe_vectors.txt");
         let v = |n: u32| f.cases.iter().find(|c| c.number == n).unwrap();

@@ -414,7 +414,7 @@ pub fn read_wqe_file(text: &str) -> Result<WqeFile> {
         }
     }
     for (line, raw) in split_cases(text) {
-        let c = parse_case(&raw, line, &file.header)
+        let c = parse_case(&raw, line)
             .with_context(|| format!("case at line {line}: {}", first_line(&raw)))?;
         file.cases.push(c);
     }
@@ -518,7 +518,7 @@ enum Cur {
     Failed,
 }
 
-fn parse_case(raw: &str, line: usize, header: &WqeHeader) -> Result<WqeCase> {
+fn parse_case(raw: &str, line: usize) -> Result<WqeCase> {
     let mut lines = raw.lines();
     let (_, number, title) = parse_case_header(lines.next().unwrap_or(""))?;
     let mut qp = None;
@@ -630,7 +630,6 @@ fn parse_case(raw: &str, line: usize, header: &WqeHeader) -> Result<WqeCase> {
             ud_i += 1;
         }
     }
-    let _ = header;
     let (cur_post_before, cur_post_after) =
         cur_post.ok_or_else(|| anyhow!("missing sq.cur_post"))?;
     let (head_before, head_after) = head.ok_or_else(|| anyhow!("missing sq.head"))?;
