@@ -52,8 +52,18 @@ enum Decode {
     },
 }
 
-fn main() -> anyhow::Result<ExitCode> {
-    match Cli::parse() {
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli {
         Cli::Version => println!("bareverbs {}", env!("CARGO_PKG_VERSION")),
         Cli::Conform { files } => {
             let stdout = std::io::stdout();
