@@ -1,5 +1,8 @@
 //! The `bareverbs` command-line tool.
-use clap::Parser;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
 
 /// bareverbs: mlx5 queue sizing, codec and performance tools.
 #[derive(Parser)]
@@ -7,6 +10,15 @@ use clap::Parser;
 enum Cli {
     /// Print the tool version and exit.
     Version,
+    /// Replay ground-truth vector files; exit status 1 if any case fails.
+    Conform {
+        /// Vector files (wqe, recv, cqe or sizing; kind detected from the header).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Decode WQE or CQE bytes given as hex.
+    #[command(subcommand)]
+    Decode(Decode),
     /// Exact mlx5 queue memory per QP and per node (FACTS §3).
     Budget(bareverbs_bench::budget::BudgetArgs),
     /// Measure the data path (post/poll on memory-backed queues).
@@ -15,7 +27,7 @@ enum Cli {
 }
 
 /// `bareverbs perf` subcommands.
-#[derive(clap::Subcommand)]
+#[derive(Subcommand)]
 enum PerfCmd {
     /// CPU cost of posting WRs with the full doorbell sequence.
     Post {
@@ -27,10 +39,77 @@ enum PerfCmd {
     },
 }
 
-fn main() -> anyhow::Result<()> {
-    match Cli::parse() {
+#[derive(Subcommand)]
+enum Decode {
+    /// Decode a send WQE.
+    Wqe {
+        /// Hex bytes (joined from all arguments; whitespace allowed).
+        #[arg(required = true)]
+        hex: Vec<String>,
+        /// QP type: rc, uc, ud or raw.
+        #[arg(long, value_parser = ["rc", "uc", "ud", "raw"])]
+        qp_type: Option<String>,
+        /// JSON output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Decode one or more CQEs.
+    Cqe {
+        /// Hex bytes (joined from all arguments; whitespace allowed).
+        #[arg(required = true)]
+        hex: Vec<String>,
+        /// Consumer index (for the owner-bit check).
+        #[arg(long)]
+        ci: Option<u32>,
+        /// Number of CQ entries (for the owner-bit check).
+        #[arg(long)]
+        ncqe: Option<u32>,
+        /// JSON output.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli {
         Cli::Version => println!("bareverbs {}", env!("CARGO_PKG_VERSION")),
-        Cli::Budget(args) => std::process::exit(bareverbs_bench::budget::run(&args)?),
+        Cli::Conform { files } => {
+            let stdout = std::io::stdout();
+            let mut out = stdout.lock();
+            let (_, failed) = bareverbs_bench::conform::run(&files, &mut out)?;
+            if failed > 0 {
+                return Ok(ExitCode::from(1));
+            }
+        }
+        Cli::Decode(Decode::Wqe { hex, qp_type, json }) => {
+            let bytes = bareverbs_bench::decode::parse_hex(&hex.join(" "))?;
+            let s = bareverbs_bench::decode::wqe::decode_wqe(&bytes, qp_type.as_deref(), json)?;
+            println!("{s}");
+        }
+        Cli::Decode(Decode::Cqe {
+            hex,
+            ci,
+            ncqe,
+            json,
+        }) => {
+            let bytes = bareverbs_bench::decode::parse_hex(&hex.join(" "))?;
+            let s = bareverbs_bench::decode::cqe::decode_cqe(&bytes, json, ci, ncqe)?;
+            println!("{s}");
+        }
+        Cli::Budget(args) => {
+            let code = bareverbs_bench::budget::run(&args)?;
+            return Ok(ExitCode::from(code.clamp(0, 255) as u8));
+        }
         Cli::Perf(PerfCmd::Post { args, json }) => {
             let stats = bareverbs_bench::perf::post::PostBench::new(args)?.run();
             if json {
@@ -38,11 +117,18 @@ fn main() -> anyhow::Result<()> {
             } else {
                 println!(
                     "post {:?} sge={} inline={:?} batch={} signal_every={}: {:.2} ns/WR over {} WRs ({:.2} WQEBBs/WR, {} doorbells)",
-                    args.opcode, args.sge, args.inline, args.batch, args.signal_every,
-                    stats.ns_per_op, stats.ops, stats.wqebbs_per_wr, stats.doorbells
+                    args.opcode,
+                    args.sge,
+                    args.inline,
+                    args.batch,
+                    args.signal_every,
+                    stats.ns_per_op,
+                    stats.ops,
+                    stats.wqebbs_per_wr,
+                    stats.doorbells
                 );
             }
         }
     }
-    Ok(())
+    Ok(ExitCode::SUCCESS)
 }

@@ -59,7 +59,14 @@ impl MemoryRegion {
         rkey: u32,
         access: Access,
     ) -> Self {
-        MemoryRegion { cpu, iova, len, lkey, rkey, access }
+        MemoryRegion {
+            cpu,
+            iova,
+            len,
+            lkey,
+            rkey,
+            access,
+        }
     }
     /// Local key.
     pub const fn lkey(&self) -> u32 {
@@ -89,7 +96,11 @@ impl MemoryRegion {
     /// when it does not fit.
     pub fn sge(&self, offset: u64, length: u32) -> Option<Sge> {
         let end = offset.checked_add(length as u64)?;
-        (end <= self.len).then_some(Sge { addr: self.iova + offset, length, lkey: self.lkey })
+        (end <= self.len).then_some(Sge {
+            addr: self.iova + offset,
+            length,
+            lkey: self.lkey,
+        })
     }
     /// Whether `sge` lies inside this region under its lkey.
     pub fn contains(&self, sge: &Sge) -> bool {
@@ -108,7 +119,9 @@ impl MemoryRegion {
         // SAFETY: `contains` proved addr - iova < len (or == len for a
         // zero-length SGE), so the pointer stays within (or one past) the
         // region.
-        Some(unsafe { NonNull::new_unchecked(self.cpu.as_ptr().add((sge.addr - self.iova) as usize)) })
+        Some(unsafe {
+            NonNull::new_unchecked(self.cpu.as_ptr().add((sge.addr - self.iova) as usize))
+        })
     }
 }
 

@@ -66,14 +66,23 @@ impl fmt::Display for RecvError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "receive WR {} not posted: ", self.index)?;
         match self.kind {
-            RecvErrorKind::QueueFull { outstanding, max_post } => {
-                write!(f, "queue full ({outstanding} outstanding, capacity {max_post})")
+            RecvErrorKind::QueueFull {
+                outstanding,
+                max_post,
+            } => {
+                write!(
+                    f,
+                    "queue full ({outstanding} outstanding, capacity {max_post})"
+                )
             }
             RecvErrorKind::TooManySges { num, max: Some(m) } => {
                 write!(f, "{num} SGEs, the queue allows {m}")
             }
             RecvErrorKind::TooManySges { max: None, .. } => {
-                write!(f, "the QP state does not allow receive posting (move it to INIT)")
+                write!(
+                    f,
+                    "the QP state does not allow receive posting (move it to INIT)"
+                )
             }
             RecvErrorKind::SgeOutOfBounds { sge } => {
                 write!(f, "SGE {sge} is outside its registered memory region")
@@ -199,15 +208,25 @@ impl<const N: usize> RecvQueue<N> {
             if outstanding >= self.cfg.max_post {
                 result = Err(RecvError {
                     index: i,
-                    kind: RecvErrorKind::QueueFull { outstanding, max_post: self.cfg.max_post },
+                    kind: RecvErrorKind::QueueFull {
+                        outstanding,
+                        max_post: self.cfg.max_post,
+                    },
                 });
                 break;
             }
             if wr.sgl.len() as i64 > self.state_max_gs {
-                let max = if self.state_max_gs < 0 { None } else { Some(self.cfg.max_gs) };
+                let max = if self.state_max_gs < 0 {
+                    None
+                } else {
+                    Some(self.cfg.max_gs)
+                };
                 result = Err(RecvError {
                     index: i,
-                    kind: RecvErrorKind::TooManySges { num: wr.sgl.len(), max },
+                    kind: RecvErrorKind::TooManySges {
+                        num: wr.sgl.len(),
+                        max,
+                    },
                 });
                 break;
             }
@@ -337,7 +356,10 @@ impl<const N: usize> SharedReceiveQueue<N> {
         let p = (from as usize) << self.cfg.wqe_shift;
         // SAFETY: `from` < N, so bytes 2..4 of its slot are inside the ring.
         unsafe {
-            core::ptr::write_volatile(self.ring.as_ptr().add(p + 2).cast::<[u8; 2]>(), (to as u16).to_be_bytes())
+            core::ptr::write_volatile(
+                self.ring.as_ptr().add(p + 2).cast::<[u8; 2]>(),
+                (to as u16).to_be_bytes(),
+            )
         }
     }
 

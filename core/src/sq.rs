@@ -218,7 +218,13 @@ pub struct SendWr<'a> {
 impl<'a> SendWr<'a> {
     /// A WR with no flags and no UD destination.
     pub const fn new(wr_id: u64, op: SendOp, sgl: &'a [Sge]) -> Self {
-        SendWr { wr_id, op, sgl, flags: SendFlags::empty(), ud: None }
+        SendWr {
+            wr_id,
+            op,
+            sgl,
+            flags: SendFlags::empty(),
+            ud: None,
+        }
     }
     /// The same WR with `flags`.
     pub const fn with_flags(mut self, flags: SendFlags) -> Self {
@@ -302,7 +308,7 @@ impl PostErrorKind {
             | PostErrorKind::TooManySges { .. }
             | PostErrorKind::InlineTooLarge { .. } => 12, // ENOMEM
             PostErrorKind::AtomicsDisabled | PostErrorKind::BindTooLong { .. } => 95, // EOPNOTSUPP
-            _ => 22, // EINVAL
+            _ => 22,                                                                  // EINVAL
         }
     }
 }
@@ -321,8 +327,14 @@ impl fmt::Display for PostError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "WR {} not posted: ", self.index)?;
         match self.kind {
-            PostErrorKind::QueueFull { outstanding, max_post } => {
-                write!(f, "send queue full ({outstanding} outstanding, max_post {max_post})")
+            PostErrorKind::QueueFull {
+                outstanding,
+                max_post,
+            } => {
+                write!(
+                    f,
+                    "send queue full ({outstanding} outstanding, max_post {max_post})"
+                )
             }
             PostErrorKind::TooManySges { num, max: Some(m) } => {
                 write!(f, "{num} SGEs, the queue allows {m} (max_send_sge)")
@@ -331,7 +343,10 @@ impl fmt::Display for PostError {
                 write!(f, "the QP state does not allow posting (move it to RTS)")
             }
             PostErrorKind::InlineTooLarge { len, max } => {
-                write!(f, "{len} inline bytes, the queue allows {max} (max_inline_data)")
+                write!(
+                    f,
+                    "{len} inline bytes, the queue allows {max} (max_inline_data)"
+                )
             }
             PostErrorKind::OpNotAllowed { op, qp_type } => {
                 write!(f, "{op} is not allowed on a {qp_type:?} QP")
@@ -339,10 +354,16 @@ impl fmt::Display for PostError {
             PostErrorKind::AtomicsDisabled => write!(f, "atomics are not enabled on this QP"),
             PostErrorKind::MissingUdDest => write!(f, "UD send without a destination"),
             PostErrorKind::BindTooLong { length } => {
-                write!(f, "window of {length} bytes exceeds the 2 GiB a KLM describes")
+                write!(
+                    f,
+                    "window of {length} bytes exceeds the 2 GiB a KLM describes"
+                )
             }
             PostErrorKind::WqeTooLarge { bytes, slot } => {
-                write!(f, "a {bytes}-byte WQE exceeds the {slot} bytes reserved per WR")
+                write!(
+                    f,
+                    "a {bytes}-byte WQE exceeds the {slot} bytes reserved per WR"
+                )
             }
             PostErrorKind::SgeOutOfBounds { sge } => {
                 write!(f, "SGE {sge} is outside its registered memory region")
@@ -371,7 +392,12 @@ pub struct BlueFlame {
 impl BlueFlame {
     /// 8-byte doorbells only (the VFIO default: BAR mappings are uncached).
     pub const fn doorbell_only(reg_offset: usize) -> Self {
-        BlueFlame { reg_offset, buf_size: 0, enabled: false, prefer: false }
+        BlueFlame {
+            reg_offset,
+            buf_size: 0,
+            enabled: false,
+            prefer: false,
+        }
     }
 }
 
@@ -533,7 +559,11 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
     /// `wr_id`, WR sequence number and `wr_data` recorded for ring slot
     /// `idx` (the slot of a WQE's first WQEBB).
     pub fn slot(&self, idx: usize) -> Option<(u64, u32, u8)> {
-        Some((*self.wrid.get(idx)?, *self.wqe_head.get(idx)?, *self.wr_data.get(idx)?))
+        Some((
+            *self.wrid.get(idx)?,
+            *self.wqe_head.get(idx)?,
+            *self.wr_data.get(idx)?,
+        ))
     }
 
     /// Positions the counters as if `cur_post` WQEBBs and `head` WRs had
@@ -553,7 +583,10 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
     pub fn retire(&mut self, wqe_counter: u16) -> SendRetired {
         let idx = wqe_counter as usize & (N - 1);
         self.tail = self.wqe_head[idx].wrapping_add(1);
-        SendRetired { wr_id: self.wrid[idx], wr_data: self.wr_data[idx] }
+        SendRetired {
+            wr_id: self.wrid[idx],
+            wr_data: self.wr_data[idx],
+        }
     }
 
     /// Posts `wrs` whose SGEs name raw device addresses, writing one WQE
@@ -595,11 +628,13 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
                 if s.length == 0 {
                     continue;
                 }
-                let ok = crate::mr::find(mrs, s).is_some_and(|m| {
-                    !writes || m.access().allows(crate::mr::Access::LOCAL_WRITE)
-                });
+                let ok = crate::mr::find(mrs, s)
+                    .is_some_and(|m| !writes || m.access().allows(crate::mr::Access::LOCAL_WRITE));
                 if !ok {
-                    bad = Some(PostError { index: i, kind: PostErrorKind::SgeOutOfBounds { sge: j } });
+                    bad = Some(PostError {
+                        index: i,
+                        kind: PostErrorKind::SgeOutOfBounds { sge: j },
+                    });
                     break 'outer;
                 }
             }
@@ -645,7 +680,11 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
             }
             // The provider consumes the cached fence once these three
             // checks pass, even if a later check fails (FACTS §1.3).
-            let fence = if wr.flags.contains(SendFlags::FENCE) { 0x80 } else { next_fence };
+            let fence = if wr.flags.contains(SendFlags::FENCE) {
+                0x80
+            } else {
+                next_fence
+            };
             next_fence = 0;
             if let Err(kind) = self.check_late(wr) {
                 result = Err(PostError { index: i, kind });
@@ -679,7 +718,11 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
         if wr.sgl.len() as i64 > self.state_max_gs {
             return Err(PostErrorKind::TooManySges {
                 num: wr.sgl.len(),
-                max: if self.state_max_gs < 0 { None } else { Some(self.cfg.max_gs) },
+                max: if self.state_max_gs < 0 {
+                    None
+                } else {
+                    Some(self.cfg.max_gs)
+                },
             });
         }
         Ok(())
@@ -707,7 +750,10 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
             _ => false,
         };
         if !allowed {
-            return Err(PostErrorKind::OpNotAllowed { op: wr.op.name(), qp_type: qt });
+            return Err(PostErrorKind::OpNotAllowed {
+                op: wr.op.name(),
+                qp_type: qt,
+            });
         }
         if wr.op.is_atomic() && !self.cfg.atomics {
             return Err(PostErrorKind::AtomicsDisabled);
@@ -731,7 +777,10 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
         let data_ds = if wr.flags.contains(SendFlags::INLINE) && !wr.sgl.is_empty() {
             let len: u64 = wr.sgl.iter().map(|s| s.length as u64).sum();
             if len > self.cfg.max_inline_data as u64 {
-                return Err(PostErrorKind::InlineTooLarge { len, max: self.cfg.max_inline_data });
+                return Err(PostErrorKind::InlineTooLarge {
+                    len,
+                    max: self.cfg.max_inline_data,
+                });
             }
             (len as u32 + 4).div_ceil(16)
         } else {
@@ -740,7 +789,10 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
         let ds = base_ds + data_ds;
         let bytes = (ds * 16).next_multiple_of(64);
         if bytes > self.slot_bytes || ds > crate::wqe::MAX_DS {
-            return Err(PostErrorKind::WqeTooLarge { bytes, slot: self.slot_bytes });
+            return Err(PostErrorKind::WqeTooLarge {
+                bytes,
+                slot: self.slot_bytes,
+            });
         }
         Ok(())
     }
@@ -806,8 +858,16 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
         };
         let fm_ce_se = self.sig_bits
             | fence
-            | if wr.flags.contains(SendFlags::SIGNALED) { 0x08 } else { 0 }
-            | if wr.flags.contains(SendFlags::SOLICITED) { 0x02 } else { 0 };
+            | if wr.flags.contains(SendFlags::SIGNALED) {
+                0x08
+            } else {
+                0
+            }
+            | if wr.flags.contains(SendFlags::SOLICITED) {
+                0x02
+            } else {
+                0
+            };
 
         // SAFETY: every store below stays inside the ring:
         // segments are 16-byte multiples written at 16-aligned offsets and
@@ -817,7 +877,13 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
             match self.cfg.qp_type {
                 QpType::Ud => {
                     // `check_late` refused UD sends without a destination.
-                    let Some(ud) = wr.ud else { return Built { ctrl_off, ds: 0, inline: false } };
+                    let Some(ud) = wr.ud else {
+                        return Built {
+                            ctrl_off,
+                            ds: 0,
+                            inline: false,
+                        };
+                    };
                     let mut av = *ud.av;
                     av.dqp_dct = Be32::new(ud.remote_qpn | EXTENDED_UD_AV);
                     av.key[..4].copy_from_slice(&ud.remote_qkey.to_be_bytes());
@@ -827,22 +893,36 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
                 }
                 _ => match wr.op {
                     SendOp::Write { remote_addr, rkey }
-                    | SendOp::WriteImm { remote_addr, rkey, .. }
+                    | SendOp::WriteImm {
+                        remote_addr, rkey, ..
+                    }
                     | SendOp::Read { remote_addr, rkey } => {
                         self.put(off, RaddrSeg::new(remote_addr, rkey));
                         off += 16;
                         ds += 1;
                     }
-                    SendOp::CompSwap { remote_addr, rkey, compare, swap } => {
+                    SendOp::CompSwap {
+                        remote_addr,
+                        rkey,
+                        compare,
+                        swap,
+                    } => {
                         self.put(off, RaddrSeg::new(remote_addr, rkey));
                         self.put(
                             off + 16,
-                            AtomicSeg { swap_add: Be64::new(swap), compare: Be64::new(compare) },
+                            AtomicSeg {
+                                swap_add: Be64::new(swap),
+                                compare: Be64::new(compare),
+                            },
                         );
                         off += 32;
                         ds += 2;
                     }
-                    SendOp::FetchAdd { remote_addr, rkey, add } => {
+                    SendOp::FetchAdd {
+                        remote_addr,
+                        rkey,
+                        add,
+                    } => {
                         self.put(off, RaddrSeg::new(remote_addr, rkey));
                         // compare is not written for fetch-and-add (FACTS §1.5)
                         self.put(off + 16, Be64::new(add));
@@ -854,9 +934,17 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
                         wr_data = 6;
                     }
                     SendOp::BindMw {
-                        mw_type, new_rkey, mr_lkey, addr, length, access, ..
+                        mw_type,
+                        new_rkey,
+                        mr_lkey,
+                        addr,
+                        length,
+                        access,
+                        ..
                     } => {
-                        self.umr(&mut off, &mut ds, mw_type, new_rkey, mr_lkey, addr, length, access);
+                        self.umr(
+                            &mut off, &mut ds, mw_type, new_rkey, mr_lkey, addr, length, access,
+                        );
                         wr_data = 5;
                     }
                     _ => {}
@@ -919,7 +1007,11 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
         self.wqe_head[idx] = self.head.wrapping_add(nreq);
         self.wr_data[idx] = wr_data;
         self.cur_post = self.cur_post.wrapping_add((ds * 16).div_ceil(64));
-        Built { ctrl_off, ds, inline }
+        Built {
+            ctrl_off,
+            ds,
+            inline,
+        }
     }
 
     /// Writes the UMR control, mkey context and (for a bind with a length)
@@ -976,7 +1068,11 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
             // Mkey context segment (64 bytes): only the fields below.
             let m = *off;
             let qpn_mkey = (new_rkey & 0xff)
-                | if mw_type == MwType::Type1 || !bind { 0xffff_ff00 } else { self.cfg.qpn << 8 };
+                | if mw_type == MwType::Type1 || !bind {
+                    0xffff_ff00
+                } else {
+                    self.cfg.qpn << 8
+                };
             if bind {
                 let mut acc = 0u8;
                 if access & mw_access::LOCAL_WRITE != 0 {
@@ -993,7 +1089,11 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
                 }
                 self.put_bytes(m, &[0]);
                 self.put_bytes(m + 2, &[acc]);
-                let start = if access & mw_access::ZERO_BASED != 0 { 0 } else { addr };
+                let start = if access & mw_access::ZERO_BASED != 0 {
+                    0
+                } else {
+                    addr
+                };
                 self.put_bytes(m + 16, &start.to_be_bytes());
                 self.put_bytes(m + 24, &length.to_be_bytes());
             } else {
@@ -1021,7 +1121,10 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
         // of `new`); word 1 (bytes 4..8) is the send counter. Volatile: the
         // device reads it asynchronously.
         unsafe {
-            core::ptr::write_volatile(self.dbrec.as_ptr().add(4).cast::<[u8; 4]>(), value.to_be_bytes())
+            core::ptr::write_volatile(
+                self.dbrec.as_ptr().add(4).cast::<[u8; 4]>(),
+                value.to_be_bytes(),
+            )
         }
     }
 

@@ -32,7 +32,10 @@ pub struct HeapDma {
 impl HeapDma {
     /// An empty allocator.
     pub fn new() -> Self {
-        HeapDma { blocks: Mutex::new(Vec::new()), next_iova: Mutex::new(IOVA_BASE) }
+        HeapDma {
+            blocks: Mutex::new(Vec::new()),
+            next_iova: Mutex::new(IOVA_BASE),
+        }
     }
 
     /// CPU pointer for the device range `[iova, iova + len)`, or `None`
@@ -50,7 +53,10 @@ impl HeapDma {
 
     /// Bytes currently allocated.
     pub fn allocated_bytes(&self) -> usize {
-        self.blocks.lock().map(|b| b.iter().map(|b| b.len).sum()).unwrap_or(0)
+        self.blocks
+            .lock()
+            .map(|b| b.iter().map(|b| b.len).sum())
+            .unwrap_or(0)
     }
 }
 
@@ -69,13 +75,23 @@ unsafe impl DmaAllocator for HeapDma {
         let mut next = self.next_iova.lock().ok()?;
         let iova = next.next_multiple_of(align as u64);
         *next = iova + len.next_multiple_of(4096) as u64;
-        self.blocks.lock().ok()?.push(Block { cpu: p as usize, iova, len, layout });
+        self.blocks.lock().ok()?.push(Block {
+            cpu: p as usize,
+            iova,
+            len,
+            layout,
+        });
         Some(DmaBuf { cpu, iova, len })
     }
 
     unsafe fn free(&self, buf: DmaBuf) {
-        let Ok(mut blocks) = self.blocks.lock() else { return };
-        if let Some(i) = blocks.iter().position(|b| b.cpu == buf.cpu.as_ptr() as usize) {
+        let Ok(mut blocks) = self.blocks.lock() else {
+            return;
+        };
+        if let Some(i) = blocks
+            .iter()
+            .position(|b| b.cpu == buf.cpu.as_ptr() as usize)
+        {
             let b = blocks.swap_remove(i);
             // SAFETY: `b` came from `alloc` with this layout and is removed
             // from the table, so it is freed exactly once.

@@ -7,5 +7,5 @@
 //! hardware. (Filled by the simulator issue.)
 #![deny(missing_docs)]
 
-pub mod fuzzing;
 pub mod dma;
+pub mod fuzzing;

@@ -15,7 +15,7 @@ pub fn parse_hex(text: &str) -> anyhow::Result<Vec<u8>> {
         .chars()
         .filter(|c| *c != ':' && *c != ',')
         .collect();
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         anyhow::bail!("odd number of hex digits ({})", digits.len());
     }
     (0..digits.len())

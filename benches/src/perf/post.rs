@@ -77,10 +77,15 @@ pub struct PostBench {
 impl PostBench {
     /// Builds the queue for `args`.
     pub fn new(args: PostArgs) -> anyhow::Result<Self> {
-        anyhow::ensure!(args.batch >= 1 && args.signal_every >= 1, "batch and signal-every must be >= 1");
+        anyhow::ensure!(
+            args.batch >= 1 && args.signal_every >= 1,
+            "batch and signal-every must be >= 1"
+        );
         anyhow::ensure!(args.sge >= 1 && args.sge <= 60, "--sge must be 1..=60");
         let dma = HeapDma::new();
-        let ring = dma.alloc(RING_BBS * 64, 4096).ok_or_else(|| anyhow::anyhow!("dma"))?;
+        let ring = dma
+            .alloc(RING_BBS * 64, 4096)
+            .ok_or_else(|| anyhow::anyhow!("dma"))?;
         let dbrec = dma.alloc(64, 64).ok_or_else(|| anyhow::anyhow!("dma"))?;
         let overhead = 32u32;
         let data = match args.inline {
@@ -98,7 +103,12 @@ impl PostBench {
             max_inline_data: slot - overhead - 4,
             sig_all: false,
             atomics: true,
-            bf: BlueFlame { reg_offset: 0x800, buf_size: 256, enabled: args.blueflame, prefer: false },
+            bf: BlueFlame {
+                reg_offset: 0x800,
+                buf_size: 256,
+                enabled: args.blueflame,
+                prefer: false,
+            },
         };
         // SAFETY: ring and dbrec are fresh allocations owned by `dma`, which
         // lives in the returned struct alongside the queue.
@@ -112,12 +122,28 @@ impl PostBench {
                     length: n / args.sge + u32::from(i < n % args.sge),
                     lkey: 0,
                 },
-                None => Sge { addr: 0x1000_0000 + i as u64 * 4096, length: 4096, lkey: 0x42 },
+                None => Sge {
+                    addr: 0x1000_0000 + i as u64 * 4096,
+                    length: 4096,
+                    lkey: 0x42,
+                },
             })
             .collect();
-        let base_ds = if args.opcode == PerfOpcode::Send { 1 } else { 2 };
+        let base_ds = if args.opcode == PerfOpcode::Send {
+            1
+        } else {
+            2
+        };
         let bbs_per_wr = (base_ds * 16 + data).div_ceil(64);
-        Ok(PostBench { _dma: dma, sq: Box::new(sq), sgl, payload, args, posted: 0, bbs_per_wr })
+        Ok(PostBench {
+            _dma: dma,
+            sq: Box::new(sq),
+            sgl,
+            payload,
+            args,
+            posted: 0,
+            bbs_per_wr,
+        })
     }
 
     /// Posts one batch (one doorbell) and retires completions as a poller
@@ -126,9 +152,15 @@ impl PostBench {
     pub fn step(&mut self) -> u32 {
         let a = self.args;
         let op = match a.opcode {
-            PerfOpcode::Write => SendOp::Write { remote_addr: 0x2000_0000, rkey: 0x77 },
+            PerfOpcode::Write => SendOp::Write {
+                remote_addr: 0x2000_0000,
+                rkey: 0x77,
+            },
             PerfOpcode::Send => SendOp::Send,
-            PerfOpcode::Read => SendOp::Read { remote_addr: 0x2000_0000, rkey: 0x77 },
+            PerfOpcode::Read => SendOp::Read {
+                remote_addr: 0x2000_0000,
+                rkey: 0x77,
+            },
         };
         let mut wrs = [SendWr::new(0, op, &self.sgl); 64];
         let n = a.batch.min(64) as usize;
