@@ -6,6 +6,7 @@
 //! counts as one failure (`FAIL <file>: <error>`).
 
 pub mod cqe;
+pub mod exec;
 pub mod recv;
 pub mod sizing;
 pub mod wqe;
@@ -15,8 +16,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use recv::{PendingRecvExecutor, RecvExecutor};
-use wqe::{PendingWqeExecutor, WqeExecutor};
+use recv::RecvExecutor;
+use wqe::WqeExecutor;
 
 /// Kind of a vector file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,15 +77,9 @@ pub fn detect_kind(text: &str) -> Option<FileKind> {
     None
 }
 
-/// Runs the files with the default executors (the post paths are not
-/// merged yet, so wqe/recv cases currently fail with that message).
+/// Runs the files through bareverbs' real post paths.
 pub fn run(paths: &[PathBuf], out: &mut dyn Write) -> Result<(usize, usize)> {
-    run_with(
-        paths,
-        out,
-        &mut PendingWqeExecutor,
-        &mut PendingRecvExecutor,
-    )
+    run_with(paths, out, &mut exec::SqExecutor, &mut exec::RecvQueueExecutor)
 }
 
 /// Runs the files with the given executors; prints per-case lines and the

@@ -1,0 +1,530 @@
+//! The real executors behind `conform`: they build bareverbs queues of the
+//! geometry a vector names, replay its preparation through the same post
+//! path, post its WRs and report what landed in memory.
+
+use anyhow::{bail, Context, Result};
+use bareverbs::platform::{DmaAllocator, DmaBuf, MemUar, Uar};
+use bareverbs::qp::QpType;
+use bareverbs::rq::{RecvQueue, RecvWr, RqConfig, SharedReceiveQueue, SrqConfig};
+use bareverbs::sq::{
+    BlueFlame, MwType, SendFlags, SendOp, SendQueue, SendWr, Sge, SqConfig, UdDest,
+};
+use bareverbs::wqe::{AddressVector, Segment};
+use bareverbs_sim::dma::HeapDma;
+
+use super::recv::{RecvExecutor, RecvOutcome};
+use super::wqe::{DoorbellObs, WqeExecutor, WqeOutcome};
+use crate::vectors::recv::{RecvCase, RecvPrep, SrqPrepOp};
+use crate::vectors::wqe::{self as vw, SgeAddr, WqeCase, WqeHeader};
+
+/// Offset of the BlueFlame register in the memory-backed UAR page.
+const BF_REG: usize = 0x800;
+
+/// Executes wqe vectors on [`SendQueue`].
+#[derive(Debug, Default)]
+pub struct SqExecutor;
+
+/// Executes recv vectors on [`RecvQueue`] / [`SharedReceiveQueue`].
+#[derive(Debug, Default)]
+pub struct RecvQueueExecutor;
+
+/// Converts a vector WR into a bareverbs WR op; `None` for an opcode the
+/// verbs API does not have (the provider answers EINVAL).
+fn op_of(wr: &vw::SendWr) -> Result<Option<SendOp>> {
+    let rdma = || wr.rdma.context("RDMA fields missing");
+    let atomic = || wr.atomic.context("atomic fields missing");
+    Ok(Some(match wr.opcode_num {
+        0 => {
+            let r = rdma()?;
+            SendOp::Write { remote_addr: r.remote_addr, rkey: r.rkey }
+        }
+        1 => {
+            let r = rdma()?;
+            SendOp::WriteImm {
+                remote_addr: r.remote_addr,
+                rkey: r.rkey,
+                imm: wr.imm_data.unwrap_or(0).swap_bytes(),
+            }
+        }
+        2 => SendOp::Send,
+        3 => SendOp::SendImm { imm: wr.imm_data.unwrap_or(0).swap_bytes() },
+        4 => {
+            let r = rdma()?;
+            SendOp::Read { remote_addr: r.remote_addr, rkey: r.rkey }
+        }
+        5 => {
+            let a = atomic()?;
+            SendOp::CompSwap {
+                remote_addr: a.remote_addr,
+                rkey: a.rkey,
+                compare: a.compare_add,
+                swap: a.swap,
+            }
+        }
+        6 => {
+            let a = atomic()?;
+            SendOp::FetchAdd { remote_addr: a.remote_addr, rkey: a.rkey, add: a.compare_add }
+        }
+        7 => SendOp::LocalInv { invalidate_rkey: wr.invalidate_rkey.unwrap_or(0) },
+        8 => {
+            let b = wr.bind_mw.context("bind_mw fields missing")?;
+            SendOp::BindMw {
+                mw_rkey: b.mw_rkey,
+                mw_type: if b.mw_type == 1 { MwType::Type1 } else { MwType::Type2 },
+                new_rkey: b.new_rkey,
+                mr_lkey: b.mr_lkey,
+                addr: b.addr,
+                length: b.length,
+                access: b.access_flags,
+            }
+        }
+        9 => SendOp::SendInv { invalidate_rkey: wr.invalidate_rkey.unwrap_or(0) },
+        _ => return Ok(None),
+    }))
+}
+
+fn av_from(bytes: &[u8]) -> Result<AddressVector> {
+    AddressVector::parse(bytes).map_err(|e| anyhow::anyhow!("AV bytes: {e}"))
+}
+
+/// Everything one execution of a wqe case needs, kept alive together.
+struct SqWorld {
+    dma: HeapDma,
+    ring: DmaBuf,
+    dbrec: DmaBuf,
+    payload: Vec<u8>,
+}
+
+impl SqWorld {
+    fn new(ring_bytes: usize, payload_len: usize) -> Result<Self> {
+        let dma = HeapDma::new();
+        let ring = dma.alloc(ring_bytes, 4096).context("dma")?;
+        let dbrec = dma.alloc(64, 64).context("dma")?;
+        let payload = vw::payload_bytes(0, payload_len.max(8192));
+        Ok(SqWorld { dma, ring, dbrec, payload })
+    }
+    fn ring_bytes(&self) -> Vec<u8> {
+        // SAFETY: the ring is live DMA memory owned by `self.dma`; no queue
+        // is posting while we copy it.
+        unsafe { std::slice::from_raw_parts(self.ring.cpu.as_ptr(), self.ring.len).to_vec() }
+    }
+    fn fill_ring(&self, b: u8) {
+        // SAFETY: as above; raw write of the whole ring.
+        unsafe { std::ptr::write_bytes(self.ring.cpu.as_ptr(), b, self.ring.len) };
+    }
+    fn dbrec_word(&self, word: usize) -> Vec<u8> {
+        // SAFETY: the record is 64 live bytes.
+        unsafe { std::slice::from_raw_parts(self.dbrec.cpu.as_ptr().add(word * 4), 4).to_vec() }
+    }
+}
+
+impl Drop for SqWorld {
+    fn drop(&mut self) {
+        let _ = &self.dma;
+    }
+}
+
+fn run_sq<const N: usize>(
+    case: &WqeCase,
+    header: &WqeHeader,
+    ring_fill: Option<u8>,
+    uar_fill: u8,
+) -> Result<WqeOutcome> {
+    let qp = &case.qp;
+    let world = SqWorld::new(N * 64, header.payload_len.unwrap_or(8192))?;
+    let qp_type = match qp.qp_type {
+        vw::QpType::Rc => QpType::Rc,
+        vw::QpType::Uc => QpType::Uc,
+        vw::QpType::Ud => QpType::Ud,
+        vw::QpType::Raw => QpType::RawPacket,
+    };
+    let buf_size = case.bf_buf_size.or(header.bf_buf_size).unwrap_or(256) as usize;
+    let cfg = SqConfig {
+        qpn: qp.qpn,
+        qp_type,
+        max_post: qp.max_post,
+        max_gs: qp.max_gs,
+        max_inline_data: qp.ret_max_inline_data,
+        sig_all: qp.sq_sig_all,
+        atomics: true,
+        bf: BlueFlame { reg_offset: BF_REG, buf_size, enabled: true, prefer: false },
+    };
+    // SAFETY: ring and dbrec are fresh allocations owned by `world`, which
+    // outlives the queue (declared first, dropped last).
+    let mut sq: Box<SendQueue<MemUar, N>> = Box::new(
+        unsafe { SendQueue::new(world.ring, world.dbrec, MemUar::filled(uar_fill), cfg) }
+            .context("queue geometry rejected")?,
+    );
+    sq.enable();
+
+    let plain = header.plain_av.as_deref().map(av_from).transpose()?;
+    let grh = header.grh_av.as_deref().map(av_from).transpose()?;
+    let av_of = |ud: &vw::UdFields| -> Result<AddressVector> {
+        match ud.ah {
+            vw::AhKind::Plain => plain.context("plain AH bytes missing from header"),
+            vw::AhKind::Grh => grh.context("GRH AH bytes missing from header"),
+        }
+    };
+
+    // Prep: replay the filler posts through the same path.
+    if let Some(prep) = &case.prep {
+        let filler = prep.filler.clone();
+        for _ in 0..prep.count {
+            let (sges, op, flags, ud) = match &filler {
+                Some(f) => (
+                    sgl_of(f, &world.payload),
+                    op_of(f)?.context("filler opcode")?,
+                    SendFlags::from_bits_truncate(f.send_flags),
+                    f.ud,
+                ),
+                None => (
+                    vec![Sge { addr: 0x9000, length: 16, lkey: 0x99 }],
+                    SendOp::Send,
+                    SendFlags::SIGNALED,
+                    (qp_type == QpType::Ud).then_some(vw::UdFields {
+                        remote_qpn: header.remote_qpn.unwrap_or(0xbeef),
+                        remote_qkey: header.remote_qkey.unwrap_or(0x1111_1111),
+                        ah: vw::AhKind::Plain,
+                    }),
+                ),
+            };
+            let av = ud.as_ref().map(av_of).transpose()?;
+            let mut wr = SendWr::new(0xf111, op, &sges).with_flags(flags);
+            if let (Some(u), Some(av)) = (ud, av.as_ref()) {
+                wr = wr.with_ud(UdDest { av, remote_qpn: u.remote_qpn, remote_qkey: u.remote_qkey });
+            }
+            // SAFETY: filler SGEs are never dereferenced (not inline).
+            unsafe { sq.post_send_raw(&[wr]) }.map_err(|e| anyhow::anyhow!("filler post: {e}"))?;
+            if prep.completed {
+                let start = sq.cur_post().wrapping_sub(1);
+                // Retire everything (tail = head).
+                let _ = start;
+                let head = sq.head();
+                sq.set_counters(sq.cur_post(), head, sq.bf_offset());
+            }
+        }
+    }
+    let tail = if case.prep.as_ref().is_some_and(|p| !p.completed) {
+        sq.tail()
+    } else {
+        case.head_before
+    };
+    if sq.cur_post() != case.cur_post_before
+        || sq.head() != case.head_before
+        || sq.bf_offset() as u32 != case.bf_offset_before
+    {
+        // The prep is described only in words: position the counters.
+        sq.set_counters(case.cur_post_before, case.head_before, case.bf_offset_before as usize);
+    }
+    let _ = tail;
+    if let Some(b) = ring_fill {
+        world.fill_ring(b);
+    }
+    // The register is pre-filled just before the post under test.
+    *sq.uar_mut() = MemUar::filled(uar_fill);
+
+    // Build the WRs.
+    let sgls: Vec<Vec<Sge>> = case.wrs.iter().map(|w| sgl_of(w, &world.payload)).collect();
+    let avs: Vec<Option<AddressVector>> =
+        case.wrs.iter().map(|w| w.ud.as_ref().map(av_of).transpose()).collect::<Result<_>>()?;
+    let mut wrs = Vec::new();
+    let mut bad_opcode = None;
+    for (i, w) in case.wrs.iter().enumerate() {
+        let Some(op) = op_of(w)? else {
+            bad_opcode = Some(i);
+            break;
+        };
+        let mut wr = SendWr::new(w.wr_id, op, &sgls[i])
+            .with_flags(SendFlags::from_bits_truncate(w.send_flags));
+        if let (Some(u), Some(av)) = (w.ud, avs[i].as_ref()) {
+            wr = wr.with_ud(UdDest { av, remote_qpn: u.remote_qpn, remote_qkey: u.remote_qkey });
+        }
+        wrs.push(wr);
+    }
+    // SAFETY: non-inline SGEs are only written into WQEs (the memory UAR
+    // never executes them); inline SGEs point into `world.payload`.
+    let r = unsafe { sq.post_send_raw(&wrs) };
+    let (ret, bad_wr) = match (r, bad_opcode) {
+        (Err(e), _) => (e.kind.errno(), Some(e.index)),
+        (Ok(()), Some(i)) => (22, Some(i)),
+        (Ok(()), None) => (0, None),
+    };
+    let mut wrid = Vec::with_capacity(N);
+    let mut wqe_head = Vec::with_capacity(N);
+    let mut wr_data = Vec::with_capacity(N);
+    for i in 0..N {
+        let (a, b, c) = sq.slot(i).context("slot")?;
+        wrid.push(a);
+        wqe_head.push(b as u64);
+        wr_data.push(c as u64);
+    }
+    let bf_reg_size = 2 * buf_size.max(256);
+    let reg = sq.uar().bytes()[BF_REG..BF_REG + bf_reg_size].to_vec();
+    Ok(WqeOutcome {
+        ret,
+        bad_wr,
+        cur_post: sq.cur_post(),
+        head: sq.head(),
+        dbrec: world.dbrec_word(1),
+        doorbell: DoorbellObs::Register(reg),
+        bf_offset: sq.bf_offset() as u32,
+        ring: world.ring_bytes(),
+        wrid,
+        wqe_head,
+        wr_data,
+    })
+}
+
+fn sgl_of(w: &vw::SendWr, payload: &[u8]) -> Vec<Sge> {
+    let mut v: Vec<Sge> = w
+        .sges
+        .iter()
+        .map(|s| Sge {
+            addr: match s.addr {
+                SgeAddr::Addr(a) => a,
+                SgeAddr::Payload(off) => payload.as_ptr() as u64 + off as u64,
+            },
+            length: s.length,
+            lkey: s.lkey,
+        })
+        .collect();
+    while v.len() < w.num_sge as usize {
+        v.push(Sge::default());
+    }
+    v
+}
+
+macro_rules! dispatch_pow2 {
+    ($n:expr, $f:ident, $($arg:expr),*) => {
+        match $n {
+            1 => $f::<1>($($arg),*),
+            2 => $f::<2>($($arg),*),
+            4 => $f::<4>($($arg),*),
+            8 => $f::<8>($($arg),*),
+            16 => $f::<16>($($arg),*),
+            32 => $f::<32>($($arg),*),
+            64 => $f::<64>($($arg),*),
+            128 => $f::<128>($($arg),*),
+            256 => $f::<256>($($arg),*),
+            512 => $f::<512>($($arg),*),
+            1024 => $f::<1024>($($arg),*),
+            2048 => $f::<2048>($($arg),*),
+            4096 => $f::<4096>($($arg),*),
+            8192 => $f::<8192>($($arg),*),
+            16384 => $f::<16384>($($arg),*),
+            32768 => $f::<32768>($($arg),*),
+            65536 => $f::<65536>($($arg),*),
+            n => bail!("ring of {n} entries is not a power of two in 1..=65536"),
+        }
+    };
+}
+
+impl WqeExecutor for SqExecutor {
+    fn execute(
+        &mut self,
+        case: &WqeCase,
+        header: &WqeHeader,
+        ring_fill: Option<u8>,
+        uar_fill: u8,
+    ) -> Result<WqeOutcome> {
+        dispatch_pow2!(case.qp.wqe_cnt, run_sq, case, header, ring_fill, uar_fill)
+    }
+}
+
+fn recv_sgl(w: &crate::vectors::recv::RecvWr) -> Vec<Sge> {
+    let mut v: Vec<Sge> = w
+        .sges
+        .iter()
+        .map(|s| Sge {
+            addr: match s.addr {
+                SgeAddr::Addr(a) => a,
+                SgeAddr::Payload(off) => off as u64,
+            },
+            length: s.length,
+            lkey: s.lkey,
+        })
+        .collect();
+    while v.len() < w.num_sge as usize {
+        v.push(Sge::default());
+    }
+    v
+}
+
+fn run_rq<const N: usize>(case: &RecvCase, ring_fill: Option<u8>) -> Result<RecvOutcome> {
+    let g = case.rq.as_ref().context("RQ geometry")?;
+    let dma = HeapDma::new();
+    let ring = dma.alloc(N << g.wqe_shift, 4096).context("dma")?;
+    let dbrec = dma.alloc(64, 64).context("dma")?;
+    let cfg = RqConfig { wqe_shift: g.wqe_shift, max_gs: g.max_gs, max_post: g.max_post };
+    // SAFETY: fresh allocations owned by `dma`, which outlives the queue.
+    let mut rq: Box<RecvQueue<N>> =
+        Box::new(unsafe { RecvQueue::new(ring, dbrec, cfg) }.context("RQ geometry rejected")?);
+    rq.enable();
+    if let Some(RecvPrep::RqFillers { completed, outstanding, filler, .. }) = &case.prep {
+        let sgl = filler.as_ref().map(recv_sgl).unwrap_or_else(|| {
+            vec![Sge { addr: 0x9000, length: 16, lkey: 0x99 }]
+        });
+        let wr = RecvWr { wr_id: filler.as_ref().map_or(0xf222, |f| f.wr_id), sgl: &sgl };
+        for k in 0..completed + outstanding {
+            // SAFETY: the memory-backed ring is never executed by a device.
+            unsafe { rq.post_recv_raw(&[wr]) }.map_err(|e| anyhow::anyhow!("filler: {e}"))?;
+            if k < *completed {
+                let c = rq.head().wrapping_sub(1) as u16;
+                rq.retire(c);
+            }
+        }
+    }
+    let tail_before = case.rq_tail.unwrap_or(rq.tail());
+    if rq.head() != case.head_before || rq.tail() != tail_before {
+        rq.set_counters(case.head_before, tail_before);
+    }
+    if let Some(b) = ring_fill {
+        // SAFETY: raw fill of the live ring.
+        unsafe { std::ptr::write_bytes(ring.cpu.as_ptr(), b, ring.len) };
+    }
+    let sgls: Vec<Vec<Sge>> = case.wrs.iter().map(recv_sgl).collect();
+    let wrs: Vec<RecvWr> =
+        case.wrs.iter().zip(&sgls).map(|(w, s)| RecvWr { wr_id: w.wr_id, sgl: s }).collect();
+    // SAFETY: as above.
+    let r = unsafe { rq.post_recv_raw(&wrs) };
+    let (ret, bad_wr) = match r {
+        Ok(()) => (0, None),
+        Err(e) => (e.kind.errno(), Some(e.index)),
+    };
+    // SAFETY: reading back live DMA memory owned by `dma`.
+    let (ring_bytes, db) = unsafe {
+        (
+            std::slice::from_raw_parts(ring.cpu.as_ptr(), ring.len).to_vec(),
+            std::slice::from_raw_parts(dbrec.cpu.as_ptr(), 4).to_vec(),
+        )
+    };
+    Ok(RecvOutcome {
+        ret,
+        bad_wr,
+        head: rq.head(),
+        tail: None,
+        counter: None,
+        dbrec: db,
+        ring: ring_bytes,
+        wrid: (0..N).map(|i| rq.wrid(i).unwrap_or(0)).collect(),
+        free_bitmap: None,
+    })
+}
+
+fn run_srq<const N: usize>(case: &RecvCase, ring_fill: Option<u8>) -> Result<RecvOutcome> {
+    let g = case.srq.as_ref().context("SRQ geometry")?;
+    let dma = HeapDma::new();
+    let ring = dma.alloc(N << g.wqe_shift, 4096).context("dma")?;
+    let dbrec = dma.alloc(64, 64).context("dma")?;
+    let cfg = SrqConfig {
+        wqe_shift: g.wqe_shift,
+        max_gs: g.max_gs,
+        nwqes: g.nwqes,
+        wait_queue: g.waitq_head >= 0,
+    };
+    // SAFETY: fresh allocations owned by `dma`, which outlives the queue.
+    let mut srq: Box<SharedReceiveQueue<N>> = Box::new(
+        unsafe { SharedReceiveQueue::new(ring, dbrec, cfg) }.context("SRQ geometry rejected")?,
+    );
+    let filler_of = |f: &Option<crate::vectors::recv::RecvWr>| {
+        (
+            f.as_ref().map_or(0xf333, |f| f.wr_id),
+            f.as_ref().map(recv_sgl).unwrap_or_else(|| vec![Sge { addr: 0x9000, length: 16, lkey: 0x99 }]),
+        )
+    };
+    match &case.prep {
+        Some(RecvPrep::SrqOps { ops, filler, .. }) => {
+            let (id, sgl) = filler_of(filler);
+            for op in ops {
+                match op {
+                    SrqPrepOp::Post | SrqPrepOp::PostFailed => {
+                        // SAFETY: memory-backed ring, never executed.
+                        let _ = unsafe { srq.post_recv_raw(&[RecvWr { wr_id: id, sgl: &sgl }]) };
+                    }
+                    SrqPrepOp::Free(i) => {
+                        srq.retire(*i as u16);
+                    }
+                }
+            }
+        }
+        Some(RecvPrep::SrqCycles { cycles, filler, .. }) => {
+            let (id, sgl) = filler_of(filler);
+            for _ in 0..*cycles {
+                let slot = srq.head() as u16;
+                // SAFETY: memory-backed ring, never executed.
+                unsafe { srq.post_recv_raw(&[RecvWr { wr_id: id, sgl: &sgl }]) }
+                    .map_err(|e| anyhow::anyhow!("cycle post: {e}"))?;
+                srq.retire(slot);
+            }
+        }
+        _ => {}
+    }
+    if srq.head() != case.head_before
+        || case.tail_before.is_some_and(|t| t != srq.tail())
+        || case.counter_before.is_some_and(|c| c != srq.counter() as u32)
+    {
+        bail!(
+            "SRQ prep replay reached head={} tail={} counter={}, the vector says head={} tail={:?} counter={:?}",
+            srq.head(),
+            srq.tail(),
+            srq.counter(),
+            case.head_before,
+            case.tail_before,
+            case.counter_before
+        );
+    }
+    if let Some(b) = ring_fill {
+        let stride = 1usize << g.wqe_shift;
+        for slot in 0..N {
+            let base = slot * stride;
+            // SAFETY: raw fill inside the live buffer, skipping bytes 2..4
+            // (the free-list link) of every WQE.
+            unsafe {
+                std::ptr::write_bytes(ring.cpu.as_ptr().add(base), b, 2);
+                std::ptr::write_bytes(ring.cpu.as_ptr().add(base + 4), b, stride - 4);
+            }
+        }
+    }
+    let sgls: Vec<Vec<Sge>> = case.wrs.iter().map(recv_sgl).collect();
+    let wrs: Vec<RecvWr> =
+        case.wrs.iter().zip(&sgls).map(|(w, s)| RecvWr { wr_id: w.wr_id, sgl: s }).collect();
+    // SAFETY: memory-backed ring, never executed.
+    let r = unsafe { srq.post_recv_raw(&wrs) };
+    let (ret, bad_wr) = match r {
+        Ok(()) => (0, None),
+        Err(e) => (e.kind.errno(), Some(e.index)),
+    };
+    // SAFETY: reading back live DMA memory owned by `dma`.
+    let (ring_bytes, db) = unsafe {
+        (
+            std::slice::from_raw_parts(ring.cpu.as_ptr(), ring.len).to_vec(),
+            std::slice::from_raw_parts(dbrec.cpu.as_ptr(), 4).to_vec(),
+        )
+    };
+    Ok(RecvOutcome {
+        ret,
+        bad_wr,
+        head: srq.head(),
+        tail: Some(srq.tail()),
+        counter: Some(srq.counter() as u32),
+        dbrec: db,
+        ring: ring_bytes,
+        wrid: (0..N).map(|i| srq.wrid(i).unwrap_or(0)).collect(),
+        free_bitmap: Some(srq.free_slots().collect()),
+    })
+}
+
+impl RecvExecutor for RecvQueueExecutor {
+    fn execute(&mut self, case: &RecvCase, ring_fill: Option<u8>) -> Result<RecvOutcome> {
+        match (&case.rq, &case.srq) {
+            (Some(g), _) => dispatch_pow2!(g.wqe_cnt, run_rq, case, ring_fill),
+            (_, Some(g)) => dispatch_pow2!(g.max, run_srq, case, ring_fill),
+            _ => bail!("case has neither RQ nor SRQ geometry"),
+        }
+    }
+}
+
+#[allow(dead_code)]
+fn _uar_is_used(u: &mut MemUar) {
+    u.flush();
+}
