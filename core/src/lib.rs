@@ -21,7 +21,11 @@
 //! | [`platform`] | DMA memory, UAR MMIO, barriers (the host trait) | §4.3, §4.4 |
 //! | [`ring`] | explicit ring-wrap helpers | §1.8 |
 #![cfg_attr(not(test), no_std)]
-#![deny(unsafe_op_in_unsafe_fn, missing_docs, clippy::undocumented_unsafe_blocks)]
+#![deny(
+    unsafe_op_in_unsafe_fn,
+    missing_docs,
+    clippy::undocumented_unsafe_blocks
+)]
 #![warn(clippy::missing_safety_doc)]
 
 pub mod cqe;

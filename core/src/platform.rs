@@ -155,7 +155,11 @@ impl Default for MemUar {
 impl MemUar {
     /// A page with every byte set to `fill` (the vectors pre-fill 0xEE).
     pub const fn filled(fill: u8) -> Self {
-        MemUar { page: [fill; 4096], doorbells: 0, bf_chunks: 0 }
+        MemUar {
+            page: [fill; 4096],
+            doorbells: 0,
+            bf_chunks: 0,
+        }
     }
     /// The page contents.
     pub fn bytes(&self) -> &[u8; 4096] {

@@ -72,7 +72,10 @@ pub trait Segment: Copy + Sized {
     /// Copies the segment out of the first `Self::SIZE` bytes of `b`.
     fn parse(b: &[u8]) -> Result<Self, ParseError> {
         if b.len() < Self::SIZE {
-            return Err(ParseError::Truncated { need: Self::SIZE, have: b.len() });
+            return Err(ParseError::Truncated {
+                need: Self::SIZE,
+                have: b.len(),
+            });
         }
         // SAFETY: `b` holds at least SIZE bytes (checked above); every
         // segment type is plain old data made of byte arrays, so any bit
@@ -169,7 +172,11 @@ impl RaddrSeg {
     /// Builds a remote address segment.
     #[inline(always)]
     pub const fn new(raddr: u64, rkey: u32) -> Self {
-        RaddrSeg { raddr: Be64::new(raddr), rkey: Be32::new(rkey), reserved: Be32::new(0) }
+        RaddrSeg {
+            raddr: Be64::new(raddr),
+            rkey: Be32::new(rkey),
+            reserved: Be32::new(0),
+        }
     }
 }
 
@@ -190,7 +197,11 @@ impl DataSeg {
     /// Builds a data segment.
     #[inline(always)]
     pub const fn new(byte_count: u32, lkey: u32, addr: u64) -> Self {
-        DataSeg { byte_count: Be32::new(byte_count), lkey: Be32::new(lkey), addr: Be64::new(addr) }
+        DataSeg {
+            byte_count: Be32::new(byte_count),
+            lkey: Be32::new(lkey),
+            addr: Be64::new(addr),
+        }
     }
     /// The receive-list terminator `{0, INVALID_LKEY, 0}`. FACTS §2.1.
     pub const TERMINATOR: DataSeg = DataSeg::new(0, super::INVALID_LKEY, 0);
@@ -208,7 +219,9 @@ impl InlineHdr {
     /// Builds the header for `len` inline bytes.
     #[inline(always)]
     pub const fn new(len: u32) -> Self {
-        InlineHdr { byte_count: Be32::new(len | super::INLINE_SEG) }
+        InlineHdr {
+            byte_count: Be32::new(len | super::INLINE_SEG),
+        }
     }
 }
 
