@@ -66,6 +66,9 @@ pub struct EthRepr<'p> {
     pub hdr: &'p [u8],
 }
 
+/// A fixed-capacity list of pointer segments (`heapless::Vec`).
+pub type DataSegVec<const N: usize> = heapless::Vec<DataSeg, N>;
+
 /// The data part of a WQE description.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum DataRepr<'p, const N: usize> {
@@ -73,7 +76,7 @@ pub enum DataRepr<'p, const N: usize> {
     #[default]
     None,
     /// Pointer segments.
-    Segs(heapless::Vec<DataSeg, N>),
+    Segs(DataSegVec<N>),
     /// One inline segment with this payload (no segment if empty, as
     /// rdma-core does; FACTS §1.5).
     Inline(&'p [u8]),

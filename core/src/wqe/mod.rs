@@ -22,7 +22,7 @@ mod parse;
 mod recv;
 
 pub use dump::{HexLines, WqeDump};
-pub use emit::{DataRepr, EmitError, EthRepr, SendWqeRepr, MAX_WQE_BYTES};
+pub use emit::{DataRepr, DataSegVec, EmitError, EthRepr, SendWqeRepr, MAX_WQE_BYTES};
 pub use extra::{
     eth_seg_len, EthPad, EthSeg, KlmSeg, MaskedAtomicSeg, MkeyContextSeg, RecvSigSeg, SrqNextSeg,
     UmrCtrlSeg, XrcSeg, ETH_L2_INLINE_HEADER_SIZE,
