@@ -9,7 +9,7 @@ use bareverbs_conformance::{c_cqe_getters, c_layouts, SplitMix64};
 
 #[test]
 fn cqe_getters_match_mlx5dv() {
-    let mut r = SplitMix64::new(0xc9e_64);
+    let mut r = SplitMix64::new(0x0c9e_0064);
     for i in 0..20_000 {
         let mut b = [0u8; 64];
         r.fill(&mut b);

@@ -9,7 +9,7 @@ const N: usize = 20_000;
 
 #[test]
 fn ctrl_seg_matches_mlx5dv_set_ctrl_seg() {
-    let mut r = SplitMix64::new(0xc7_12_5e_9);
+    let mut r = SplitMix64::new(0x0c71_25e9);
     for i in 0..N {
         let pi = r.next_u16();
         let opcode = if i % 2 == 0 {
@@ -87,7 +87,7 @@ fn data_seg_matches_mlx5dv_set_data_seg() {
 
 #[test]
 fn dgram_seg_matches_mlx5dv_set_dgram_seg() {
-    let mut r = SplitMix64::new(0xd6_a3);
+    let mut r = SplitMix64::new(0xd6a3);
     for i in 0..N {
         let key = r.edgy_u64();
         let dqp = r.edgy_u32();
@@ -123,7 +123,7 @@ fn dgram_seg_matches_mlx5dv_set_dgram_seg() {
 
 #[test]
 fn eth_seg_matches_mlx5dv_set_eth_seg() {
-    let mut r = SplitMix64::new(0xe7_5e9);
+    let mut r = SplitMix64::new(0x000e_75e9);
     let mut hdr = [0u8; 300];
     for i in 0..N {
         let n = match r.below(4) {

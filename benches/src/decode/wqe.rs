@@ -260,10 +260,11 @@ mod tests {
                 } else if t.starts_with("sge[") {
                     let mut m = HashMap::new();
                     kv(t, &mut m);
-                    let addr = m["addr"]
-                        .starts_with("0x")
-                        .then(|| num(&m["addr"]))
-                        .unwrap_or(u64::MAX);
+                    let addr = if m["addr"].starts_with("0x") {
+                        num(&m["addr"])
+                    } else {
+                        u64::MAX
+                    };
                     v.sges
                         .last_mut()
                         .unwrap()

@@ -117,7 +117,7 @@ impl<const N: usize> SendWqeRepr<'_, N> {
         n += match &self.data {
             DataRepr::None => 0,
             DataRepr::Segs(v) => v.len() * DataSeg::SIZE,
-            DataRepr::Inline(p) if p.is_empty() => 0,
+            DataRepr::Inline([]) => 0,
             DataRepr::Inline(p) => (p.len() + 4).div_ceil(DS_BYTES) * DS_BYTES,
         };
         n
@@ -175,7 +175,7 @@ impl<const N: usize> SendWqeRepr<'_, N> {
                     put(out, &mut off, *d);
                 }
             }
-            DataRepr::Inline(p) if p.is_empty() => {}
+            DataRepr::Inline([]) => {}
             DataRepr::Inline(p) => {
                 if p.len() as u64 >= INLINE_SEG as u64 {
                     return Err(EmitError::TooLong);
@@ -191,7 +191,7 @@ impl<const N: usize> SendWqeRepr<'_, N> {
     /// WQEBB count), continuing at the ring start when it runs past the end
     /// (FACTS §1.8). Returns DS·16.
     pub fn emit_ring(&self, ring: &mut [u8], start: u32) -> Result<usize, EmitError> {
-        if ring.is_empty() || ring.len() % SEND_WQE_BB != 0 {
+        if ring.is_empty() || !ring.len().is_multiple_of(SEND_WQE_BB) {
             return Err(EmitError::BadRing { len: ring.len() });
         }
         let mut tmp = [0u8; MAX_WQE_BYTES];

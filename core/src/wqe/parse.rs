@@ -605,7 +605,7 @@ impl<'a> SendWqe<'a> {
 /// The DS·16 bytes of the WQE starting at WQEBB `start` of `ring` (reduced
 /// modulo the WQEBB count), split at the ring end. FACTS §1.8.
 pub fn ring_wqe_bytes(ring: &[u8], start: u32) -> Result<WqeBytes<'_>, WqeParseError> {
-    if ring.is_empty() || ring.len() % SEND_WQE_BB != 0 {
+    if ring.is_empty() || !ring.len().is_multiple_of(SEND_WQE_BB) {
         return Err(WqeParseError::BadRing { len: ring.len() });
     }
     let nbb = ring.len() / SEND_WQE_BB;

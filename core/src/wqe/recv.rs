@@ -25,7 +25,7 @@ pub struct RecvWqe<'a> {
 
 impl<'a> RecvWqe<'a> {
     fn scan(stride: &'a [u8], first: usize) -> Result<(&'a [u8], usize, bool), WqeParseError> {
-        if stride.is_empty() || stride.len() % DS_BYTES != 0 {
+        if stride.is_empty() || !stride.len().is_multiple_of(DS_BYTES) {
             return Err(WqeParseError::BadRing { len: stride.len() });
         }
         let segs = stride.get(first..).ok_or(WqeParseError::Truncated {
@@ -88,7 +88,7 @@ impl<'a> RecvWqe<'a> {
         signature: bool,
     ) -> Result<Self, WqeParseError> {
         let stride = 1usize.checked_shl(stride_shift).unwrap_or(0);
-        if stride < DS_BYTES || ring.is_empty() || ring.len() % stride != 0 {
+        if stride < DS_BYTES || ring.is_empty() || !ring.len().is_multiple_of(stride) {
             return Err(WqeParseError::BadRing { len: ring.len() });
         }
         let n = ring.len() / stride;

@@ -270,7 +270,7 @@ fn check(repr: &SendWqeRepr<'_, 16>, w: &SendWqe<'_>, qpt: QpType) {
             assert!(w.inline().is_none());
             assert!(w.data_segs().eq(v.iter().copied()));
         }
-        DataRepr::Inline(p) if p.is_empty() => assert!(w.data.is_empty()),
+        DataRepr::Inline([]) => assert!(w.data.is_empty()),
         DataRepr::Inline(p) => {
             let i = w.inline().expect("inline segment");
             assert!(i.payload.eq_slice(p));
