@@ -20,6 +20,8 @@ mod flags;
 mod opcode;
 mod parse;
 mod recv;
+#[cfg(test)]
+mod tests;
 
 pub use dump::{HexLines, WqeDump};
 pub use emit::{DataRepr, DataSegVec, EmitError, EthRepr, SendWqeRepr, MAX_WQE_BYTES};
