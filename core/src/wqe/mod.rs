@@ -5,9 +5,39 @@
 //! [`Segment::write_to`] (a raw-pointer store: no reference ever points at
 //! device-visible memory); parsers copy a segment out of a byte slice with
 //! `parse`.
+//!
+//! On top of the segments: [`Opcode`] and [`QpType`], the `fm_ce_se` byte
+//! as [`FmCeSe`], a no-panic parser ([`SendWqe`], ring-aware via
+//! [`SendWqe::parse_ring`]; [`RecvWqe`] for RQ/SRQ), an emitter for whole
+//! simple WQEs ([`SendWqeRepr`]) and a dump ([`WqeDump`]).
 
 mod seg;
 
+mod dump;
+mod emit;
+mod extra;
+mod flags;
+mod opcode;
+mod parse;
+mod recv;
+#[cfg(test)]
+mod tests;
+
+pub use dump::{HexLines, WqeDump};
+pub use emit::{DataRepr, DataSegVec, EmitError, EthRepr, SendWqeRepr, MAX_WQE_BYTES};
+pub use extra::{
+    eth_seg_len, EthPad, EthSeg, KlmSeg, MaskedAtomicSeg, MkeyContextSeg, RecvSigSeg, SrqNextSeg,
+    UmrCtrlSeg, XrcSeg, ETH_L2_INLINE_HEADER_SIZE,
+};
+pub use flags::{
+    CompletionMode, EthCsFlags, FenceMode, FmCeSe, MkeyAccess, MkeyMask, UmrFlags,
+    MKEY_CONTEXT_FREE,
+};
+pub use opcode::{opcode_name, Opcode, QpType};
+pub use parse::{
+    ring_wqe_bytes, DataEntries, DataEntry, InlineData, SendWqe, WqeBytes, WqeParseError,
+};
+pub use recv::RecvWqe;
 pub use seg::*;
 
 /// Bytes in one send WQE basic block (WQEBB). FACTS §1.1.

@@ -1,0 +1,231 @@
+//! Flag bytes of send WQEs: the control segment's `fm_ce_se` byte
+//! (FACTS §1.3), Ethernet checksum flags (FACTS §1.5) and the UMR / mkey
+//! context flag fields used by BIND_MW and LOCAL_INV UMR WQEs.
+
+use bitflags::bitflags;
+
+bitflags! {
+    /// Byte 11 of the control segment: fence mode (bits 7:5), completion
+    /// mode CE (bits 3:2) and solicited event SE (bit 1). FACTS §1.3.
+    ///
+    /// The fence constants are multi-bit values of a 3-bit field: read the
+    /// field with [`FmCeSe::fence_mode`] rather than `contains`. Values read
+    /// from memory must be wrapped with `from_bits_retain` so that unknown
+    /// bits (bit 0, bit 4, fence codes 5–7) survive.
+    #[repr(transparent)]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+    pub struct FmCeSe: u8 {
+        /// SE: set the solicited-event bit in the packet (0x02).
+        const SOLICITED = 1 << 1;
+        /// CE = 2: always generate a CQE ("signaled", 0x08).
+        const CQ_UPDATE = 2 << 2;
+        /// CE = 3: generate a CQE and an EQE (0x0c).
+        const CQ_UPDATE_AND_EQE = 3 << 2;
+        /// FM = 1: initiator small fence (0x20).
+        const INITIATOR_SMALL_FENCE = 1 << 5;
+        /// FM = 2: fence (kernel MLX5_FENCE_MODE_FENCE, 0x40).
+        const FENCE = 2 << 5;
+        /// FM = 3: strong ordering (0x60).
+        const STRONG_ORDERING = 3 << 5;
+        /// FM = 4: small and fence (rdma-core MLX5_WQE_CTRL_FENCE, 0x80).
+        const SMALL_AND_FENCE = 4 << 5;
+    }
+}
+
+/// Fence mode, bits 7:5 of `fm_ce_se`. FACTS §1.3.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum FenceMode {
+    /// No fence.
+    #[default]
+    None = 0,
+    /// Initiator small fence (set on the WQE after BIND_MW / LOCAL_INV).
+    InitiatorSmall = 1,
+    /// Fence (kernel IB_SEND_FENCE).
+    Fence = 2,
+    /// Strong ordering.
+    StrongOrdering = 3,
+    /// Small and fence (rdma-core IBV_SEND_FENCE).
+    SmallAndFence = 4,
+}
+
+impl FenceMode {
+    /// The mode's value inside the `fm_ce_se` byte (`mode << 5`).
+    pub const fn byte(self) -> u8 {
+        (self as u8) << 5
+    }
+    /// Name as used in the dump and JSON output.
+    pub const fn name(self) -> &'static str {
+        match self {
+            FenceMode::None => "none",
+            FenceMode::InitiatorSmall => "initiator_small",
+            FenceMode::Fence => "fence",
+            FenceMode::StrongOrdering => "strong_ordering",
+            FenceMode::SmallAndFence => "small_and_fence",
+        }
+    }
+}
+
+impl TryFrom<u8> for FenceMode {
+    type Error = u8;
+    /// Converts the 3-bit field value (0–4); others are returned as errors.
+    fn try_from(v: u8) -> Result<Self, u8> {
+        Ok(match v {
+            0 => FenceMode::None,
+            1 => FenceMode::InitiatorSmall,
+            2 => FenceMode::Fence,
+            3 => FenceMode::StrongOrdering,
+            4 => FenceMode::SmallAndFence,
+            _ => return Err(v),
+        })
+    }
+}
+
+/// Completion mode, bits 3:2 of `fm_ce_se`. FACTS §1.3.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum CompletionMode {
+    /// CE = 0: a CQE only on error.
+    #[default]
+    ErrorOnly = 0,
+    /// CE = 2: always a CQE.
+    CqUpdate = 2,
+    /// CE = 3: a CQE and an EQE.
+    CqUpdateAndEqe = 3,
+}
+
+impl TryFrom<u8> for CompletionMode {
+    type Error = u8;
+    /// Converts the 2-bit field value; 1 (never used by any source) is an
+    /// error.
+    fn try_from(v: u8) -> Result<Self, u8> {
+        Ok(match v {
+            0 => CompletionMode::ErrorOnly,
+            2 => CompletionMode::CqUpdate,
+            3 => CompletionMode::CqUpdateAndEqe,
+            _ => return Err(v),
+        })
+    }
+}
+
+impl FmCeSe {
+    /// Builds the byte from its three fields.
+    pub const fn new(fence: FenceMode, ce: CompletionMode, solicited: bool) -> Self {
+        FmCeSe::from_bits_retain(
+            fence.byte() | ((ce as u8) << 2) | if solicited { 0x02 } else { 0 },
+        )
+    }
+    /// The raw fence-mode field (bits 7:5, 0–7).
+    pub const fn fence_bits(self) -> u8 {
+        self.bits() >> 5
+    }
+    /// The decoded fence mode; reserved codes 5–7 come back as `Err(code)`.
+    pub fn fence_mode(self) -> Result<FenceMode, u8> {
+        FenceMode::try_from(self.fence_bits())
+    }
+    /// The raw CE field (bits 3:2).
+    pub const fn ce_bits(self) -> u8 {
+        (self.bits() >> 2) & 3
+    }
+    /// The decoded completion mode; the unused code 1 is `Err(1)`.
+    pub fn completion_mode(self) -> Result<CompletionMode, u8> {
+        CompletionMode::try_from(self.ce_bits())
+    }
+    /// Whether a CQE is always generated (CE bit 3 set: 0x08 or 0x0c).
+    pub const fn signaled(self) -> bool {
+        self.bits() & 0x08 != 0
+    }
+    /// Whether the solicited-event bit is set.
+    pub const fn solicited(self) -> bool {
+        self.bits() & 0x02 != 0
+    }
+    /// The same byte with the fence field replaced.
+    pub const fn with_fence(self, fence: FenceMode) -> Self {
+        FmCeSe::from_bits_retain((self.bits() & 0x1f) | fence.byte())
+    }
+}
+
+bitflags! {
+    /// Ethernet segment `cs_flags` (byte 4). FACTS §1.5.
+    #[repr(transparent)]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+    pub struct EthCsFlags: u8 {
+        /// Inner L3 checksum (kernel only).
+        const INNER_L3_CSUM = 0x10;
+        /// Inner L4 checksum (kernel only).
+        const INNER_L4_CSUM = 0x20;
+        /// L3 (IP) checksum.
+        const L3_CSUM = 0x40;
+        /// L4 (TCP/UDP) checksum.
+        const L4_CSUM = 0x80;
+    }
+}
+
+bitflags! {
+    /// UMR control segment `flags` byte (byte 0), as seen in rdma-core's
+    /// BIND_MW (0xb0) and LOCAL_INV (0x98) UMR WQEs (`mlx5dv.h (installed)`).
+    #[repr(transparent)]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+    pub struct UmrFlags: u8 {
+        /// Check the QPN of the mkey.
+        const CHECK_QPN = 1 << 3;
+        /// `translation_offset` field is valid.
+        const TRANSLATION_OFFSET = 1 << 4;
+        /// Check that the mkey is free.
+        const CHECK_FREE = 1 << 5;
+        /// The translation (KLM list) is inline in the WQE.
+        const INLINE = 1 << 7;
+    }
+}
+
+bitflags! {
+    /// UMR control segment `mkey_mask`: which mkey-context fields the UMR
+    /// modifies (`mlx5dv.h (installed)`).
+    #[repr(transparent)]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+    pub struct MkeyMask: u64 {
+        /// `len`.
+        const LEN = 1 << 0;
+        /// `start_addr`.
+        const START_ADDR = 1 << 6;
+        /// Signature error.
+        const SIG_ERR = 1 << 9;
+        /// BSF enable.
+        const BSF_ENABLE = 1 << 12;
+        /// The mkey variant byte.
+        const MKEY = 1 << 13;
+        /// The owning QPN.
+        const QPN = 1 << 14;
+        /// Local write access.
+        const ACCESS_LOCAL_WRITE = 1 << 18;
+        /// Remote read access.
+        const ACCESS_REMOTE_READ = 1 << 19;
+        /// Remote write access.
+        const ACCESS_REMOTE_WRITE = 1 << 20;
+        /// Atomic access.
+        const ACCESS_ATOMIC = 1 << 21;
+        /// The `free` bit.
+        const FREE = 1 << 29;
+    }
+}
+
+bitflags! {
+    /// Mkey context segment `access_flags` (byte 2) (`mlx5dv.h (installed)`).
+    #[repr(transparent)]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+    pub struct MkeyAccess: u8 {
+        /// Local read.
+        const LOCAL_READ = 1 << 2;
+        /// Local write.
+        const LOCAL_WRITE = 1 << 3;
+        /// Remote read.
+        const REMOTE_READ = 1 << 4;
+        /// Remote write.
+        const REMOTE_WRITE = 1 << 5;
+        /// Atomic.
+        const ATOMIC = 1 << 6;
+    }
+}
+
+/// Mkey context `free` byte value marking the mkey free. (`mlx5dv.h (installed)`)
+pub const MKEY_CONTEXT_FREE: u8 = 1 << 6;
