@@ -24,6 +24,7 @@
 #![deny(unsafe_op_in_unsafe_fn, missing_docs, clippy::undocumented_unsafe_blocks)]
 #![warn(clippy::missing_safety_doc)]
 
+pub mod cq;
 pub mod cqe;
 pub mod error;
 pub mod platform;
