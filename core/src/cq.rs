@@ -160,8 +160,13 @@ impl fmt::Display for PollError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             PollError::UnknownQp { qp, .. } => write!(f, "CQE names unknown QP/SRQ {qp:#x}"),
-            PollError::BadCompressedSession { position, count, .. } => {
-                write!(f, "compressed CQE title at {position} with bad count {count}")
+            PollError::BadCompressedSession {
+                position, count, ..
+            } => {
+                write!(
+                    f,
+                    "compressed CQE title at {position} with bad count {count}"
+                )
             }
         }
     }
@@ -199,9 +204,15 @@ pub enum CqError {
 impl fmt::Display for CqError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CqError::BadEntryCount { ncqe } => write!(f, "CQ entries {ncqe} not a power of two in 2..=2^24"),
-            CqError::RingTooSmall { need, have } => write!(f, "CQ ring needs {need} bytes, has {have}"),
-            CqError::DbrecTooSmall { have } => write!(f, "CQ doorbell record needs 8 bytes, has {have}"),
+            CqError::BadEntryCount { ncqe } => {
+                write!(f, "CQ entries {ncqe} not a power of two in 2..=2^24")
+            }
+            CqError::RingTooSmall { need, have } => {
+                write!(f, "CQ ring needs {need} bytes, has {have}")
+            }
+            CqError::DbrecTooSmall { have } => {
+                write!(f, "CQ doorbell record needs 8 bytes, has {have}")
+            }
             CqError::BadCqeVersion { version } => write!(f, "CQE version {version} (0 or 1)"),
         }
     }
@@ -291,13 +302,18 @@ impl<const N: usize> CompletionQueue<N> {
         }
         let need = ncqe * cqe_size.bytes();
         if ring.len < need {
-            return Err(CqError::RingTooSmall { need, have: ring.len });
+            return Err(CqError::RingTooSmall {
+                need,
+                have: ring.len,
+            });
         }
         if dbrec.len < DBREC_BYTES {
             return Err(CqError::DbrecTooSmall { have: dbrec.len });
         }
         if cqe_version > 1 {
-            return Err(CqError::BadCqeVersion { version: cqe_version });
+            return Err(CqError::BadCqeVersion {
+                version: cqe_version,
+            });
         }
         Ok(CompletionQueue {
             ring,
@@ -414,7 +430,12 @@ impl<const N: usize> CompletionQueue<N> {
 
     #[inline(always)]
     fn write_dbrec(&mut self, word: usize, v: u32) {
-        let p = self.dbrec.cpu.as_ptr().wrapping_add(word * 4).cast::<[u8; 4]>();
+        let p = self
+            .dbrec
+            .cpu
+            .as_ptr()
+            .wrapping_add(word * 4)
+            .cast::<[u8; 4]>();
         // SAFETY: the record is at least 8 bytes (construction) and word is
         // 0 or 1; [u8; 4] has alignment 1; volatile keeps the store.
         unsafe { ptr::write_volatile(p, v.to_be_bytes()) };
@@ -426,7 +447,12 @@ impl<const N: usize> CompletionQueue<N> {
         if word > 1 {
             return 0;
         }
-        let p = self.dbrec.cpu.as_ptr().wrapping_add(word * 4).cast::<[u8; 4]>();
+        let p = self
+            .dbrec
+            .cpu
+            .as_ptr()
+            .wrapping_add(word * 4)
+            .cast::<[u8; 4]>();
         // SAFETY: as in write_dbrec: in bounds, alignment 1, raw read.
         u32::from_be_bytes(unsafe { ptr::read_volatile(p) })
     }
@@ -438,7 +464,11 @@ impl<const N: usize> CompletionQueue<N> {
     /// at UAR + 0x20, bracketed by write-combining flushes. FACTS §4.5.
     pub fn arm<U: Uar + ?Sized>(&mut self, solicited_only: bool, uar: &mut U) {
         let sn = self.arm_sn & 3;
-        let cmd = if solicited_only { CQ_DB_REQ_NOT_SOL } else { CQ_DB_REQ_NOT };
+        let cmd = if solicited_only {
+            CQ_DB_REQ_NOT_SOL
+        } else {
+            CQ_DB_REQ_NOT
+        };
         let arm = (sn << 28) | cmd | (self.ci & 0x00ff_ffff);
         self.write_dbrec(DBREC_ARM, arm);
         platform::to_device_barrier();
@@ -461,7 +491,9 @@ impl<const N: usize> CompletionQueue<N> {
         platform::from_device_barrier();
         // SAFETY: 64 bytes at p are inside the ring; [u8; 64] has
         // alignment 1.
-        Some(Cqe64::from_bytes(unsafe { ptr::read_volatile(p.cast::<[u8; 64]>()) }))
+        Some(Cqe64::from_bytes(unsafe {
+            ptr::read_volatile(p.cast::<[u8; 64]>())
+        }))
     }
 
     /// Polls up to `out.len()` completions, exactly as the mlx5 provider's
@@ -540,10 +572,16 @@ impl<const N: usize> CompletionQueue<N> {
         self.publish_ci();
         match res {
             Ok(()) => Ok(n),
-            Err(PollError::UnknownQp { qp, .. }) => Err(PollError::UnknownQp { qp, completions: n }),
-            Err(PollError::BadCompressedSession { position, count, .. }) => {
-                Err(PollError::BadCompressedSession { position, count, completions: n })
+            Err(PollError::UnknownQp { qp, .. }) => {
+                Err(PollError::UnknownQp { qp, completions: n })
             }
+            Err(PollError::BadCompressedSession {
+                position, count, ..
+            }) => Err(PollError::BadCompressedSession {
+                position,
+                count,
+                completions: n,
+            }),
         }
     }
 
@@ -561,7 +599,11 @@ impl<const N: usize> CompletionQueue<N> {
             written: WrittenFields::COMMON,
             ..WorkCompletion::default()
         };
-        let qp = if self.cqe_version == 1 { cqe.uidx() } else { cqe.qpn() };
+        let qp = if self.cqe_version == 1 {
+            cqe.uidx()
+        } else {
+            cqe.qpn()
+        };
         match cqe.opcode() {
             0 => {
                 let mut status = WcStatus::Success;
@@ -716,7 +758,11 @@ impl<const N: usize> CompletionQueue<N> {
     fn start_zip(&mut self, title: Cqe64, pos: u32) -> Result<(), PollError> {
         match MiniCqeExpander::new(title, pos, self.ncqe(), self.mini_format) {
             Ok(exp) => {
-                self.zip = Some(ZipState { exp, next: 0, arr: [0; 64] });
+                self.zip = Some(ZipState {
+                    exp,
+                    next: 0,
+                    arr: [0; 64],
+                });
                 Ok(())
             }
             Err(_) => {
@@ -739,7 +785,11 @@ impl<const N: usize> CompletionQueue<N> {
     #[inline(never)]
     fn poll_zip<R: WrResolver + ?Sized>(&mut self, r: &mut R) -> Result<WorkCompletion, PollError> {
         let Some(mut z) = self.zip else {
-            return Err(PollError::BadCompressedSession { position: self.ci, count: 0, completions: 0 });
+            return Err(PollError::BadCompressedSession {
+                position: self.ci,
+                count: 0,
+                completions: 0,
+            });
         };
         let i = z.next;
         let pos = z.exp.title_pos().wrapping_add(i);
@@ -757,7 +807,11 @@ impl<const N: usize> CompletionQueue<N> {
         // consumer index is published; one-byte volatile store.
         unsafe { ptr::write_volatile(p.add(OP_OWN_OFFSET), OP_OWN_INIT) };
         z.next = i + 1;
-        self.zip = if z.next >= z.exp.count() { None } else { Some(z) };
+        self.zip = if z.next >= z.exp.count() {
+            None
+        } else {
+            Some(z)
+        };
         self.ci = pos.wrapping_add(1);
         self.complete(&cqe, p, r)
             .map_err(|qp| PollError::UnknownQp { qp, completions: 0 })

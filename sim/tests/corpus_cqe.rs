@@ -3,7 +3,9 @@
 use std::path::Path;
 
 fn replay(dir: &str, body: fn(&[u8])) {
-    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus").join(dir);
+    let d = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fuzz/corpus")
+        .join(dir);
     let mut n = 0;
     let mut entries: Vec<_> = std::fs::read_dir(&d)
         .unwrap_or_else(|e| panic!("corpus {} missing: {e}", d.display()))
@@ -26,5 +28,8 @@ fn cqe_parse_corpus() {
 
 #[test]
 fn mini_cqe_expand_corpus() {
-    replay("mini_cqe_expand", bareverbs_sim::fuzzing::cqe::mini_cqe_expand);
+    replay(
+        "mini_cqe_expand",
+        bareverbs_sim::fuzzing::cqe::mini_cqe_expand,
+    );
 }

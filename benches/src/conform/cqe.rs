@@ -36,7 +36,11 @@ struct FileResolver<'a> {
 
 impl<'a> FileResolver<'a> {
     fn new(spec: &'a FakeQpSpec, case: &CqeCase) -> Self {
-        let qp_id = if case.cqe_version == 1 { spec.uidx } else { spec.qpn };
+        let qp_id = if case.cqe_version == 1 {
+            spec.uidx
+        } else {
+            spec.qpn
+        };
         let fill = case.expected.dest_fill.unwrap_or(0);
         let mut r = FileResolver {
             spec,
@@ -59,7 +63,8 @@ impl<'a> FileResolver<'a> {
                     sends += 1;
                 }
                 SetupQueue::Recv => {
-                    r.rq_wrid.insert(s.index & spec.rq_wqe_cnt.wrapping_sub(1), s.wr_id);
+                    r.rq_wrid
+                        .insert(s.index & spec.rq_wqe_cnt.wrapping_sub(1), s.wr_id);
                 }
             }
             let bufs = s.sge_lens.iter().map(|&l| vec![fill; l as usize]).collect();
@@ -69,7 +74,11 @@ impl<'a> FileResolver<'a> {
     }
 
     fn scatter(&mut self, q: SetupQueue, idx: u32, data: &[u8]) -> bool {
-        let Some((_, _, bufs)) = self.bufs.iter_mut().find(|(bq, bi, _)| *bq == q && *bi == idx) else {
+        let Some((_, _, bufs)) = self
+            .bufs
+            .iter_mut()
+            .find(|(bq, bi, _)| *bq == q && *bi == idx)
+        else {
             return true;
         };
         let mut rest = data;
@@ -82,7 +91,10 @@ impl<'a> FileResolver<'a> {
     }
 
     fn dest(&self) -> Vec<u8> {
-        self.bufs.iter().flat_map(|(_, _, b)| b.iter().flatten().copied()).collect()
+        self.bufs
+            .iter()
+            .flat_map(|(_, _, b)| b.iter().flatten().copied())
+            .collect()
     }
 }
 
@@ -92,10 +104,22 @@ impl WrResolver for FileResolver<'_> {
             return None;
         }
         let idx = wqe_counter as u32 & self.spec.sq_wqe_cnt.wrapping_sub(1);
-        let head = self.sq_head.get(&idx).copied().unwrap_or_else(|| self.spec.sq_wqe_head.at(idx as u64));
+        let head = self
+            .sq_head
+            .get(&idx)
+            .copied()
+            .unwrap_or_else(|| self.spec.sq_wqe_head.at(idx as u64));
         self.sq_tail = head.wrapping_add(1);
-        let wr_id = self.sq_wrid.get(&idx).copied().unwrap_or_else(|| self.spec.sq_wrid.at(idx as u64));
-        let raw = if self.sq_wrid.contains_key(&idx) { 0 } else { self.spec.wr_data(idx) };
+        let wr_id = self
+            .sq_wrid
+            .get(&idx)
+            .copied()
+            .unwrap_or_else(|| self.spec.sq_wrid.at(idx as u64));
+        let raw = if self.sq_wrid.contains_key(&idx) {
+            0
+        } else {
+            self.spec.wr_data(idx)
+        };
         let wr_data = WcOpcode::from_raw(raw).unwrap_or(WcOpcode::Send);
         Some(SendDone { wr_id, wr_data })
     }
@@ -105,8 +129,15 @@ impl WrResolver for FileResolver<'_> {
         }
         let idx = wqe_counter as u32 & self.spec.rq_wqe_cnt.wrapping_sub(1);
         self.rq_tail += 1;
-        let wr_id = self.rq_wrid.get(&idx).copied().unwrap_or_else(|| self.spec.rq_wrid.at(idx as u64));
-        Some(RecvDone { wr_id, rx_csum: false })
+        let wr_id = self
+            .rq_wrid
+            .get(&idx)
+            .copied()
+            .unwrap_or_else(|| self.spec.rq_wrid.at(idx as u64));
+        Some(RecvDone {
+            wr_id,
+            rx_csum: false,
+        })
     }
     fn scatter_to_send(&mut self, qp: u32, wqe_counter: u16, data: &[u8]) -> bool {
         let idx = wqe_counter as u32 & self.spec.sq_wqe_cnt.wrapping_sub(1);
@@ -144,30 +175,45 @@ fn wc_field(wc: &WorkCompletion, name: &str) -> Option<(u64, WrittenFields)> {
 pub fn run_case(spec: &FakeQpSpec, case: &CqeCase) -> std::result::Result<(), String> {
     let cqe_size = CqeSize::from_bytes(case.cqe_size).map_err(|e| format!("cqe_size: {e}"))?;
     let ncqe = case.ncqe as usize;
-    let ring_len = ncqe.checked_mul(case.cqe_size).ok_or("ring size overflow")?;
+    let ring_len = ncqe
+        .checked_mul(case.cqe_size)
+        .ok_or("ring size overflow")?;
     // u64 backing keeps the ring 8-aligned like a page would be.
     let mut mem = vec![0u64; (ring_len + 8).div_ceil(8)];
     let base = NonNull::new(mem.as_mut_ptr().cast::<u8>()).ok_or("null")?;
-    let ring = DmaBuf { cpu: base, iova: 0x10_0000, len: ring_len };
-    let dbrec = ring.slice(0, 0).map(|_| DmaBuf {
-        // SAFETY: ring_len < mem's byte length, so base + ring_len is in bounds.
+    let ring = DmaBuf {
+        cpu: base,
+        iova: 0x10_0000,
+        len: ring_len,
+    };
+    let dbrec = DmaBuf {
+        // SAFETY: mem holds at least ring_len + 8 bytes, so base + ring_len
+        // is in bounds.
         cpu: unsafe { base.add(ring_len) },
         iova: 0x20_0000,
         len: 8,
-    });
-    let dbrec = dbrec.ok_or("dbrec")?;
+    };
     // SAFETY: `mem` outlives `cq` (both locals; cq dropped first) and is
     // accessed only through the CQ's raw pointers and the raw writes below.
-    let mut cq = unsafe { DynCompletionQueue::with_entries(ncqe, ring, dbrec, 0x80, cqe_size, case.cqe_version) }
-        .map_err(|e| format!("CQ: {e}"))?;
+    let mut cq = unsafe {
+        DynCompletionQueue::with_entries(ncqe, ring, dbrec, 0x80, cqe_size, case.cqe_version)
+    }
+    .map_err(|e| format!("CQ: {e}"))?;
     cq.init_ring();
     for c in &case.cqes {
         if c.bytes.len() != case.cqe_size {
-            return Err(format!("CQE in slot {} has {} bytes, cqe_size {}", c.slot, c.bytes.len(), case.cqe_size));
+            return Err(format!(
+                "CQE in slot {} has {} bytes, cqe_size {}",
+                c.slot,
+                c.bytes.len(),
+                case.cqe_size
+            ));
         }
         let off = (c.slot as usize % ncqe) * case.cqe_size;
         // SAFETY: off + cqe_size <= ring_len; raw copy into the ring.
-        unsafe { std::ptr::copy_nonoverlapping(c.bytes.as_ptr(), base.as_ptr().add(off), c.bytes.len()) };
+        unsafe {
+            std::ptr::copy_nonoverlapping(c.bytes.as_ptr(), base.as_ptr().add(off), c.bytes.len())
+        };
     }
     cq.set_consumer_index(case.ci_before);
     let mut r = FileResolver::new(spec, case);
@@ -187,7 +233,11 @@ pub fn run_case(spec: &FakeQpSpec, case: &CqeCase) -> std::result::Result<(), St
     if ret != e.ret {
         return Err(format!("ret expected {} got {}", e.ret, ret));
     }
-    cmp("cons_index after", e.cons_index_after, cq.consumer_index() as u64)?;
+    cmp(
+        "cons_index after",
+        e.cons_index_after,
+        cq.consumer_index() as u64,
+    )?;
     cmp("dbrec[SET_CI]", e.dbrec, cq.read_dbrec(0) as u64)?;
     cmp("sq.tail after", e.sq_tail, r.sq_tail)?;
     cmp("rq.tail after", e.rq_tail, r.rq_tail)?;
@@ -196,7 +246,9 @@ pub fn run_case(spec: &FakeQpSpec, case: &CqeCase) -> std::result::Result<(), St
     }
     for (i, (exp, got)) in e.wcs.iter().zip(out.iter()).enumerate() {
         for (name, v) in &exp.fields {
-            let Some((val, flag)) = wc_field(got, name) else { continue };
+            let Some((val, flag)) = wc_field(got, name) else {
+                continue;
+            };
             let written = got.written.intersects(flag);
             match v {
                 Some(x) => {
@@ -219,11 +271,13 @@ pub fn run_case(spec: &FakeQpSpec, case: &CqeCase) -> std::result::Result<(), St
         let got = r.dest();
         if &got != d {
             let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
-            return Err(format!("destination buffer expected {} got {}", hex(d), hex(&got)));
+            return Err(format!(
+                "destination buffer expected {} got {}",
+                hex(d),
+                hex(&got)
+            ));
         }
     }
-    drop(cq);
-    drop(mem);
     Ok(())
 }
 
@@ -232,7 +286,10 @@ pub fn run_case(spec: &FakeQpSpec, case: &CqeCase) -> std::result::Result<(), St
 /// Returns `(passed, failed)`.
 pub fn run_cqe_file(path: &Path, out: &mut dyn Write) -> Result<(usize, usize)> {
     let f = read_cqe_file(path)?;
-    let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let name = path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
     let (mut pass, mut fail) = (0, 0);
     for case in &f.cases {
         match run_case(&f.qp, case) {
@@ -242,7 +299,11 @@ pub fn run_cqe_file(path: &Path, out: &mut dyn Write) -> Result<(usize, usize)> 
             }
             Err(why) => {
                 fail += 1;
-                writeln!(out, "FAIL {name} vector {}: {}: {why}", case.number, case.title)?;
+                writeln!(
+                    out,
+                    "FAIL {name} vector {}: {}: {why}",
+                    case.number, case.title
+                )?;
             }
         }
     }
@@ -259,14 +320,24 @@ mod tests {
         let mut total = 0;
         for file in ["cqe_vectors.txt", "cqe_random_visible.txt"] {
             let p = dir.join(file);
-            assert!(p.exists(), "vector file missing: {} (set BAREVERBS_VECTORS)", p.display());
+            assert!(
+                p.exists(),
+                "vector file missing: {} (set BAREVERBS_VECTORS)",
+                p.display()
+            );
             let text = std::fs::read_to_string(&p).unwrap();
             assert!(is_cqe_file(&text[..text.len().min(2000)]));
             let mut out = Vec::new();
             let (pass, fail) = run_cqe_file(&p, &mut out).unwrap();
             let out = String::from_utf8(out).unwrap();
             let failures: Vec<&str> = out.lines().filter(|l| l.starts_with("FAIL")).collect();
-            assert_eq!(fail, 0, "{} failures, first: {:#?}", fail, &failures[..failures.len().min(10)]);
+            assert_eq!(
+                fail,
+                0,
+                "{} failures, first: {:#?}",
+                fail,
+                &failures[..failures.len().min(10)]
+            );
             assert_eq!(pass, text.matches("=== CQE VECTOR").count());
             total += pass;
         }

@@ -134,13 +134,24 @@ pub fn decode_cqe(bytes: &[u8], json: bool, ci: Option<u32>, ncqe: Option<u32>) 
     if let Some(f) = &front {
         writeln!(s, "leading 64 bytes (inline-scatter-64 area):")?;
         for (i, l) in f.chunks(16).enumerate() {
-            writeln!(s, "  +{:02x}: {}", i * 16, l.chunks(4).map(hex).collect::<Vec<_>>().join(" "))?;
+            writeln!(
+                s,
+                "  +{:02x}: {}",
+                i * 16,
+                l.chunks(4).map(hex).collect::<Vec<_>>().join(" ")
+            )?;
         }
         writeln!(s, "cqe64 (bytes 64..127):")?;
     }
     writeln!(s, "{}", CqeDump(&c))?;
     let op = wc_op.map_or("(not reported)", WcOpcode::name);
-    writeln!(s, "verbs: status={} opcode={} flags={:?}", status.name(), op, flag_names(wc_flags))?;
+    writeln!(
+        s,
+        "verbs: status={} opcode={} flags={:?}",
+        status.name(),
+        op,
+        flag_names(wc_flags)
+    )?;
     if let Some(d) = &inline {
         writeln!(s, "inline data ({} bytes): {}", d.len(), hex(d))?;
     }
@@ -150,7 +161,11 @@ pub fn decode_cqe(bytes: &[u8], json: bool, ci: Option<u32>, ncqe: Option<u32>) 
             "ownership at ci={} ncqe={}: {}",
             ci.unwrap_or(0),
             ncqe.unwrap_or(0),
-            if o { "software owns it (valid)" } else { "not owned / empty" }
+            if o {
+                "software owns it (valid)"
+            } else {
+                "not owned / empty"
+            }
         )?;
     }
     Ok(s)
@@ -168,7 +183,8 @@ mod tests {
     #[test]
     fn json_of_error_cqe() {
         let b = parse_hex(V21).unwrap();
-        let v: Value = serde_json::from_str(&decode_cqe(&b, true, Some(0), Some(8)).unwrap()).unwrap();
+        let v: Value =
+            serde_json::from_str(&decode_cqe(&b, true, Some(0), Some(8)).unwrap()).unwrap();
         assert_eq!(v["opcode"], 13);
         assert_eq!(v["syndrome"], 4);
         assert_eq!(v["vendor_syndrome"], 0x82);

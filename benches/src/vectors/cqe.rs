@@ -61,7 +61,9 @@ pub fn parse_num(s: &str) -> Result<u64> {
 pub fn value_after<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     let i = line.find(key)? + key.len();
     let rest = line[i..].trim_start();
-    let end = rest.find(|c: char| c.is_whitespace() || c == ';' || c == ',').unwrap_or(rest.len());
+    let end = rest
+        .find(|c: char| c.is_whitespace() || c == ';' || c == ',')
+        .unwrap_or(rest.len());
     Some(&rest[..end])
 }
 
@@ -98,11 +100,20 @@ impl Default for FakeQpSpec {
             qpn: 0x0abcde,
             uidx: 5,
             sq_wqe_cnt: 256,
-            sq_wrid: IndexFormula { base: 0x5100, step: 1 },
-            sq_wqe_head: IndexFormula { base: 1000, step: 1 },
+            sq_wrid: IndexFormula {
+                base: 0x5100,
+                step: 1,
+            },
+            sq_wqe_head: IndexFormula {
+                base: 1000,
+                step: 1,
+            },
             sq_wr_data: Vec::new(),
             rq_wqe_cnt: 16,
-            rq_wrid: IndexFormula { base: 0x7200, step: 1 },
+            rq_wrid: IndexFormula {
+                base: 0x7200,
+                step: 1,
+            },
         }
     }
 }
@@ -116,7 +127,8 @@ impl FakeQpSpec {
         if let Some(i) = line.find("user index") {
             // "user index (uidx, ...) = 5"
             if let Some(eq) = line[i..].find('=') {
-                if let Ok(v) = parse_num(line[i + eq + 1..].split_whitespace().next().unwrap_or("")) {
+                if let Ok(v) = parse_num(line[i + eq + 1..].split_whitespace().next().unwrap_or(""))
+                {
                     self.uidx = v as u32;
                 }
             }
@@ -129,25 +141,34 @@ impl FakeQpSpec {
         if let Some(v) = num_after(line, "rq.wqe_cnt=") {
             self.rq_wqe_cnt = v as u32;
         }
-        if let Some(f) = value_after(line, "sq.wrid[i]=").and_then(|v| IndexFormula::parse(v).ok()) {
+        if let Some(f) = value_after(line, "sq.wrid[i]=").and_then(|v| IndexFormula::parse(v).ok())
+        {
             self.sq_wrid = f;
         }
-        if let Some(f) = value_after(line, "sq.wqe_head[i]=").and_then(|v| IndexFormula::parse(v).ok()) {
+        if let Some(f) =
+            value_after(line, "sq.wqe_head[i]=").and_then(|v| IndexFormula::parse(v).ok())
+        {
             self.sq_wqe_head = f;
         }
-        if let Some(f) = value_after(line, "rq.wrid[i]=").and_then(|v| IndexFormula::parse(v).ok()) {
+        if let Some(f) = value_after(line, "rq.wrid[i]=").and_then(|v| IndexFormula::parse(v).ok())
+        {
             self.rq_wrid = f;
         }
         let mut rest = line;
         while let Some(i) = rest.find("sq.wr_data[") {
             let after = &rest[i + "sq.wr_data[".len()..];
             rest = after;
-            let Some(close) = after.find("]=") else { continue };
-            let Ok(idx) = parse_num(&after[..close]) else { continue };
+            let Some(close) = after.find("]=") else {
+                continue;
+            };
+            let Ok(idx) = parse_num(&after[..close]) else {
+                continue;
+            };
             let val = value_after(after, "]=").unwrap_or("");
-            let v = parse_num(val).ok().map(|v| v as u32).or_else(|| {
-                bareverbs::cqe::WcOpcode::from_name(val).map(|o| o.as_raw())
-            });
+            let v = parse_num(val)
+                .ok()
+                .map(|v| v as u32)
+                .or_else(|| bareverbs::cqe::WcOpcode::from_name(val).map(|o| o.as_raw()));
             if let Some(v) = v {
                 self.sq_wr_data.retain(|(i, _)| *i != idx as u32);
                 self.sq_wr_data.push((idx as u32, v));
@@ -156,7 +177,10 @@ impl FakeQpSpec {
     }
     /// `sq.wr_data[idx]`.
     pub fn wr_data(&self, idx: u32) -> u32 {
-        self.sq_wr_data.iter().find(|(i, _)| *i == idx).map_or(0, |(_, v)| *v)
+        self.sq_wr_data
+            .iter()
+            .find(|(i, _)| *i == idx)
+            .map_or(0, |(_, v)| *v)
     }
 }
 
@@ -272,19 +296,37 @@ fn parse_setup(note: &str, send_posts: usize) -> Option<SetupPost> {
         return None;
     }
     let wr_id = num_after(note, "wr_id")?;
-    let queue = if note.contains("rq.wrid[") || note.contains("post_recv") || note.contains("receive") {
-        SetupQueue::Recv
-    } else {
-        SetupQueue::Send
-    };
+    let queue =
+        if note.contains("rq.wrid[") || note.contains("post_recv") || note.contains("receive") {
+            SetupQueue::Recv
+        } else {
+            SetupQueue::Send
+        };
     let bracket = |key: &str| -> Option<u64> {
         let i = note.find(key)? + key.len();
         let end = note[i..].find(']')?;
         parse_num(&note[i..i + end]).ok()
     };
-    let index = bracket(if queue == SetupQueue::Send { "sq.wrid[" } else { "rq.wrid[" })
-        .or_else(|| num_after(note, if queue == SetupQueue::Send { "sq index" } else { "rq index" }))
-        .unwrap_or(if queue == SetupQueue::Send { send_posts as u64 } else { 0 }) as u32;
+    let index = bracket(if queue == SetupQueue::Send {
+        "sq.wrid["
+    } else {
+        "rq.wrid["
+    })
+    .or_else(|| {
+        num_after(
+            note,
+            if queue == SetupQueue::Send {
+                "sq index"
+            } else {
+                "rq index"
+            },
+        )
+    })
+    .unwrap_or(if queue == SetupQueue::Send {
+        send_posts as u64
+    } else {
+        0
+    }) as u32;
     // "N SGE(s) of M bytes"
     let mut sge_lens = Vec::new();
     let words: Vec<&str> = note.split_whitespace().collect();
@@ -295,12 +337,17 @@ fn parse_setup(note: &str, send_posts: usize) -> Option<SetupPost> {
             }
         }
     }
-    Some(SetupPost { queue, wr_id, index, sge_lens })
+    Some(SetupPost {
+        queue,
+        wr_id,
+        index,
+        sge_lens,
+    })
 }
 
 fn parse_hex_words(s: &str) -> Result<Vec<u8>> {
     let digits: String = s.chars().filter(|c| c.is_ascii_hexdigit()).collect();
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         bail!("odd hex digit count in {s:?}");
     }
     (0..digits.len())
@@ -311,7 +358,10 @@ fn parse_hex_words(s: &str) -> Result<Vec<u8>> {
 
 /// Parses the text of a CQE vector file.
 pub fn parse_cqe_file(text: &str) -> Result<CqeFile> {
-    let mut f = CqeFile { qp: FakeQpSpec::default(), ..Default::default() };
+    let mut f = CqeFile {
+        qp: FakeQpSpec::default(),
+        ..Default::default()
+    };
     let mut cur: Option<CqeCase> = None;
     let mut cur_cqe: Option<RingCqe> = None;
     let mut cur_wc: Option<ExpectedWc> = None;
@@ -349,7 +399,8 @@ pub fn parse_cqe_file(text: &str) -> Result<CqeFile> {
             in_result = false;
             let rest = rest.trim();
             let (num, title) = rest.split_once(':').unwrap_or((rest, ""));
-            let number = parse_num(num).with_context(|| format!("line {}: vector number", lineno + 1))?;
+            let number =
+                parse_num(num).with_context(|| format!("line {}: vector number", lineno + 1))?;
             cur = Some(CqeCase {
                 number,
                 title: title.trim().to_string(),
@@ -368,7 +419,11 @@ pub fn parse_cqe_file(text: &str) -> Result<CqeFile> {
         }
         let Some(case) = cur.as_mut() else { continue };
         if let Some(n) = line.strip_prefix("NOTE:") {
-            let sends = case.setup.iter().filter(|s| s.queue == SetupQueue::Send).count();
+            let sends = case
+                .setup
+                .iter()
+                .filter(|s| s.queue == SetupQueue::Send)
+                .count();
             if let Some(s) = parse_setup(n, sends) {
                 case.setup.push(s);
             }
@@ -391,8 +446,12 @@ pub fn parse_cqe_file(text: &str) -> Result<CqeFile> {
             }
         } else if line.starts_with("CQE in ring slot") {
             flush_cqe(&mut cur, &mut cur_cqe);
-            let slot = num_after(line, "slot").ok_or_else(|| anyhow!("line {}: slot", lineno + 1))?;
-            cur_cqe = Some(RingCqe { slot: slot as u32, bytes: Vec::new() });
+            let slot =
+                num_after(line, "slot").ok_or_else(|| anyhow!("line {}: slot", lineno + 1))?;
+            cur_cqe = Some(RingCqe {
+                slot: slot as u32,
+                bytes: Vec::new(),
+            });
         } else if line.starts_with('+') && line.contains(':') && cur_cqe.is_some() {
             let (_, hex) = line.split_once(':').unwrap_or(("", ""));
             let b = parse_hex_words(hex).with_context(|| format!("line {}", lineno + 1))?;
@@ -406,7 +465,9 @@ pub fn parse_cqe_file(text: &str) -> Result<CqeFile> {
             in_result = true;
             let e = &mut case_mut(&mut cur).expected;
             let ret = value_after(r, "ret=").ok_or_else(|| anyhow!("line {}: ret", lineno + 1))?;
-            e.ret = ret.parse::<i64>().with_context(|| format!("line {}: ret", lineno + 1))?;
+            e.ret = ret
+                .parse::<i64>()
+                .with_context(|| format!("line {}: ret", lineno + 1))?;
             e.cons_index_after = num_after(r, "cons_index after=");
             e.dbrec = num_after(r, "be32=");
             e.sq_tail = num_after(r, "sq.tail after=");
@@ -419,7 +480,8 @@ pub fn parse_cqe_file(text: &str) -> Result<CqeFile> {
             let e = &mut case_mut(&mut cur).expected;
             e.dest_fill = num_after(line, "initially").map(|v| v as u8);
             let hex = line.rsplit_once(':').map(|(_, h)| h).unwrap_or("");
-            e.dest_after = Some(parse_hex_words(hex).with_context(|| format!("line {}", lineno + 1))?);
+            e.dest_after =
+                Some(parse_hex_words(hex).with_context(|| format!("line {}", lineno + 1))?);
         } else if let Some(w) = cur_wc.as_mut() {
             let mut it = line.splitn(2, char::is_whitespace);
             let name = it.next().unwrap_or("").to_string();
@@ -452,7 +514,8 @@ fn case_mut(c: &mut Option<CqeCase>) -> &mut CqeCase {
 
 /// Reads and parses a CQE vector file.
 pub fn read_cqe_file(path: &Path) -> Result<CqeFile> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     parse_cqe_file(&text).with_context(|| format!("parsing {}", path.display()))
 }
 

@@ -29,15 +29,25 @@ impl WrResolver for FakeQp {
         }
         let idx = (wqe_counter & 255) as u64;
         self.sq_tail = 1000 + idx as u32 + 1;
-        let wr_data = if idx == 4 { WcOpcode::LocalInv } else { WcOpcode::Send };
-        Some(SendDone { wr_id: 0x5100 + idx, wr_data })
+        let wr_data = if idx == 4 {
+            WcOpcode::LocalInv
+        } else {
+            WcOpcode::Send
+        };
+        Some(SendDone {
+            wr_id: 0x5100 + idx,
+            wr_data,
+        })
     }
     fn recv_done(&mut self, qp: u32, wqe_counter: u16) -> Option<RecvDone> {
         if qp != 5 {
             return None;
         }
         self.rq_tail += 1;
-        Some(RecvDone { wr_id: 0x7200 + (wqe_counter & 15) as u64, rx_csum: false })
+        Some(RecvDone {
+            wr_id: 0x7200 + (wqe_counter & 15) as u64,
+            rx_csum: false,
+        })
     }
     fn scatter_to_send(&mut self, qp: u32, _: u16, data: &[u8]) -> bool {
         self.scattered = data.to_vec();
@@ -51,9 +61,17 @@ impl WrResolver for FakeQp {
 
 fn cq8(mem: &mut Mem<512>) -> CompletionQueue<8> {
     let base = NonNull::from(&mut *mem).cast::<u8>();
-    let ring = DmaBuf { cpu: base, iova: 0x1000, len: 512 };
-    // SAFETY: offset 512 is inside `Mem` (the dbrec field).
-    let db = DmaBuf { cpu: unsafe { base.add(512) }, iova: 0x1200, len: 8 };
+    let ring = DmaBuf {
+        cpu: base,
+        iova: 0x1000,
+        len: 512,
+    };
+    let db = DmaBuf {
+        // SAFETY: offset 512 is inside `Mem` (the dbrec field).
+        cpu: unsafe { base.add(512) },
+        iova: 0x1200,
+        len: 8,
+    };
     // SAFETY: `mem` outlives the CQ in every test and is only accessed
     // through the CQ's raw pointers (helpers below use the same DmaBuf).
     let mut cq = unsafe { CompletionQueue::<8>::new(ring, db, 0x33, CqeSize::B64, 1) }.unwrap();
@@ -73,13 +91,19 @@ fn put<const N: usize>(cq: &CompletionQueue<N>, slot: usize, c: &Cqe64) {
 
 fn cqe(op_own: u8, sop_drop_qpn: u32, wqe_counter: u16, uidx: u32) -> Cqe64 {
     let mut c = Cqe64::ZERO;
-    c.set_op_own(op_own).set_sop_drop_qpn(sop_drop_qpn).set_wqe_counter(wqe_counter).set_srqn_uidx(uidx);
+    c.set_op_own(op_own)
+        .set_sop_drop_qpn(sop_drop_qpn)
+        .set_wqe_counter(wqe_counter)
+        .set_srqn_uidx(uidx);
     c
 }
 
 #[test]
 fn init_ring_marks_every_entry_invalid() {
-    let mut m = Mem { ring: [0x55; 512], dbrec: [0; 8] };
+    let mut m = Mem {
+        ring: [0x55; 512],
+        dbrec: [0; 8],
+    };
     let cq = cq8(&mut m);
     for i in 0..8u32 {
         let p = cq.cqe64_ptr(i);
@@ -92,7 +116,10 @@ fn init_ring_marks_every_entry_invalid() {
 
 #[test]
 fn vector_1_rdma_write() {
-    let mut m = Mem { ring: [0; 512], dbrec: [0; 8] };
+    let mut m = Mem {
+        ring: [0; 512],
+        dbrec: [0; 8],
+    };
     let mut cq = cq8(&mut m);
     let mut c = cqe(0x00, 0x080abcde, 3, 5);
     c.set_byte_cnt(0x77);
@@ -105,54 +132,87 @@ fn vector_1_rdma_write() {
     assert_eq!(wc[0].opcode, WcOpcode::RdmaWrite);
     assert_eq!(wc[0].qp_num, 0x0abcde);
     assert!(!wc[0].written.contains(WrittenFields::BYTE_LEN));
-    assert_eq!((cq.consumer_index(), cq.read_dbrec(0), q.sq_tail), (1, 1, 1004));
+    assert_eq!(
+        (cq.consumer_index(), cq.read_dbrec(0), q.sq_tail),
+        (1, 1, 1004)
+    );
 }
 
 #[test]
 fn vector_9_umr_takes_wr_data() {
-    let mut m = Mem { ring: [0; 512], dbrec: [0; 8] };
+    let mut m = Mem {
+        ring: [0; 512],
+        dbrec: [0; 8],
+    };
     let mut cq = cq8(&mut m);
     put(&cq, 0, &cqe(0x00, 0x250abcde, 4, 5));
     let mut q = FakeQp::default();
     let mut wc = [WorkCompletion::default(); 1];
     assert_eq!(cq.poll(&mut q, &mut wc), Ok(1));
-    assert_eq!((wc[0].wr_id, wc[0].opcode, q.sq_tail), (0x5104, WcOpcode::LocalInv, 1005));
+    assert_eq!(
+        (wc[0].wr_id, wc[0].opcode, q.sq_tail),
+        (0x5104, WcOpcode::LocalInv, 1005)
+    );
 }
 
 #[test]
 fn vector_15_resp_wr_imm() {
-    let mut m = Mem { ring: [0; 512], dbrec: [0; 8] };
+    let mut m = Mem {
+        ring: [0; 512],
+        dbrec: [0; 8],
+    };
     let mut cq = cq8(&mut m);
     let mut c = cqe(0x10, 0x000abcde, 4, 5);
-    c.set_flags_rqpn(0xabc).set_imm_inval_pkey(0xa1b2c3d4).set_byte_cnt(4096);
+    c.set_flags_rqpn(0xabc)
+        .set_imm_inval_pkey(0xa1b2c3d4)
+        .set_byte_cnt(4096);
     put(&cq, 0, &c);
     let mut q = FakeQp::default();
     let mut wc = [WorkCompletion::default(); 1];
     assert_eq!(cq.poll(&mut q, &mut wc), Ok(1));
     let w = wc[0];
-    assert_eq!((w.wr_id, w.opcode, w.byte_len), (0x7204, WcOpcode::RecvRdmaWithImm, 4096));
+    assert_eq!(
+        (w.wr_id, w.opcode, w.byte_len),
+        (0x7204, WcOpcode::RecvRdmaWithImm, 4096)
+    );
     assert_eq!(w.imm_data.to_ne_bytes(), [0xa1, 0xb2, 0xc3, 0xd4]);
-    assert_eq!((w.src_qp, w.wc_flags, w.pkey_index), (0xabc, WcFlags::WITH_IMM, 0xc3d4));
-    assert!(w.written.contains(WrittenFields::IMM_DATA | WrittenFields::SL));
+    assert_eq!(
+        (w.src_qp, w.wc_flags, w.pkey_index),
+        (0xabc, WcFlags::WITH_IMM, 0xc3d4)
+    );
+    assert!(w
+        .written
+        .contains(WrittenFields::IMM_DATA | WrittenFields::SL));
     assert_eq!(q.rq_tail, 1);
 }
 
 #[test]
 fn vector_16_send_inv() {
-    let mut m = Mem { ring: [0; 512], dbrec: [0; 8] };
+    let mut m = Mem {
+        ring: [0; 512],
+        dbrec: [0; 8],
+    };
     let mut cq = cq8(&mut m);
     let mut c = cqe(0x40, 0x000abcde, 5, 5);
-    c.set_flags_rqpn(0xabc).set_imm_inval_pkey(0x11223344).set_byte_cnt(8);
+    c.set_flags_rqpn(0xabc)
+        .set_imm_inval_pkey(0x11223344)
+        .set_byte_cnt(8);
     put(&cq, 0, &c);
     let mut wc = [WorkCompletion::default(); 1];
     assert_eq!(cq.poll(&mut FakeQp::default(), &mut wc), Ok(1));
-    assert_eq!((wc[0].wr_id, wc[0].invalidated_rkey, wc[0].wc_flags), (0x7205, 0x11223344, WcFlags::WITH_INV));
+    assert_eq!(
+        (wc[0].wr_id, wc[0].invalidated_rkey, wc[0].wc_flags),
+        (0x7205, 0x11223344, WcFlags::WITH_INV)
+    );
     assert_eq!(wc[0].pkey_index, 0x3344);
 }
 
 #[test]
 fn vector_18_inline_scatter_recv() {
-    let mut m = Mem { ring: [0; 512], dbrec: [0; 8] };
+    let mut m = Mem {
+        ring: [0; 512],
+        dbrec: [0; 8],
+    };
     let mut cq = cq8(&mut m);
     let mut c = cqe(0x24, 0x000abcde, 0, 5);
     c.as_bytes_mut()[..32].copy_from_slice(b"inline recv payload (scatter32)!");
@@ -162,13 +222,19 @@ fn vector_18_inline_scatter_recv() {
     let mut wc = [WorkCompletion::default(); 1];
     assert_eq!(cq.poll(&mut q, &mut wc), Ok(1));
     assert_eq!(q.scattered, b"inline recv payload ");
-    assert_eq!((wc[0].byte_len, wc[0].sl, wc[0].src_qp, wc[0].slid), (20, 4, 0x746572, 0x6361));
+    assert_eq!(
+        (wc[0].byte_len, wc[0].sl, wc[0].src_qp, wc[0].slid),
+        (20, 4, 0x746572, 0x6361)
+    );
     assert!(wc[0].wc_flags.contains(WcFlags::GRH));
 }
 
 #[test]
 fn vector_12_inline_scatter_read() {
-    let mut m = Mem { ring: [0; 512], dbrec: [0; 8] };
+    let mut m = Mem {
+        ring: [0; 512],
+        dbrec: [0; 8],
+    };
     let mut cq = cq8(&mut m);
     let mut c = cqe(0x04, 0x100abcde, 0, 5);
     c.as_bytes_mut()[..32].copy_from_slice(b"scatter-to-cqe read data 0123456");
@@ -183,7 +249,10 @@ fn vector_12_inline_scatter_read() {
 
 #[test]
 fn errors_vectors_21_34_32() {
-    let mut m = Mem { ring: [0; 512], dbrec: [0; 8] };
+    let mut m = Mem {
+        ring: [0; 512],
+        dbrec: [0; 8],
+    };
     let mut cq = cq8(&mut m);
     let mut a = cqe(0xd0, 0x0a0abcde, 7, 5);
     a.set_vendor_err_synd(0x82).set_syndrome(0x04);
@@ -197,16 +266,28 @@ fn errors_vectors_21_34_32() {
     let mut q = FakeQp::default();
     let mut wc = [WorkCompletion::default(); 4];
     assert_eq!(cq.poll(&mut q, &mut wc), Ok(3));
-    assert_eq!((wc[0].wr_id, wc[0].status, wc[0].vendor_err), (0x5107, WcStatus::LocProtErr, 0x82));
-    assert_eq!((wc[1].wr_id, wc[1].status, wc[1].vendor_err), (0x7206, WcStatus::WrFlushErr, 0xf9));
-    assert_eq!((wc[2].status, wc[2].vendor_err), (WcStatus::GeneralErr, 0x8d));
+    assert_eq!(
+        (wc[0].wr_id, wc[0].status, wc[0].vendor_err),
+        (0x5107, WcStatus::LocProtErr, 0x82)
+    );
+    assert_eq!(
+        (wc[1].wr_id, wc[1].status, wc[1].vendor_err),
+        (0x7206, WcStatus::WrFlushErr, 0xf9)
+    );
+    assert_eq!(
+        (wc[2].status, wc[2].vendor_err),
+        (WcStatus::GeneralErr, 0x8d)
+    );
     assert!(!wc[0].written.contains(WrittenFields::OPCODE));
     assert_eq!((q.sq_tail, q.rq_tail, cq.read_dbrec(0)), (1008, 1, 3));
 }
 
 #[test]
 fn not_owned_and_empty_vectors_36_39_40() {
-    let mut m = Mem { ring: [0; 512], dbrec: [0; 8] };
+    let mut m = Mem {
+        ring: [0; 512],
+        dbrec: [0; 8],
+    };
     let mut cq = cq8(&mut m);
     let mut wc = [WorkCompletion::default(); 1];
     put(&cq, 0, &cqe(0x01, 0x080abcde, 3, 5));
@@ -222,7 +303,10 @@ fn not_owned_and_empty_vectors_36_39_40() {
 
 #[test]
 fn second_pass_vector_37_and_wrap_vector_46() {
-    let mut m = Mem { ring: [0; 512], dbrec: [0; 8] };
+    let mut m = Mem {
+        ring: [0; 512],
+        dbrec: [0; 8],
+    };
     let mut cq = cq8(&mut m);
     let mut wc = [WorkCompletion::default(); 2];
     cq.set_consumer_index(8);
@@ -239,7 +323,10 @@ fn second_pass_vector_37_and_wrap_vector_46() {
 
 #[test]
 fn multi_entry_vector_44_and_ne_limit() {
-    let mut m = Mem { ring: [0; 512], dbrec: [0; 8] };
+    let mut m = Mem {
+        ring: [0; 512],
+        dbrec: [0; 8],
+    };
     let mut cq = cq8(&mut m);
     put(&cq, 0, &cqe(0x00, 0x0a0abcde, 3, 5));
     put(&cq, 1, &cqe(0x00, 0x0a0abcde, 3, 5));
@@ -253,22 +340,40 @@ fn multi_entry_vector_44_and_ne_limit() {
 
 #[test]
 fn unknown_uidx_vector_42_and_resize_vector_43() {
-    let mut m = Mem { ring: [0; 512], dbrec: [0; 8] };
+    let mut m = Mem {
+        ring: [0; 512],
+        dbrec: [0; 8],
+    };
     let mut cq = cq8(&mut m);
     put(&cq, 0, &cqe(0x00, 0x080abcde, 3, 0x123456));
     let mut q = FakeQp::default();
     let mut wc = [WorkCompletion::default(); 1];
-    assert_eq!(cq.poll(&mut q, &mut wc), Err(PollError::UnknownQp { qp: 0x123456, completions: 0 }));
-    assert_eq!((cq.consumer_index(), cq.read_dbrec(0), q.sq_tail), (1, 1, 0));
+    assert_eq!(
+        cq.poll(&mut q, &mut wc),
+        Err(PollError::UnknownQp {
+            qp: 0x123456,
+            completions: 0
+        })
+    );
+    assert_eq!(
+        (cq.consumer_index(), cq.read_dbrec(0), q.sq_tail),
+        (1, 1, 0)
+    );
     put(&cq, 1, &cqe(0x50, 0x080abcde, 3, 5));
     assert_eq!(cq.poll(&mut q, &mut wc), Ok(1));
-    assert_eq!(wc[0].written, WrittenFields::QP_NUM | WrittenFields::WC_FLAGS);
+    assert_eq!(
+        wc[0].written,
+        WrittenFields::QP_NUM | WrittenFields::WC_FLAGS
+    );
     assert_eq!((wc[0].qp_num, q.sq_tail, q.rq_tail), (0x0abcde, 0, 0));
 }
 
 #[test]
 fn many_laps_owner_parity() {
-    let mut m = Mem { ring: [0; 512], dbrec: [0; 8] };
+    let mut m = Mem {
+        ring: [0; 512],
+        dbrec: [0; 8],
+    };
     let mut cq = cq8(&mut m);
     let mut q = FakeQp::default();
     let mut wc = [WorkCompletion::default(); 3];
@@ -277,7 +382,11 @@ fn many_laps_owner_parity() {
         for k in 0..3u32 {
             let pos = ci + k;
             let owner = ((pos & 8) != 0) as u8;
-            put(&cq, (pos & 7) as usize, &cqe(owner, 0x0a0abcde, pos as u16, 5));
+            put(
+                &cq,
+                (pos & 7) as usize,
+                &cqe(owner, 0x0a0abcde, pos as u16, 5),
+            );
         }
         assert_eq!(cq.poll(&mut q, &mut wc), Ok(3));
         for (k, w) in wc.iter().enumerate() {
@@ -292,7 +401,10 @@ fn many_laps_owner_parity() {
 
 #[test]
 fn arm_writes_record_and_doorbell() {
-    let mut m = Mem { ring: [0; 512], dbrec: [0; 8] };
+    let mut m = Mem {
+        ring: [0; 512],
+        dbrec: [0; 8],
+    };
     let mut cq = cq8(&mut m);
     cq.set_consumer_index(0x0100_0005);
     cq.event_consumed();
@@ -301,7 +413,10 @@ fn arm_writes_record_and_doorbell() {
     // FACTS §4.5: arm = sn<<28 | 1<<24 | ci&0xffffff; MMIO = arm<<32 | cqn at UAR+0x20.
     let arm = (1u32 << 28) | (1 << 24) | 5;
     assert_eq!(cq.read_dbrec(1), arm);
-    assert_eq!(&uar.bytes()[0x20..0x28], &(((arm as u64) << 32) | 0x33).to_be_bytes());
+    assert_eq!(
+        &uar.bytes()[0x20..0x28],
+        &(((arm as u64) << 32) | 0x33).to_be_bytes()
+    );
     assert_eq!(uar.doorbells, 1);
     cq.arm(false, &mut uar);
     assert_eq!(cq.read_dbrec(1), (1 << 28) | 5);
@@ -309,7 +424,10 @@ fn arm_writes_record_and_doorbell() {
 
 #[test]
 fn compressed_session_expands_in_poll() {
-    let mut m = Mem { ring: [0; 512], dbrec: [0; 8] };
+    let mut m = Mem {
+        ring: [0; 512],
+        dbrec: [0; 8],
+    };
     let mut cq = cq8(&mut m);
     // title at position 6: RESP_SEND, format 3, 3 completions from wqe_counter 9.
     let mut t = cqe(0x2c, 0x000abcde, 9, 5);
@@ -337,7 +455,10 @@ fn compressed_session_expands_in_poll() {
     let mut bad = cqe(0x2d, 0x000abcde, 0, 5);
     bad.set_byte_cnt(0);
     put(&cq, 1, &bad);
-    assert!(matches!(cq.poll(&mut q, &mut wc), Err(PollError::BadCompressedSession { .. })));
+    assert!(matches!(
+        cq.poll(&mut q, &mut wc),
+        Err(PollError::BadCompressedSession { .. })
+    ));
     assert_eq!(cq.consumer_index(), 10);
 }
 
@@ -348,13 +469,25 @@ fn cqe128_ring_and_runtime_size() {
         ring: [u8; 4 * 128],
         db: [u8; 8],
     }
-    let mut m = M { ring: [0; 512], db: [0; 8] };
+    let mut m = M {
+        ring: [0; 512],
+        db: [0; 8],
+    };
     let base = NonNull::from(&mut m).cast::<u8>();
-    let ring = DmaBuf { cpu: base, iova: 0, len: 512 };
-    // SAFETY: inside `m`.
-    let db = DmaBuf { cpu: unsafe { base.add(512) }, iova: 0, len: 8 };
+    let ring = DmaBuf {
+        cpu: base,
+        iova: 0,
+        len: 512,
+    };
+    let db = DmaBuf {
+        // SAFETY: inside `m`.
+        cpu: unsafe { base.add(512) },
+        iova: 0,
+        len: 8,
+    };
     // SAFETY: `m` outlives `cq` and is only accessed through it.
-    let mut cq = unsafe { DynCompletionQueue::with_entries(4, ring, db, 1, CqeSize::B128, 1) }.unwrap();
+    let mut cq =
+        unsafe { DynCompletionQueue::with_entries(4, ring, db, 1, CqeSize::B128, 1) }.unwrap();
     cq.init_ring();
     let mut c = cqe(0x28, 0x000abcde, 1, 5);
     c.set_byte_cnt(5);

@@ -1,6 +1,6 @@
 //! Human-readable CQE dump: 16-byte hex lines plus decoded fields.
 
-use super::{CqeOpcode, Cqe64, CqeFormat};
+use super::{Cqe64, CqeFormat, CqeOpcode};
 use core::fmt;
 
 /// Displays a CQE as four `+OO: xxxxxxxx …` hex lines (the layout of the

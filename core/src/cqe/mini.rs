@@ -54,7 +54,10 @@ impl MiniCqe {
                 a.copy_from_slice(s);
                 Ok(MiniCqe(a))
             }
-            None => Err(ParseError::Truncated { need: 8, have: b.len() }),
+            None => Err(ParseError::Truncated {
+                need: 8,
+                have: b.len(),
+            }),
         }
     }
     /// Mini CQE `index` (0–7) of a 64-byte array; `None` past the end.
@@ -124,16 +127,31 @@ impl MiniCqeExpander {
         format: MiniCqeFormat,
     ) -> Result<Self, ParseError> {
         if title.format_kind() != CqeFormat::Compressed {
-            return Err(ParseError::BadField { field: "cqe format", value: title.format() as u32 });
+            return Err(ParseError::BadField {
+                field: "cqe format",
+                value: title.format() as u32,
+            });
         }
         if !ncqe.is_power_of_two() || ncqe < 2 {
-            return Err(ParseError::BadField { field: "ncqe", value: ncqe });
+            return Err(ParseError::BadField {
+                field: "ncqe",
+                value: ncqe,
+            });
         }
         let count = title.byte_cnt();
         if count == 0 || count > ncqe {
-            return Err(ParseError::BadField { field: "mini cqe count", value: count });
+            return Err(ParseError::BadField {
+                field: "mini cqe count",
+                value: count,
+            });
         }
-        Ok(MiniCqeExpander { title, title_pos, ncqe, count, format })
+        Ok(MiniCqeExpander {
+            title,
+            title_pos,
+            ncqe,
+            count,
+            format,
+        })
     }
     /// Number of completions in the session (title `byte_cnt`).
     #[inline(always)]
@@ -197,7 +215,11 @@ impl MiniCqeExpander {
     /// (`arrays[k]` = the cqe64 bytes of the slot at
     /// [`Self::array_position`]`(k)`). Stops early when arrays run out.
     pub fn iter<'a>(&'a self, arrays: &'a [[u8; 64]]) -> MiniCqeIter<'a> {
-        MiniCqeIter { exp: self, arrays, i: 0 }
+        MiniCqeIter {
+            exp: self,
+            arrays,
+            i: 0,
+        }
     }
     /// Writes the expanded CQEs into `out`; returns how many were written
     /// (at most `min(count, 8 * arrays.len(), out.len())`).

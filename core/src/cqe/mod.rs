@@ -74,7 +74,10 @@ impl CqeSize {
         match n {
             CQE64_SIZE => Ok(CqeSize::B64),
             CQE128_SIZE => Ok(CqeSize::B128),
-            _ => Err(ParseError::BadField { field: "cqe_size", value: n as u32 }),
+            _ => Err(ParseError::BadField {
+                field: "cqe_size",
+                value: n as u32,
+            }),
         }
     }
 }
@@ -126,7 +129,9 @@ impl CqeOpcode {
     }
     /// The name of any 4-bit opcode value (`"UNKNOWN"` for 7–11).
     pub fn name_of(raw: u8) -> &'static str {
-        CqeOpcode::try_from(raw).map(CqeOpcode::name).unwrap_or("UNKNOWN")
+        CqeOpcode::try_from(raw)
+            .map(CqeOpcode::name)
+            .unwrap_or("UNKNOWN")
     }
     /// Responder opcodes (1–4) that consume a receive WQE. FACTS §5.8.
     pub const fn is_responder(self) -> bool {
@@ -155,7 +160,12 @@ impl TryFrom<u8> for CqeOpcode {
             13 => CqeOpcode::ReqErr,
             14 => CqeOpcode::RespErr,
             15 => CqeOpcode::Invalid,
-            _ => return Err(ParseError::BadField { field: "cqe opcode", value: v as u32 }),
+            _ => {
+                return Err(ParseError::BadField {
+                    field: "cqe opcode",
+                    value: v as u32,
+                })
+            }
         })
     }
 }
@@ -192,7 +202,10 @@ impl TryFrom<u8> for CqeFormat {
     type Error = ParseError;
     fn try_from(v: u8) -> Result<Self, ParseError> {
         if v > 3 {
-            return Err(ParseError::BadField { field: "cqe format", value: v as u32 });
+            return Err(ParseError::BadField {
+                field: "cqe format",
+                value: v as u32,
+            });
         }
         Ok(CqeFormat::from_bits(v))
     }
@@ -284,7 +297,10 @@ impl Cqe64 {
                 a.copy_from_slice(s);
                 Ok(Cqe64(a))
             }
-            None => Err(ParseError::Truncated { need: CQE64_SIZE, have: b.len() }),
+            None => Err(ParseError::Truncated {
+                need: CQE64_SIZE,
+                have: b.len(),
+            }),
         }
     }
     /// The raw bytes in memory order.
@@ -496,7 +512,8 @@ impl Cqe64 {
     }
     /// Sets `op_own` from its parts.
     pub fn set_op_own_parts(&mut self, opcode: u8, format: u8, se: bool, owner: u8) -> &mut Self {
-        self.0[OP_OWN_OFFSET] = (opcode << 4) | ((format & 3) << 2) | ((se as u8) << 1) | (owner & 1);
+        self.0[OP_OWN_OFFSET] =
+            (opcode << 4) | ((format & 3) << 2) | ((se as u8) << 1) | (owner & 1);
         self
     }
     /// Ownership test against consumer index `ci` in a CQ of `ncqe` entries.
@@ -533,14 +550,23 @@ impl core::fmt::Debug for Cqe64 {
             .field("opcode", &CqeOpcode::name_of(self.opcode()))
             .field("op_own", &format_args!("{:#04x}", self.op_own()))
             .field("qpn", &format_args!("{:#08x}", self.qpn()))
-            .field("wqe_opcode", &format_args!("{:#04x}", self.send_wqe_opcode()))
+            .field(
+                "wqe_opcode",
+                &format_args!("{:#04x}", self.send_wqe_opcode()),
+            )
             .field("wqe_counter", &self.wqe_counter())
             .field("srqn_uidx", &format_args!("{:#010x}", self.srqn_uidx()))
             .field("byte_cnt", &self.byte_cnt())
-            .field("imm_inval_pkey", &format_args!("{:#010x}", self.imm_inval_pkey()))
+            .field(
+                "imm_inval_pkey",
+                &format_args!("{:#010x}", self.imm_inval_pkey()),
+            )
             .field("flags_rqpn", &format_args!("{:#010x}", self.flags_rqpn()))
             .field("syndrome", &format_args!("{:#04x}", self.syndrome()))
-            .field("vendor_err_synd", &format_args!("{:#04x}", self.vendor_err_synd()))
+            .field(
+                "vendor_err_synd",
+                &format_args!("{:#04x}", self.vendor_err_synd()),
+            )
             .finish()
     }
 }
@@ -641,7 +667,10 @@ impl Cqe128 {
                 a.copy_from_slice(s);
                 Ok(Cqe128(a))
             }
-            None => Err(ParseError::Truncated { need: CQE128_SIZE, have: b.len() }),
+            None => Err(ParseError::Truncated {
+                need: CQE128_SIZE,
+                have: b.len(),
+            }),
         }
     }
     /// Builds from the leading 64 bytes and the cqe64.
@@ -696,7 +725,10 @@ pub fn parse_any(b: &[u8]) -> Result<(Cqe64, Option<[u8; 64]>), ParseError> {
             front.copy_from_slice(c.front());
             Ok((c.cqe64(), Some(front)))
         }
-        n => Err(ParseError::BadField { field: "cqe length", value: n as u32 }),
+        n => Err(ParseError::BadField {
+            field: "cqe length",
+            value: n as u32,
+        }),
     }
 }
 

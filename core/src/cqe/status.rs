@@ -12,7 +12,7 @@ macro_rules! repr_enum {
         }
     ) => {
         $(#[$m])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
         #[repr($repr)]
         pub enum $name {
             $($(#[$vm])* $v = $n,)*
@@ -62,6 +62,7 @@ repr_enum! {
     /// Work-completion status with `enum ibv_wc_status` numbering. FACTS §5.6.
     pub enum WcStatus: u32 {
         /// Success.
+        #[default]
         Success = 0 => "SUCCESS", "success";
         /// Local length error.
         LocLenErr = 1 => "LOC_LEN_ERR", "local length error";
@@ -112,17 +113,12 @@ repr_enum! {
     }
 }
 
-impl Default for WcStatus {
-    fn default() -> Self {
-        WcStatus::Success
-    }
-}
-
 repr_enum! {
     /// Work-completion opcode with `enum ibv_wc_opcode` numbering.
     /// FACTS §5.7, §5.8.
     pub enum WcOpcode: u32 {
         /// Send.
+        #[default]
         Send = 0 => "SEND", "send";
         /// RDMA write.
         RdmaWrite = 1 => "RDMA_WRITE", "RDMA write";
@@ -162,12 +158,6 @@ repr_enum! {
         Driver2 = 136 => "DRIVER2", "driver op 2";
         /// Driver-defined operation 3.
         Driver3 = 137 => "DRIVER3", "driver op 3";
-    }
-}
-
-impl Default for WcOpcode {
-    fn default() -> Self {
-        WcOpcode::Send
     }
 }
 
@@ -451,5 +441,9 @@ pub const fn req_completion(wqe_opcode: u8, wr_data: WcOpcode, byte_cnt: u32) ->
         0x0e => (Some(WcOpcode::Tso), WcFlags::empty(), None),
         _ => (None, WcFlags::empty(), None),
     };
-    ReqCompletion { opcode, flags, byte_len }
+    ReqCompletion {
+        opcode,
+        flags,
+        byte_len,
+    }
 }

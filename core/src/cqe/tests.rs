@@ -5,7 +5,11 @@ use super::*;
 fn hex(s: &str) -> [u8; 64] {
     let d: Vec<u8> = s
         .split_whitespace()
-        .flat_map(|w| (0..w.len()).step_by(2).map(move |i| u8::from_str_radix(&w[i..i + 2], 16).unwrap()))
+        .flat_map(|w| {
+            (0..w.len())
+                .step_by(2)
+                .map(move |i| u8::from_str_radix(&w[i..i + 2], 16).unwrap())
+        })
         .collect();
     d.try_into().unwrap()
 }
@@ -95,7 +99,10 @@ fn syndrome_table() {
     }
     assert_eq!(syndrome_to_status(0x77), WcStatus::GeneralErr);
     assert_eq!(WcStatus::GeneralErr.as_raw(), 21);
-    assert_eq!(WcStatus::from_name("LOC_PROT_ERR"), Some(WcStatus::LocProtErr));
+    assert_eq!(
+        WcStatus::from_name("LOC_PROT_ERR"),
+        Some(WcStatus::LocProtErr)
+    );
     assert_eq!(WcStatus::WrFlushErr.name(), "WR_FLUSH_ERR");
     for s in 0..=255u8 {
         let _ = Syndrome::from_u8(s).status().name();
@@ -120,11 +127,23 @@ fn opcode_conversions() {
 fn requester_mapping() {
     // FACTS §5.7
     let r = req_completion(0x09, WcOpcode::Send, 0x77);
-    assert_eq!((r.opcode, r.flags, r.byte_len), (Some(WcOpcode::RdmaWrite), WcFlags::WITH_IMM, None));
-    assert_eq!(req_completion(0x10, WcOpcode::Send, 4096).byte_len, Some(4096));
+    assert_eq!(
+        (r.opcode, r.flags, r.byte_len),
+        (Some(WcOpcode::RdmaWrite), WcFlags::WITH_IMM, None)
+    );
+    assert_eq!(
+        req_completion(0x10, WcOpcode::Send, 4096).byte_len,
+        Some(4096)
+    );
     assert_eq!(req_completion(0x12, WcOpcode::Send, 1).byte_len, Some(8));
-    assert_eq!(req_completion(0x25, WcOpcode::LocalInv, 0).opcode, Some(WcOpcode::LocalInv));
-    assert_eq!(req_completion(0x0e, WcOpcode::Send, 0).opcode, Some(WcOpcode::Tso));
+    assert_eq!(
+        req_completion(0x25, WcOpcode::LocalInv, 0).opcode,
+        Some(WcOpcode::LocalInv)
+    );
+    assert_eq!(
+        req_completion(0x0e, WcOpcode::Send, 0).opcode,
+        Some(WcOpcode::Tso)
+    );
     assert_eq!(req_completion(0x2a, WcOpcode::Send, 0).opcode, None);
 }
 
@@ -146,9 +165,14 @@ fn cqe128_and_parse_any() {
 #[test]
 fn setters_round_trip() {
     let mut c = Cqe64::ZERO;
-    c.set_sop_drop_qpn(0x250abcde).set_wqe_counter(0x1234).set_timestamp(0x0102030405060708);
+    c.set_sop_drop_qpn(0x250abcde)
+        .set_wqe_counter(0x1234)
+        .set_timestamp(0x0102030405060708);
     c.set_op_own_parts(13, 0, true, 1);
-    assert_eq!((c.send_wqe_opcode(), c.qpn(), c.wqe_counter()), (0x25, 0x0abcde, 0x1234));
+    assert_eq!(
+        (c.send_wqe_opcode(), c.qpn(), c.wqe_counter()),
+        (0x25, 0x0abcde, 0x1234)
+    );
     assert_eq!(c.timestamp(), 0x0102030405060708);
     assert_eq!((c.opcode(), c.se(), c.owner(), c.format()), (13, 1, 1, 0));
     let s = std::format!("{}", CqeDump(&c));
@@ -159,7 +183,10 @@ fn setters_round_trip() {
 fn mini_expansion() {
     // title: RESP_SEND, format 3, 10 completions, wqe_counter 0xfffe, at ring position 14 of 16.
     let mut t = Cqe64::ZERO;
-    t.set_op_own_parts(2, 3, true, 0).set_byte_cnt(10).set_wqe_counter(0xfffe).set_sop_drop_qpn(0x42);
+    t.set_op_own_parts(2, 3, true, 0)
+        .set_byte_cnt(10)
+        .set_wqe_counter(0xfffe)
+        .set_sop_drop_qpn(0x42);
     let mut arrays = [[0u8; 64]; 2];
     for i in 0..16 {
         let mut m = MiniCqe::default();

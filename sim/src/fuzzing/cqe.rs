@@ -29,14 +29,17 @@ struct AnyQp {
 impl WrResolver for AnyQp {
     fn send_done(&mut self, qp: u32, wqe_counter: u16) -> Option<SendDone> {
         self.done += 1;
-        (qp % 2 == 0).then_some(SendDone {
+        qp.is_multiple_of(2).then_some(SendDone {
             wr_id: wqe_counter as u64,
             wr_data: WcOpcode::from_raw(wqe_counter as u32 % 140).unwrap_or(WcOpcode::Send),
         })
     }
     fn recv_done(&mut self, qp: u32, wqe_counter: u16) -> Option<RecvDone> {
         self.done += 1;
-        (qp % 2 == 0).then_some(RecvDone { wr_id: wqe_counter as u64, rx_csum: qp % 4 == 0 })
+        qp.is_multiple_of(2).then_some(RecvDone {
+            wr_id: wqe_counter as u64,
+            rx_csum: qp.is_multiple_of(4),
+        })
     }
     fn scatter_to_send(&mut self, _: u32, _: u16, data: &[u8]) -> bool {
         data.len() <= 64
@@ -52,9 +55,25 @@ fn check_cqe64(c: &Cqe64) {
     let _ = write!(s, "{}", CqeDump(c));
     let _ = write!(s, "{c:?} {:?}", c.as_err());
     let e = c.as_err();
-    let _ = (e.srqn(), e.s_wqe_opcode_qpn(), e.s_wqe_opcode(), e.qpn(), e.signature());
-    let _ = (e.status().name(), e.syndrome_kind().name(), e.is_odp_page_fault());
-    let _ = (c.inline_data32(), c.l3_hdr_type(), c.l4_hdr_type(), c.format_kind(), c.cqe_opcode());
+    let _ = (
+        e.srqn(),
+        e.s_wqe_opcode_qpn(),
+        e.s_wqe_opcode(),
+        e.qpn(),
+        e.signature(),
+    );
+    let _ = (
+        e.status().name(),
+        e.syndrome_kind().name(),
+        e.is_odp_page_fault(),
+    );
+    let _ = (
+        c.inline_data32(),
+        c.l3_hdr_type(),
+        c.l4_hdr_type(),
+        c.format_kind(),
+        c.cqe_opcode(),
+    );
 
     // emit → parse round trip: rebuild from the decoded fields.
     let mut r = Cqe64::ZERO;
@@ -91,8 +110,14 @@ fn check_cqe64(c: &Cqe64) {
     assert_eq!(&r, c, "field round trip");
     assert_eq!(Cqe64::parse(c.as_bytes()).ok(), Some(*c));
     assert_eq!(c.imm_inval_pkey_raw(), c.imm_inval_pkey().to_be_bytes());
-    assert_eq!(c.qpn() | (c.send_wqe_opcode() as u32) << 24, c.sop_drop_qpn());
-    assert_eq!(c.src_qp() | (c.sl() as u32) << 24 | (c.grh() as u32) << 28, c.flags_rqpn() & 0x3fff_ffff);
+    assert_eq!(
+        c.qpn() | (c.send_wqe_opcode() as u32) << 24,
+        c.sop_drop_qpn()
+    );
+    assert_eq!(
+        c.src_qp() | (c.sl() as u32) << 24 | (c.grh() as u32) << 28,
+        c.flags_rqpn() & 0x3fff_ffff
+    );
 
     // Enum round trips.
     if let Ok(o) = CqeOpcode::try_from(c.opcode()) {
@@ -108,7 +133,10 @@ fn check_cqe64(c: &Cqe64) {
     // Ownership agrees with the owner bit for every parity.
     for ci in [0u32, 8, c.wqe_counter() as u32, u32::MAX] {
         let owned = sw_owns(c.op_own(), ci, 8);
-        assert_eq!(owned, c.opcode() != 15 && c.owner() == ((ci & 8) != 0) as u8);
+        assert_eq!(
+            owned,
+            c.opcode() != 15 && c.owner() == ((ci & 8) != 0) as u8
+        );
     }
 }
 
@@ -118,11 +146,21 @@ fn poll_ring(data: &[u8], cqe_size: CqeSize, ncqe: usize, ci: u32, ne: usize) {
     let len = ncqe * sz;
     let mut mem = vec![0u64; (len + 8) / 8];
     let base = NonNull::new(mem.as_mut_ptr().cast::<u8>()).expect("non-null");
-    let ring = DmaBuf { cpu: base, iova: 0, len };
+    let ring = DmaBuf {
+        cpu: base,
+        iova: 0,
+        len,
+    };
     // SAFETY: len < mem's byte length.
-    let dbrec = DmaBuf { cpu: unsafe { base.add(len) }, iova: 0, len: 8 };
+    let dbrec = DmaBuf {
+        cpu: unsafe { base.add(len) },
+        iova: 0,
+        len: 8,
+    };
     // SAFETY: `mem` outlives `cq` and is accessed only through raw pointers.
-    let Ok(mut cq) = (unsafe { DynCompletionQueue::with_entries(ncqe, ring, dbrec, 1, cqe_size, (ci & 1) as u8) }) else {
+    let Ok(mut cq) = (unsafe {
+        DynCompletionQueue::with_entries(ncqe, ring, dbrec, 1, cqe_size, (ci & 1) as u8)
+    }) else {
         return;
     };
     cq.init_ring();
@@ -155,8 +193,6 @@ fn poll_ring(data: &[u8], cqe_size: CqeSize, ncqe: usize, ci: u32, ne: usize) {
         }
     }
     let _ = total;
-    drop(cq);
-    drop(mem);
 }
 
 /// Parses any bytes as 64- and 128-byte CQEs, decodes, dumps, checks the
@@ -172,7 +208,10 @@ pub fn cqe_parse(data: &[u8]) {
         let mut s = Sink(0);
         let _ = write!(s, "{c:?}");
         check_cqe64(&c.cqe64());
-        assert_eq!(Cqe128::from_parts(c.front().try_into().expect("64"), c.cqe64()), c);
+        assert_eq!(
+            Cqe128::from_parts(c.front().try_into().expect("64"), c.cqe64()),
+            c
+        );
     }
     for chunk in data.chunks(64) {
         if let Ok(c) = Cqe64::parse(chunk) {
@@ -180,10 +219,22 @@ pub fn cqe_parse(data: &[u8]) {
         }
     }
     let sel = data.first().copied().unwrap_or(0);
-    let ci = data.get(1..5).map_or(0, |b| u32::from_le_bytes(b.try_into().expect("4")));
+    let ci = data
+        .get(1..5)
+        .map_or(0, |b| u32::from_le_bytes(b.try_into().expect("4")));
     let ncqe = 2usize << (sel % 4);
-    let size = if sel & 0x10 != 0 { CqeSize::B128 } else { CqeSize::B64 };
-    poll_ring(data.get(5..).unwrap_or(&[]), size, ncqe, ci, 1 + (sel as usize >> 5));
+    let size = if sel & 0x10 != 0 {
+        CqeSize::B128
+    } else {
+        CqeSize::B64
+    };
+    poll_ring(
+        data.get(5..).unwrap_or(&[]),
+        size,
+        ncqe,
+        ci,
+        1 + (sel as usize >> 5),
+    );
 }
 
 /// Expands a compressed session built from any bytes: title (first 64
@@ -194,14 +245,23 @@ pub fn mini_cqe_expand(data: &[u8]) {
     let Ok(mut title) = Cqe64::parse(data) else {
         for m in data.chunks(8) {
             if let Ok(m) = MiniCqe::parse(m) {
-                let _ = (m.rx_hash_result(), m.checksum(), m.stride_idx(), m.wqe_counter(), m.s_wqe_opcode(), m.byte_cnt());
+                let _ = (
+                    m.rx_hash_result(),
+                    m.checksum(),
+                    m.stride_idx(),
+                    m.wqe_counter(),
+                    m.s_wqe_opcode(),
+                    m.byte_cnt(),
+                );
             }
         }
         return;
     };
     let rest = &data[64..];
     let sel = rest.first().copied().unwrap_or(0);
-    let pos = rest.get(1..5).map_or(0, |b| u32::from_le_bytes(b.try_into().expect("4")));
+    let pos = rest
+        .get(1..5)
+        .map_or(0, |b| u32::from_le_bytes(b.try_into().expect("4")));
     let arrays_raw = rest.get(5..).unwrap_or(&[]);
     let mut arrays = Vec::new();
     for ch in arrays_raw.chunks(64) {
