@@ -23,8 +23,8 @@
 
 use crate::cqe::{
     req_completion, sw_owns, Cqe64, CqeFormat, CqeSize, MiniCqe, MiniCqeExpander, MiniCqeFormat,
-    WcFlags, WcOpcode, WcStatus, WorkCompletion, WrittenFields, INLINE_SCATTER_32_MAX,
-    INLINE_SCATTER_64_MAX, MINI_CQES_PER_SLOT, OP_OWN_INIT, OP_OWN_OFFSET,
+    WcFlags, WcOpcode, WcStatus, WorkCompletion, WrittenFields, CQE128_SIZE, CQE64_SIZE,
+    MINI_CQES_PER_SLOT, OP_OWN_INIT, OP_OWN_OFFSET,
 };
 use crate::platform::{self, DmaBuf, Uar};
 use core::fmt;
@@ -94,7 +94,9 @@ pub trait WrResolver {
 
     /// Inline scatter on a requester CQE (small RDMA-read response or
     /// atomic result): copy `data` into the local SGEs of the send WQE at
-    /// `wqe_counter` (FACTS §5.7). Return `false` if it does not fit (the
+    /// `wqe_counter` (FACTS §5.7). `data` is the completion's byte count
+    /// (byte_cnt for RDMA_READ, 8 for atomics) taken from the start of the
+    /// inline area, as the provider copies it, bounded by the CQE entry. Return `false` if it does not fit (the
     /// completion then reports [`WcStatus::LocLenErr`]) or the QP is
     /// unknown.
     fn scatter_to_send(&mut self, qp: u32, wqe_counter: u16, data: &[u8]) -> bool;
@@ -634,6 +636,12 @@ impl<const N: usize> CompletionQueue<N> {
                 wc.wr_id = d.wr_id;
                 wc.status = status;
                 wc.byte_len = cqe.byte_cnt();
+                if status != WcStatus::Success {
+                    // The provider returns right after a failed copy.
+                    wc.written |=
+                        WrittenFields::WR_ID | WrittenFields::STATUS | WrittenFields::BYTE_LEN;
+                    return Ok(wc);
+                }
                 wc.written |= WrittenFields::WR_ID
                     | WrittenFields::STATUS
                     | WrittenFields::OPCODE
@@ -723,20 +731,23 @@ impl<const N: usize> CompletionQueue<N> {
         } else {
             cqe.byte_cnt()
         } as usize;
-        let buf: [u8; INLINE_SCATTER_64_MAX];
+        // As the provider does, `len` bytes are copied from the start of
+        // the inline area; here the copy is bounded by the entry (64 bytes
+        // of cqe64 for format 1, the whole 128-byte entry for format 2).
+        let buf: [u8; CQE128_SIZE];
         let data: &[u8] = match cqe.format_kind() {
-            CqeFormat::InlineScatter32 => {
-                let n = len.min(INLINE_SCATTER_32_MAX);
-                &cqe.as_bytes()[..n]
-            }
+            CqeFormat::InlineScatter32 => &cqe.as_bytes()[..len.min(CQE64_SIZE)],
             CqeFormat::InlineScatter64 if self.cqe_size == CqeSize::B128 => {
-                let n = len.min(INLINE_SCATTER_64_MAX);
+                let mut b = [0u8; CQE128_SIZE];
                 // SAFETY: with 128-byte CQEs the cqe64 is the second half
                 // of its entry, so the 64 bytes before `p` are the first
                 // half of the same entry, inside the ring; the entry is
                 // software-owned (checked before this call).
-                buf = unsafe { ptr::read_volatile(p.sub(64).cast::<[u8; 64]>()) };
-                &buf[..n]
+                let front = unsafe { ptr::read_volatile(p.sub(64).cast::<[u8; 64]>()) };
+                b[..64].copy_from_slice(&front);
+                b[64..].copy_from_slice(cqe.as_bytes());
+                buf = b;
+                &buf[..len.min(CQE128_SIZE)]
             }
             _ => &[],
         };
