@@ -507,6 +507,11 @@ impl<const N: usize> CompletionQueue<N> {
     /// completion with only `qp_num` and `wc_flags` written. Compressed
     /// sessions are expanded in place. FACTS §4.5, §5.3–§5.9.
     ///
+    /// Not modelled: ODP page-fault error CQEs on SRQs (syndrome 0x22 with
+    /// vendor syndrome 0x93), which rdma-core consumes internally, are
+    /// reported like any other error CQE; NO_PACKET and SIG_ERR CQEs are
+    /// treated like RESIZE_CQ.
+    ///
     /// Returns the number of completions written to `out`, or a
     /// [`PollError`] (CQ_POLL_ERR) for a CQE naming an unknown QP; that CQE
     /// is consumed and the record is still updated.
