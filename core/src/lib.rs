@@ -28,6 +28,7 @@
 )]
 #![warn(clippy::missing_safety_doc)]
 
+pub mod cq;
 pub mod cqe;
 pub mod error;
 pub mod mr;

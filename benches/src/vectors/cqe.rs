@@ -1,1 +1,554 @@
-//! Reader for the cqe vector format.
+//! Reader for the CQE vector format (`cqe_vectors.txt`,
+//! `cqe_random_visible.txt` and hidden files of the same shape).
+//!
+//! A file is a `#` header describing the fake QP the provider polled
+//! against, then cases introduced by `=== CQE VECTOR N: title`. Each case
+//! has optional `NOTE:` lines (setup posts), a `CQ:` geometry line, one or
+//! more `CQE in ring slot S (B bytes):` blocks of `+OO:` hex lines, a
+//! `result:` line, `wc[i]:` blocks of `name value` lines (value or
+//! `<not written by provider>`) and an optional `destination buffer after
+//! poll` line. Unknown lines are ignored; whitespace is free.
+
+use anyhow::{anyhow, bail, Context, Result};
+use std::path::Path;
+
+/// `base + step * i`, as the header writes `sq.wrid[i]=0x5100+i`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IndexFormula {
+    /// Constant part.
+    pub base: u64,
+    /// Multiplier of `i`.
+    pub step: u64,
+}
+
+impl IndexFormula {
+    /// Value for slot `i`.
+    pub fn at(&self, i: u64) -> u64 {
+        self.base.wrapping_add(self.step.wrapping_mul(i))
+    }
+    /// Parses `0x5100+i`, `1000+i`, `7+2*i`, `0x10`, `i`.
+    pub fn parse(s: &str) -> Result<Self> {
+        let s = s.trim().trim_end_matches([',', ';', '.']);
+        let mut base = 0u64;
+        let mut step = 0u64;
+        for term in s.split('+') {
+            let t = term.trim();
+            if t == "i" {
+                step += 1;
+            } else if let Some(k) = t.strip_suffix("*i").or_else(|| t.strip_prefix("i*")) {
+                step += parse_num(k)?;
+            } else {
+                base += parse_num(t)?;
+            }
+        }
+        Ok(IndexFormula { base, step })
+    }
+}
+
+/// Parses a decimal or `0x` hexadecimal number.
+pub fn parse_num(s: &str) -> Result<u64> {
+    let s = s.trim().trim_end_matches([',', ';', '.', ')', ':']);
+    let r = if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        u64::from_str_radix(h, 16)
+    } else {
+        s.parse::<u64>()
+    };
+    r.map_err(|_| anyhow!("not a number: {s:?}"))
+}
+
+/// Value of `key` in `line`: the token after `key` up to whitespace, `;`
+/// or `,` (e.g. `value_after("ncqe=8 (x)", "ncqe=")` = "8").
+pub fn value_after<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    let i = line.find(key)? + key.len();
+    let rest = line[i..].trim_start();
+    let end = rest
+        .find(|c: char| c.is_whitespace() || c == ';' || c == ',')
+        .unwrap_or(rest.len());
+    Some(&rest[..end])
+}
+
+fn num_after(line: &str, key: &str) -> Option<u64> {
+    value_after(line, key).and_then(|v| parse_num(v).ok())
+}
+
+/// The fake QP the provider polled against (from the file header).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FakeQpSpec {
+    /// QP number.
+    pub qpn: u32,
+    /// User index (carried in CQE srqn_uidx with cqe_version 1).
+    pub uidx: u32,
+    /// SQ size in WQEBBs.
+    pub sq_wqe_cnt: u32,
+    /// `sq.wrid[i]`.
+    pub sq_wrid: IndexFormula,
+    /// `sq.wqe_head[i]`.
+    pub sq_wqe_head: IndexFormula,
+    /// `sq.wr_data[idx] = value` entries (others 0).
+    pub sq_wr_data: Vec<(u32, u32)>,
+    /// RQ size in WQEs.
+    pub rq_wqe_cnt: u32,
+    /// `rq.wrid[i]`.
+    pub rq_wrid: IndexFormula,
+}
+
+impl Default for FakeQpSpec {
+    /// The fake QP described in `cqe_vectors.txt` (used only for facts the
+    /// header leaves out).
+    fn default() -> Self {
+        FakeQpSpec {
+            qpn: 0x0abcde,
+            uidx: 5,
+            sq_wqe_cnt: 256,
+            sq_wrid: IndexFormula {
+                base: 0x5100,
+                step: 1,
+            },
+            sq_wqe_head: IndexFormula {
+                base: 1000,
+                step: 1,
+            },
+            sq_wr_data: Vec::new(),
+            rq_wqe_cnt: 16,
+            rq_wrid: IndexFormula {
+                base: 0x7200,
+                step: 1,
+            },
+        }
+    }
+}
+
+impl FakeQpSpec {
+    /// Updates the spec from the facts stated in one header line.
+    pub fn apply_header_line(&mut self, line: &str) {
+        if let Some(v) = num_after(line, "qpn=") {
+            self.qpn = v as u32;
+        }
+        if let Some(i) = line.find("user index") {
+            // "user index (uidx, ...) = 5"
+            if let Some(eq) = line[i..].find('=') {
+                if let Ok(v) = parse_num(line[i + eq + 1..].split_whitespace().next().unwrap_or(""))
+                {
+                    self.uidx = v as u32;
+                }
+            }
+        } else if let Some(v) = num_after(line, "uidx=") {
+            self.uidx = v as u32;
+        }
+        if let Some(v) = num_after(line, "sq.wqe_cnt=") {
+            self.sq_wqe_cnt = v as u32;
+        }
+        if let Some(v) = num_after(line, "rq.wqe_cnt=") {
+            self.rq_wqe_cnt = v as u32;
+        }
+        if let Some(f) = value_after(line, "sq.wrid[i]=").and_then(|v| IndexFormula::parse(v).ok())
+        {
+            self.sq_wrid = f;
+        }
+        if let Some(f) =
+            value_after(line, "sq.wqe_head[i]=").and_then(|v| IndexFormula::parse(v).ok())
+        {
+            self.sq_wqe_head = f;
+        }
+        if let Some(f) = value_after(line, "rq.wrid[i]=").and_then(|v| IndexFormula::parse(v).ok())
+        {
+            self.rq_wrid = f;
+        }
+        let mut rest = line;
+        while let Some(i) = rest.find("sq.wr_data[") {
+            let after = &rest[i + "sq.wr_data[".len()..];
+            rest = after;
+            let Some(close) = after.find("]=") else {
+                continue;
+            };
+            let Ok(idx) = parse_num(&after[..close]) else {
+                continue;
+            };
+            let val = value_after(after, "]=").unwrap_or("");
+            let v = parse_num(val)
+                .ok()
+                .map(|v| v as u32)
+                .or_else(|| bareverbs::cqe::WcOpcode::from_name(val).map(|o| o.as_raw()));
+            if let Some(v) = v {
+                self.sq_wr_data.retain(|(i, _)| *i != idx as u32);
+                self.sq_wr_data.push((idx as u32, v));
+            }
+        }
+    }
+    /// `sq.wr_data[idx]`.
+    pub fn wr_data(&self, idx: u32) -> u32 {
+        self.sq_wr_data
+            .iter()
+            .find(|(i, _)| *i == idx)
+            .map_or(0, |(_, v)| *v)
+    }
+}
+
+/// Which queue a setup post went to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SetupQueue {
+    /// Send queue (e.g. an RDMA READ whose response is scattered to CQE).
+    Send,
+    /// Receive queue.
+    Recv,
+}
+
+/// A work request posted during a case's setup (from its `NOTE:` line).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SetupPost {
+    /// Queue.
+    pub queue: SetupQueue,
+    /// The WR id.
+    pub wr_id: u64,
+    /// Slot index the post occupies (`sq.wrid[k]` / `rq.wrid[k]`).
+    pub index: u32,
+    /// Length of each SGE in bytes, in order.
+    pub sge_lens: Vec<u32>,
+}
+
+/// One CQE placed in the ring.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RingCqe {
+    /// Ring slot (entry index).
+    pub slot: u32,
+    /// The entry's bytes (64 or 128).
+    pub bytes: Vec<u8>,
+}
+
+/// One expected work completion: `(field name, Some(value) | None)` in
+/// file order; `None` = `<not written by provider>`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ExpectedWc {
+    /// The fields.
+    pub fields: Vec<(String, Option<u64>)>,
+}
+
+impl ExpectedWc {
+    /// Value of field `name` (outer `None` = field absent).
+    pub fn get(&self, name: &str) -> Option<Option<u64>> {
+        self.fields.iter().find(|(n, _)| n == name).map(|(_, v)| *v)
+    }
+}
+
+/// Expected outcome of one poll.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Expected {
+    /// `ibv_poll_cq` return value (−2 = CQ_POLL_ERR).
+    pub ret: i64,
+    /// Consumer index after the poll.
+    pub cons_index_after: Option<u64>,
+    /// SET_CI word of the doorbell record (host value of the BE32).
+    pub dbrec: Option<u64>,
+    /// `sq.tail` after the poll.
+    pub sq_tail: Option<u64>,
+    /// `rq.tail` after the poll.
+    pub rq_tail: Option<u64>,
+    /// Work completions.
+    pub wcs: Vec<ExpectedWc>,
+    /// Destination buffer of the setup post after the poll.
+    pub dest_after: Option<Vec<u8>>,
+    /// Fill byte of the destination buffer before the poll.
+    pub dest_fill: Option<u8>,
+}
+
+/// One case of a CQE vector file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CqeCase {
+    /// Vector number from the `===` line.
+    pub number: u64,
+    /// Title after the number.
+    pub title: String,
+    /// `NOTE:` lines.
+    pub notes: Vec<String>,
+    /// 1-based line of the `===` line.
+    pub line: usize,
+    /// CQ entries.
+    pub ncqe: u32,
+    /// CQE size in bytes.
+    pub cqe_size: usize,
+    /// CQE version.
+    pub cqe_version: u8,
+    /// Consumer index before the poll.
+    pub ci_before: u32,
+    /// Entries requested (`ne`).
+    pub ne: usize,
+    /// CQEs written into the ring before the poll.
+    pub cqes: Vec<RingCqe>,
+    /// Setup posts.
+    pub setup: Vec<SetupPost>,
+    /// Expected outcome.
+    pub expected: Expected,
+}
+
+/// A parsed CQE vector file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CqeFile {
+    /// Header lines (without `#`).
+    pub header: Vec<String>,
+    /// The fake QP the header describes.
+    pub qp: FakeQpSpec,
+    /// Cases in file order.
+    pub cases: Vec<CqeCase>,
+}
+
+fn parse_setup(note: &str, send_posts: usize) -> Option<SetupPost> {
+    if !note.contains("setup posted") {
+        return None;
+    }
+    let wr_id = num_after(note, "wr_id")?;
+    let queue =
+        if note.contains("rq.wrid[") || note.contains("post_recv") || note.contains("receive") {
+            SetupQueue::Recv
+        } else {
+            SetupQueue::Send
+        };
+    let bracket = |key: &str| -> Option<u64> {
+        let i = note.find(key)? + key.len();
+        let end = note[i..].find(']')?;
+        parse_num(&note[i..i + end]).ok()
+    };
+    let index = bracket(if queue == SetupQueue::Send {
+        "sq.wrid["
+    } else {
+        "rq.wrid["
+    })
+    .or_else(|| {
+        num_after(
+            note,
+            if queue == SetupQueue::Send {
+                "sq index"
+            } else {
+                "rq index"
+            },
+        )
+    })
+    .unwrap_or(if queue == SetupQueue::Send {
+        send_posts as u64
+    } else {
+        0
+    }) as u32;
+    // "N SGE(s) of M bytes"
+    let mut sge_lens = Vec::new();
+    let words: Vec<&str> = note.split_whitespace().collect();
+    for w in words.windows(5) {
+        if w[1].starts_with("SGE") && w[2] == "of" && w[4].starts_with("byte") {
+            if let (Ok(n), Ok(m)) = (parse_num(w[0].trim_start_matches('(')), parse_num(w[3])) {
+                sge_lens.extend(std::iter::repeat_n(m as u32, n as usize));
+            }
+        }
+    }
+    Some(SetupPost {
+        queue,
+        wr_id,
+        index,
+        sge_lens,
+    })
+}
+
+fn parse_hex_words(s: &str) -> Result<Vec<u8>> {
+    let digits: String = s.chars().filter(|c| c.is_ascii_hexdigit()).collect();
+    if !digits.len().is_multiple_of(2) {
+        bail!("odd hex digit count in {s:?}");
+    }
+    (0..digits.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&digits[i..i + 2], 16).map_err(Into::into))
+        .collect()
+}
+
+/// Parses the text of a CQE vector file.
+pub fn parse_cqe_file(text: &str) -> Result<CqeFile> {
+    let mut f = CqeFile {
+        qp: FakeQpSpec::default(),
+        ..Default::default()
+    };
+    let mut cur: Option<CqeCase> = None;
+    let mut cur_cqe: Option<RingCqe> = None;
+    let mut cur_wc: Option<ExpectedWc> = None;
+    let mut in_result = false;
+
+    fn flush_cqe(case: &mut Option<CqeCase>, c: &mut Option<RingCqe>) {
+        if let (Some(case), Some(c)) = (case.as_mut(), c.take()) {
+            case.cqes.push(c);
+        }
+    }
+    fn flush_wc(case: &mut Option<CqeCase>, w: &mut Option<ExpectedWc>) {
+        if let (Some(case), Some(w)) = (case.as_mut(), w.take()) {
+            case.expected.wcs.push(w);
+        }
+    }
+
+    for (lineno, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(h) = line.strip_prefix('#') {
+            if cur.is_none() {
+                f.qp.apply_header_line(h);
+                f.header.push(h.trim().to_string());
+            }
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("=== CQE VECTOR") {
+            flush_cqe(&mut cur, &mut cur_cqe);
+            flush_wc(&mut cur, &mut cur_wc);
+            if let Some(c) = cur.take() {
+                f.cases.push(c);
+            }
+            in_result = false;
+            let rest = rest.trim();
+            let (num, title) = rest.split_once(':').unwrap_or((rest, ""));
+            let number =
+                parse_num(num).with_context(|| format!("line {}: vector number", lineno + 1))?;
+            cur = Some(CqeCase {
+                number,
+                title: title.trim().to_string(),
+                notes: Vec::new(),
+                line: lineno + 1,
+                ncqe: 8,
+                cqe_size: 64,
+                cqe_version: 1,
+                ci_before: 0,
+                ne: 1,
+                cqes: Vec::new(),
+                setup: Vec::new(),
+                expected: Expected::default(),
+            });
+            continue;
+        }
+        let Some(case) = cur.as_mut() else { continue };
+        if let Some(n) = line.strip_prefix("NOTE:") {
+            let sends = case
+                .setup
+                .iter()
+                .filter(|s| s.queue == SetupQueue::Send)
+                .count();
+            if let Some(s) = parse_setup(n, sends) {
+                case.setup.push(s);
+            }
+            case.notes.push(n.trim().to_string());
+        } else if let Some(cq) = line.strip_prefix("CQ:") {
+            if let Some(v) = num_after(cq, "ncqe=") {
+                case.ncqe = v as u32;
+            }
+            if let Some(v) = num_after(cq, "cqe_size=") {
+                case.cqe_size = v as usize;
+            }
+            if let Some(v) = num_after(cq, "cqe_version=") {
+                case.cqe_version = v as u8;
+            }
+            if let Some(v) = num_after(cq, "cons_index before poll=") {
+                case.ci_before = v as u32;
+            }
+            if let Some(v) = num_after(cq, "ne=") {
+                case.ne = v as usize;
+            }
+        } else if line.starts_with("CQE in ring slot") {
+            flush_cqe(&mut cur, &mut cur_cqe);
+            let slot =
+                num_after(line, "slot").ok_or_else(|| anyhow!("line {}: slot", lineno + 1))?;
+            cur_cqe = Some(RingCqe {
+                slot: slot as u32,
+                bytes: Vec::new(),
+            });
+        } else if line.starts_with('+') && line.contains(':') && cur_cqe.is_some() {
+            let (_, hex) = line.split_once(':').unwrap_or(("", ""));
+            let b = parse_hex_words(hex).with_context(|| format!("line {}", lineno + 1))?;
+            if let Some(c) = cur_cqe.as_mut() {
+                c.bytes.extend(b);
+            }
+        } else if line.starts_with("decoded:") {
+            // informational
+        } else if let Some(r) = line.strip_prefix("result:") {
+            flush_cqe(&mut cur, &mut cur_cqe);
+            in_result = true;
+            let e = &mut case_mut(&mut cur).expected;
+            let ret = value_after(r, "ret=").ok_or_else(|| anyhow!("line {}: ret", lineno + 1))?;
+            e.ret = ret
+                .parse::<i64>()
+                .with_context(|| format!("line {}: ret", lineno + 1))?;
+            e.cons_index_after = num_after(r, "cons_index after=");
+            e.dbrec = num_after(r, "be32=");
+            e.sq_tail = num_after(r, "sq.tail after=");
+            e.rq_tail = num_after(r, "rq.tail after=");
+        } else if line.starts_with("wc[") && line.ends_with(':') && in_result {
+            flush_wc(&mut cur, &mut cur_wc);
+            cur_wc = Some(ExpectedWc::default());
+        } else if line.starts_with("destination buffer after poll") {
+            flush_wc(&mut cur, &mut cur_wc);
+            let e = &mut case_mut(&mut cur).expected;
+            e.dest_fill = num_after(line, "initially").map(|v| v as u8);
+            let hex = line.rsplit_once(':').map(|(_, h)| h).unwrap_or("");
+            e.dest_after =
+                Some(parse_hex_words(hex).with_context(|| format!("line {}", lineno + 1))?);
+        } else if let Some(w) = cur_wc.as_mut() {
+            let mut it = line.splitn(2, char::is_whitespace);
+            let name = it.next().unwrap_or("").to_string();
+            let val = it.next().unwrap_or("").trim();
+            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                continue;
+            }
+            let v = if val.starts_with("<not written") {
+                None
+            } else {
+                match val.split_whitespace().next().map(parse_num) {
+                    Some(Ok(v)) => Some(v),
+                    _ => continue,
+                }
+            };
+            w.fields.push((name, v));
+        }
+    }
+    flush_cqe(&mut cur, &mut cur_cqe);
+    flush_wc(&mut cur, &mut cur_wc);
+    if let Some(c) = cur.take() {
+        f.cases.push(c);
+    }
+    Ok(f)
+}
+
+fn case_mut(c: &mut Option<CqeCase>) -> &mut CqeCase {
+    c.as_mut().expect("called only inside a case")
+}
+
+/// Reads and parses a CQE vector file.
+pub fn read_cqe_file(path: &Path) -> Result<CqeFile> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    parse_cqe_file(&text).with_context(|| format!("parsing {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formulas_and_numbers() {
+        assert_eq!(IndexFormula::parse("0x5100+i").unwrap().at(3), 0x5103);
+        assert_eq!(IndexFormula::parse("1000+i,").unwrap().at(4), 1004);
+        assert_eq!(IndexFormula::parse("7+2*i").unwrap().at(2), 11);
+        assert_eq!(parse_num("0x0abcde").unwrap(), 0xabcde);
+    }
+
+    #[test]
+    fn reads_visible_file() {
+        let p = crate::vectors::vectors_dir().join("cqe_vectors.txt");
+        let f = read_cqe_file(&p).unwrap();
+        assert_eq!(f.qp.qpn, 0x0abcde);
+        assert_eq!(f.qp.uidx, 5);
+        assert_eq!(f.qp.sq_wqe_cnt, 256);
+        assert_eq!(f.qp.rq_wqe_cnt, 16);
+        assert_eq!(f.qp.wr_data(4), 6);
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert_eq!(f.cases.len(), text.matches("=== CQE VECTOR").count());
+        let v12 = f.cases.iter().find(|c| c.number == 12).unwrap();
+        assert_eq!(v12.setup.len(), 1);
+        assert_eq!(v12.setup[0].wr_id, 0x8888);
+        assert_eq!(v12.setup[0].sge_lens, vec![48]);
+        assert_eq!(v12.expected.dest_after.as_ref().unwrap().len(), 48);
+        let v44 = f.cases.iter().find(|c| c.number == 44).unwrap();
+        assert_eq!((v44.cqes.len(), v44.ne, v44.expected.wcs.len()), (2, 4, 2));
+        assert!(v44.cqes.iter().all(|c| c.bytes.len() == 64));
+    }
+}

@@ -1,1 +1,0 @@
-//! CQE formats (FACTS §5).

@@ -1,0 +1,739 @@
+//! Completion queue entries: the 64-byte CQE, the error-CQE view, 128-byte
+//! CQEs, ownership, opcodes, syndromes → work-completion status, requester
+//! and responder field mapping, compressed (mini) CQE expansion and a
+//! readable dump. FACTS §5.
+//!
+//! Everything here works on *copies*: the poll path (`crate::cq`) copies a
+//! CQE out of device memory with raw-pointer reads and hands the bytes to
+//! [`Cqe64::from_bytes`]. No type in this module ever refers to
+//! device-visible memory, and no accessor can panic on any byte pattern.
+
+mod dump;
+mod mini;
+mod status;
+
+pub use dump::CqeDump;
+pub use mini::{MiniCqe, MiniCqeExpander, MiniCqeFormat, MiniCqeIter, MINI_CQES_PER_SLOT};
+pub use status::{
+    req_completion, syndrome_to_status, ReqCompletion, Syndrome, WcFlags, WcOpcode, WcStatus,
+    WorkCompletion, WrittenFields,
+};
+
+use crate::error::ParseError;
+
+/// Bytes in the `mlx5_cqe64` structure. FACTS §5.1.
+pub const CQE64_SIZE: usize = 64;
+/// Bytes in a 128-byte CQE (cqe64 at offset 64). FACTS §5.2.
+pub const CQE128_SIZE: usize = 128;
+/// `op_own` value every entry gets at CQ creation: opcode INVALID, owner 0.
+/// FACTS §3.7, §5.3.
+pub const OP_OWN_INIT: u8 = 0xF0;
+/// Offset of `op_own` inside the cqe64. FACTS §5.1.
+pub const OP_OWN_OFFSET: usize = 63;
+/// Inline-scatter format 1 holds at most this many bytes (cqe64 bytes
+/// 0–31). FACTS §5.1.
+pub const INLINE_SCATTER_32_MAX: usize = 32;
+/// Inline-scatter format 2 holds at most this many bytes (the 64 bytes
+/// before the cqe64 in a 128-byte CQE). FACTS §5.1, §5.2.
+pub const INLINE_SCATTER_64_MAX: usize = 64;
+/// vendor_err_synd marking an ODP page fault (with syndrome 0x22). FACTS §5.6.
+pub const VENDOR_SYNDROME_ODP_PFAULT: u8 = 0x93;
+
+/// CQE size as configured at CQ creation (64 default, 128 optional).
+/// FACTS §3.7, §5.2.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum CqeSize {
+    /// 64-byte entries; the cqe64 is the entry.
+    #[default]
+    B64 = 0,
+    /// 128-byte entries; the cqe64 is the second half.
+    B128 = 1,
+}
+
+impl CqeSize {
+    /// Entry size in bytes.
+    #[inline(always)]
+    pub const fn bytes(self) -> usize {
+        match self {
+            CqeSize::B64 => CQE64_SIZE,
+            CqeSize::B128 => CQE128_SIZE,
+        }
+    }
+    /// Offset of the cqe64 inside one entry (0 or 64). FACTS §5.2.
+    #[inline(always)]
+    pub const fn cqe64_offset(self) -> usize {
+        match self {
+            CqeSize::B64 => 0,
+            CqeSize::B128 => 64,
+        }
+    }
+    /// 64 → `B64`, 128 → `B128`, anything else is rejected (EINVAL in the
+    /// provider). FACTS §3.7.
+    pub const fn from_bytes(n: usize) -> Result<Self, ParseError> {
+        match n {
+            CQE64_SIZE => Ok(CqeSize::B64),
+            CQE128_SIZE => Ok(CqeSize::B128),
+            _ => Err(ParseError::BadField {
+                field: "cqe_size",
+                value: n as u32,
+            }),
+        }
+    }
+}
+
+/// CQE opcode (`op_own >> 4`). FACTS §5.4.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CqeOpcode {
+    /// MLX5_CQE_REQ: requester success.
+    Req = 0,
+    /// MLX5_CQE_RESP_WR_IMM: RDMA write with immediate consumed an RQ WQE.
+    RespWrImm = 1,
+    /// MLX5_CQE_RESP_SEND: responder send.
+    RespSend = 2,
+    /// MLX5_CQE_RESP_SEND_IMM: responder send with immediate.
+    RespSendImm = 3,
+    /// MLX5_CQE_RESP_SEND_INV: responder send with invalidate.
+    RespSendInv = 4,
+    /// MLX5_CQE_RESIZE_CQ: resize marker.
+    Resize = 5,
+    /// MLX5_CQE_NO_PACKET: tag matching / no data.
+    NoPacket = 6,
+    /// MLX5_CQE_SIG_ERR: signature error.
+    SigErr = 12,
+    /// MLX5_CQE_REQ_ERR: requester error.
+    ReqErr = 13,
+    /// MLX5_CQE_RESP_ERR: responder error.
+    RespErr = 14,
+    /// MLX5_CQE_INVALID: software init value, never written by hardware.
+    Invalid = 15,
+}
+
+impl CqeOpcode {
+    /// The mlx5 name (without the `MLX5_CQE_` prefix).
+    pub const fn name(self) -> &'static str {
+        match self {
+            CqeOpcode::Req => "REQ",
+            CqeOpcode::RespWrImm => "RESP_WR_IMM",
+            CqeOpcode::RespSend => "RESP_SEND",
+            CqeOpcode::RespSendImm => "RESP_SEND_IMM",
+            CqeOpcode::RespSendInv => "RESP_SEND_INV",
+            CqeOpcode::Resize => "RESIZE_CQ",
+            CqeOpcode::NoPacket => "NO_PACKET",
+            CqeOpcode::SigErr => "SIG_ERR",
+            CqeOpcode::ReqErr => "REQ_ERR",
+            CqeOpcode::RespErr => "RESP_ERR",
+            CqeOpcode::Invalid => "INVALID",
+        }
+    }
+    /// The name of any 4-bit opcode value (`"UNKNOWN"` for 7–11).
+    pub fn name_of(raw: u8) -> &'static str {
+        CqeOpcode::try_from(raw)
+            .map(CqeOpcode::name)
+            .unwrap_or("UNKNOWN")
+    }
+    /// Responder opcodes (1–4) that consume a receive WQE. FACTS §5.8.
+    pub const fn is_responder(self) -> bool {
+        matches!(
+            self,
+            CqeOpcode::RespWrImm
+                | CqeOpcode::RespSend
+                | CqeOpcode::RespSendImm
+                | CqeOpcode::RespSendInv
+        )
+    }
+}
+
+impl TryFrom<u8> for CqeOpcode {
+    type Error = ParseError;
+    fn try_from(v: u8) -> Result<Self, ParseError> {
+        Ok(match v {
+            0 => CqeOpcode::Req,
+            1 => CqeOpcode::RespWrImm,
+            2 => CqeOpcode::RespSend,
+            3 => CqeOpcode::RespSendImm,
+            4 => CqeOpcode::RespSendInv,
+            5 => CqeOpcode::Resize,
+            6 => CqeOpcode::NoPacket,
+            12 => CqeOpcode::SigErr,
+            13 => CqeOpcode::ReqErr,
+            14 => CqeOpcode::RespErr,
+            15 => CqeOpcode::Invalid,
+            _ => {
+                return Err(ParseError::BadField {
+                    field: "cqe opcode",
+                    value: v as u32,
+                })
+            }
+        })
+    }
+}
+
+/// CQE format (`op_own` bits 3:2). FACTS §5.1, §5.9.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CqeFormat {
+    /// Plain CQE.
+    Plain = 0,
+    /// MLX5_INLINE_SCATTER_32: up to 32 data bytes in cqe64 bytes 0–31.
+    InlineScatter32 = 1,
+    /// MLX5_INLINE_SCATTER_64: up to 64 data bytes in the 64 bytes before
+    /// the cqe64 (128-byte CQEs only).
+    InlineScatter64 = 2,
+    /// Compressed-session title CQE (mini CQEs follow).
+    Compressed = 3,
+}
+
+impl CqeFormat {
+    /// Decodes the 2-bit field (total: every value has a meaning).
+    #[inline(always)]
+    pub const fn from_bits(v: u8) -> Self {
+        match v & 3 {
+            0 => CqeFormat::Plain,
+            1 => CqeFormat::InlineScatter32,
+            2 => CqeFormat::InlineScatter64,
+            _ => CqeFormat::Compressed,
+        }
+    }
+}
+
+impl TryFrom<u8> for CqeFormat {
+    type Error = ParseError;
+    fn try_from(v: u8) -> Result<Self, ParseError> {
+        if v > 3 {
+            return Err(ParseError::BadField {
+                field: "cqe format",
+                value: v as u32,
+            });
+        }
+        Ok(CqeFormat::from_bits(v))
+    }
+}
+
+/// Ownership test of FACTS §5.3: the CQE at consumer index `ci` belongs to
+/// software iff its opcode is not INVALID (15) and its owner bit equals the
+/// parity of the pass, `(ci & ncqe) != 0`. `ncqe` is the (power-of-two)
+/// number of entries.
+#[inline(always)]
+pub const fn sw_owns(op_own: u8, ci: u32, ncqe: u32) -> bool {
+    (op_own >> 4) != CqeOpcode::Invalid as u8 && ((op_own & 1) != 0) == ((ci & ncqe) != 0)
+}
+
+/// Owner bit hardware writes on the pass that contains consumer index `ci`.
+/// FACTS §5.3.
+#[inline(always)]
+pub const fn owner_bit_for(ci: u32, ncqe: u32) -> u8 {
+    ((ci & ncqe) != 0) as u8
+}
+
+macro_rules! be_field {
+    ($(#[$m:meta])* $get:ident, $set:ident, u8, $off:expr) => {
+        $(#[$m])*
+        #[inline(always)]
+        pub const fn $get(&self) -> u8 {
+            self.0[$off]
+        }
+        #[doc = concat!("Sets the field read by [`Self::", stringify!($get), "`].")]
+        #[inline(always)]
+        pub fn $set(&mut self, v: u8) -> &mut Self {
+            self.0[$off] = v;
+            self
+        }
+    };
+    ($(#[$m:meta])* $get:ident, $set:ident, $t:ty, $off:expr) => {
+        $(#[$m])*
+        #[inline(always)]
+        pub const fn $get(&self) -> $t {
+            const N: usize = core::mem::size_of::<$t>();
+            let mut b = [0u8; N];
+            let mut i = 0;
+            while i < N {
+                b[i] = self.0[$off + i];
+                i += 1;
+            }
+            <$t>::from_be_bytes(b)
+        }
+        #[doc = concat!("Sets the field read by [`Self::", stringify!($get), "`] (stored big-endian).")]
+        #[inline(always)]
+        pub fn $set(&mut self, v: $t) -> &mut Self {
+            const N: usize = core::mem::size_of::<$t>();
+            self.0[$off..$off + N].copy_from_slice(&v.to_be_bytes());
+            self
+        }
+    };
+}
+
+/// A typed view over a *copy* of one 64-byte CQE (`mlx5_cqe64`), in the
+/// style of smoltcp's `wire` views: accessors decode fields on demand and
+/// setters encode them (used by the simulator and tests). FACTS §5.1.
+#[repr(transparent)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Cqe64([u8; 64]);
+
+impl Default for Cqe64 {
+    /// All zero except `op_own` = 0xF0 (the software init value).
+    fn default() -> Self {
+        let mut b = [0u8; 64];
+        b[OP_OWN_OFFSET] = OP_OWN_INIT;
+        Cqe64(b)
+    }
+}
+
+impl Cqe64 {
+    /// All 64 bytes zero (a REQ CQE with owner 0).
+    pub const ZERO: Cqe64 = Cqe64([0; 64]);
+
+    /// Wraps 64 bytes.
+    #[inline(always)]
+    pub const fn from_bytes(b: [u8; 64]) -> Self {
+        Cqe64(b)
+    }
+    /// Copies the first 64 bytes of `b`; any byte pattern is accepted.
+    pub fn parse(b: &[u8]) -> Result<Self, ParseError> {
+        match b.get(..CQE64_SIZE) {
+            Some(s) => {
+                let mut a = [0u8; 64];
+                a.copy_from_slice(s);
+                Ok(Cqe64(a))
+            }
+            None => Err(ParseError::Truncated {
+                need: CQE64_SIZE,
+                have: b.len(),
+            }),
+        }
+    }
+    /// The raw bytes in memory order.
+    #[inline(always)]
+    pub const fn as_bytes(&self) -> &[u8; 64] {
+        &self.0
+    }
+    /// Mutable raw bytes.
+    #[inline(always)]
+    pub fn as_bytes_mut(&mut self) -> &mut [u8; 64] {
+        &mut self.0
+    }
+    /// Consumes the view, returning the bytes.
+    #[inline(always)]
+    pub const fn into_bytes(self) -> [u8; 64] {
+        self.0
+    }
+
+    be_field!(
+        /// Bytes 2–3: striding-RQ WQE id.
+        wqe_id, set_wqe_id, u16, 2
+    );
+    be_field!(
+        /// Byte 4 (kernel): LRO tcppsh_abort_dupack.
+        lro_tcppsh_abort_dupack, set_lro_tcppsh_abort_dupack, u8, 4
+    );
+    be_field!(
+        /// Byte 5 (kernel): LRO min_ttl.
+        lro_min_ttl, set_lro_min_ttl, u8, 5
+    );
+    be_field!(
+        /// Bytes 6–7 (kernel): LRO tcp_win.
+        lro_tcp_win, set_lro_tcp_win, u16, 6
+    );
+    be_field!(
+        /// Bytes 8–11 (kernel): LRO ack_seq_num.
+        lro_ack_seq_num, set_lro_ack_seq_num, u32, 8
+    );
+    be_field!(
+        /// Bytes 12–15 (kernel): RSS hash result.
+        rss_hash_result, set_rss_hash_result, u32, 12
+    );
+    be_field!(
+        /// Byte 16 (kernel): RSS hash type.
+        rss_hash_type, set_rss_hash_type, u8, 16
+    );
+    be_field!(
+        /// Byte 17: ml_path (bits 6:0 = DLID path bits).
+        ml_path, set_ml_path, u8, 17
+    );
+    be_field!(
+        /// Bytes 20–21 (kernel): checksum.
+        check_sum, set_check_sum, u16, 20
+    );
+    be_field!(
+        /// Bytes 22–23: source LID (IB).
+        slid, set_slid, u16, 22
+    );
+    be_field!(
+        /// Bytes 24–27: flags_rqpn (source QP 23:0, SL 27:24, GRH 29:28).
+        flags_rqpn, set_flags_rqpn, u32, 24
+    );
+    be_field!(
+        /// Byte 28: hds_ip_ext (bit0 L2_OK, bit1 L3_OK, bit2 L4_OK).
+        hds_ip_ext, set_hds_ip_ext, u8, 28
+    );
+    be_field!(
+        /// Byte 29: l4_hdr_type_etc (L3 type 3:2, L4 type 6:4, cvlan bit 0).
+        l4_hdr_type_etc, set_l4_hdr_type_etc, u8, 29
+    );
+    be_field!(
+        /// Bytes 30–31: VLAN TCI.
+        vlan_info, set_vlan_info, u16, 30
+    );
+    be_field!(
+        /// Bytes 32–35: srqn_uidx (SRQ number or user index in bits 23:0).
+        srqn_uidx, set_srqn_uidx, u32, 32
+    );
+    be_field!(
+        /// Bytes 36–39 decoded as a host value: immediate (see
+        /// [`Self::imm_inval_pkey_raw`] for the stored bytes), invalidated
+        /// rkey, or pkey index in bits 15:0.
+        imm_inval_pkey, set_imm_inval_pkey, u32, 36
+    );
+    be_field!(
+        /// Byte 40: app.
+        app, set_app, u8, 40
+    );
+    be_field!(
+        /// Byte 41: app_op.
+        app_op, set_app_op, u8, 41
+    );
+    be_field!(
+        /// Bytes 42–43: app_info.
+        app_info, set_app_info, u16, 42
+    );
+    be_field!(
+        /// Bytes 44–47: byte count (or mini-CQE count in a compressed title).
+        byte_cnt, set_byte_cnt, u32, 44
+    );
+    be_field!(
+        /// Bytes 48–55: timestamp.
+        timestamp, set_timestamp, u64, 48
+    );
+    be_field!(
+        /// Bytes 56–59: sop_drop_qpn (send WQE opcode 31:24, QPN 23:0).
+        sop_drop_qpn, set_sop_drop_qpn, u32, 56
+    );
+    be_field!(
+        /// Bytes 60–61: WQE counter.
+        wqe_counter, set_wqe_counter, u16, 60
+    );
+    be_field!(
+        /// Byte 62: signature.
+        signature, set_signature, u8, 62
+    );
+    be_field!(
+        /// Byte 63: op_own (opcode 7:4, format 3:2, SE bit 1, owner bit 0).
+        op_own, set_op_own, u8, 63
+    );
+    be_field!(
+        /// Byte 54 (error CQE): vendor_err_synd. FACTS §5.5.
+        vendor_err_synd, set_vendor_err_synd, u8, 54
+    );
+    be_field!(
+        /// Byte 55 (error CQE): syndrome. FACTS §5.5.
+        syndrome, set_syndrome, u8, 55
+    );
+
+    /// Bytes 36–39 exactly as stored (the immediate is passed through raw).
+    #[inline(always)]
+    pub const fn imm_inval_pkey_raw(&self) -> [u8; 4] {
+        [self.0[36], self.0[37], self.0[38], self.0[39]]
+    }
+    /// DLID path bits: `ml_path & 0x7f`. FACTS §5.8.
+    #[inline(always)]
+    pub const fn dlid_path_bits(&self) -> u8 {
+        self.ml_path() & 0x7f
+    }
+    /// Source QP (UD): `flags_rqpn` bits 23:0.
+    #[inline(always)]
+    pub const fn src_qp(&self) -> u32 {
+        self.flags_rqpn() & 0x00ff_ffff
+    }
+    /// Service level: `flags_rqpn` bits 27:24.
+    #[inline(always)]
+    pub const fn sl(&self) -> u8 {
+        ((self.flags_rqpn() >> 24) & 0xf) as u8
+    }
+    /// GRH / remote-IP type: `flags_rqpn` bits 29:28 (nonzero → GRH).
+    #[inline(always)]
+    pub const fn grh(&self) -> u8 {
+        ((self.flags_rqpn() >> 28) & 3) as u8
+    }
+    /// L3 header type (`l4_hdr_type_etc` bits 3:2: 0 none, 1 IPv6, 2 IPv4).
+    #[inline(always)]
+    pub const fn l3_hdr_type(&self) -> u8 {
+        (self.l4_hdr_type_etc() >> 2) & 3
+    }
+    /// L4 header type (`l4_hdr_type_etc` bits 6:4).
+    #[inline(always)]
+    pub const fn l4_hdr_type(&self) -> u8 {
+        (self.l4_hdr_type_etc() >> 4) & 7
+    }
+    /// SRQ number / user index: `srqn_uidx` bits 23:0.
+    #[inline(always)]
+    pub const fn uidx(&self) -> u32 {
+        self.srqn_uidx() & 0x00ff_ffff
+    }
+    /// Send WQE opcode of a requester CQE: `sop_drop_qpn >> 24`. FACTS §5.7.
+    #[inline(always)]
+    pub const fn send_wqe_opcode(&self) -> u8 {
+        (self.sop_drop_qpn() >> 24) as u8
+    }
+    /// QP number: `sop_drop_qpn & 0xffffff`.
+    #[inline(always)]
+    pub const fn qpn(&self) -> u32 {
+        self.sop_drop_qpn() & 0x00ff_ffff
+    }
+    /// Owner bit (`op_own` bit 0). FACTS §5.3.
+    #[inline(always)]
+    pub const fn owner(&self) -> u8 {
+        self.0[OP_OWN_OFFSET] & 1
+    }
+    /// Solicited-event bit (`op_own` bit 1) as 0/1.
+    #[inline(always)]
+    pub const fn se(&self) -> u8 {
+        (self.0[OP_OWN_OFFSET] >> 1) & 1
+    }
+    /// Format (`op_own` bits 3:2) as a number 0–3. FACTS §5.1.
+    #[inline(always)]
+    pub const fn format(&self) -> u8 {
+        (self.0[OP_OWN_OFFSET] >> 2) & 3
+    }
+    /// Format as an enum.
+    #[inline(always)]
+    pub const fn format_kind(&self) -> CqeFormat {
+        CqeFormat::from_bits(self.format())
+    }
+    /// CQE opcode (`op_own >> 4`) as a number 0–15. FACTS §5.4.
+    #[inline(always)]
+    pub const fn opcode(&self) -> u8 {
+        self.0[OP_OWN_OFFSET] >> 4
+    }
+    /// CQE opcode as an enum (`Err` for the undefined values 7–11).
+    #[inline(always)]
+    pub fn cqe_opcode(&self) -> Result<CqeOpcode, ParseError> {
+        CqeOpcode::try_from(self.opcode())
+    }
+    /// Sets `op_own` from its parts.
+    pub fn set_op_own_parts(&mut self, opcode: u8, format: u8, se: bool, owner: u8) -> &mut Self {
+        self.0[OP_OWN_OFFSET] =
+            (opcode << 4) | ((format & 3) << 2) | ((se as u8) << 1) | (owner & 1);
+        self
+    }
+    /// Ownership test against consumer index `ci` in a CQ of `ncqe` entries.
+    #[inline(always)]
+    pub const fn is_sw_owned(&self, ci: u32, ncqe: u32) -> bool {
+        sw_owns(self.0[OP_OWN_OFFSET], ci, ncqe)
+    }
+    /// The error-CQE view of these bytes. FACTS §5.5.
+    #[inline(always)]
+    pub const fn as_err(&self) -> ErrCqe {
+        ErrCqe(*self)
+    }
+    /// True for REQ_ERR / RESP_ERR.
+    #[inline(always)]
+    pub const fn is_error(&self) -> bool {
+        let op = self.opcode();
+        op == CqeOpcode::ReqErr as u8 || op == CqeOpcode::RespErr as u8
+    }
+    /// Inline-scattered data of a format-1 CQE: the first `min(byte_cnt,
+    /// 32)` bytes of the cqe64 (format 2 data lives in the other half of a
+    /// [`Cqe128`]). `None` for other formats. FACTS §5.1.
+    pub fn inline_data32(&self) -> Option<&[u8]> {
+        if self.format() != CqeFormat::InlineScatter32 as u8 {
+            return None;
+        }
+        let n = (self.byte_cnt() as usize).min(INLINE_SCATTER_32_MAX);
+        self.0.get(..n)
+    }
+}
+
+impl core::fmt::Debug for Cqe64 {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Cqe64")
+            .field("opcode", &CqeOpcode::name_of(self.opcode()))
+            .field("op_own", &format_args!("{:#04x}", self.op_own()))
+            .field("qpn", &format_args!("{:#08x}", self.qpn()))
+            .field(
+                "wqe_opcode",
+                &format_args!("{:#04x}", self.send_wqe_opcode()),
+            )
+            .field("wqe_counter", &self.wqe_counter())
+            .field("srqn_uidx", &format_args!("{:#010x}", self.srqn_uidx()))
+            .field("byte_cnt", &self.byte_cnt())
+            .field(
+                "imm_inval_pkey",
+                &format_args!("{:#010x}", self.imm_inval_pkey()),
+            )
+            .field("flags_rqpn", &format_args!("{:#010x}", self.flags_rqpn()))
+            .field("syndrome", &format_args!("{:#04x}", self.syndrome()))
+            .field(
+                "vendor_err_synd",
+                &format_args!("{:#04x}", self.vendor_err_synd()),
+            )
+            .finish()
+    }
+}
+
+/// Error-CQE view (`mlx5_err_cqe`) over a copy of 64 bytes. FACTS §5.5.
+#[repr(transparent)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ErrCqe(Cqe64);
+
+impl ErrCqe {
+    /// The underlying CQE.
+    #[inline(always)]
+    pub const fn cqe(&self) -> &Cqe64 {
+        &self.0
+    }
+    /// Bytes 32–35: SRQ number, or user index with cqe_version 1.
+    #[inline(always)]
+    pub const fn srqn(&self) -> u32 {
+        self.0.srqn_uidx()
+    }
+    /// Byte 54: vendor syndrome.
+    #[inline(always)]
+    pub const fn vendor_err_synd(&self) -> u8 {
+        self.0.vendor_err_synd()
+    }
+    /// Byte 55: syndrome (raw).
+    #[inline(always)]
+    pub const fn syndrome(&self) -> u8 {
+        self.0.syndrome()
+    }
+    /// Syndrome decoded.
+    #[inline(always)]
+    pub const fn syndrome_kind(&self) -> Syndrome {
+        Syndrome::from_u8(self.0.syndrome())
+    }
+    /// The work-completion status the syndrome maps to. FACTS §5.6.
+    #[inline(always)]
+    pub const fn status(&self) -> WcStatus {
+        syndrome_to_status(self.0.syndrome())
+    }
+    /// Bytes 56–59: s_wqe_opcode_qpn.
+    #[inline(always)]
+    pub const fn s_wqe_opcode_qpn(&self) -> u32 {
+        self.0.sop_drop_qpn()
+    }
+    /// Send WQE opcode (bits 31:24 of s_wqe_opcode_qpn).
+    #[inline(always)]
+    pub const fn s_wqe_opcode(&self) -> u8 {
+        self.0.send_wqe_opcode()
+    }
+    /// QPN (bits 23:0 of s_wqe_opcode_qpn).
+    #[inline(always)]
+    pub const fn qpn(&self) -> u32 {
+        self.0.qpn()
+    }
+    /// Bytes 60–61: WQE counter.
+    #[inline(always)]
+    pub const fn wqe_counter(&self) -> u16 {
+        self.0.wqe_counter()
+    }
+    /// Byte 62: signature.
+    #[inline(always)]
+    pub const fn signature(&self) -> u8 {
+        self.0.signature()
+    }
+    /// Byte 63: op_own (opcode 13 or 14 for a real error CQE).
+    #[inline(always)]
+    pub const fn op_own(&self) -> u8 {
+        self.0.op_own()
+    }
+    /// True for an ODP page fault report (syndrome 0x22 with vendor
+    /// syndrome 0x93), which the provider handles internally on SRQs.
+    /// FACTS §5.6.
+    #[inline(always)]
+    pub const fn is_odp_page_fault(&self) -> bool {
+        self.syndrome() == Syndrome::RemoteAbortedErr.as_u8()
+            && self.vendor_err_synd() == VENDOR_SYNDROME_ODP_PFAULT
+    }
+}
+
+/// A copy of one 128-byte CQE: bytes 0–63 hold inline-scatter-64 data
+/// (format 2), bytes 64–127 the cqe64. FACTS §5.2.
+#[repr(transparent)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Cqe128([u8; 128]);
+
+impl Cqe128 {
+    /// Wraps 128 bytes.
+    #[inline(always)]
+    pub const fn from_bytes(b: [u8; 128]) -> Self {
+        Cqe128(b)
+    }
+    /// Copies the first 128 bytes of `b`.
+    pub fn parse(b: &[u8]) -> Result<Self, ParseError> {
+        match b.get(..CQE128_SIZE) {
+            Some(s) => {
+                let mut a = [0u8; 128];
+                a.copy_from_slice(s);
+                Ok(Cqe128(a))
+            }
+            None => Err(ParseError::Truncated {
+                need: CQE128_SIZE,
+                have: b.len(),
+            }),
+        }
+    }
+    /// Builds from the leading 64 bytes and the cqe64.
+    pub fn from_parts(front: [u8; 64], cqe: Cqe64) -> Self {
+        let mut a = [0u8; 128];
+        a[..64].copy_from_slice(&front);
+        a[64..].copy_from_slice(cqe.as_bytes());
+        Cqe128(a)
+    }
+    /// The raw bytes.
+    #[inline(always)]
+    pub const fn as_bytes(&self) -> &[u8; 128] {
+        &self.0
+    }
+    /// The cqe64 (bytes 64–127).
+    pub fn cqe64(&self) -> Cqe64 {
+        let mut a = [0u8; 64];
+        a.copy_from_slice(&self.0[64..]);
+        Cqe64(a)
+    }
+    /// The leading 64 bytes (inline-scatter-64 area).
+    pub fn front(&self) -> &[u8] {
+        &self.0[..64]
+    }
+    /// Inline-scattered data: format 1 → cqe64 bytes 0..min(byte_cnt, 32);
+    /// format 2 → bytes 0..min(byte_cnt, 64) of the entry. FACTS §5.1.
+    pub fn inline_data(&self) -> Option<&[u8]> {
+        let c = self.cqe64();
+        let n = c.byte_cnt() as usize;
+        match c.format_kind() {
+            CqeFormat::InlineScatter32 => self.0.get(64..64 + n.min(INLINE_SCATTER_32_MAX)),
+            CqeFormat::InlineScatter64 => self.0.get(..n.min(INLINE_SCATTER_64_MAX)),
+            _ => None,
+        }
+    }
+}
+
+impl core::fmt::Debug for Cqe128 {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_tuple("Cqe128").field(&self.cqe64()).finish()
+    }
+}
+
+/// Splits a 64- or 128-byte buffer into (cqe64, leading 64 bytes for a
+/// 128-byte CQE). Any other length is rejected; never panics.
+pub fn parse_any(b: &[u8]) -> Result<(Cqe64, Option<[u8; 64]>), ParseError> {
+    match b.len() {
+        CQE64_SIZE => Ok((Cqe64::parse(b)?, None)),
+        CQE128_SIZE => {
+            let c = Cqe128::parse(b)?;
+            let mut front = [0u8; 64];
+            front.copy_from_slice(c.front());
+            Ok((c.cqe64(), Some(front)))
+        }
+        n => Err(ParseError::BadField {
+            field: "cqe length",
+            value: n as u32,
+        }),
+    }
+}
+
+static_assertions::assert_eq_size!(Cqe64, [u8; 64]);
+static_assertions::assert_eq_size!(Cqe128, [u8; 128]);
+
+#[cfg(test)]
+mod tests;
