@@ -1,5 +1,3 @@
-// enabled on merge with the cqe branch
-#![cfg(any())]
 //! The vendor header's CQE getters (`mlx5dv_get_cqe_owner`, `_se`,
 //! `_format`, `_opcode`, via the C shim) against bareverbs' `Cqe64` on
 //! random 64-byte CQEs.

@@ -294,7 +294,7 @@ pub struct SharedReceiveQueue<const N: usize> {
     waitq_tail: i32,
     counter: u16,
     next: [u16; N],
-    free: [u64; N],
+    free: [bool; N],
     wrid: [u64; N],
 }
 
@@ -335,7 +335,7 @@ impl<const N: usize> SharedReceiveQueue<N> {
             waitq_tail: -1,
             counter: 0,
             next: [0; N],
-            free: [0; N],
+            free: [false; N],
             wrid: [0; N],
         };
         for i in 0..cfg.nwqes - 1 {
@@ -364,7 +364,7 @@ impl<const N: usize> SharedReceiveQueue<N> {
     }
 
     fn is_free(&self, i: u32) -> bool {
-        self.free[i as usize] != 0
+        self.free[i as usize]
     }
 
     /// Head of the free list (next slot a post uses).
@@ -408,14 +408,14 @@ impl<const N: usize> SharedReceiveQueue<N> {
         if s >= N {
             return None;
         }
-        self.free[s] = 1;
+        self.free[s] = true;
         Some(self.wrid[s])
     }
 
     fn set_next_tail(&mut self, next_tail: u32) {
         self.link(self.tail, next_tail);
         self.tail = next_tail;
-        self.free[next_tail as usize] = 0;
+        self.free[next_tail as usize] = false;
     }
 
     /// Finds the first run of free slots in `[first, last)`.
@@ -449,10 +449,10 @@ impl<const N: usize> SharedReceiveQueue<N> {
         }
         self.link(self.tail, start);
         self.tail = start + count - 1;
-        self.free[self.tail as usize] = 0;
+        self.free[self.tail as usize] = false;
         for i in start..self.tail {
             self.link(i, i + 1);
-            self.free[i as usize] = 0;
+            self.free[i as usize] = false;
         }
         true
     }

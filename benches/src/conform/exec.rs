@@ -3,7 +3,7 @@
 //! path, post its WRs and report what landed in memory.
 
 use anyhow::{bail, Context, Result};
-use bareverbs::platform::{DmaAllocator, DmaBuf, MemUar, Uar};
+use bareverbs::platform::{DmaAllocator, DmaBuf, MemUar};
 use bareverbs::qp::QpType;
 use bareverbs::rq::{RecvQueue, RecvWr, RqConfig, SharedReceiveQueue, SrqConfig};
 use bareverbs::sq::{
@@ -36,7 +36,10 @@ fn op_of(wr: &vw::SendWr) -> Result<Option<SendOp>> {
     Ok(Some(match wr.opcode_num {
         0 => {
             let r = rdma()?;
-            SendOp::Write { remote_addr: r.remote_addr, rkey: r.rkey }
+            SendOp::Write {
+                remote_addr: r.remote_addr,
+                rkey: r.rkey,
+            }
         }
         1 => {
             let r = rdma()?;
@@ -47,10 +50,15 @@ fn op_of(wr: &vw::SendWr) -> Result<Option<SendOp>> {
             }
         }
         2 => SendOp::Send,
-        3 => SendOp::SendImm { imm: wr.imm_data.unwrap_or(0).swap_bytes() },
+        3 => SendOp::SendImm {
+            imm: wr.imm_data.unwrap_or(0).swap_bytes(),
+        },
         4 => {
             let r = rdma()?;
-            SendOp::Read { remote_addr: r.remote_addr, rkey: r.rkey }
+            SendOp::Read {
+                remote_addr: r.remote_addr,
+                rkey: r.rkey,
+            }
         }
         5 => {
             let a = atomic()?;
@@ -63,14 +71,24 @@ fn op_of(wr: &vw::SendWr) -> Result<Option<SendOp>> {
         }
         6 => {
             let a = atomic()?;
-            SendOp::FetchAdd { remote_addr: a.remote_addr, rkey: a.rkey, add: a.compare_add }
+            SendOp::FetchAdd {
+                remote_addr: a.remote_addr,
+                rkey: a.rkey,
+                add: a.compare_add,
+            }
         }
-        7 => SendOp::LocalInv { invalidate_rkey: wr.invalidate_rkey.unwrap_or(0) },
+        7 => SendOp::LocalInv {
+            invalidate_rkey: wr.invalidate_rkey.unwrap_or(0),
+        },
         8 => {
             let b = wr.bind_mw.context("bind_mw fields missing")?;
             SendOp::BindMw {
                 mw_rkey: b.mw_rkey,
-                mw_type: if b.mw_type == 1 { MwType::Type1 } else { MwType::Type2 },
+                mw_type: if b.mw_type == 1 {
+                    MwType::Type1
+                } else {
+                    MwType::Type2
+                },
                 new_rkey: b.new_rkey,
                 mr_lkey: b.mr_lkey,
                 addr: b.addr,
@@ -78,7 +96,9 @@ fn op_of(wr: &vw::SendWr) -> Result<Option<SendOp>> {
                 access: b.access_flags,
             }
         }
-        9 => SendOp::SendInv { invalidate_rkey: wr.invalidate_rkey.unwrap_or(0) },
+        9 => SendOp::SendInv {
+            invalidate_rkey: wr.invalidate_rkey.unwrap_or(0),
+        },
         _ => return Ok(None),
     }))
 }
@@ -101,7 +121,12 @@ impl SqWorld {
         let ring = dma.alloc(ring_bytes, 4096).context("dma")?;
         let dbrec = dma.alloc(64, 64).context("dma")?;
         let payload = vw::payload_bytes(0, payload_len.max(8192));
-        Ok(SqWorld { dma, ring, dbrec, payload })
+        Ok(SqWorld {
+            dma,
+            ring,
+            dbrec,
+            payload,
+        })
     }
     fn ring_bytes(&self) -> Vec<u8> {
         // SAFETY: the ring is live DMA memory owned by `self.dma`; no queue
@@ -147,7 +172,12 @@ fn run_sq<const N: usize>(
         max_inline_data: qp.ret_max_inline_data,
         sig_all: qp.sq_sig_all,
         atomics: true,
-        bf: BlueFlame { reg_offset: BF_REG, buf_size, enabled: true, prefer: false },
+        bf: BlueFlame {
+            reg_offset: BF_REG,
+            buf_size,
+            enabled: true,
+            prefer: false,
+        },
     };
     // SAFETY: ring and dbrec are fresh allocations owned by `world`, which
     // outlives the queue (declared first, dropped last).
@@ -178,7 +208,11 @@ fn run_sq<const N: usize>(
                     f.ud,
                 ),
                 None => (
-                    vec![Sge { addr: 0x9000, length: 16, lkey: 0x99 }],
+                    vec![Sge {
+                        addr: 0x9000,
+                        length: 16,
+                        lkey: 0x99,
+                    }],
                     SendOp::Send,
                     SendFlags::SIGNALED,
                     (qp_type == QpType::Ud).then_some(vw::UdFields {
@@ -191,7 +225,11 @@ fn run_sq<const N: usize>(
             let av = ud.as_ref().map(av_of).transpose()?;
             let mut wr = SendWr::new(0xf111, op, &sges).with_flags(flags);
             if let (Some(u), Some(av)) = (ud, av.as_ref()) {
-                wr = wr.with_ud(UdDest { av, remote_qpn: u.remote_qpn, remote_qkey: u.remote_qkey });
+                wr = wr.with_ud(UdDest {
+                    av,
+                    remote_qpn: u.remote_qpn,
+                    remote_qkey: u.remote_qkey,
+                });
             }
             // SAFETY: filler SGEs are never dereferenced (not inline).
             unsafe { sq.post_send_raw(&[wr]) }.map_err(|e| anyhow::anyhow!("filler post: {e}"))?;
@@ -214,7 +252,11 @@ fn run_sq<const N: usize>(
         || sq.bf_offset() as u32 != case.bf_offset_before
     {
         // The prep is described only in words: position the counters.
-        sq.set_counters(case.cur_post_before, case.head_before, case.bf_offset_before as usize);
+        sq.set_counters(
+            case.cur_post_before,
+            case.head_before,
+            case.bf_offset_before as usize,
+        );
     }
     let _ = tail;
     if let Some(b) = ring_fill {
@@ -225,8 +267,11 @@ fn run_sq<const N: usize>(
 
     // Build the WRs.
     let sgls: Vec<Vec<Sge>> = case.wrs.iter().map(|w| sgl_of(w, &world.payload)).collect();
-    let avs: Vec<Option<AddressVector>> =
-        case.wrs.iter().map(|w| w.ud.as_ref().map(av_of).transpose()).collect::<Result<_>>()?;
+    let avs: Vec<Option<AddressVector>> = case
+        .wrs
+        .iter()
+        .map(|w| w.ud.as_ref().map(av_of).transpose())
+        .collect::<Result<_>>()?;
     let mut wrs = Vec::new();
     let mut bad_opcode = None;
     for (i, w) in case.wrs.iter().enumerate() {
@@ -237,7 +282,11 @@ fn run_sq<const N: usize>(
         let mut wr = SendWr::new(w.wr_id, op, &sgls[i])
             .with_flags(SendFlags::from_bits_truncate(w.send_flags));
         if let (Some(u), Some(av)) = (w.ud, avs[i].as_ref()) {
-            wr = wr.with_ud(UdDest { av, remote_qpn: u.remote_qpn, remote_qkey: u.remote_qkey });
+            wr = wr.with_ud(UdDest {
+                av,
+                remote_qpn: u.remote_qpn,
+                remote_qkey: u.remote_qkey,
+            });
         }
         wrs.push(wr);
     }
@@ -327,7 +376,7 @@ impl WqeExecutor for SqExecutor {
         ring_fill: Option<u8>,
         uar_fill: u8,
     ) -> Result<WqeOutcome> {
-        dispatch_pow2!(case.qp.wqe_cnt, run_sq, case, header, ring_fill, uar_fill)
+        big_stack(|| dispatch_pow2!(case.qp.wqe_cnt, run_sq, case, header, ring_fill, uar_fill))
     }
 }
 
@@ -355,16 +404,33 @@ fn run_rq<const N: usize>(case: &RecvCase, ring_fill: Option<u8>) -> Result<Recv
     let dma = HeapDma::new();
     let ring = dma.alloc(N << g.wqe_shift, 4096).context("dma")?;
     let dbrec = dma.alloc(64, 64).context("dma")?;
-    let cfg = RqConfig { wqe_shift: g.wqe_shift, max_gs: g.max_gs, max_post: g.max_post };
+    let cfg = RqConfig {
+        wqe_shift: g.wqe_shift,
+        max_gs: g.max_gs,
+        max_post: g.max_post,
+    };
     // SAFETY: fresh allocations owned by `dma`, which outlives the queue.
     let mut rq: Box<RecvQueue<N>> =
         Box::new(unsafe { RecvQueue::new(ring, dbrec, cfg) }.context("RQ geometry rejected")?);
     rq.enable();
-    if let Some(RecvPrep::RqFillers { completed, outstanding, filler, .. }) = &case.prep {
+    if let Some(RecvPrep::RqFillers {
+        completed,
+        outstanding,
+        filler,
+        ..
+    }) = &case.prep
+    {
         let sgl = filler.as_ref().map(recv_sgl).unwrap_or_else(|| {
-            vec![Sge { addr: 0x9000, length: 16, lkey: 0x99 }]
+            vec![Sge {
+                addr: 0x9000,
+                length: 16,
+                lkey: 0x99,
+            }]
         });
-        let wr = RecvWr { wr_id: filler.as_ref().map_or(0xf222, |f| f.wr_id), sgl: &sgl };
+        let wr = RecvWr {
+            wr_id: filler.as_ref().map_or(0xf222, |f| f.wr_id),
+            sgl: &sgl,
+        };
         for k in 0..completed + outstanding {
             // SAFETY: the memory-backed ring is never executed by a device.
             unsafe { rq.post_recv_raw(&[wr]) }.map_err(|e| anyhow::anyhow!("filler: {e}"))?;
@@ -383,8 +449,15 @@ fn run_rq<const N: usize>(case: &RecvCase, ring_fill: Option<u8>) -> Result<Recv
         unsafe { std::ptr::write_bytes(ring.cpu.as_ptr(), b, ring.len) };
     }
     let sgls: Vec<Vec<Sge>> = case.wrs.iter().map(recv_sgl).collect();
-    let wrs: Vec<RecvWr> =
-        case.wrs.iter().zip(&sgls).map(|(w, s)| RecvWr { wr_id: w.wr_id, sgl: s }).collect();
+    let wrs: Vec<RecvWr> = case
+        .wrs
+        .iter()
+        .zip(&sgls)
+        .map(|(w, s)| RecvWr {
+            wr_id: w.wr_id,
+            sgl: s,
+        })
+        .collect();
     // SAFETY: as above.
     let r = unsafe { rq.post_recv_raw(&wrs) };
     let (ret, bad_wr) = match r {
@@ -429,7 +502,13 @@ fn run_srq<const N: usize>(case: &RecvCase, ring_fill: Option<u8>) -> Result<Rec
     let filler_of = |f: &Option<crate::vectors::recv::RecvWr>| {
         (
             f.as_ref().map_or(0xf333, |f| f.wr_id),
-            f.as_ref().map(recv_sgl).unwrap_or_else(|| vec![Sge { addr: 0x9000, length: 16, lkey: 0x99 }]),
+            f.as_ref().map(recv_sgl).unwrap_or_else(|| {
+                vec![Sge {
+                    addr: 0x9000,
+                    length: 16,
+                    lkey: 0x99,
+                }]
+            }),
         )
     };
     match &case.prep {
@@ -439,7 +518,12 @@ fn run_srq<const N: usize>(case: &RecvCase, ring_fill: Option<u8>) -> Result<Rec
                 match op {
                     SrqPrepOp::Post | SrqPrepOp::PostFailed => {
                         // SAFETY: memory-backed ring, never executed.
-                        let _ = unsafe { srq.post_recv_raw(&[RecvWr { wr_id: id, sgl: &sgl }]) };
+                        let _ = unsafe {
+                            srq.post_recv_raw(&[RecvWr {
+                                wr_id: id,
+                                sgl: &sgl,
+                            }])
+                        };
                     }
                     SrqPrepOp::Free(i) => {
                         srq.retire(*i as u16);
@@ -452,8 +536,13 @@ fn run_srq<const N: usize>(case: &RecvCase, ring_fill: Option<u8>) -> Result<Rec
             for _ in 0..*cycles {
                 let slot = srq.head() as u16;
                 // SAFETY: memory-backed ring, never executed.
-                unsafe { srq.post_recv_raw(&[RecvWr { wr_id: id, sgl: &sgl }]) }
-                    .map_err(|e| anyhow::anyhow!("cycle post: {e}"))?;
+                unsafe {
+                    srq.post_recv_raw(&[RecvWr {
+                        wr_id: id,
+                        sgl: &sgl,
+                    }])
+                }
+                .map_err(|e| anyhow::anyhow!("cycle post: {e}"))?;
                 srq.retire(slot);
             }
         }
@@ -461,7 +550,9 @@ fn run_srq<const N: usize>(case: &RecvCase, ring_fill: Option<u8>) -> Result<Rec
     }
     if srq.head() != case.head_before
         || case.tail_before.is_some_and(|t| t != srq.tail())
-        || case.counter_before.is_some_and(|c| c != srq.counter() as u32)
+        || case
+            .counter_before
+            .is_some_and(|c| c != srq.counter() as u32)
     {
         bail!(
             "SRQ prep replay reached head={} tail={} counter={}, the vector says head={} tail={:?} counter={:?}",
@@ -486,8 +577,15 @@ fn run_srq<const N: usize>(case: &RecvCase, ring_fill: Option<u8>) -> Result<Rec
         }
     }
     let sgls: Vec<Vec<Sge>> = case.wrs.iter().map(recv_sgl).collect();
-    let wrs: Vec<RecvWr> =
-        case.wrs.iter().zip(&sgls).map(|(w, s)| RecvWr { wr_id: w.wr_id, sgl: s }).collect();
+    let wrs: Vec<RecvWr> = case
+        .wrs
+        .iter()
+        .zip(&sgls)
+        .map(|(w, s)| RecvWr {
+            wr_id: w.wr_id,
+            sgl: s,
+        })
+        .collect();
     // SAFETY: memory-backed ring, never executed.
     let r = unsafe { srq.post_recv_raw(&wrs) };
     let (ret, bad_wr) = match r {
@@ -516,15 +614,24 @@ fn run_srq<const N: usize>(case: &RecvCase, ring_fill: Option<u8>) -> Result<Rec
 
 impl RecvExecutor for RecvQueueExecutor {
     fn execute(&mut self, case: &RecvCase, ring_fill: Option<u8>) -> Result<RecvOutcome> {
-        match (&case.rq, &case.srq) {
+        big_stack(|| match (&case.rq, &case.srq) {
             (Some(g), _) => dispatch_pow2!(g.wqe_cnt, run_rq, case, ring_fill),
             (_, Some(g)) => dispatch_pow2!(g.max, run_srq, case, ring_fill),
             _ => bail!("case has neither RQ nor SRQ geometry"),
-        }
+        })
     }
 }
 
-#[allow(dead_code)]
-fn _uar_is_used(u: &mut MemUar) {
-    u.flush();
+/// Runs `f` on a thread with a stack large enough for the biggest queue:
+/// queues keep their bookkeeping in fixed arrays sized by the ring (up to
+/// 65536 entries), constructed by value.
+fn big_stack<T: Send>(f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
+    std::thread::scope(|sc| {
+        std::thread::Builder::new()
+            .stack_size(64 << 20)
+            .spawn_scoped(sc, f)
+            .map_err(|e| anyhow::anyhow!("cannot start a replay thread: {e}"))?
+            .join()
+            .map_err(|_| anyhow::anyhow!("replay thread panicked"))?
+    })
 }

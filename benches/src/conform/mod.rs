@@ -79,7 +79,12 @@ pub fn detect_kind(text: &str) -> Option<FileKind> {
 
 /// Runs the files through bareverbs' real post paths.
 pub fn run(paths: &[PathBuf], out: &mut dyn Write) -> Result<(usize, usize)> {
-    run_with(paths, out, &mut exec::SqExecutor, &mut exec::RecvQueueExecutor)
+    run_with(
+        paths,
+        out,
+        &mut exec::SqExecutor,
+        &mut exec::RecvQueueExecutor,
+    )
 }
 
 /// Runs the files with the given executors; prints per-case lines and the
@@ -162,24 +167,51 @@ mod tests {
             .iter()
             .map(|n| dir.join(n))
             .collect();
+        let cases: usize = files
+            .iter()
+            .map(|f| {
+                let t = std::fs::read_to_string(f)
+                    .unwrap_or_else(|e| panic!("{} missing ({e})", f.display()));
+                t.lines().filter(|l| l.starts_with("=== ")).count()
+            })
+            .sum();
         let mut out = Vec::new();
         let mut w = wqe::tests::ReplayWqe::default();
         let mut r = recv::tests::ReplayRecv::default();
         let (pass, fail) = run_with(&files, &mut out, &mut w, &mut r).unwrap();
         let s = String::from_utf8(out).unwrap();
-        // cqe runner is a placeholder on this branch: one file-level FAIL.
-        assert_eq!(fail, 1, "{s}");
-        assert!(pass > 80);
+        assert_eq!((pass, fail), (cases, 0), "{s}");
         assert_eq!(
             s.lines().last().unwrap(),
             format!("{pass} passed, {fail} failed")
         );
-        // Default executors: every case fails with the pending message.
+    }
+
+    /// The project's own replay of every visible vector file through the
+    /// real bareverbs code paths: every case must pass.
+    #[test]
+    fn every_visible_vector_file_passes() {
+        let dir = crate::vectors::vectors_dir();
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{} missing ({e}); set BAREVERBS_VECTORS", dir.display()))
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "txt" || x == "csv"))
+            .collect();
+        files.sort();
+        assert!(
+            files.len() >= 11,
+            "expected the 11 visible vector files in {}",
+            dir.display()
+        );
         let mut out = Vec::new();
-        let (pass, fail) = run(&files[..1], &mut out).unwrap();
+        let (pass, fail) = run(&files, &mut out).unwrap();
         let s = String::from_utf8(out).unwrap();
-        assert_eq!(pass, 0);
-        assert!(fail > 0);
-        assert!(s.contains("post path not merged yet"));
+        let failures: Vec<&str> = s
+            .lines()
+            .filter(|l| l.starts_with("FAIL"))
+            .take(10)
+            .collect();
+        assert_eq!(fail, 0, "{}", failures.join("\n"));
+        assert!(pass > 6000, "{pass} cases");
     }
 }

@@ -170,7 +170,7 @@ impl PostBench {
             if a.inline.is_some() {
                 flags |= SendFlags::INLINE;
             }
-            if (seq + 1) % a.signal_every as u64 == 0 {
+            if (seq + 1).is_multiple_of(a.signal_every as u64) {
                 flags |= SendFlags::SIGNALED;
             }
             wr.wr_id = seq;
