@@ -446,7 +446,12 @@ pub struct SendQueue<U: Uar, const N: usize> {
     fm_cache: u8,
     bf_offset: usize,
     sig_bits: u8,
-    slot_bytes: u32,
+    /// Largest DS count a WQE may have (slot bytes / 16, at most 63).
+    max_ds: u32,
+    /// DS units of the transport segment (UD: 3).
+    transport_ds: u32,
+    /// Bit `opcode` set = that mlx5 opcode may be posted on this QP.
+    allowed: u64,
     wrid: [u64; N],
     wqe_head: [u32; N],
     wr_data: [u8; N],
@@ -456,6 +461,19 @@ pub struct SendQueue<U: Uar, const N: usize> {
 // (by the contract of `new`); moving it to another thread moves that
 // ownership. It is not Sync: `post` needs `&mut self`.
 unsafe impl<U: Uar + Send, const N: usize> Send for SendQueue<U, N> {}
+
+/// DS units of the control and operation segments, by mlx5 opcode (UMR
+/// counts the LOCAL_INV shape; a bind adds its KLM in `check_rare`).
+const BASE_DS: [u8; 64] = {
+    let mut t = [1u8; 64];
+    t[0x08] = 2;
+    t[0x09] = 2;
+    t[0x10] = 2;
+    t[0x11] = 3;
+    t[0x12] = 3;
+    t[0x25] = 8;
+    t
+};
 
 /// Outcome of building one WQE in the ring.
 #[derive(Clone, Copy)]
@@ -489,12 +507,36 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
             return None;
         }
         let slot_bytes = ((Self::RING_BYTES / cfg.max_post as usize) & !63).min(1024) as u32;
+        let max_ds = (slot_bytes / 16).min(crate::wqe::MAX_DS);
+        let bit = |op: u8| 1u64 << op;
+        let sends = bit(0x0a) | bit(0x0b);
+        let allowed = match cfg.qp_type {
+            QpType::Ud => sends,
+            QpType::RawPacket => bit(0x0a),
+            QpType::Uc => sends | bit(0x01) | bit(0x08) | bit(0x09) | bit(0x25),
+            QpType::Rc | QpType::XrcSend => {
+                sends
+                    | bit(0x01)
+                    | bit(0x08)
+                    | bit(0x09)
+                    | bit(0x10)
+                    | bit(0x25)
+                    | if cfg.atomics {
+                        bit(0x11) | bit(0x12)
+                    } else {
+                        0
+                    }
+            }
+            QpType::XrcRecv => 0,
+        };
         Some(SendQueue {
             ring: ring.cpu,
             dbrec: dbrec.cpu,
             uar,
             sig_bits: if cfg.sig_all { 0x08 } else { 0 },
-            slot_bytes,
+            max_ds,
+            transport_ds: if cfg.qp_type == QpType::Ud { 3 } else { 0 },
+            allowed,
             cfg,
             state_max_gs: -1,
             cur_post: 0,
@@ -669,33 +711,46 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
         let mut last: Option<Built> = None;
         let mut next_fence = self.fm_cache;
         let mut result = Ok(());
+        let outstanding = self.head.wrapping_sub(self.tail);
+        let room = self.cfg.max_post.saturating_sub(outstanding);
         let mut nreq = 0u32;
         for (i, wr) in wrs.iter().enumerate() {
-            match self.check(wr, nreq) {
-                Ok(()) => {}
-                Err(kind) => {
-                    result = Err(PostError { index: i, kind });
-                    break;
-                }
+            if nreq >= room {
+                result = Err(PostError {
+                    index: i,
+                    kind: PostErrorKind::QueueFull {
+                        outstanding: outstanding.wrapping_add(nreq),
+                        max_post: self.cfg.max_post,
+                    },
+                });
+                break;
             }
-            // The provider consumes the cached fence once these three
-            // checks pass, even if a later check fails (FACTS §1.3).
+            if wr.sgl.len() as i64 > self.state_max_gs {
+                result = Err(PostError {
+                    index: i,
+                    kind: self.too_many_sges(wr),
+                });
+                break;
+            }
+            // The provider consumes the cached fence once these checks
+            // pass, even if a later check fails (FACTS §1.3).
             let fence = if wr.flags.contains(SendFlags::FENCE) {
                 0x80
             } else {
                 next_fence
             };
             next_fence = 0;
-            if let Err(kind) = self.check_late(wr) {
+            let opcode = wr.op.mlx5_opcode();
+            if let Err(kind) = self.check_late(wr, opcode) {
                 result = Err(PostError { index: i, kind });
                 break;
             }
-            if matches!(wr.op, SendOp::LocalInv { .. } | SendOp::BindMw { .. }) {
-                next_fence = 0x20;
+            if opcode == 0x25 {
+                next_fence = 0x20; // LOCAL_INV / BIND_MW: next WQE small-fenced
             }
-            // SAFETY: forwarded from this function's contract; `check` and
-            // `check_late` proved the WQE fits the slot geometry.
-            let built = unsafe { self.build(wr, fence, nreq, &cpu_of) };
+            // SAFETY: forwarded from this function's contract; the checks
+            // above proved the WQE fits the slot the geometry reserves.
+            let built = unsafe { self.build(wr, opcode, fence, nreq, &cpu_of) };
             last = Some(built);
             nreq += 1;
         }
@@ -706,74 +761,25 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
         result
     }
 
-    #[inline(always)]
-    fn check(&self, wr: &SendWr<'_>, nreq: u32) -> Result<(), PostErrorKind> {
-        let outstanding = self.head.wrapping_sub(self.tail).wrapping_add(nreq);
-        if outstanding >= self.cfg.max_post {
-            return Err(PostErrorKind::QueueFull {
-                outstanding,
-                max_post: self.cfg.max_post,
-            });
+    #[cold]
+    fn too_many_sges(&self, wr: &SendWr<'_>) -> PostErrorKind {
+        PostErrorKind::TooManySges {
+            num: wr.sgl.len(),
+            max: if self.state_max_gs < 0 {
+                None
+            } else {
+                Some(self.cfg.max_gs)
+            },
         }
-        if wr.sgl.len() as i64 > self.state_max_gs {
-            return Err(PostErrorKind::TooManySges {
-                num: wr.sgl.len(),
-                max: if self.state_max_gs < 0 {
-                    None
-                } else {
-                    Some(self.cfg.max_gs)
-                },
-            });
-        }
-        Ok(())
     }
 
+    /// Checks that need the opcode; nothing is written yet.
     #[inline(always)]
-    fn check_late(&self, wr: &SendWr<'_>) -> Result<(), PostErrorKind> {
-        let qt = self.cfg.qp_type;
-        let allowed = match (qt, &wr.op) {
-            (QpType::Ud, SendOp::Send | SendOp::SendImm { .. }) => true,
-            (QpType::Ud, _) => false,
-            (
-                QpType::Uc,
-                SendOp::Send
-                | SendOp::SendImm { .. }
-                | SendOp::SendInv { .. }
-                | SendOp::Write { .. }
-                | SendOp::WriteImm { .. }
-                | SendOp::LocalInv { .. }
-                | SendOp::BindMw { .. },
-            ) => true,
-            (QpType::Uc, _) => false,
-            (QpType::Rc | QpType::XrcSend, _) => true,
-            (QpType::RawPacket, SendOp::Send) => true,
-            _ => false,
-        };
-        if !allowed {
-            return Err(PostErrorKind::OpNotAllowed {
-                op: wr.op.name(),
-                qp_type: qt,
-            });
+    fn check_late(&self, wr: &SendWr<'_>, opcode: u8) -> Result<(), PostErrorKind> {
+        if self.allowed & (1u64 << (opcode & 63)) == 0 {
+            return Err(self.not_allowed(wr));
         }
-        if wr.op.is_atomic() && !self.cfg.atomics {
-            return Err(PostErrorKind::AtomicsDisabled);
-        }
-        if let SendOp::BindMw { length, .. } = wr.op {
-            if length > 1 << 31 {
-                return Err(PostErrorKind::BindTooLong { length });
-            }
-        }
-        if qt == QpType::Ud && wr.ud.is_none() {
-            return Err(PostErrorKind::MissingUdDest);
-        }
-        let base_ds: u32 = match (qt, wr.op) {
-            (QpType::Ud, _) => 4,
-            (_, SendOp::Write { .. } | SendOp::WriteImm { .. } | SendOp::Read { .. }) => 2,
-            (_, SendOp::CompSwap { .. } | SendOp::FetchAdd { .. }) => 3,
-            (_, SendOp::LocalInv { .. }) => 8,
-            (_, SendOp::BindMw { .. }) => 12,
-            _ => 1,
-        };
+        let base_ds = BASE_DS[(opcode & 63) as usize] as u32 + self.transport_ds;
         let data_ds = if wr.flags.contains(SendFlags::INLINE) && !wr.sgl.is_empty() {
             let len: u64 = wr.sgl.iter().map(|s| s.length as u64).sum();
             if len > self.cfg.max_inline_data as u64 {
@@ -786,12 +792,43 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
         } else {
             wr.sgl.len() as u32
         };
-        let ds = base_ds + data_ds;
-        let bytes = (ds * 16).next_multiple_of(64);
-        if bytes > self.slot_bytes || ds > crate::wqe::MAX_DS {
+        if base_ds + data_ds > self.max_ds || opcode == 0x25 || self.transport_ds != 0 {
+            return self.check_rare(wr, base_ds + data_ds);
+        }
+        Ok(())
+    }
+
+    #[cold]
+    fn not_allowed(&self, wr: &SendWr<'_>) -> PostErrorKind {
+        if wr.op.is_atomic() && !self.cfg.atomics && self.cfg.qp_type != QpType::Ud {
+            PostErrorKind::AtomicsDisabled
+        } else {
+            PostErrorKind::OpNotAllowed {
+                op: wr.op.name(),
+                qp_type: self.cfg.qp_type,
+            }
+        }
+    }
+
+    /// Checks of the rarer shapes: UMR WQEs, UD destinations, oversize.
+    #[inline(never)]
+    fn check_rare(&self, wr: &SendWr<'_>, mut ds: u32) -> Result<(), PostErrorKind> {
+        if let SendOp::BindMw { length, .. } = wr.op {
+            if length > 1 << 31 {
+                return Err(PostErrorKind::BindTooLong { length });
+            }
+            if length != 0 {
+                ds += 4; // inline KLM
+            }
+        }
+        if self.cfg.qp_type == QpType::Ud && wr.ud.is_none() {
+            return Err(PostErrorKind::MissingUdDest);
+        }
+        if ds > self.max_ds {
+            let bytes = (ds * 16).next_multiple_of(64);
             return Err(PostErrorKind::WqeTooLarge {
                 bytes,
-                slot: self.slot_bytes,
+                slot: self.max_ds * 16,
             });
         }
         Ok(())
@@ -833,11 +870,12 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
     /// Builds one WQE at the producer index.
     ///
     /// # Safety
-    /// As `post_send_raw`, and `check`/`check_late` passed for `wr`.
+    /// As `post_send_raw`, and the checks of `post_impl` passed for `wr`.
     #[inline(always)]
     unsafe fn build<F: Fn(&Sge) -> *const u8>(
         &mut self,
         wr: &SendWr<'_>,
+        opcode: u8,
         fence: u8,
         nreq: u32,
         cpu_of: &F,
@@ -848,42 +886,19 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
         let mut ds: u32 = 1;
         let mut inline = false;
         let mut wr_data = 0u8;
-        let imm = match wr.op {
-            SendOp::SendImm { imm } | SendOp::WriteImm { imm, .. } => imm,
-            SendOp::SendInv { invalidate_rkey } | SendOp::LocalInv { invalidate_rkey } => {
-                invalidate_rkey
-            }
-            SendOp::BindMw { mw_rkey, .. } => mw_rkey,
-            _ => 0,
-        };
+        let mut imm = 0u32;
         let fm_ce_se = self.sig_bits
             | fence
-            | if wr.flags.contains(SendFlags::SIGNALED) {
-                0x08
-            } else {
-                0
-            }
-            | if wr.flags.contains(SendFlags::SOLICITED) {
-                0x02
-            } else {
-                0
-            };
+            | ((wr.flags.bits() & SendFlags::SIGNALED.bits()) << 2) as u8
+            | ((wr.flags.bits() & SendFlags::SOLICITED.bits()) >> 1) as u8;
 
-        // SAFETY: every store below stays inside the ring:
-        // segments are 16-byte multiples written at 16-aligned offsets and
-        // wrapped at the ring end, and the total WQE size is bounded by the
-        // slot size the sizing rules reserved (checked by `check`).
+        // SAFETY: every store below stays inside the ring: segments are
+        // 16-byte multiples written at 16-aligned offsets and wrapped at the
+        // ring end, and the WQE is at most `max_ds` units, which fit the
+        // slot the geometry reserves per WR (checked before `build`).
         unsafe {
-            match self.cfg.qp_type {
-                QpType::Ud => {
-                    // `check_late` refused UD sends without a destination.
-                    let Some(ud) = wr.ud else {
-                        return Built {
-                            ctrl_off,
-                            ds: 0,
-                            inline: false,
-                        };
-                    };
+            if self.transport_ds != 0 {
+                if let Some(ud) = wr.ud {
                     let mut av = *ud.av;
                     av.dqp_dct = Be32::new(ud.remote_qpn | EXTENDED_UD_AV);
                     av.key[..4].copy_from_slice(&ud.remote_qkey.to_be_bytes());
@@ -891,94 +906,81 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
                     off = Self::wrap(off + 48);
                     ds += 3;
                 }
-                _ => match wr.op {
-                    SendOp::Write { remote_addr, rkey }
-                    | SendOp::WriteImm {
-                        remote_addr, rkey, ..
-                    }
-                    | SendOp::Read { remote_addr, rkey } => {
-                        self.put(off, RaddrSeg::new(remote_addr, rkey));
-                        off += 16;
-                        ds += 1;
-                    }
-                    SendOp::CompSwap {
-                        remote_addr,
-                        rkey,
-                        compare,
-                        swap,
-                    } => {
-                        self.put(off, RaddrSeg::new(remote_addr, rkey));
-                        self.put(
-                            off + 16,
-                            AtomicSeg {
-                                swap_add: Be64::new(swap),
-                                compare: Be64::new(compare),
-                            },
-                        );
-                        off += 32;
-                        ds += 2;
-                    }
-                    SendOp::FetchAdd {
-                        remote_addr,
-                        rkey,
-                        add,
-                    } => {
-                        self.put(off, RaddrSeg::new(remote_addr, rkey));
-                        // compare is not written for fetch-and-add (FACTS §1.5)
-                        self.put(off + 16, Be64::new(add));
-                        off += 32;
-                        ds += 2;
-                    }
-                    SendOp::LocalInv { .. } => {
-                        self.umr(&mut off, &mut ds, MwType::Type2, 0, 0, 0, 0, 0);
-                        wr_data = 6;
-                    }
-                    SendOp::BindMw {
-                        mw_type,
-                        new_rkey,
-                        mr_lkey,
-                        addr,
-                        length,
-                        access,
-                        ..
-                    } => {
-                        self.umr(
-                            &mut off, &mut ds, mw_type, new_rkey, mr_lkey, addr, length, access,
-                        );
-                        wr_data = 5;
-                    }
-                    _ => {}
-                },
+            }
+            match wr.op {
+                SendOp::Send => {}
+                SendOp::SendImm { imm: v } => imm = v,
+                SendOp::SendInv { invalidate_rkey } => imm = invalidate_rkey,
+                SendOp::Write { remote_addr, rkey } | SendOp::Read { remote_addr, rkey } => {
+                    self.put(off, RaddrSeg::new(remote_addr, rkey));
+                    off += 16;
+                    ds += 1;
+                }
+                SendOp::WriteImm {
+                    remote_addr,
+                    rkey,
+                    imm: v,
+                } => {
+                    imm = v;
+                    self.put(off, RaddrSeg::new(remote_addr, rkey));
+                    off += 16;
+                    ds += 1;
+                }
+                SendOp::CompSwap {
+                    remote_addr,
+                    rkey,
+                    compare,
+                    swap,
+                } => {
+                    self.put(off, RaddrSeg::new(remote_addr, rkey));
+                    self.put(
+                        off + 16,
+                        AtomicSeg {
+                            swap_add: Be64::new(swap),
+                            compare: Be64::new(compare),
+                        },
+                    );
+                    off += 32;
+                    ds += 2;
+                }
+                SendOp::FetchAdd {
+                    remote_addr,
+                    rkey,
+                    add,
+                } => {
+                    self.put(off, RaddrSeg::new(remote_addr, rkey));
+                    // compare is not written for fetch-and-add (FACTS §1.5)
+                    self.put(off + 16, Be64::new(add));
+                    off += 32;
+                    ds += 2;
+                }
+                SendOp::LocalInv { invalidate_rkey } => {
+                    imm = invalidate_rkey;
+                    self.umr(&mut off, &mut ds, MwType::Type2, 0, 0, 0, 0, 0);
+                    wr_data = 6;
+                }
+                SendOp::BindMw {
+                    mw_rkey,
+                    mw_type,
+                    new_rkey,
+                    mr_lkey,
+                    addr,
+                    length,
+                    access,
+                } => {
+                    imm = mw_rkey;
+                    self.umr(
+                        &mut off, &mut ds, mw_type, new_rkey, mr_lkey, addr, length, access,
+                    );
+                    wr_data = 5;
+                }
             }
 
             if wr.flags.contains(SendFlags::INLINE) && !wr.sgl.is_empty() {
-                let hdr_off = off;
-                let mut p = off + 4;
-                let mut total = 0u32;
-                for s in wr.sgl {
-                    if s.length == 0 {
-                        continue;
-                    }
-                    let mut src = cpu_of(s);
-                    let mut len = s.length as usize;
-                    total += s.length;
-                    let room = Self::RING_BYTES - p;
-                    if len > room {
-                        core::ptr::copy_nonoverlapping(src, self.ring.as_ptr().add(p), room);
-                        src = src.add(room);
-                        len -= room;
-                        p = 0;
-                    }
-                    core::ptr::copy_nonoverlapping(src, self.ring.as_ptr().add(p), len);
-                    p += len;
-                }
-                if total > 0 {
-                    self.put(hdr_off, InlineHdr::new(total));
-                    ds += (total + 4).div_ceil(16);
-                }
+                ds += self.copy_inline(off, wr.sgl, cpu_of);
                 inline = true;
             } else {
-                let atomic = wr.op.is_atomic();
+                let atomic = opcode == 0x11 || opcode == 0x12;
                 for s in wr.sgl {
                     off = Self::wrap(off);
                     if s.length == 0 {
@@ -994,7 +996,7 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
             let ctrl = CtrlSeg::new(
                 0,
                 self.cur_post as u16,
-                wr.op.mlx5_opcode(),
+                opcode,
                 self.cfg.qpn,
                 ds as u8,
                 fm_ce_se,
@@ -1006,12 +1008,54 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
         self.wrid[idx] = wr.wr_id;
         self.wqe_head[idx] = self.head.wrapping_add(nreq);
         self.wr_data[idx] = wr_data;
-        self.cur_post = self.cur_post.wrapping_add((ds * 16).div_ceil(64));
+        self.cur_post = self.cur_post.wrapping_add((ds + 3) >> 2);
         Built {
             ctrl_off,
             ds,
             inline,
         }
+    }
+
+    /// Copies an inline payload after its 4-byte header at `off`, splitting
+    /// at the ring end; returns the DS units used (0 for an empty payload).
+    ///
+    /// # Safety
+    /// As `build`: the payload fits the slot; `cpu_of(s)` is readable.
+    #[inline(never)]
+    unsafe fn copy_inline<F: Fn(&Sge) -> *const u8>(
+        &self,
+        off: usize,
+        sgl: &[Sge],
+        cpu_of: &F,
+    ) -> u32 {
+        let mut p = off + 4;
+        let mut total = 0u32;
+        // SAFETY: the caller guarantees room for the payload in the ring
+        // (split at the end) and readable sources.
+        unsafe {
+            for s in sgl {
+                if s.length == 0 {
+                    continue;
+                }
+                let mut src = cpu_of(s);
+                let mut len = s.length as usize;
+                total += s.length;
+                let room = Self::RING_BYTES - p;
+                if len > room {
+                    core::ptr::copy_nonoverlapping(src, self.ring.as_ptr().add(p), room);
+                    src = src.add(room);
+                    len -= room;
+                    p = 0;
+                }
+                core::ptr::copy_nonoverlapping(src, self.ring.as_ptr().add(p), len);
+                p += len;
+            }
+            if total == 0 {
+                return 0;
+            }
+            self.put(off, InlineHdr::new(total));
+        }
+        (total + 4).div_ceil(16)
     }
 
     /// Writes the UMR control, mkey context and (for a bind with a length)

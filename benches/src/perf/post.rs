@@ -67,7 +67,7 @@ pub struct PostStats {
 pub struct PostBench {
     _dma: HeapDma,
     sq: Box<SendQueue<MemUar, RING_BBS>>,
-    sgl: Vec<Sge>,
+    wrs: Vec<SendWr<'static>>,
     payload: Vec<u8>,
     args: PostArgs,
     posted: u64,
@@ -112,10 +112,11 @@ impl PostBench {
         };
         // SAFETY: ring and dbrec are fresh allocations owned by `dma`, which
         // lives in the returned struct alongside the queue.
-        let sq = unsafe { SendQueue::new(ring, dbrec, MemUar::default(), cfg) }
+        let mut sq = unsafe { SendQueue::new(ring, dbrec, MemUar::default(), cfg) }
             .ok_or_else(|| anyhow::anyhow!("bad geometry"))?;
+        sq.enable();
         let payload = vec![0x5au8; 64 * 1024];
-        let sgl = (0..args.sge)
+        let sgl: Vec<Sge> = (0..args.sge)
             .map(|i| match args.inline {
                 Some(n) => Sge {
                     addr: payload.as_ptr() as u64 + i as u64 * 64,
@@ -135,10 +136,24 @@ impl PostBench {
             2
         };
         let bbs_per_wr = (base_ds * 16 + data).div_ceil(64);
+        // The SGE list lives as long as the process (a benchmark fixture).
+        let sgl: &'static [Sge] = Box::leak(sgl.into_boxed_slice());
+        let op = match args.opcode {
+            PerfOpcode::Write => SendOp::Write {
+                remote_addr: 0x2000_0000,
+                rkey: 0x77,
+            },
+            PerfOpcode::Send => SendOp::Send,
+            PerfOpcode::Read => SendOp::Read {
+                remote_addr: 0x2000_0000,
+                rkey: 0x77,
+            },
+        };
+        let wrs = vec![SendWr::new(0, op, sgl); args.batch.min(64) as usize];
         Ok(PostBench {
             _dma: dma,
             sq: Box::new(sq),
-            sgl,
+            wrs,
             payload,
             args,
             posted: 0,
@@ -151,20 +166,8 @@ impl PostBench {
     #[inline]
     pub fn step(&mut self) -> u32 {
         let a = self.args;
-        let op = match a.opcode {
-            PerfOpcode::Write => SendOp::Write {
-                remote_addr: 0x2000_0000,
-                rkey: 0x77,
-            },
-            PerfOpcode::Send => SendOp::Send,
-            PerfOpcode::Read => SendOp::Read {
-                remote_addr: 0x2000_0000,
-                rkey: 0x77,
-            },
-        };
-        let mut wrs = [SendWr::new(0, op, &self.sgl); 64];
-        let n = a.batch.min(64) as usize;
-        for (k, wr) in wrs.iter_mut().take(n).enumerate() {
+        let n = self.wrs.len();
+        for (k, wr) in self.wrs.iter_mut().enumerate() {
             let seq = self.posted + k as u64;
             let mut flags = SendFlags::empty();
             if a.inline.is_some() {
@@ -179,7 +182,7 @@ impl PostBench {
         // SAFETY: non-inline SGEs name fake device addresses that the
         // memory-backed UAR never dereferences; inline SGEs point into
         // `self.payload`, alive and readable.
-        let r = unsafe { self.sq.post_send_raw(&wrs[..n]) };
+        let r = unsafe { self.sq.post_send_raw(&self.wrs) };
         let posted = match r {
             Ok(()) => n,
             Err(e) => e.index,
@@ -199,8 +202,12 @@ impl PostBench {
         let start_bbs = self.sq.cur_post();
         let t = Instant::now();
         let mut done = 0u64;
+        let mut stalls = 0u32;
         while done < self.args.iters {
-            done += self.step() as u64;
+            let n = self.step() as u64;
+            done += n;
+            stalls = if n == 0 { stalls + 1 } else { 0 };
+            assert!(stalls < 1000, "posting makes no progress");
         }
         let el = t.elapsed();
         let bbs = self.sq.cur_post().wrapping_sub(start_bbs) as f64;
