@@ -34,6 +34,7 @@ pub mod error;
 pub mod mr;
 pub mod platform;
 pub mod qp;
+pub mod queue_pair;
 pub mod ring;
 pub mod rq;
 pub mod sizing;
