@@ -643,10 +643,15 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
     /// each must name memory registered under its lkey that stays valid,
     /// and unaliased by Rust references where the device writes, until the
     /// WR's completion is polled. For [`SendFlags::INLINE`], each SGE's
-    /// `addr` must be a CPU address readable for `length` bytes now.
+    /// `addr` must be a CPU address readable for `length` bytes now, whose
+    /// provenance was exposed (`ptr as u64` or `ptr.expose_provenance()`).
     pub unsafe fn post_send_raw(&mut self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
         // SAFETY: forwarded contract; inline SGE addresses are CPU addresses.
-        unsafe { self.post_impl(wrs, |s: &Sge| s.addr as usize as *const u8) }
+        unsafe {
+            self.post_impl(wrs, |s: &Sge| {
+                core::ptr::with_exposed_provenance::<u8>(s.addr as usize)
+            })
+        }
     }
 
     /// Posts `wrs` after checking every SGE against the registered regions
@@ -1227,3 +1232,268 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
 }
 
 impl Segment for Be64 {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::platform::MemUar;
+    use crate::wqe::{Be16, SendWqe};
+
+    const N: usize = 8;
+
+    /// Test memory for one queue: ring, doorbell record, inline payload.
+    struct Fixture {
+        ring: [u64; N * 8],
+        db: [u64; 1],
+    }
+
+    fn buf<T>(a: &mut [T]) -> DmaBuf {
+        DmaBuf {
+            cpu: NonNull::new(a.as_mut_ptr().cast::<u8>()).unwrap(),
+            iova: 0x1000,
+            len: core::mem::size_of_val(a),
+        }
+    }
+
+    fn cfg(qp_type: QpType, max_post: u32, max_gs: u32, inline: u32) -> SqConfig {
+        SqConfig {
+            qpn: 0xabcde,
+            qp_type,
+            max_post,
+            max_gs,
+            max_inline_data: inline,
+            sig_all: false,
+            atomics: true,
+            bf: BlueFlame {
+                reg_offset: 0x800,
+                buf_size: 256,
+                enabled: true,
+                prefer: false,
+            },
+        }
+    }
+
+    fn queue(f: &mut Fixture, c: SqConfig) -> SendQueue<MemUar, N> {
+        // SAFETY: the fixture outlives the queue in every test and nothing
+        // else touches it while the queue lives.
+        let mut q =
+            unsafe { SendQueue::new(buf(&mut f.ring), buf(&mut f.db), MemUar::filled(0xee), c) }
+                .unwrap();
+        q.enable();
+        q
+    }
+
+    fn ring_bytes(f: &Fixture) -> [u8; N * 64] {
+        let mut out = [0u8; N * 64];
+        for (i, w) in f.ring.iter().enumerate() {
+            out[i * 8..i * 8 + 8].copy_from_slice(&w.to_ne_bytes());
+        }
+        out
+    }
+
+    #[test]
+    fn write_then_parse_back() {
+        let mut f = Fixture {
+            ring: [0; N * 8],
+            db: [0],
+        };
+        let mut q = queue(&mut f, cfg(QpType::Rc, 1, 16, 252));
+        let sgl = [Sge {
+            addr: 0x1122_3344_5566_7788,
+            length: 100,
+            lkey: 7,
+        }];
+        let wr = SendWr::new(
+            9,
+            SendOp::Write {
+                remote_addr: 0xdead_beef,
+                rkey: 0x42,
+            },
+            &sgl,
+        )
+        .with_flags(SendFlags::SIGNALED);
+        // SAFETY: non-inline SGE; the memory UAR never dereferences it.
+        unsafe { q.post_send_raw(&[wr]) }.unwrap();
+        let r = ring_bytes(&f);
+        let w = SendWqe::parse(&r, crate::wqe::QpType::Rc).unwrap();
+        // FACTS §1.7: RC WRITE with 1 SGE = ctrl + raddr + data = 3 DS.
+        assert_eq!(w.ctrl.ds(), 3);
+        assert_eq!(w.ctrl.opcode(), 0x08);
+        assert_eq!(w.ctrl.qpn(), 0xabcde);
+        assert_eq!(w.ctrl.fm_ce_se, 0x08);
+        assert_eq!(q.cur_post(), 1);
+        // FACTS §4.1: dbrec word 1 = BE32(cur_post).
+        assert_eq!(f.db[0].to_ne_bytes()[4..8], 1u32.to_be_bytes());
+        // 8-byte doorbell at the BF register: the first 8 ctrl bytes.
+        assert_eq!(q.uar().bytes()[0x800..0x808], r[..8]);
+        assert_eq!(q.bf_offset(), 256);
+    }
+
+    #[test]
+    fn inline_wraps_at_ring_end_and_blueflame_copies_it() {
+        let mut f = Fixture {
+            ring: [0; N * 8],
+            db: [0],
+        };
+        let mut q = queue(&mut f, cfg(QpType::Rc, 1, 16, 252));
+        q.set_counters(7, 7, 0);
+        let payload: [u8; 60] = core::array::from_fn(|i| i as u8);
+        let sgl = [Sge {
+            addr: payload.as_ptr().expose_provenance() as u64,
+            length: 60,
+            lkey: 0,
+        }];
+        let wr = SendWr::new(1, SendOp::Send, &sgl).with_flags(SendFlags::INLINE);
+        // SAFETY: the inline SGE points at `payload`, alive and readable.
+        unsafe { q.post_send_raw(&[wr]) }.unwrap();
+        let r = ring_bytes(&f);
+        // ctrl at slot 7 (0x1c0); inline header at 0x1d0, 44 bytes of
+        // payload to the ring end, the remaining 16 at offset 0. FACTS §1.8.
+        assert_eq!(r[0x1d0..0x1d4], (60u32 | 0x8000_0000).to_be_bytes());
+        assert_eq!(r[0x1d4..0x200], payload[..44]);
+        assert_eq!(r[0..16], payload[44..]);
+        // DS = 1 + ceil((60 + 4) / 16) = 5 → 2 WQEBBs.
+        assert_eq!(q.cur_post(), 9);
+        // BlueFlame: single inline WR of DS 5 ≤ 16 → 128 bytes copied, the
+        // source wrapping at the ring end.
+        assert_eq!(q.uar().bytes()[0x800..0x840], r[0x1c0..0x200]);
+        assert_eq!(q.uar().bytes()[0x840..0x880], r[0..0x40]);
+    }
+
+    #[test]
+    fn every_refusal_is_typed_and_writes_nothing() {
+        let mut f = Fixture {
+            ring: [0; N * 8],
+            db: [0],
+        };
+        let mut q = queue(&mut f, cfg(QpType::Rc, 2, 4, 60));
+        let before = ring_bytes(&f);
+        let sge = Sge {
+            addr: 0x1000,
+            length: 8,
+            lkey: 1,
+        };
+        let five = [sge; 5];
+        let big = [Sge {
+            addr: 0x1000,
+            length: 61,
+            lkey: 1,
+        }];
+        let one = [sge];
+        let ra = SendOp::Write {
+            remote_addr: 0,
+            rkey: 0,
+        };
+        let cases = [
+            (SendWr::new(1, SendOp::Send, &five), 12),
+            (
+                SendWr::new(1, SendOp::Send, &big).with_flags(SendFlags::INLINE),
+                12,
+            ),
+            (
+                SendWr::new(
+                    1,
+                    SendOp::BindMw {
+                        mw_rkey: 1,
+                        mw_type: MwType::Type2,
+                        new_rkey: 2,
+                        mr_lkey: 3,
+                        addr: 0,
+                        length: 1 << 32,
+                        access: 0,
+                    },
+                    &[],
+                ),
+                95,
+            ),
+        ];
+        for (wr, errno) in cases {
+            // SAFETY: nothing is dereferenced (refused before any write).
+            let e = unsafe { q.post_send_raw(&[wr]) }.unwrap_err();
+            assert_eq!(e.index, 0);
+            assert_eq!(e.kind.errno(), errno, "{:?}", e.kind);
+        }
+        // Queue full after max_post (2) WRs: the third is refused.
+        let wrs = [
+            SendWr::new(1, ra, &one),
+            SendWr::new(2, ra, &one),
+            SendWr::new(3, ra, &one),
+        ];
+        // SAFETY: non-inline SGEs, never dereferenced.
+        let e = unsafe { q.post_send_raw(&wrs) }.unwrap_err();
+        assert_eq!(e.index, 2);
+        assert!(matches!(
+            e.kind,
+            PostErrorKind::QueueFull {
+                outstanding: 2,
+                max_post: 2
+            }
+        ));
+        assert_eq!(q.cur_post(), 2);
+        let after = ring_bytes(&f);
+        assert_eq!(
+            after[128..],
+            before[128..],
+            "only the two posted WQEBBs changed"
+        );
+        // Posting is refused in a non-RTS state.
+        q.reset();
+        // SAFETY: as above.
+        let e = unsafe { q.post_send_raw(&[SendWr::new(1, SendOp::Send, &[])]) }.unwrap_err();
+        assert!(matches!(
+            e.kind,
+            PostErrorKind::TooManySges { max: None, .. }
+        ));
+    }
+
+    #[test]
+    fn ud_needs_a_destination_and_only_sends() {
+        let mut f = Fixture {
+            ring: [0; N * 8],
+            db: [0],
+        };
+        let mut q = queue(&mut f, cfg(QpType::Ud, 4, 1, 60));
+        let one = [Sge {
+            addr: 0x1000,
+            length: 8,
+            lkey: 1,
+        }];
+        // SAFETY: refused before any write.
+        let e = unsafe { q.post_send_raw(&[SendWr::new(1, SendOp::Send, &one)]) }.unwrap_err();
+        assert_eq!(e.kind, PostErrorKind::MissingUdDest);
+        let wr = SendWr::new(
+            1,
+            SendOp::Read {
+                remote_addr: 0,
+                rkey: 0,
+            },
+            &one,
+        );
+        // SAFETY: refused before any write.
+        let e = unsafe { q.post_send_raw(&[wr]) }.unwrap_err();
+        assert!(matches!(
+            e.kind,
+            PostErrorKind::OpNotAllowed {
+                op: "RDMA_READ",
+                ..
+            }
+        ));
+        let av = AddressVector {
+            rlid: Be16::new(0x12),
+            ..Default::default()
+        };
+        let ud = UdDest {
+            av: &av,
+            remote_qpn: 0xbeef,
+            remote_qkey: 0x1111_1111,
+        };
+        // SAFETY: non-inline SGE, never dereferenced.
+        unsafe { q.post_send_raw(&[SendWr::new(1, SendOp::Send, &one).with_ud(ud)]) }.unwrap();
+        let r = ring_bytes(&f);
+        // FACTS §1.5: dqp_dct = QPN | 0x80000000, qkey in bytes 0–3 of the AV.
+        assert_eq!(r[16..20], 0x1111_1111u32.to_be_bytes());
+        assert_eq!(r[24..28], (0xbeef | 0x8000_0000u32).to_be_bytes());
+        // ctrl + AV + data = 5 DS → 2 WQEBBs (FACTS §1.7).
+        assert_eq!(q.cur_post(), 2);
+    }
+}
