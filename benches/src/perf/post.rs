@@ -6,7 +6,9 @@
 
 use bareverbs::platform::{DmaAllocator, MemUar};
 use bareverbs::qp::QpType;
-use bareverbs::sq::{BlueFlame, SendFlags, SendOp, SendQueue, SendWr, Sge, SqConfig};
+use bareverbs::sq::{
+    BlueFlame, RdmaOp, RdmaWr, SendFlags, SendOp, SendQueue, SendWr, Sge, SqConfig,
+};
 use bareverbs_sim::dma::HeapDma;
 use std::time::Instant;
 
@@ -48,6 +50,9 @@ pub struct PostArgs {
     /// Use BlueFlame copies for single-WR inline posts.
     #[arg(long)]
     pub blueflame: bool,
+    /// Post through the general `post_send_raw` instead of the hot path.
+    #[arg(long)]
+    pub general: bool,
 }
 
 /// Result of a post benchmark.
@@ -68,6 +73,9 @@ pub struct PostBench {
     _dma: HeapDma,
     sq: Box<SendQueue<MemUar, RING_BBS>>,
     wrs: Vec<SendWr<'static>>,
+    rwrs: Vec<RdmaWr<'static>>,
+    op: RdmaOp,
+    to_signal: u32,
     payload: Vec<u8>,
     args: PostArgs,
     posted: u64,
@@ -150,10 +158,26 @@ impl PostBench {
             },
         };
         let wrs = vec![SendWr::new(0, op, sgl); args.batch.min(64) as usize];
+        let rop = match args.opcode {
+            PerfOpcode::Write => RdmaOp::Write,
+            PerfOpcode::Send => RdmaOp::Send,
+            PerfOpcode::Read => RdmaOp::Read,
+        };
+        let rwr = RdmaWr {
+            wr_id: 0,
+            remote_addr: 0x2000_0000,
+            rkey: 0x77,
+            sgl,
+            signaled: false,
+        };
+        let rwrs = vec![rwr; args.batch.min(64) as usize];
         Ok(PostBench {
             _dma: dma,
             sq: Box::new(sq),
             wrs,
+            rwrs,
+            op: rop,
+            to_signal: args.signal_every,
             payload,
             args,
             posted: 0,
@@ -167,26 +191,44 @@ impl PostBench {
     pub fn step(&mut self) -> u32 {
         let a = self.args;
         let n = self.wrs.len();
-        for (k, wr) in self.wrs.iter_mut().enumerate() {
-            let seq = self.posted + k as u64;
-            let mut flags = SendFlags::empty();
-            if a.inline.is_some() {
-                flags |= SendFlags::INLINE;
+        let mut to_signal = self.to_signal;
+        let r = if a.inline.is_none() && !a.general {
+            for (k, wr) in self.rwrs.iter_mut().enumerate() {
+                to_signal -= 1;
+                wr.wr_id = self.posted + k as u64;
+                wr.signaled = to_signal == 0;
+                if to_signal == 0 {
+                    to_signal = a.signal_every;
+                }
             }
-            if (seq + 1).is_multiple_of(a.signal_every as u64) {
-                flags |= SendFlags::SIGNALED;
+            // SAFETY: the SGEs name fake device addresses that the
+            // memory-backed UAR never dereferences.
+            unsafe { self.sq.post_rdma_raw(self.op, &self.rwrs) }
+        } else {
+            for (k, wr) in self.wrs.iter_mut().enumerate() {
+                to_signal -= 1;
+                let mut flags = SendFlags::empty();
+                if a.inline.is_some() {
+                    flags |= SendFlags::INLINE;
+                }
+                if to_signal == 0 {
+                    flags |= SendFlags::SIGNALED;
+                    to_signal = a.signal_every;
+                }
+                wr.wr_id = self.posted + k as u64;
+                wr.flags = flags;
             }
-            wr.wr_id = seq;
-            wr.flags = flags;
-        }
-        // SAFETY: non-inline SGEs name fake device addresses that the
-        // memory-backed UAR never dereferences; inline SGEs point into
-        // `self.payload`, alive and readable.
-        let r = unsafe { self.sq.post_send_raw(&self.wrs) };
+            // SAFETY: non-inline SGEs are never dereferenced; inline SGEs
+            // point into `self.payload`, alive and readable.
+            unsafe { self.sq.post_send_raw(&self.wrs) }
+        };
         let posted = match r {
             Ok(()) => n,
             Err(e) => e.index,
         };
+        if posted == n {
+            self.to_signal = to_signal;
+        }
         self.posted += posted as u64;
         if posted < n || self.sq.outstanding() * 2 >= self.sq.config().max_post {
             // What a poll of the newest CQE does: retire everything posted.

@@ -138,6 +138,13 @@ impl CtrlSeg {
     pub const fn opcode(&self) -> u8 {
         self.opmod_idx_opcode.get() as u8
     }
+    /// The same segment with `qpn_ds` replaced by a precomputed
+    /// `qpn << 8 | ds` word.
+    #[inline(always)]
+    pub const fn with_qpn_ds(mut self, qpn_ds: u32) -> Self {
+        self.qpn_ds = Be32::new(qpn_ds);
+        self
+    }
     /// The opcode modifier (bits 31:24).
     pub const fn opmod(&self) -> u8 {
         (self.opmod_idx_opcode.get() >> 24) as u8
