@@ -29,6 +29,14 @@ enum Cli {
 /// `bareverbs perf` subcommands.
 #[derive(Subcommand)]
 enum PerfCmd {
+    /// CPU cost of polling CQEs (wr_id recovery, doorbell record update).
+    Poll {
+        #[command(flatten)]
+        args: bareverbs_bench::perf::poll::PollArgs,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// CPU cost of posting WRs with the full doorbell sequence.
     Post {
         #[command(flatten)]
@@ -109,6 +117,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cli::Budget(args) => {
             let code = bareverbs_bench::budget::run(&args)?;
             return Ok(ExitCode::from(code.clamp(0, 255) as u8));
+        }
+        Cli::Perf(PerfCmd::Poll { args, json }) => {
+            let stats = bareverbs_bench::perf::poll::PollBench::new(args)?.run();
+            if json {
+                println!("{}", serde_json::to_string(&stats)?);
+            } else {
+                println!(
+                    "poll batch={}: {:.2} ns/CQE over {} CQEs",
+                    args.batch, stats.ns_per_op, stats.ops
+                );
+            }
         }
         Cli::Perf(PerfCmd::Post { args, json }) => {
             let stats = bareverbs_bench::perf::post::PostBench::new(args)?.run();

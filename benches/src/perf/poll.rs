@@ -1,0 +1,157 @@
+//! `bareverbs perf poll`: CPU cost of polling CQEs from a memory-backed
+//! completion queue, with `wr_id` recovery through a send queue
+//! (`QueuePair` as the resolver) and one doorbell-record update per poll.
+//!
+//! A fake device refills the ring between laps with requester CQEs whose
+//! owner bit matches the next pass; only the `poll` calls are timed.
+
+use bareverbs::cq::CompletionQueue;
+use bareverbs::cqe::{Cqe64, CqeSize, WorkCompletion};
+use bareverbs::platform::{DmaAllocator, DmaBuf, MemUar};
+use bareverbs::qp::QpType;
+use bareverbs::queue_pair::QueuePair;
+use bareverbs::sq::{BlueFlame, SendQueue, SqConfig};
+use bareverbs_sim::dma::HeapDma;
+use std::time::{Duration, Instant};
+
+/// CQ entries of the benchmark queue.
+pub const CQ_ENTRIES: usize = 4096;
+const SQ_BBS: usize = 4096;
+
+/// Parameters of a poll benchmark.
+#[derive(Clone, Copy, Debug, clap::Args, serde::Serialize)]
+pub struct PollArgs {
+    /// CQEs requested per poll call.
+    #[arg(long, default_value_t = 16)]
+    pub batch: u32,
+    /// CQEs to poll in total.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub iters: u64,
+}
+
+/// Result of a poll benchmark.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct PollStats {
+    /// Nanoseconds per polled CQE (poll calls only).
+    pub ns_per_op: f64,
+    /// CQEs polled.
+    pub ops: u64,
+}
+
+/// A CQ, a QP resolving its completions, and the fake device's state.
+pub struct PollBench {
+    _dma: HeapDma,
+    cq: Box<CompletionQueue<CQ_ENTRIES>>,
+    qp: Box<QueuePair<MemUar, SQ_BBS, 1>>,
+    ring: DmaBuf,
+    produced: u64,
+    args: PollArgs,
+}
+
+impl PollBench {
+    /// Builds the queues.
+    pub fn new(args: PollArgs) -> anyhow::Result<Self> {
+        anyhow::ensure!((1..=4096).contains(&args.batch), "--batch must be 1..=4096");
+        let dma = HeapDma::new();
+        let ring = dma
+            .alloc(CQ_ENTRIES * 64, 4096)
+            .ok_or_else(|| anyhow::anyhow!("dma"))?;
+        let cq_db = dma.alloc(64, 64).ok_or_else(|| anyhow::anyhow!("dma"))?;
+        let sq_ring = dma
+            .alloc(SQ_BBS * 64, 4096)
+            .ok_or_else(|| anyhow::anyhow!("dma"))?;
+        let sq_db = dma.alloc(64, 64).ok_or_else(|| anyhow::anyhow!("dma"))?;
+        // SAFETY: fresh allocations owned by `dma`, which lives in the
+        // returned struct alongside the queues.
+        let mut cq = unsafe { CompletionQueue::new(ring, cq_db, 1, CqeSize::B64, 1) }
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        cq.init_ring();
+        let cfg = SqConfig {
+            qpn: 0x1234,
+            qp_type: QpType::Rc,
+            max_post: SQ_BBS as u32,
+            max_gs: 1,
+            max_inline_data: 0,
+            sig_all: true,
+            atomics: false,
+            bf: BlueFlame::doorbell_only(0x800),
+        };
+        // SAFETY: as above.
+        let sq = unsafe { SendQueue::new(sq_ring, sq_db, MemUar::default(), cfg) }
+            .ok_or_else(|| anyhow::anyhow!("bad geometry"))?;
+        let qp = QueuePair {
+            qpn: 0x1234,
+            uidx: 5,
+            sq,
+            rq: None,
+        };
+        Ok(PollBench {
+            _dma: dma,
+            cq: Box::new(cq),
+            qp: Box::new(qp),
+            ring,
+            produced: 0,
+            args,
+        })
+    }
+
+    /// The fake device writes one lap of requester CQEs.
+    fn refill(&mut self) {
+        for k in 0..CQ_ENTRIES as u64 {
+            let pi = self.produced + k;
+            let mut c = Cqe64::ZERO;
+            c.set_srqn_uidx(5);
+            c.set_sop_drop_qpn((0x08 << 24) | 0x1234);
+            c.set_wqe_counter(pi as u16);
+            c.set_byte_cnt(64);
+            c.set_op_own_parts(0, 0, false, ((pi / CQ_ENTRIES as u64) & 1) as u8);
+            let slot = (pi as usize % CQ_ENTRIES) * 64;
+            // SAFETY: 64 bytes inside the CQ ring owned by `_dma`; the
+            // poller is not running while the "device" writes.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    c.as_bytes().as_ptr(),
+                    self.ring.cpu.as_ptr().add(slot),
+                    64,
+                )
+            };
+        }
+        self.produced += CQ_ENTRIES as u64;
+    }
+
+    /// Runs the benchmark.
+    pub fn run(&mut self) -> PollStats {
+        let mut wcs = vec![WorkCompletion::default(); self.args.batch as usize];
+        let mut done = 0u64;
+        let mut timed = Duration::ZERO;
+        while done < self.args.iters {
+            self.refill();
+            let mut lap = 0usize;
+            while lap < CQ_ENTRIES && done < self.args.iters {
+                let want = (self.args.batch as usize).min(CQ_ENTRIES - lap);
+                let t = Instant::now();
+                let n = poll_once(&mut self.cq, &mut self.qp, &mut wcs[..want]);
+                timed += t.elapsed();
+                if n == 0 {
+                    break;
+                }
+                lap += n;
+                done += n as u64;
+            }
+        }
+        PollStats {
+            ns_per_op: timed.as_nanos() as f64 / done as f64,
+            ops: done,
+        }
+    }
+}
+
+/// One poll call (kept out of line so instruction counters can isolate it).
+#[inline(never)]
+pub fn poll_once(
+    cq: &mut CompletionQueue<CQ_ENTRIES>,
+    qp: &mut QueuePair<MemUar, SQ_BBS, 1>,
+    out: &mut [WorkCompletion],
+) -> usize {
+    cq.poll(qp, out).unwrap_or(0)
+}
