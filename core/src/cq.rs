@@ -583,9 +583,8 @@ impl<const N: usize> CompletionQueue<N> {
                 }
             }
             self.ci = pos.wrapping_add(1);
-            match self.complete(&cqe, p, r) {
-                Ok(wc) => {
-                    *slot = wc;
+            match self.complete(&cqe, p, r, slot) {
+                Ok(()) => {
                     n += 1;
                 }
                 Err(qp) => {
@@ -618,8 +617,9 @@ impl<const N: usize> CompletionQueue<N> {
         cqe: &Cqe64,
         p: *const u8,
         r: &mut R,
-    ) -> Result<WorkCompletion, u32> {
-        let mut wc = WorkCompletion {
+        wc: &mut WorkCompletion,
+    ) -> Result<(), u32> {
+        *wc = WorkCompletion {
             qp_num: cqe.qpn(),
             written: WrittenFields::COMMON,
             ..WorkCompletion::default()
@@ -663,7 +663,7 @@ impl<const N: usize> CompletionQueue<N> {
                     // The provider returns right after a failed copy.
                     wc.written |=
                         WrittenFields::WR_ID | WrittenFields::STATUS | WrittenFields::BYTE_LEN;
-                    return Ok(wc);
+                    return Ok(());
                 }
                 wc.written |= WrittenFields::WR_ID
                     | WrittenFields::STATUS
@@ -709,7 +709,7 @@ impl<const N: usize> CompletionQueue<N> {
             // no work request: counted, only qp_num and wc_flags written.
             _ => {}
         }
-        Ok(wc)
+        Ok(())
     }
 
     #[cold]
@@ -718,8 +718,8 @@ impl<const N: usize> CompletionQueue<N> {
         cqe: &Cqe64,
         r: &mut R,
         qp: u32,
-        mut wc: WorkCompletion,
-    ) -> Result<WorkCompletion, u32> {
+        wc: &mut WorkCompletion,
+    ) -> Result<(), u32> {
         let e = cqe.as_err();
         let wr_id = if cqe.opcode() == 13 {
             r.send_done(qp, e.wqe_counter()).map(|d| d.wr_id)
@@ -731,7 +731,7 @@ impl<const N: usize> CompletionQueue<N> {
         wc.status = e.status();
         wc.vendor_err = e.vendor_err_synd() as u32;
         wc.written |= WrittenFields::WR_ID | WrittenFields::STATUS | WrittenFields::VENDOR_ERR;
-        Ok(wc)
+        Ok(())
     }
 
     /// Inline scatter (format 1 or 2): hands the data to the resolver.
@@ -847,7 +847,9 @@ impl<const N: usize> CompletionQueue<N> {
             Some(z)
         };
         self.ci = pos.wrapping_add(1);
-        self.complete(&cqe, p, r)
+        let mut wc = WorkCompletion::default();
+        self.complete(&cqe, p, r, &mut wc)
+            .map(|()| wc)
             .map_err(|qp| PollError::UnknownQp { qp, completions: 0 })
     }
 }
