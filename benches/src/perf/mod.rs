@@ -2,3 +2,7 @@
 //! (`post`, `poll`), and (with the simulator) perftest-style transfers.
 
 pub mod post;
+pub mod probe;
+pub mod run;
+pub mod cpost;
+pub mod cli;
