@@ -576,12 +576,12 @@ pub fn to_json(s: &Sweep) -> serde_json::Value {
 /// An SVG chart: modeled latency (left) and SQ ring bytes (right) against
 /// max_send_sge at max_send_wr = `wr`.
 pub fn svg(s: &Sweep, wr: u32, sges: &[u32]) -> String {
-    let (w, h) = (1100.0f64, 520.0f64);
+    let (w, h) = (1100.0f64, 580.0f64);
     let mut o = String::new();
     let _ = writeln!(o, r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="Helvetica, Arial, sans-serif">"#);
     let _ = writeln!(o, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let _ = writeln!(o, r#"<text x="{}" y="28" font-size="19" text-anchor="middle" font-weight="bold">RC RDMA WRITE: max_send_sge vs modeled latency and SQ ring size (max_send_wr {wr}, device max_sq_desc_sz {} B)</text>"#, w / 2.0, s.caps.max_sq_desc_sz);
-    let _ = writeln!(o, r##"<text x="{}" y="48" font-size="12" text-anchor="middle" fill="#555">latency: NIC model ({}); ring: exact rdma-core sizing; blog points = published table</text>"##, w / 2.0, xml(&s.model_name));
+    let _ = writeln!(o, r#"<text x="{}" y="28" font-size="18" text-anchor="middle" font-weight="bold">RC RDMA WRITE: modeled latency and SQ ring size vs max_send_sge (max_send_wr {wr})</text>"#, w / 2.0);
+    let _ = writeln!(o, r##"<text x="{}" y="48" font-size="12" text-anchor="middle" fill="#555">latency: NIC model {}, non-inline, 1 WR/doorbell; ring: exact rdma-core sizing; device max_sq_desc_sz {} B</text>"##, w / 2.0, xml(&s.model_name), s.caps.max_sq_desc_sz);
     let max_sge = *sges.iter().max().unwrap_or(&32) as f64;
     let series: [(&str, u32, &str, &str); 4] = [
         ("classic, 1 SGE posted", 1, "classic", "#1f77b4"),
@@ -695,15 +695,15 @@ pub fn svg(s: &Sweep, wr: u32, sges: &[u32]) -> String {
     }
     // Legend.
     let ly = top + ph + 62.0;
-    let mut lx = 70.0;
+    let mut lx = 40.0;
     for (name, _, ops, color) in series {
         let dash = if ops == "rdma" { r#" stroke-dasharray="6 4""# } else { "" };
         let _ = writeln!(o, r#"<line x1="{lx}" y1="{ly}" x2="{}" y2="{ly}" stroke="{color}" stroke-width="2.5"{dash}/><text x="{}" y="{}" font-size="12">{name}</text>"#, lx + 26.0, lx + 32.0, ly + 4.0);
-        lx += 240.0;
+        lx += 265.0;
     }
     let ly2 = ly + 22.0;
-    let _ = writeln!(o, r#"<rect x="70" y="{}" width="8" height="8" fill="black"/><text x="84" y="{}" font-size="12">published: left = blog latency (shifted to the model's 1-SGE level), right = blog estimate wr x (64 B + 16 B x sge)</text>"#, ly2 - 4.0, ly2 + 4.0);
-    let _ = writeln!(o, r##"<text x="770" y="{}" font-size="12" fill="#333">✕ = QP rejected by sizing (blue classic, green rdma-only)</text>"##, ly2 + 4.0);
+    let _ = writeln!(o, r#"<rect x="40" y="{}" width="8" height="8" fill="black"/><text x="54" y="{}" font-size="12">published: left = blog latency (shifted to the model's 1-SGE level), right = blog estimate wr x (64 B + 16 B x sge)</text>"#, ly2 - 4.0, ly2 + 4.0);
+    let _ = writeln!(o, r##"<text x="40" y="{}" font-size="12" fill="#333">✕ = QP rejected by sizing at this max_send_sge (blue: classic ops, green: rdma-only ops)</text>"##, ly2 + 26.0);
     let _ = writeln!(o, "</svg>");
     o
 }
