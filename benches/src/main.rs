@@ -169,13 +169,13 @@ impl From<PerfCmd> for bareverbs_bench::perf::cli::Cmd {
         use bareverbs_bench::perf::run::PerfTest as T;
         match c {
             PerfCmd::Post { .. } => unreachable!("handled above"),
-            PerfCmd::WriteLat(a) => Cmd::Test(T::WriteLat, a),
-            PerfCmd::WriteBw(a) => Cmd::Test(T::WriteBw, a),
-            PerfCmd::SendLat(a) => Cmd::Test(T::SendLat, a),
-            PerfCmd::SendBw(a) => Cmd::Test(T::SendBw, a),
-            PerfCmd::ReadLat(a) => Cmd::Test(T::ReadLat, a),
-            PerfCmd::ReadBw(a) => Cmd::Test(T::ReadBw, a),
-            PerfCmd::AtomicLat(a) => Cmd::Test(T::AtomicLat, a),
+            PerfCmd::WriteLat(a) => Cmd::Test(T::WriteLat, Box::new(a)),
+            PerfCmd::WriteBw(a) => Cmd::Test(T::WriteBw, Box::new(a)),
+            PerfCmd::SendLat(a) => Cmd::Test(T::SendLat, Box::new(a)),
+            PerfCmd::SendBw(a) => Cmd::Test(T::SendBw, Box::new(a)),
+            PerfCmd::ReadLat(a) => Cmd::Test(T::ReadLat, Box::new(a)),
+            PerfCmd::ReadBw(a) => Cmd::Test(T::ReadBw, Box::new(a)),
+            PerfCmd::AtomicLat(a) => Cmd::Test(T::AtomicLat, Box::new(a)),
             PerfCmd::CompareC {
                 rounds,
                 per_round,

@@ -364,7 +364,11 @@ impl NicModel for PcieModel {
                 .map(|i| p.read_wire_bytes(per + u32::from(i < payload_fetch % k)))
                 .sum::<f64>();
         }
-        let (mmio_bytes, mmio_tlps) = if bf { (64 * w.wqebbs, w.wqebbs) } else { (8, 1) };
+        let (mmio_bytes, mmio_tlps) = if bf {
+            (64 * w.wqebbs, w.wqebbs)
+        } else {
+            (8, 1)
+        };
 
         // Message-rate bounds (Mpps).
         let cpu = 1e3 / cpu_ns.max(1e-3);

@@ -117,6 +117,9 @@ pub struct Sweep {
     pub secs: f64,
 }
 
+/// Probe cache key: ring BBs, slot, posted SGEs, rdma-only, inline, max_post.
+type ProbeKey = (u32, u32, u32, bool, bool, u32);
+
 /// The QP request of one point (RC, send side only).
 pub fn request(wr: u32, sge: u32, rdma_only: bool, inline: Option<u32>) -> QpCaps {
     let q = QpCaps::new(QpType::Rc).send(wr, sge, inline.unwrap_or(0));
@@ -137,7 +140,14 @@ pub fn rule_write_wqe_bytes(posted_sge: u32, inline: Option<u32>) -> u32 {
 }
 
 /// The shape the model sees for a row.
-fn shape(l: &SqLayout, wqe_bytes: u32, posted: u32, inline: bool, size: u32, batch: u32) -> WqeShape {
+fn shape(
+    l: &SqLayout,
+    wqe_bytes: u32,
+    posted: u32,
+    inline: bool,
+    size: u32,
+    batch: u32,
+) -> WqeShape {
     WqeShape {
         op: WqeOp::Write,
         ds: wqe_bytes / 16,
@@ -183,7 +193,7 @@ impl Progress {
         let mut e = std::io::stderr();
         if self.tty {
             let _ = write!(e, "\r[{bar}] {}/{} {what:<28}", self.done, self.total);
-        } else if self.done == self.total || self.done % 20 == 0 {
+        } else if self.done == self.total || self.done.is_multiple_of(20) {
             let _ = writeln!(e, "[{bar}] {}/{} {what}", self.done, self.total);
         }
         self.shown = true;
@@ -197,7 +207,11 @@ impl Progress {
 }
 
 /// Runs the sweep.
-pub fn run_sweep(args: &SweepArgs, model: &dyn NicModel, caps: DeviceCaps) -> anyhow::Result<Sweep> {
+pub fn run_sweep(
+    args: &SweepArgs,
+    model: &dyn NicModel,
+    caps: DeviceCaps,
+) -> anyhow::Result<Sweep> {
     let t0 = Instant::now();
     let mut points = Vec::new();
     for &wr in &args.wr {
@@ -216,8 +230,7 @@ pub fn run_sweep(args: &SweepArgs, model: &dyn NicModel, caps: DeviceCaps) -> an
         }
     }
     let mut progress = Progress::new(points.len());
-    let mut cache: std::collections::HashMap<(u32, u32, u32, bool, bool, u32), (u32, u32, f64)> =
-        Default::default();
+    let mut cache: std::collections::HashMap<ProbeKey, (u32, u32, f64)> = Default::default();
     let mut rows = Vec::with_capacity(points.len());
     for (wr, sge, posted, rdma, inline) in points {
         let req = request(wr, sge, rdma, inline.then_some(args.size));
@@ -302,7 +315,7 @@ pub fn run_sweep(args: &SweepArgs, model: &dyn NicModel, caps: DeviceCaps) -> an
 }
 
 fn kib(b: u64) -> String {
-    if b >= 1 << 20 && b % (1 << 20) == 0 {
+    if b >= 1 << 20 && b.is_multiple_of(1 << 20) {
         format!("{} MiB", b >> 20)
     } else if b >= 1024 {
         let k = b as f64 / 1024.0;
@@ -364,20 +377,32 @@ fn find<'a>(
 pub fn header(s: &Sweep, args: &SweepArgs) -> String {
     let mut o = String::new();
     let c = &s.caps;
-    let _ = writeln!(o, "bareverbs sweep — RC RDMA WRITE, {} B payload, {} WR(s) per doorbell", args.size, args.batch);
+    let _ = writeln!(
+        o,
+        "bareverbs sweep — RC RDMA WRITE, {} B payload, {} WR(s) per doorbell",
+        args.size, args.batch
+    );
     let _ = writeln!(
         o,
         "device: max_sq_desc_sz {} B, max_send_wqebb {}, bf_reg_size {} B{}",
         c.max_sq_desc_sz,
         c.max_send_wqebb,
         c.bf_reg_size,
-        if args.caps.is_some() { " (from --caps)" } else { " (DeviceCaps::DEFAULT)" }
+        if args.caps.is_some() {
+            " (from --caps)"
+        } else {
+            " (DeviceCaps::DEFAULT)"
+        }
     );
     let _ = writeln!(
         o,
         "NIC model: {}{} — MODELED, not measured:",
         s.model_name,
-        if args.model.is_some() { " (params from --model)" } else { "" }
+        if args.model.is_some() {
+            " (params from --model)"
+        } else {
+            ""
+        }
     );
     for l in &s.model_lines {
         let _ = writeln!(o, "  {l}");
@@ -461,7 +486,11 @@ pub fn main_table(s: &Sweep, args: &SweepArgs) -> String {
                         .map(kib)
                         .unwrap_or_else(|| "-".into())
                 };
-                let _ = write!(o, " {:>21}", format!("{} / {}", cell("classic"), cell("rdma")));
+                let _ = write!(
+                    o,
+                    " {:>21}",
+                    format!("{} / {}", cell("classic"), cell("rdma"))
+                );
             }
             let _ = writeln!(o);
         }
@@ -527,7 +556,17 @@ pub fn blog_latency_table(s: &Sweep, caps512: &DeviceCaps) -> String {
     let _ = writeln!(
         o,
         "{:>4} | {:>5} {:>6} | {:>9} {:>6} | {:>9} {:>6} | {:>5} {:>4} | {:>9} | {:<24}",
-        "sge", "blog", "delta", "posted=1", "delta", "posted=k", "delta", "wqeB", "BBs", "ring", "512 B-descriptor device"
+        "sge",
+        "blog",
+        "delta",
+        "posted=1",
+        "delta",
+        "posted=k",
+        "delta",
+        "wqeB",
+        "BBs",
+        "ring",
+        "512 B-descriptor device"
     );
     let base1 = find(s, 1024, 1, 1, "classic", false).and_then(|r| r.modeled_latency_ns);
     for (sge, us) in BLOG_LATENCY_US {
@@ -539,7 +578,10 @@ pub fn blog_latency_table(s: &Sweep, caps512: &DeviceCaps) -> String {
             (Some(a), Some(b)) => format!("{:+.0}", a - b),
             _ => "-".into(),
         };
-        let f = |l: Option<f64>| l.map(|v| format!("{v:.0}")).unwrap_or_else(|| "rejected".into());
+        let f = |l: Option<f64>| {
+            l.map(|v| format!("{v:.0}"))
+                .unwrap_or_else(|| "rejected".into())
+        };
         let on512 = match sq_layout(&request(1024, sge, false, None), caps512) {
             Ok(l) => format!("ok, slot {} B", l.wqe_size),
             Err(e) => short_err(&e.to_string()),
@@ -578,10 +620,23 @@ pub fn to_json(s: &Sweep) -> serde_json::Value {
 pub fn svg(s: &Sweep, wr: u32, sges: &[u32]) -> String {
     let (w, h) = (1100.0f64, 580.0f64);
     let mut o = String::new();
-    let _ = writeln!(o, r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="Helvetica, Arial, sans-serif">"#);
+    let _ = writeln!(
+        o,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="Helvetica, Arial, sans-serif">"#
+    );
     let _ = writeln!(o, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let _ = writeln!(o, r#"<text x="{}" y="28" font-size="18" text-anchor="middle" font-weight="bold">RC RDMA WRITE: modeled latency and SQ ring size vs max_send_sge (max_send_wr {wr})</text>"#, w / 2.0);
-    let _ = writeln!(o, r##"<text x="{}" y="48" font-size="12" text-anchor="middle" fill="#555">latency: NIC model {}, non-inline, 1 WR/doorbell; ring: exact rdma-core sizing; device max_sq_desc_sz {} B</text>"##, w / 2.0, xml(&s.model_name), s.caps.max_sq_desc_sz);
+    let _ = writeln!(
+        o,
+        r#"<text x="{}" y="28" font-size="18" text-anchor="middle" font-weight="bold">RC RDMA WRITE: modeled latency and SQ ring size vs max_send_sge (max_send_wr {wr})</text>"#,
+        w / 2.0
+    );
+    let _ = writeln!(
+        o,
+        r##"<text x="{}" y="48" font-size="12" text-anchor="middle" fill="#555">latency: NIC model {}, non-inline, 1 WR/doorbell; ring: exact rdma-core sizing; device max_sq_desc_sz {} B</text>"##,
+        w / 2.0,
+        xml(&s.model_name),
+        s.caps.max_sq_desc_sz
+    );
     let max_sge = *sges.iter().max().unwrap_or(&32) as f64;
     let series: [(&str, u32, &str, &str); 4] = [
         ("classic, 1 SGE posted", 1, "classic", "#1f77b4"),
@@ -590,7 +645,10 @@ pub fn svg(s: &Sweep, wr: u32, sges: &[u32]) -> String {
         ("rdma-only ops, k posted", 0, "rdma", "#ff7f0e"),
     ];
     // Panel geometry.
-    let panels = [(70.0, "Modeled one-way latency [ns]"), (620.0, "SQ ring bytes per QP [KiB]")];
+    let panels = [
+        (70.0, "Modeled one-way latency [ns]"),
+        (620.0, "SQ ring bytes per QP [KiB]"),
+    ];
     let (pw, ph, top) = (420.0, 340.0, 80.0);
     for (pi, (x0, ylabel)) in panels.iter().enumerate() {
         // Collect values.
@@ -643,51 +701,120 @@ pub fn svg(s: &Sweep, wr: u32, sges: &[u32]) -> String {
             0.0
         };
         let step = nice_step((ymax_raw - ymin_raw.min(ymax_raw)) / 6.0);
-        let ymin = if pi == 0 { (ymin_raw / step).floor() * step } else { 0.0 };
+        let ymin = if pi == 0 {
+            (ymin_raw / step).floor() * step
+        } else {
+            0.0
+        };
         let ymax = (ymax_raw / step).ceil() * step;
         let sx = |x: f64| x0 + pw * x / max_sge;
         let sy = |y: f64| top + ph - ph * (y - ymin) / (ymax - ymin).max(1e-9);
         // Axes and grid.
-        let _ = writeln!(o, r##"<rect x="{x0}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#333"/>"##);
+        let _ = writeln!(
+            o,
+            r##"<rect x="{x0}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#333"/>"##
+        );
         let mut y = ymin;
         while y <= ymax + 1e-9 {
             let py = sy(y);
-            let _ = writeln!(o, r##"<line x1="{x0}" y1="{py:.1}" x2="{:.1}" y2="{py:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end">{}</text>"##, x0 + pw, x0 - 6.0, py + 4.0, fmt_tick(y));
+            let _ = writeln!(
+                o,
+                r##"<line x1="{x0}" y1="{py:.1}" x2="{:.1}" y2="{py:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end">{}</text>"##,
+                x0 + pw,
+                x0 - 6.0,
+                py + 4.0,
+                fmt_tick(y)
+            );
             y += step;
         }
         for &k in sges {
             let px = sx(k as f64);
-            let _ = writeln!(o, r##"<line x1="{px:.1}" y1="{top}" x2="{px:.1}" y2="{:.1}" stroke="#eee"/><text x="{px:.1}" y="{:.1}" font-size="12" text-anchor="middle">{k}</text>"##, top + ph, top + ph + 18.0);
+            let _ = writeln!(
+                o,
+                r##"<line x1="{px:.1}" y1="{top}" x2="{px:.1}" y2="{:.1}" stroke="#eee"/><text x="{px:.1}" y="{:.1}" font-size="12" text-anchor="middle">{k}</text>"##,
+                top + ph,
+                top + ph + 18.0
+            );
         }
-        let _ = writeln!(o, r#"<text x="{:.1}" y="{:.1}" font-size="14" text-anchor="middle">max_send_sge</text>"#, x0 + pw / 2.0, top + ph + 38.0);
-        let _ = writeln!(o, r#"<text x="{:.1}" y="{:.1}" font-size="14" text-anchor="middle" transform="rotate(-90 {:.1} {:.1})">{ylabel}</text>"#, x0 - 52.0, top + ph / 2.0, x0 - 52.0, top + ph / 2.0);
+        let _ = writeln!(
+            o,
+            r#"<text x="{:.1}" y="{:.1}" font-size="14" text-anchor="middle">max_send_sge</text>"#,
+            x0 + pw / 2.0,
+            top + ph + 38.0
+        );
+        let _ = writeln!(
+            o,
+            r#"<text x="{:.1}" y="{:.1}" font-size="14" text-anchor="middle" transform="rotate(-90 {:.1} {:.1})">{ylabel}</text>"#,
+            x0 - 52.0,
+            top + ph / 2.0,
+            x0 - 52.0,
+            top + ph / 2.0
+        );
         // Series.
         for (si, v) in &pts {
             let color = series[*si].3;
             if v.is_empty() {
                 continue;
             }
-            let path: Vec<String> = v.iter().map(|&(x, y)| format!("{:.1},{:.1}", sx(x), sy(y))).collect();
-            let dash = if series[*si].2 == "rdma" { r#" stroke-dasharray="6 4""# } else { "" };
-            let _ = writeln!(o, r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="2.5"{dash}/>"#, path.join(" "));
+            let path: Vec<String> = v
+                .iter()
+                .map(|&(x, y)| format!("{:.1},{:.1}", sx(x), sy(y)))
+                .collect();
+            let dash = if series[*si].2 == "rdma" {
+                r#" stroke-dasharray="6 4""#
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                o,
+                r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="2.5"{dash}/>"#,
+                path.join(" ")
+            );
             for &(x, y) in v {
-                let _ = writeln!(o, r#"<circle cx="{:.1}" cy="{:.1}" r="4" fill="{color}"/>"#, sx(x), sy(y));
+                let _ = writeln!(
+                    o,
+                    r#"<circle cx="{:.1}" cy="{:.1}" r="4" fill="{color}"/>"#,
+                    sx(x),
+                    sy(y)
+                );
             }
         }
         // Reference (blog) series: black squares, dotted.
-        let path: Vec<String> = extra.iter().map(|&(x, y)| format!("{:.1},{:.1}", sx(x), sy(y))).collect();
-        let _ = writeln!(o, r#"<polyline points="{}" fill="none" stroke="black" stroke-width="1.5" stroke-dasharray="2 3"/>"#, path.join(" "));
+        let path: Vec<String> = extra
+            .iter()
+            .map(|&(x, y)| format!("{:.1},{:.1}", sx(x), sy(y)))
+            .collect();
+        let _ = writeln!(
+            o,
+            r#"<polyline points="{}" fill="none" stroke="black" stroke-width="1.5" stroke-dasharray="2 3"/>"#,
+            path.join(" ")
+        );
         for &(x, y) in &extra {
-            let _ = writeln!(o, r#"<rect x="{:.1}" y="{:.1}" width="8" height="8" fill="black"/>"#, sx(x) - 4.0, sy(y) - 4.0);
+            let _ = writeln!(
+                o,
+                r#"<rect x="{:.1}" y="{:.1}" width="8" height="8" fill="black"/>"#,
+                sx(x) - 4.0,
+                sy(y) - 4.0
+            );
         }
         // Rejected markers.
         for &k in sges {
             for ops in ["classic", "rdma"] {
                 if let Some(r) = find(s, wr, k, 1, ops, false) {
                     if r.error.is_some() {
-                        let c = if ops == "classic" { "#1f77b4" } else { "#2ca02c" };
-                        let (px, py) = (sx(k as f64), top + ph - 10.0 - if ops == "rdma" { 14.0 } else { 0.0 });
-                        let _ = writeln!(o, r#"<text x="{px:.1}" y="{py:.1}" font-size="13" font-weight="bold" text-anchor="middle" fill="{c}">✕</text>"#);
+                        let c = if ops == "classic" {
+                            "#1f77b4"
+                        } else {
+                            "#2ca02c"
+                        };
+                        let (px, py) = (
+                            sx(k as f64),
+                            top + ph - 10.0 - if ops == "rdma" { 14.0 } else { 0.0 },
+                        );
+                        let _ = writeln!(
+                            o,
+                            r#"<text x="{px:.1}" y="{py:.1}" font-size="13" font-weight="bold" text-anchor="middle" fill="{c}">✕</text>"#
+                        );
                     }
                 }
             }
@@ -697,19 +824,40 @@ pub fn svg(s: &Sweep, wr: u32, sges: &[u32]) -> String {
     let ly = top + ph + 62.0;
     let mut lx = 40.0;
     for (name, _, ops, color) in series {
-        let dash = if ops == "rdma" { r#" stroke-dasharray="6 4""# } else { "" };
-        let _ = writeln!(o, r#"<line x1="{lx}" y1="{ly}" x2="{}" y2="{ly}" stroke="{color}" stroke-width="2.5"{dash}/><text x="{}" y="{}" font-size="12">{name}</text>"#, lx + 26.0, lx + 32.0, ly + 4.0);
+        let dash = if ops == "rdma" {
+            r#" stroke-dasharray="6 4""#
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            o,
+            r#"<line x1="{lx}" y1="{ly}" x2="{}" y2="{ly}" stroke="{color}" stroke-width="2.5"{dash}/><text x="{}" y="{}" font-size="12">{name}</text>"#,
+            lx + 26.0,
+            lx + 32.0,
+            ly + 4.0
+        );
         lx += 265.0;
     }
     let ly2 = ly + 22.0;
-    let _ = writeln!(o, r#"<rect x="40" y="{}" width="8" height="8" fill="black"/><text x="54" y="{}" font-size="12">published: left = blog latency (shifted to the model's 1-SGE level), right = blog estimate wr x (64 B + 16 B x sge)</text>"#, ly2 - 4.0, ly2 + 4.0);
-    let _ = writeln!(o, r##"<text x="40" y="{}" font-size="12" fill="#333">✕ = QP rejected by sizing at this max_send_sge (blue: classic ops, green: rdma-only ops)</text>"##, ly2 + 26.0);
+    let _ = writeln!(
+        o,
+        r#"<rect x="40" y="{}" width="8" height="8" fill="black"/><text x="54" y="{}" font-size="12">published: left = blog latency (shifted to the model's 1-SGE level), right = blog estimate wr x (64 B + 16 B x sge)</text>"#,
+        ly2 - 4.0,
+        ly2 + 4.0
+    );
+    let _ = writeln!(
+        o,
+        r##"<text x="40" y="{}" font-size="12" fill="#333">✕ = QP rejected by sizing at this max_send_sge (blue: classic ops, green: rdma-only ops)</text>"##,
+        ly2 + 26.0
+    );
     let _ = writeln!(o, "</svg>");
     o
 }
 
 fn xml(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 fn nice_step(raw: f64) -> f64 {
@@ -736,7 +884,11 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<()> {
     let caps = load_caps(args.caps.as_deref())?;
     let model = load_model(args.model.as_deref())?;
     let s = run_sweep(args, &model, caps)?;
-    let json_stdout = args.json.as_deref().map(|p| p.as_os_str() == "-").unwrap_or(false);
+    let json_stdout = args
+        .json
+        .as_deref()
+        .map(|p| p.as_os_str() == "-")
+        .unwrap_or(false);
     if let Some(p) = &args.json {
         let text = serde_json::to_string_pretty(&to_json(&s))?;
         if json_stdout {
@@ -746,7 +898,11 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<()> {
         }
     }
     if let Some(p) = &args.svg {
-        let wr = if args.wr.contains(&1024) { 1024 } else { args.wr[0] };
+        let wr = if args.wr.contains(&1024) {
+            1024
+        } else {
+            args.wr[0]
+        };
         std::fs::write(p, svg(&s, wr, &args.sge))?;
         eprintln!("chart written to {}", p.display());
     }
@@ -823,9 +979,17 @@ mod tests {
         }
         let c = row(&s, 1024, 32, 1, "classic", false);
         assert!(c.ring_bytes.is_none());
-        assert!(c.error.as_deref().unwrap().contains("room for 20"), "{:?}", c.error);
+        assert!(
+            c.error.as_deref().unwrap().contains("room for 20"),
+            "{:?}",
+            c.error
+        );
         let r = row(&s, 1024, 32, 1, "rdma", false);
-        assert!(r.error.as_deref().unwrap().contains("room for 30"), "{:?}", r.error);
+        assert!(
+            r.error.as_deref().unwrap().contains("room for 30"),
+            "{:?}",
+            r.error
+        );
         // sge 30: classic 192 + 480 = 672 > 512 → rejected (room for 20);
         // rdma 32 + 480 = 512 → fits exactly: 512 B slot, 1024*512 = 512 KiB.
         assert!(row(&s, 1024, 30, 1, "classic", false).error.is_some());
@@ -839,20 +1003,36 @@ mod tests {
         let s = sweep(CAPS512);
         // RC, wr 1024, sge 16: 448 B, 524288 B, max_post 524288/448 = 1170.
         let r = row(&s, 1024, 16, 1, "classic", false);
-        assert_eq!((r.slot_bytes, r.ring_bytes, r.max_post), (Some(448), Some(524288), Some(1170)));
+        assert_eq!(
+            (r.slot_bytes, r.ring_bytes, r.max_post),
+            (Some(448), Some(524288), Some(1170))
+        );
         // RC, wr 8192, sge 1: 208 → 256 B; 8192*256 = 2097152 = 32768 BBs, at the limit.
         let r = row(&s, 8192, 1, 1, "classic", false);
-        assert_eq!((r.slot_bytes, r.ring_bytes, r.max_post), (Some(256), Some(2097152), Some(8192)));
+        assert_eq!(
+            (r.slot_bytes, r.ring_bytes, r.max_post),
+            (Some(256), Some(2097152), Some(8192))
+        );
         // RC, wr 32768, sge 1: 32768*256 = 8 MiB = 131072 BBs > 32768 → rejected.
         let r = row(&s, 32768, 1, 1, "classic", false);
-        assert!(r.error.as_deref().unwrap().contains("131072 WQEBBs"), "{:?}", r.error);
+        assert!(
+            r.error.as_deref().unwrap().contains("131072 WQEBBs"),
+            "{:?}",
+            r.error
+        );
         // RC, ops RDMA only, wr 1024, sge 1: 48 → 64 B, 65536 B, max_post 1024.
         let r = row(&s, 1024, 1, 1, "rdma", false);
-        assert_eq!((r.slot_bytes, r.ring_bytes, r.max_post), (Some(64), Some(65536), Some(1024)));
+        assert_eq!(
+            (r.slot_bytes, r.ring_bytes, r.max_post),
+            (Some(64), Some(65536), Some(1024))
+        );
         // RC, wr 128, sge 1, inline 64: max(208, 192 + align16(68) = 272) → 320 B;
         // 128*320 = 40960 → rup2 65536; max_post 65536/320 = 204.
         let r = row(&s, 128, 1, 1, "classic", true);
-        assert_eq!((r.slot_bytes, r.ring_bytes, r.max_post), (Some(320), Some(65536), Some(204)));
+        assert_eq!(
+            (r.slot_bytes, r.ring_bytes, r.max_post),
+            (Some(320), Some(65536), Some(204))
+        );
     }
 
     /// The default (1024 B descriptor) device accepts 32 SGEs:
@@ -874,7 +1054,13 @@ mod tests {
     #[test]
     fn posted_wqe_matches_rule() {
         let s = sweep(DeviceCaps::DEFAULT);
-        for (k, bytes, bbs) in [(1, 48, 1), (4, 96, 2), (16, 288, 5), (30, 512, 8), (32, 544, 9)] {
+        for (k, bytes, bbs) in [
+            (1, 48, 1),
+            (4, 96, 2),
+            (16, 288, 5),
+            (30, 512, 8),
+            (32, 544, 9),
+        ] {
             let r = row(&s, 1024, k, k, "rdma", false);
             assert_eq!(r.wqe_bytes, Some(bytes), "k={k}");
             assert_eq!(r.wqe_bytes, Some(rule_write_wqe_bytes(k, None)));
@@ -901,9 +1087,20 @@ mod tests {
         let rows = j["rows"].as_array().unwrap();
         assert_eq!(rows.len(), s.rows.len());
         for key in [
-            "max_send_wr", "max_send_sge", "posted_sge", "send_ops", "inline", "ring_bytes",
-            "slot_bytes", "wqe_bytes", "wqebbs", "post_ns", "nic_fetch_bytes", "pcie_reads",
-            "modeled_latency_ns", "error",
+            "max_send_wr",
+            "max_send_sge",
+            "posted_sge",
+            "send_ops",
+            "inline",
+            "ring_bytes",
+            "slot_bytes",
+            "wqe_bytes",
+            "wqebbs",
+            "post_ns",
+            "nic_fetch_bytes",
+            "pcie_reads",
+            "modeled_latency_ns",
+            "error",
         ] {
             assert!(rows[0].get(key).is_some(), "missing {key}");
         }

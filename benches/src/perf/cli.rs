@@ -8,7 +8,7 @@ use std::process::ExitCode;
 /// A parsed `perf` subcommand other than `post`.
 pub enum Cmd {
     /// A perftest look-alike.
-    Test(PerfTest, PerfArgs),
+    Test(PerfTest, Box<PerfArgs>),
     /// Rust vs C post loop.
     CompareC {
         /// Rounds.
@@ -46,7 +46,10 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
                 println!(
                     "Rust (bareverbs::sq) vs C (mlx5dv.h setters), same doorbell sequence into RAM; {rounds} interleaved rounds x {per_round} WRs"
                 );
-                println!("{:<28} {:>10} {:>10} {:>8}", "case", "Rust ns/WR", "C ns/WR", "Rust/C");
+                println!(
+                    "{:<28} {:>10} {:>10} {:>8}",
+                    "case", "Rust ns/WR", "C ns/WR", "Rust/C"
+                );
                 for r in &res {
                     println!(
                         "{:<28} {:>10.2} {:>10.2} {:>8.2}",

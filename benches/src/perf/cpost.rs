@@ -151,9 +151,21 @@ pub struct CompareCase {
 
 /// The default cases: 1-SGE WRITE 16 per doorbell, 1 per doorbell, 16-SGE batched.
 pub const CASES: [CompareCase; 3] = [
-    CompareCase { name: "write 1 SGE, 16/doorbell", sge: 1, batch: 16 },
-    CompareCase { name: "write 1 SGE, 1/doorbell", sge: 1, batch: 1 },
-    CompareCase { name: "write 16 SGE, 16/doorbell", sge: 16, batch: 16 },
+    CompareCase {
+        name: "write 1 SGE, 16/doorbell",
+        sge: 1,
+        batch: 16,
+    },
+    CompareCase {
+        name: "write 1 SGE, 1/doorbell",
+        sge: 1,
+        batch: 1,
+    },
+    CompareCase {
+        name: "write 16 SGE, 16/doorbell",
+        sge: 16,
+        batch: 16,
+    },
 ];
 
 /// Result of one case.

@@ -86,9 +86,10 @@ fn probe_with(
     std::thread::scope(|sc| {
         std::thread::Builder::new()
             .stack_size(64 << 20)
-            .spawn_scoped(sc, || {
-                go!(2 4 8 16 32 64 128 256 512 1024 2048 4096 8192 16384 32768 65536)
-            })
+            .spawn_scoped(
+                sc,
+                || go!(2 4 8 16 32 64 128 256 512 1024 2048 4096 8192 16384 32768 65536),
+            )
             .map_err(|e| anyhow::anyhow!("probe thread: {e}"))?
             .join()
             .map_err(|_| anyhow::anyhow!("probe thread panicked"))?

@@ -50,7 +50,10 @@ impl PerfTest {
     }
     /// Bandwidth test.
     pub fn is_bw(self) -> bool {
-        matches!(self, PerfTest::WriteBw | PerfTest::SendBw | PerfTest::ReadBw)
+        matches!(
+            self,
+            PerfTest::WriteBw | PerfTest::SendBw | PerfTest::ReadBw
+        )
     }
 }
 
@@ -294,7 +297,8 @@ fn sizing_type(c: Conn) -> QpType {
 
 /// The QP request perftest would make for `cfg`.
 pub fn qp_request(cfg: &PerfRunConfig) -> QpCaps {
-    let q = QpCaps::new(sizing_type(cfg.conn)).send(cfg.max_send_wr, cfg.max_send_sge, cfg.inline_size);
+    let q =
+        QpCaps::new(sizing_type(cfg.conn)).send(cfg.max_send_wr, cfg.max_send_sge, cfg.inline_size);
     match cfg.send_ops {
         Some(o) => q.ops(o),
         None => q,
@@ -319,7 +323,11 @@ impl PerfBackend for ModelOnlyBackend {
         }
         let layout = sq_layout(&qp_request(cfg), &cfg.caps)
             .map_err(|e| anyhow::anyhow!("QP creation fails: {e}"))?;
-        let batch = if cfg.test.is_bw() { cfg.post_list.max(1) } else { 1 };
+        let batch = if cfg.test.is_bw() {
+            cfg.post_list.max(1)
+        } else {
+            1
+        };
         // UD's datagram segment (3 DS) is added by the rule; the probe posts
         // the RC-shaped remainder (no address vector in this backend).
         let (probe_type, extra_ds) = match cfg.conn {
@@ -336,7 +344,11 @@ impl PerfBackend for ModelOnlyBackend {
             max_inline: layout.max_inline_data,
             posted_sge: cfg.sge,
             inline: cfg.inline,
-            payload: if verb == Verb::Atomic { 8 } else { cfg.size as u32 },
+            payload: if verb == Verb::Atomic {
+                8
+            } else {
+                cfg.size as u32
+            },
             batch,
             atomics: cfg
                 .send_ops
@@ -501,12 +513,15 @@ impl PerfBackend for ModelOnlyBackend {
         }
         let doorbells = rep.posted.div_ceil(batch as u64) as f64;
         counters.insert("doorbells".into(), doorbells);
+        counters.insert("bf_writes".into(), if nic.bf { doorbells } else { 0.0 });
         counters.insert(
-            "bf_writes".into(),
-            if nic.bf { doorbells } else { 0.0 },
+            "nic_wqe_fetch_bytes".into(),
+            nic.wqe_fetch_bytes as f64 / batch as f64 * rep.posted as f64,
         );
-        counters.insert("nic_wqe_fetch_bytes".into(), nic.wqe_fetch_bytes as f64 / batch as f64 * rep.posted as f64);
-        counters.insert("nic_payload_fetch_bytes".into(), nic.payload_fetch_bytes as f64 * rep.posted as f64);
+        counters.insert(
+            "nic_payload_fetch_bytes".into(),
+            nic.payload_fetch_bytes as f64 * rep.posted as f64,
+        );
         counters.insert("pcie_reads".into(), nic.pcie_reads * rep.posted as f64);
         counters.insert("rc_retries".into(), retries as f64);
         rep.counters = counters;
@@ -538,20 +553,30 @@ pub fn configs(test: PerfTest, args: &PerfArgs) -> anyhow::Result<Vec<PerfRunCon
     let (send_ops, send_ops_name) = match args.send_ops.as_deref() {
         Some("classic") => (None, "classic".to_string()),
         Some(list) => {
-            let l = if list == "rdma" { "write,send,read" } else { list };
+            let l = if list == "rdma" {
+                "write,send,read"
+            } else {
+                list
+            };
             let o = SendOps::parse(l).map_err(|b| anyhow::anyhow!("unknown send op {b:?}"))?;
             (Some(o), list.to_string())
         }
         None => {
             if verb == Verb::Atomic {
-                (Some(SendOps::RDMA_ONLY | SendOps::ATOMIC_FA | SendOps::ATOMIC_CS), "write,send,read,atomic".into())
+                (
+                    Some(SendOps::RDMA_ONLY | SendOps::ATOMIC_FA | SendOps::ATOMIC_CS),
+                    "write,send,read,atomic".into(),
+                )
             } else {
                 (Some(SendOps::RDMA_ONLY), "rdma".into())
             }
         }
     };
     anyhow::ensure!(args.sge >= 1, "--sge must be >= 1");
-    anyhow::ensure!(args.qps >= 1 && args.post_list >= 1 && args.cq_mod >= 1, "-q, -l, -Q must be >= 1");
+    anyhow::ensure!(
+        args.qps >= 1 && args.post_list >= 1 && args.cq_mod >= 1,
+        "-q, -l, -Q must be >= 1"
+    );
     let iters_default = if bw { 5000 } else { 1000 };
     let mut out = Vec::new();
     for size in sizes {
@@ -590,21 +615,33 @@ pub fn configs(test: PerfTest, args: &PerfArgs) -> anyhow::Result<Vec<PerfRunCon
 /// The backend for `--device`.
 pub fn backend(args: &PerfArgs) -> anyhow::Result<Box<dyn PerfBackend>> {
     if args.device.starts_with("vfio:") {
-        bail!("VFIO backend not available in this build (--device {})", args.device);
+        bail!(
+            "VFIO backend not available in this build (--device {})",
+            args.device
+        );
     }
     if args.device != "sim" {
-        bail!("unknown --device {:?} (expected sim or vfio:BDF)", args.device);
+        bail!(
+            "unknown --device {:?} (expected sim or vfio:BDF)",
+            args.device
+        );
     }
     // The simulator backend plugs in here on merge; until then the
     // model-only backend stands in for `sim`.
-    Ok(Box::new(ModelOnlyBackend::new(load_model(args.model.as_deref())?)))
+    Ok(Box::new(ModelOnlyBackend::new(load_model(
+        args.model.as_deref(),
+    )?)))
 }
 
 /// Runs a perftest-style test and prints it (text or JSON).
 pub fn run(test: PerfTest, args: &PerfArgs) -> anyhow::Result<String> {
     let mut be = backend(args)?;
     let cfgs = configs(test, args)?;
-    let unit = if args.report_gbits { BwUnit::Gbps } else { BwUnit::MBps };
+    let unit = if args.report_gbits {
+        BwUnit::Gbps
+    } else {
+        BwUnit::MBps
+    };
     let verb = test.verb();
     let mut text = String::new();
     let first = &cfgs[0];
@@ -644,11 +681,20 @@ pub fn run(test: PerfTest, args: &PerfArgs) -> anyhow::Result<String> {
         if let Some(d) = cfg.duration {
             // Cut to D modeled seconds.
             let limit = (d as f64 * rep.tick_hz) as u64;
-            let keep = rep.tposted.iter().take_while(|&&t| t <= limit).count().max(5);
+            let keep = rep
+                .tposted
+                .iter()
+                .take_while(|&&t| t <= limit)
+                .count()
+                .max(5);
             rep.tposted.truncate(keep);
             rep.tcompleted.truncate(keep);
         }
-        let iters = if test.is_bw() { rep.tcompleted.len() as u64 } else { cfg.iters };
+        let iters = if test.is_bw() {
+            rep.tcompleted.len() as u64
+        } else {
+            cfg.iters
+        };
         let mut obj = serde_json::json!({
             "size": cfg.size,
             "iterations": iters,
@@ -725,8 +771,10 @@ mod tests {
         assert!(out.contains("RDMA_Write Latency Test"));
         assert!(out.contains(pf::RESULT_FMT_LAT));
         assert!(out.contains("MODELED"));
-        let j: serde_json::Value =
-            serde_json::from_str(&run(PerfTest::WriteLat, &args(&["-n", "200", "--json"])).unwrap()).unwrap();
+        let j: serde_json::Value = serde_json::from_str(
+            &run(PerfTest::WriteLat, &args(&["-n", "200", "--json"])).unwrap(),
+        )
+        .unwrap();
         assert_eq!(j["posted"], 200);
         assert_eq!(j["completed_ok"], 200);
         assert_eq!(j["completed_err"], 0);
@@ -740,14 +788,24 @@ mod tests {
     #[test]
     fn bw_and_loss() {
         let j: serde_json::Value = serde_json::from_str(
-            &run(PerfTest::WriteBw, &args(&["--report_gbits", "-n", "1000", "--json"])).unwrap(),
+            &run(
+                PerfTest::WriteBw,
+                &args(&["--report_gbits", "-n", "1000", "--json"]),
+            )
+            .unwrap(),
         )
         .unwrap();
         assert_eq!(j["posted"], 1000);
         let g = j["bandwidth_gbps"].as_f64().unwrap();
         assert!(g > 1.0 && g <= 100.0, "{g}");
         let j: serde_json::Value = serde_json::from_str(
-            &run(PerfTest::SendBw, &args(&["-c", "UD", "-s", "1024", "--loss", "0.5", "--seed", "7", "--json"])).unwrap(),
+            &run(
+                PerfTest::SendBw,
+                &args(&[
+                    "-c", "UD", "-s", "1024", "--loss", "0.5", "--seed", "7", "--json",
+                ]),
+            )
+            .unwrap(),
         )
         .unwrap();
         let m = j["mismatches"].as_u64().unwrap();
@@ -756,9 +814,19 @@ mod tests {
 
     #[test]
     fn vfio_and_bad_sizing() {
-        let e = run(PerfTest::WriteLat, &args(&["--device", "vfio:0000:01:00.0"])).unwrap_err();
-        assert!(e.to_string().contains("VFIO backend not available in this build"));
-        let e = run(PerfTest::WriteLat, &args(&["--sge", "60", "--send-ops", "classic"])).unwrap_err();
+        let e = run(
+            PerfTest::WriteLat,
+            &args(&["--device", "vfio:0000:01:00.0"]),
+        )
+        .unwrap_err();
+        assert!(e
+            .to_string()
+            .contains("VFIO backend not available in this build"));
+        let e = run(
+            PerfTest::WriteLat,
+            &args(&["--sge", "60", "--send-ops", "classic"]),
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("QP creation fails"), "{e}");
     }
 }

@@ -112,7 +112,11 @@ pub fn header(h: &HeaderInfo) -> String {
     s.push('\n');
     let _ = writeln!(s, " Dual-port       : OFF\t\tDevice         : {}", h.device);
     let _ = writeln!(s, " Number of qps   : {}\t\tTransport type : IB", h.num_qps);
-    let _ = writeln!(s, " Connection type : {}\t\tUsing SRQ      : OFF", h.connection);
+    let _ = writeln!(
+        s,
+        " Connection type : {}\t\tUsing SRQ      : OFF",
+        h.connection
+    );
     s.push_str(" PCIe relax order: ON\t\tLock-free      : OFF\n");
     s.push_str(" ibv_wr* API     : ON\t\tUsing Enhanced Reorder      : OFF\n");
     let _ = writeln!(s, " TX depth        : {}", h.tx_depth);

@@ -137,6 +137,7 @@ pub struct BwStats {
 /// The peak is the best `(tcompleted[j] - tposted[i]) / (j - i + 1)` (integer
 /// ticks) over `i` in steps of `post_list` and `j` at CQ-moderation
 /// granularity (plus the last message), unless `no_peak`.
+#[allow(clippy::too_many_arguments)] // perftest's own parameter list
 pub fn bw_stats(
     tposted: &[u64],
     tcompleted: &[u64],
@@ -164,7 +165,7 @@ pub fn bw_stats(
                 opt_delta = opt_delta.min(t);
                 j += cq_mod;
             }
-            if n % cq_mod != 0 {
+            if !n.is_multiple_of(cq_mod) {
                 let j = n - 1;
                 let t = tcompleted[j].saturating_sub(tposted[i]) / (j - i + 1) as u64;
                 opt_delta = opt_delta.min(t);
