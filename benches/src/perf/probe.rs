@@ -18,7 +18,7 @@ pub struct ProbeSpec {
     pub op: WqeOp,
     /// QP type (RC, UC or UD).
     pub qp_type: QpType,
-    /// Ring size in WQEBBs (power of two, 2..=65536).
+    /// Ring size in WQEBBs (power of two, 1..=65536).
     pub ring_bbs: u32,
     /// `max_post` from the sizing (ring bytes / slot bytes).
     pub max_post: u32,
@@ -88,7 +88,7 @@ fn probe_with(
             .stack_size(64 << 20)
             .spawn_scoped(
                 sc,
-                || go!(2 4 8 16 32 64 128 256 512 1024 2048 4096 8192 16384 32768 65536),
+                || go!(1 2 4 8 16 32 64 128 256 512 1024 2048 4096 8192 16384 32768 65536),
             )
             .map_err(|e| anyhow::anyhow!("probe thread: {e}"))?
             .join()
