@@ -8,5 +8,8 @@
 pub mod budget;
 pub mod conform;
 pub mod decode;
+pub mod model;
 pub mod perf;
+pub mod perftest;
+pub mod sweep;
 pub mod vectors;

@@ -24,6 +24,8 @@ enum Cli {
     /// Measure the data path (post/poll on memory-backed queues).
     #[command(subcommand)]
     Perf(PerfCmd),
+    /// max_send_wr x max_send_sge design space: sizing, posted WQE, CPU and NIC cost.
+    Sweep(bareverbs_bench::sweep::SweepArgs),
 }
 
 /// `bareverbs perf` subcommands.
@@ -42,6 +44,32 @@ enum PerfCmd {
         #[command(flatten)]
         args: bareverbs_bench::perf::post::PostArgs,
         /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// ib_write_lat look-alike.
+    WriteLat(bareverbs_bench::perf::run::PerfArgs),
+    /// ib_write_bw look-alike.
+    WriteBw(bareverbs_bench::perf::run::PerfArgs),
+    /// ib_send_lat look-alike.
+    SendLat(bareverbs_bench::perf::run::PerfArgs),
+    /// ib_send_bw look-alike.
+    SendBw(bareverbs_bench::perf::run::PerfArgs),
+    /// ib_read_lat look-alike.
+    ReadLat(bareverbs_bench::perf::run::PerfArgs),
+    /// ib_read_bw look-alike.
+    ReadBw(bareverbs_bench::perf::run::PerfArgs),
+    /// ib_atomic_lat look-alike.
+    AtomicLat(bareverbs_bench::perf::run::PerfArgs),
+    /// Rust vs C (mlx5dv.h) post loop, interleaved.
+    CompareC {
+        /// Interleaved rounds per case.
+        #[arg(long, default_value_t = 20)]
+        rounds: u32,
+        /// WRs per round.
+        #[arg(long, default_value_t = 200_000)]
+        per_round: u64,
+        /// Print JSON.
         #[arg(long)]
         json: bool,
     },
@@ -148,6 +176,34 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 );
             }
         }
+        Cli::Perf(cmd) => return bareverbs_bench::perf::cli::run(cmd.into()),
+        Cli::Sweep(args) => bareverbs_bench::sweep::run(&args)?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+impl From<PerfCmd> for bareverbs_bench::perf::cli::Cmd {
+    fn from(c: PerfCmd) -> Self {
+        use bareverbs_bench::perf::cli::Cmd;
+        use bareverbs_bench::perf::run::PerfTest as T;
+        match c {
+            PerfCmd::Post { .. } | PerfCmd::Poll { .. } => unreachable!("handled above"),
+            PerfCmd::WriteLat(a) => Cmd::Test(T::WriteLat, Box::new(a)),
+            PerfCmd::WriteBw(a) => Cmd::Test(T::WriteBw, Box::new(a)),
+            PerfCmd::SendLat(a) => Cmd::Test(T::SendLat, Box::new(a)),
+            PerfCmd::SendBw(a) => Cmd::Test(T::SendBw, Box::new(a)),
+            PerfCmd::ReadLat(a) => Cmd::Test(T::ReadLat, Box::new(a)),
+            PerfCmd::ReadBw(a) => Cmd::Test(T::ReadBw, Box::new(a)),
+            PerfCmd::AtomicLat(a) => Cmd::Test(T::AtomicLat, Box::new(a)),
+            PerfCmd::CompareC {
+                rounds,
+                per_round,
+                json,
+            } => Cmd::CompareC {
+                rounds,
+                per_round,
+                json,
+            },
+        }
+    }
 }

@@ -186,8 +186,10 @@ impl PostBench {
     }
 
     /// Posts one batch (one doorbell) and retires completions as a poller
-    /// would; returns WRs posted.
-    #[inline]
+    /// would; returns WRs posted. Kept out of line so instruction counters
+    /// (`valgrind --tool=callgrind --toggle-collect='*PostBench*step*'`)
+    /// can isolate it.
+    #[inline(never)]
     pub fn step(&mut self) -> u32 {
         let a = self.args;
         let n = self.wrs.len();

@@ -1,0 +1,37 @@
+//! Criterion: the Rust post path vs the C (mlx5dv.h) post loop.
+//! `cargo bench -p bareverbs-bench --bench post`
+use bareverbs_bench::perf::cpost::CPostQueue;
+use bareverbs_bench::perf::post::{PerfOpcode, PostArgs, PostBench};
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+
+fn cases() -> [(&'static str, u32, u32); 3] {
+    [
+        ("write_1sge_batch16", 1, 16),
+        ("write_1sge_batch1", 1, 1),
+        ("write_16sge_batch16", 16, 16),
+    ]
+}
+
+fn bench(c: &mut Criterion) {
+    let mut g = c.benchmark_group("post");
+    for (name, sge, batch) in cases() {
+        g.throughput(Throughput::Elements(batch as u64));
+        let mut rust = PostBench::new(PostArgs {
+            opcode: PerfOpcode::Write,
+            sge,
+            inline: None,
+            batch,
+            signal_every: 16,
+            iters: 0,
+            blueflame: false,
+        })
+        .expect("bench queue");
+        g.bench_function(format!("rust/{name}"), |b| b.iter(|| rust.step()));
+        let mut cq = CPostQueue::new(sge, batch);
+        g.bench_function(format!("c/{name}"), |b| b.iter(|| cq.run(batch as u64)));
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

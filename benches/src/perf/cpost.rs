@@ -1,0 +1,261 @@
+//! The C comparison post loop (`benches/c/post_loop.c`, built by
+//! `build.rs` against `mlx5dv.h`) and `bareverbs perf compare-c`, which
+//! interleaves Rust and C batches and reports ns/WR for both and the ratio.
+
+use super::post::{PerfOpcode, PostArgs, PostBench};
+use std::time::Instant;
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct CSge {
+    addr: u64,
+    length: u32,
+    lkey: u32,
+}
+
+#[repr(C)]
+struct CSq {
+    ring: *mut u8,
+    ring_bbs: u32,
+    max_post: u32,
+    qpn: u32,
+    cur_post: u32,
+    head: u32,
+    tail: u32,
+    bf_offset: u32,
+    bf_size: u32,
+    dbrec: *mut u32,
+    uar: *mut u8,
+    wrid: *mut u64,
+    wqe_head: *mut u32,
+    doorbells: u64,
+}
+
+extern "C" {
+    fn bv_c_run(
+        sq: *mut CSq,
+        iters: u64,
+        batch: u32,
+        sgl: *const CSge,
+        nsge: u32,
+        signal_every: u32,
+    ) -> u64;
+}
+
+/// A C-posted send queue over heap memory (same geometry as `PostBench`:
+/// 4096 WQEBBs, slot = align64(32 + 16 × SGEs)).
+pub struct CPostQueue {
+    sq: Box<CSq>,
+    _ring: Vec<u128>,
+    _dbrec: Box<[u32; 16]>,
+    _uar: Box<[u8; 4096]>,
+    _wrid: Vec<u64>,
+    _wqe_head: Vec<u32>,
+    sgl: Vec<CSge>,
+    batch: u32,
+}
+
+impl CPostQueue {
+    /// RDMA WRITEs of `sge` SGEs, `batch` per doorbell.
+    pub fn new(sge: u32, batch: u32) -> Self {
+        let bbs = super::post::RING_BBS;
+        let mut ring = vec![0u128; bbs * 4];
+        let mut dbrec = Box::new([0u32; 16]);
+        let mut uar = Box::new([0u8; 4096]);
+        let mut wrid = vec![0u64; bbs];
+        let mut wqe_head = vec![0u32; bbs];
+        let slot = (32 + 16 * sge).next_multiple_of(64);
+        let sq = Box::new(CSq {
+            ring: ring.as_mut_ptr().cast(),
+            ring_bbs: bbs as u32,
+            max_post: (bbs as u32 * 64) / slot,
+            qpn: 0x1234,
+            cur_post: 0,
+            head: 0,
+            tail: 0,
+            bf_offset: 0,
+            bf_size: 256,
+            dbrec: dbrec.as_mut_ptr(),
+            uar: uar.as_mut_ptr(),
+            wrid: wrid.as_mut_ptr(),
+            wqe_head: wqe_head.as_mut_ptr(),
+            doorbells: 0,
+        });
+        let sgl = (0..sge)
+            .map(|i| CSge {
+                addr: 0x1000_0000 + i as u64 * 4096,
+                length: 4096,
+                lkey: 0x42,
+            })
+            .collect();
+        CPostQueue {
+            sq,
+            _ring: ring,
+            _dbrec: dbrec,
+            _uar: uar,
+            _wrid: wrid,
+            _wqe_head: wqe_head,
+            sgl,
+            batch,
+        }
+    }
+
+    /// Posts `iters` WRs; returns the number posted.
+    pub fn run(&mut self, iters: u64) -> u64 {
+        // SAFETY: every pointer in `sq` points into buffers owned by `self`
+        // and sized as the C code expects (ring_bbs × 64 ring bytes,
+        // ring_bbs wrid/wqe_head entries, 8-byte dbrec, 4 KiB UAR with
+        // 0x800 + 2 × 256 in range); `sgl` has `sgl.len()` entries.
+        unsafe {
+            bv_c_run(
+                &mut *self.sq,
+                iters,
+                self.batch,
+                self.sgl.as_ptr(),
+                self.sgl.len() as u32,
+                16,
+            )
+        }
+    }
+
+    /// Doorbells rung so far.
+    pub fn doorbells(&self) -> u64 {
+        self.sq.doorbells
+    }
+
+    /// The ring bytes of WQEBB `idx` (for checks).
+    pub fn wqebb(&self, idx: usize) -> [u8; 64] {
+        let mut b = [0u8; 64];
+        // SAFETY: idx is masked into the ring of ring_bbs × 64 bytes.
+        unsafe {
+            core::ptr::copy_nonoverlapping(
+                self.sq.ring.add((idx % self.sq.ring_bbs as usize) * 64),
+                b.as_mut_ptr(),
+                64,
+            )
+        };
+        b
+    }
+}
+
+/// One comparison case.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct CompareCase {
+    /// Name.
+    pub name: &'static str,
+    /// SGEs per WRITE.
+    pub sge: u32,
+    /// WRs per doorbell.
+    pub batch: u32,
+}
+
+/// The default cases: 1-SGE WRITE 16 per doorbell, 1 per doorbell, 16-SGE batched.
+pub const CASES: [CompareCase; 3] = [
+    CompareCase {
+        name: "write 1 SGE, 16/doorbell",
+        sge: 1,
+        batch: 16,
+    },
+    CompareCase {
+        name: "write 1 SGE, 1/doorbell",
+        sge: 1,
+        batch: 1,
+    },
+    CompareCase {
+        name: "write 16 SGE, 16/doorbell",
+        sge: 16,
+        batch: 16,
+    },
+];
+
+/// Result of one case.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct CompareResult {
+    /// Case.
+    pub case: CompareCase,
+    /// Rust ns per WR.
+    pub rust_ns: f64,
+    /// C ns per WR.
+    pub c_ns: f64,
+    /// rust_ns / c_ns.
+    pub ratio: f64,
+}
+
+/// Interleaves `rounds` Rust and C runs of `per_round` WRs each (alternating
+/// which goes first) and returns per-WR times.
+pub fn compare(case: CompareCase, rounds: u32, per_round: u64) -> anyhow::Result<CompareResult> {
+    let mut rust = PostBench::new(PostArgs {
+        opcode: PerfOpcode::Write,
+        sge: case.sge,
+        inline: None,
+        batch: case.batch,
+        signal_every: 16,
+        iters: per_round,
+        blueflame: false,
+        general: false,
+    })?;
+    let mut c = CPostQueue::new(case.sge, case.batch);
+    // Warm-up.
+    let _ = rust.run();
+    c.run(per_round);
+    let (mut tr, mut tc, mut nr, mut nc) = (0u128, 0u128, 0u64, 0u64);
+    for r in 0..rounds {
+        let mut rust_round = |tr: &mut u128, nr: &mut u64| {
+            let t = Instant::now();
+            let mut done = 0u64;
+            while done < per_round {
+                done += rust.step() as u64;
+            }
+            *tr += t.elapsed().as_nanos();
+            *nr += done;
+        };
+        if r % 2 == 0 {
+            rust_round(&mut tr, &mut nr);
+            let t = Instant::now();
+            nc += c.run(per_round);
+            tc += t.elapsed().as_nanos();
+        } else {
+            let t = Instant::now();
+            nc += c.run(per_round);
+            tc += t.elapsed().as_nanos();
+            rust_round(&mut tr, &mut nr);
+        }
+    }
+    let rust_ns = tr as f64 / nr as f64;
+    let c_ns = tc as f64 / nc as f64;
+    Ok(CompareResult {
+        case,
+        rust_ns,
+        c_ns,
+        ratio: rust_ns / c_ns,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The C loop builds the same WRITE WQE the rule says: ctrl with
+    /// opcode 0x08, wqe index 0, qpn 0x1234, DS 3; raddr 0x20000000 /
+    /// rkey 0x77; data seg 4096 B, lkey 0x42, addr 0x10000000.
+    #[test]
+    fn c_wqe_bytes() {
+        let mut q = CPostQueue::new(1, 1);
+        assert_eq!(q.run(1), 1);
+        assert_eq!(q.doorbells(), 1);
+        let b = q.wqebb(0);
+        assert_eq!(&b[0..4], &[0, 0, 0, 0x08]);
+        assert_eq!(&b[4..8], &[0, 0x12, 0x34, 3]);
+        assert_eq!(&b[16..24], &0x2000_0000u64.to_be_bytes());
+        assert_eq!(&b[24..28], &0x77u32.to_be_bytes());
+        assert_eq!(&b[32..36], &4096u32.to_be_bytes());
+        assert_eq!(&b[36..40], &0x42u32.to_be_bytes());
+        assert_eq!(&b[40..48], &0x1000_0000u64.to_be_bytes());
+    }
+
+    #[test]
+    fn compare_runs() {
+        let r = compare(CASES[0], 2, 2000).unwrap();
+        assert!(r.rust_ns > 0.0 && r.c_ns > 0.0);
+    }
+}

@@ -1,0 +1,832 @@
+//! `bareverbs perf write-lat|write-bw|send-lat|send-bw|read-lat|read-bw|atomic-lat`:
+//! perftest-style tests. The transfer itself comes from a [`PerfBackend`];
+//! statistics and output are perftest's ([`crate::perftest`]).
+//!
+//! Backends: [`ModelOnlyBackend`] (now): timelines computed from the
+//! [`NicModel`] plus the *measured* CPU cost of posting into a
+//! memory-backed SQ; output says "model-only". The simulator backend
+//! (`bareverbs_sim`, merged later) implements the same trait and replaces
+//! it for `--device sim`; `--device vfio:BDF` will select the VFIO backend.
+
+use crate::budget::load_caps;
+use crate::model::{load_model, NicCost, NicModel, PcieModel, WqeOp, WqeShape};
+use crate::perf::probe::{post_samples, probe, ProbeSpec};
+use crate::perftest::format::{self as pf, HeaderInfo, Verb};
+use crate::perftest::stats::{bw_stats, lat_stats_from_posted, BwUnit};
+use anyhow::{bail, Context as _};
+use bareverbs::qp::QpType as SqQpType;
+use bareverbs::sizing::{sq_layout, DeviceCaps, QpCaps, QpType, SendOps};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Which perftest binary is imitated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum PerfTest {
+    /// ib_write_lat.
+    WriteLat,
+    /// ib_write_bw.
+    WriteBw,
+    /// ib_send_lat.
+    SendLat,
+    /// ib_send_bw.
+    SendBw,
+    /// ib_read_lat.
+    ReadLat,
+    /// ib_read_bw.
+    ReadBw,
+    /// ib_atomic_lat.
+    AtomicLat,
+}
+
+impl PerfTest {
+    /// Verb.
+    pub fn verb(self) -> Verb {
+        match self {
+            PerfTest::WriteLat | PerfTest::WriteBw => Verb::Write,
+            PerfTest::SendLat | PerfTest::SendBw => Verb::Send,
+            PerfTest::ReadLat | PerfTest::ReadBw => Verb::Read,
+            PerfTest::AtomicLat => Verb::Atomic,
+        }
+    }
+    /// Bandwidth test.
+    pub fn is_bw(self) -> bool {
+        matches!(
+            self,
+            PerfTest::WriteBw | PerfTest::SendBw | PerfTest::ReadBw
+        )
+    }
+}
+
+/// Connection type (`-c`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[value(rename_all = "UPPER")]
+pub enum Conn {
+    /// Reliable connected.
+    Rc,
+    /// Unreliable connected.
+    Uc,
+    /// Unreliable datagram.
+    Ud,
+}
+
+/// perftest flags (those that apply) plus bareverbs' own.
+#[derive(Clone, Debug, clap::Args)]
+pub struct PerfArgs {
+    /// Message size in bytes (default 2 for latency, 65536 for bandwidth, 8 atomic).
+    #[arg(short = 's', long = "size")]
+    pub size: Option<u64>,
+    /// Run sizes from 2 till 2^23.
+    #[arg(short = 'a', long = "all")]
+    pub all: bool,
+    /// Iterations (default 1000 latency, 5000 bandwidth).
+    #[arg(short = 'n', long = "iters")]
+    pub iters: Option<u64>,
+    /// Number of QPs.
+    #[arg(short = 'q', long = "qp", default_value_t = 1)]
+    pub qps: u32,
+    /// TX depth (default 1 latency, 128 bandwidth).
+    #[arg(short = 't', long = "tx-depth")]
+    pub tx_depth: Option<u32>,
+    /// Post list: WRs per doorbell.
+    #[arg(short = 'l', long = "post_list", default_value_t = 1)]
+    pub post_list: u32,
+    /// CQ moderation: one signaled WR every N.
+    #[arg(short = 'Q', long = "cq-mod", default_value_t = 100)]
+    pub cq_mod: u32,
+    /// Max inline size (perftest defaults: WRITE 220, SEND RC/UC 236, UD 188).
+    #[arg(short = 'I', long = "inline_size")]
+    pub inline_size: Option<u32>,
+    /// Connection type.
+    #[arg(short = 'c', long = "connection", value_enum, default_value = "RC")]
+    pub conn: Conn,
+    /// Report Gb/sec instead of MB/sec.
+    #[arg(long = "report_gbits")]
+    pub report_gbits: bool,
+    /// Run for this many (modeled) seconds instead of -n iterations.
+    #[arg(short = 'D', long = "duration")]
+    pub duration: Option<u64>,
+    /// Do not compute the peak bandwidth.
+    #[arg(short = 'N', long = "noPeak")]
+    pub no_peak: bool,
+    /// Path MTU.
+    #[arg(short = 'm', long = "mtu", default_value_t = 4096)]
+    pub mtu: u32,
+    /// SGEs posted per WR (the message is split over them).
+    #[arg(long, default_value_t = 1)]
+    pub sge: u32,
+    /// max_send_sge of the QP (default: --sge).
+    #[arg(long = "max-send-sge")]
+    pub max_send_sge: Option<u32>,
+    /// max_send_wr of the QP (default: TX depth, as perftest).
+    #[arg(long = "max-send-wr")]
+    pub max_send_wr: Option<u32>,
+    /// Send-op set: `classic` (legacy create, 192 B overhead), `rdma`
+    /// (write,send,read) or a list like `write,send,atomic`. Default: what
+    /// perftest requests (rdma; +atomics for atomic-lat).
+    #[arg(long = "send-ops")]
+    pub send_ops: Option<String>,
+    /// Packet loss probability on the wire.
+    #[arg(long, default_value_t = 0.0)]
+    pub loss: f64,
+    /// Seed for the loss process.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Print one JSON object instead of perftest text.
+    #[arg(long)]
+    pub json: bool,
+    /// `sim` (default) or `vfio:BDF`.
+    #[arg(long, default_value = "sim")]
+    pub device: String,
+    /// NIC model parameters (TOML).
+    #[arg(long)]
+    pub model: Option<PathBuf>,
+    /// Device capabilities (TOML, as `budget --caps`).
+    #[arg(long)]
+    pub caps: Option<PathBuf>,
+}
+
+/// A resolved run configuration (one message size).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct PerfRunConfig {
+    /// Test.
+    pub test: PerfTest,
+    /// Message bytes.
+    pub size: u64,
+    /// Iterations (per QP).
+    pub iters: u64,
+    /// QPs.
+    pub qps: u32,
+    /// TX depth.
+    pub tx_depth: u32,
+    /// WRs per doorbell.
+    pub post_list: u32,
+    /// CQ moderation.
+    pub cq_mod: u32,
+    /// Max inline bytes requested for the QP.
+    pub inline_size: u32,
+    /// This message size is posted inline.
+    pub inline: bool,
+    /// Connection.
+    pub conn: Conn,
+    /// Posted SGEs.
+    pub sge: u32,
+    /// QP max_send_sge.
+    pub max_send_sge: u32,
+    /// QP max_send_wr.
+    pub max_send_wr: u32,
+    /// Send-op set (None = classic).
+    #[serde(skip)]
+    pub send_ops: Option<SendOps>,
+    /// Send-op set name.
+    pub send_ops_name: String,
+    /// Loss probability.
+    pub loss: f64,
+    /// Seed.
+    pub seed: u64,
+    /// Duration mode, seconds.
+    pub duration: Option<u64>,
+    /// MTU.
+    pub mtu: u32,
+    /// Device capabilities used for sizing.
+    #[serde(skip)]
+    pub caps: DeviceCaps,
+}
+
+/// What a backend returns.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct PerfRunReport {
+    /// Backend name.
+    pub backend: String,
+    /// Times are modeled, not measured on a NIC.
+    pub modeled: bool,
+    /// WRs posted.
+    pub posted: u64,
+    /// Successful completions (incl. unsignaled ones retired by a later CQE).
+    pub completed_ok: u64,
+    /// Error completions (incl. flushed).
+    pub completed_err: u64,
+    /// Messages that did not arrive intact at the responder.
+    pub mismatches: u64,
+    /// Message rate (Mpps).
+    pub msg_rate_mpps: f64,
+    /// Average bandwidth (Gb/s, decimal).
+    pub bandwidth_gbps: f64,
+    /// Ticks per second of the timestamps below.
+    pub tick_hz: f64,
+    /// Post timestamp of each iteration (ticks).
+    #[serde(skip)]
+    pub tposted: Vec<u64>,
+    /// Completion timestamp of each iteration (ticks; BW tests).
+    #[serde(skip)]
+    pub tcompleted: Vec<u64>,
+    /// Latency samples, ns (successive post deltas / rtt factor).
+    #[serde(skip)]
+    pub latency_samples_ns: Vec<f64>,
+    /// Modeled one-way latency of an idle step, ns.
+    pub modeled_latency_ns: f64,
+    /// Measured CPU ns per posted WR.
+    pub post_ns: f64,
+    /// Posted WQE bytes (read back from the SQ).
+    pub wqe_bytes: u32,
+    /// WQEBBs per WQE.
+    pub wqebbs: u32,
+    /// SQ ring bytes.
+    pub ring_bytes: u64,
+    /// NIC-side cost per WQE.
+    pub nic: NicCost,
+    /// Event counters.
+    pub counters: BTreeMap<String, f64>,
+}
+
+/// A source of transfers: the model-only backend now, the simulator and
+/// VFIO later.
+pub trait PerfBackend {
+    /// Name shown in the header.
+    fn name(&self) -> String;
+    /// Runs one configuration.
+    fn run(&mut self, cfg: &PerfRunConfig) -> anyhow::Result<PerfRunReport>;
+}
+
+/// Timelines from the NIC model plus the measured post cost.
+pub struct ModelOnlyBackend {
+    model: Box<dyn NicModel>,
+    retry_timeout_ns: f64,
+}
+
+impl ModelOnlyBackend {
+    /// With the default [`PcieModel`].
+    pub fn new(model: PcieModel) -> Self {
+        let retry_timeout_ns = model.params.retry_timeout_ns();
+        ModelOnlyBackend {
+            model: Box::new(model),
+            retry_timeout_ns,
+        }
+    }
+}
+
+/// xorshift64* — a tiny deterministic generator for the loss process.
+struct Rng(u64);
+impl Rng {
+    fn new(seed: u64) -> Self {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    fn next_f64(&mut self) -> f64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+fn wqe_op(v: Verb) -> WqeOp {
+    match v {
+        Verb::Write => WqeOp::Write,
+        Verb::Send => WqeOp::Send,
+        Verb::Read => WqeOp::Read,
+        Verb::Atomic => WqeOp::Atomic,
+    }
+}
+
+fn sizing_type(c: Conn) -> QpType {
+    match c {
+        Conn::Rc => QpType::Rc,
+        Conn::Uc => QpType::Uc,
+        Conn::Ud => QpType::Ud,
+    }
+}
+
+/// The QP request perftest would make for `cfg`.
+pub fn qp_request(cfg: &PerfRunConfig) -> QpCaps {
+    let q =
+        QpCaps::new(sizing_type(cfg.conn)).send(cfg.max_send_wr, cfg.max_send_sge, cfg.inline_size);
+    match cfg.send_ops {
+        Some(o) => q.ops(o),
+        None => q,
+    }
+}
+
+impl PerfBackend for ModelOnlyBackend {
+    fn name(&self) -> String {
+        format!("model-only ({})", self.model.name())
+    }
+
+    fn run(&mut self, cfg: &PerfRunConfig) -> anyhow::Result<PerfRunReport> {
+        let verb = cfg.test.verb();
+        if cfg.conn != Conn::Rc && matches!(verb, Verb::Read | Verb::Atomic) {
+            bail!("{} needs an RC QP (-c RC)", verb.name());
+        }
+        if cfg.conn == Conn::Ud && verb == Verb::Write {
+            bail!("RDMA_Write is not available on UD QPs");
+        }
+        if cfg.conn == Conn::Ud && cfg.size > cfg.mtu as u64 {
+            bail!("UD messages are limited to one MTU ({} B)", cfg.mtu);
+        }
+        let layout = sq_layout(&qp_request(cfg), &cfg.caps)
+            .map_err(|e| anyhow::anyhow!("QP creation fails: {e}"))?;
+        let batch = if cfg.test.is_bw() {
+            cfg.post_list.max(1)
+        } else {
+            1
+        };
+        // UD's datagram segment (3 DS) is added by the rule; the probe posts
+        // the RC-shaped remainder (no address vector in this backend).
+        let (probe_type, extra_ds) = match cfg.conn {
+            Conn::Rc => (SqQpType::Rc, 0),
+            Conn::Uc => (SqQpType::Uc, 0),
+            Conn::Ud => (SqQpType::Rc, 3),
+        };
+        let spec = ProbeSpec {
+            op: wqe_op(verb),
+            qp_type: probe_type,
+            ring_bbs: layout.wqe_cnt,
+            max_post: layout.max_post,
+            max_gs: cfg.max_send_sge,
+            max_inline: layout.max_inline_data,
+            posted_sge: cfg.sge,
+            inline: cfg.inline,
+            payload: if verb == Verb::Atomic {
+                8
+            } else {
+                cfg.size as u32
+            },
+            batch,
+            atomics: cfg
+                .send_ops
+                .map(|o| o.intersects(SendOps::ATOMIC_FA | SendOps::ATOMIC_CS))
+                .unwrap_or(true),
+            blueflame: true,
+        };
+        let pr = probe(&spec, 20_000, 3).context("posting into the memory-backed SQ")?;
+        let post_ns = pr.post_ns / 1.0;
+        let ds = pr.ds + extra_ds;
+        let shape = WqeShape {
+            op: wqe_op(verb),
+            ds,
+            wqebbs: (16 * ds).div_ceil(64),
+            posted_sge: if cfg.inline { 0 } else { cfg.sge },
+            inline: cfg.inline,
+            payload_bytes: cfg.size as u32,
+            batch,
+            ring_bytes: layout.buf_bytes,
+            slot_bytes: layout.wqe_size,
+            active_qps: cfg.qps,
+            post_ns: Some(post_ns),
+        };
+        let nic = self.model.wqe(&shape);
+        let mut rng = Rng::new(cfg.seed);
+        let pkts = cfg.size.div_ceil(cfg.mtu.max(1) as u64).max(1);
+        let p_msg = 1.0 - (1.0 - cfg.loss.clamp(0.0, 1.0)).powi(pkts as i32);
+        let mut counters = BTreeMap::new();
+        let mut rep = PerfRunReport {
+            backend: self.name(),
+            modeled: true,
+            tick_hz: 1e12,
+            modeled_latency_ns: nic.latency_ns,
+            post_ns,
+            wqe_bytes: 16 * ds,
+            wqebbs: shape.wqebbs,
+            ring_bytes: layout.buf_bytes,
+            nic,
+            ..Default::default()
+        };
+        let n = cfg.iters.max(2) * if cfg.test.is_bw() { cfg.qps as u64 } else { 1 };
+        let mut retries = 0u64;
+        let mut errored = false;
+        // Loss outcome of one message: (extra ns, completed_ok, mismatch).
+        let mut lose = |rng: &mut Rng, penalty: f64| -> (f64, bool, bool) {
+            if p_msg == 0.0 || rng.next_f64() >= p_msg {
+                return (0.0, true, false);
+            }
+            match cfg.conn {
+                Conn::Rc => {
+                    // Retry up to retry_cnt = 7 times, then RETRY_EXC_ERR.
+                    let mut extra = penalty;
+                    for _ in 0..7 {
+                        retries += 1;
+                        if rng.next_f64() >= p_msg {
+                            return (extra, true, false);
+                        }
+                        extra += penalty;
+                    }
+                    (extra, false, true)
+                }
+                // UC/UD: the requester completes; the data never arrives.
+                _ => (0.0, true, true),
+            }
+        };
+        let ps = 1000u64; // ticks per ns
+        if !cfg.test.is_bw() {
+            // Ping-pong: each iteration takes one round trip; the sample is
+            // tposted[i+1] - tposted[i]. WRITE/SEND RTT = 2 one-way legs,
+            // READ/ATOMIC: the model's L already is the request/response RTT.
+            let legs = verb.rtt_factor() as f64;
+            let cpu = post_samples(&spec, n.min(2_000_000) as usize)?;
+            let rest = nic.latency_ns - nic.terms.cpu_ns;
+            let mut t = 0u64;
+            for i in 0..n {
+                rep.tposted.push(t);
+                rep.posted += 1;
+                let c = cpu[(i as usize) % cpu.len()] as f64;
+                let mut rtt = legs * (c + rest);
+                let (extra, ok, bad) = lose(&mut rng, self.retry_timeout_ns);
+                rtt += extra;
+                if ok {
+                    rep.completed_ok += 1;
+                } else {
+                    rep.completed_err += 1;
+                    errored = true;
+                }
+                if bad {
+                    rep.mismatches += 1;
+                }
+                t += (rtt * ps as f64) as u64;
+                if errored {
+                    break;
+                }
+            }
+            // perftest needs the next post's timestamp to close the last sample.
+            rep.tposted.push(t);
+            let f = verb.rtt_factor() as f64;
+            rep.latency_samples_ns = rep
+                .tposted
+                .windows(2)
+                .map(|w| (w[1] - w[0]) as f64 / ps as f64 / f)
+                .collect();
+            let total_s = t as f64 / 1e12;
+            rep.msg_rate_mpps = rep.posted as f64 / total_s / 1e6;
+            rep.bandwidth_gbps = rep.posted as f64 * cfg.size as f64 * 8.0 / total_s / 1e9;
+        } else {
+            // Pipeline: the CPU posts doorbell batches every post_ns * B;
+            // at most tx_depth * qps WRs are outstanding; the NIC completes
+            // one message every 1/rate (rate = the model's non-CPU bound);
+            // each completion lands `latency` after its post at the earliest.
+            let nic_only = {
+                let mut s2 = shape;
+                s2.post_ns = Some(1e-3);
+                self.model.wqe(&s2).rate_bound_mpps
+            };
+            let nic_gap = 1e3 / nic_only; // ns per message
+            let lat = nic.latency_ns;
+            let window = (cfg.tx_depth.max(1) * cfg.qps.max(1)) as usize;
+            let b = batch as u64;
+            let mut cpu_t = 0.0f64;
+            let mut last_c = 0.0f64;
+            let nack_rtt = 2.0 * lat;
+            let mut i = 0u64;
+            while i < n && !errored {
+                let m = b.min(n - i);
+                // Wait for window room.
+                let idx = rep.tcompleted.len();
+                if idx + m as usize > window {
+                    let need = idx + m as usize - window;
+                    let t_free = rep.tcompleted[need - 1] as f64 / ps as f64;
+                    cpu_t = cpu_t.max(t_free);
+                }
+                cpu_t += post_ns * m as f64;
+                for _ in 0..m {
+                    rep.tposted.push((cpu_t * ps as f64) as u64);
+                    rep.posted += 1;
+                    let (extra, ok, bad) = lose(&mut rng, nack_rtt);
+                    let c = (cpu_t + lat).max(last_c + nic_gap) + extra;
+                    last_c = c;
+                    rep.tcompleted.push((c * ps as f64) as u64);
+                    if ok {
+                        rep.completed_ok += 1;
+                    } else {
+                        rep.completed_err += 1;
+                        errored = true;
+                    }
+                    if bad {
+                        rep.mismatches += 1;
+                    }
+                }
+                i += m;
+            }
+            let total_s = (last_c - rep.tposted[0] as f64 / ps as f64) / 1e9;
+            rep.msg_rate_mpps = rep.posted as f64 / total_s / 1e6;
+            rep.bandwidth_gbps = rep.posted as f64 * cfg.size as f64 * 8.0 / total_s / 1e9;
+        }
+        if errored {
+            // QP in error: nothing more is posted; the WR that failed is
+            // counted above.
+            counters.insert("qp_error".into(), 1.0);
+        }
+        let doorbells = rep.posted.div_ceil(batch as u64) as f64;
+        counters.insert("doorbells".into(), doorbells);
+        counters.insert("bf_writes".into(), if nic.bf { doorbells } else { 0.0 });
+        counters.insert(
+            "nic_wqe_fetch_bytes".into(),
+            nic.wqe_fetch_bytes as f64 / batch as f64 * rep.posted as f64,
+        );
+        counters.insert(
+            "nic_payload_fetch_bytes".into(),
+            nic.payload_fetch_bytes as f64 * rep.posted as f64,
+        );
+        counters.insert("pcie_reads".into(), nic.pcie_reads * rep.posted as f64);
+        counters.insert("rc_retries".into(), retries as f64);
+        rep.counters = counters;
+        Ok(rep)
+    }
+}
+
+/// Resolves `args` into one config per message size.
+pub fn configs(test: PerfTest, args: &PerfArgs) -> anyhow::Result<Vec<PerfRunConfig>> {
+    let verb = test.verb();
+    let bw = test.is_bw();
+    let caps = load_caps(args.caps.as_deref())?;
+    let sizes: Vec<u64> = if verb == Verb::Atomic {
+        vec![8]
+    } else if args.all {
+        (1..=23).map(|e| 1u64 << e).collect()
+    } else {
+        vec![args.size.unwrap_or(if bw { 65536 } else { 2 })]
+    };
+    let tx_depth = args.tx_depth.unwrap_or(if bw { 128 } else { 1 });
+    let inline_size = match verb {
+        Verb::Read | Verb::Atomic => 0,
+        _ => args.inline_size.unwrap_or(match (verb, args.conn) {
+            (Verb::Write, _) => 220,
+            (_, Conn::Ud) => 188,
+            _ => 236,
+        }),
+    };
+    let (send_ops, send_ops_name) = match args.send_ops.as_deref() {
+        Some("classic") => (None, "classic".to_string()),
+        Some(list) => {
+            let l = if list == "rdma" {
+                "write,send,read"
+            } else {
+                list
+            };
+            let o = SendOps::parse(l).map_err(|b| anyhow::anyhow!("unknown send op {b:?}"))?;
+            (Some(o), list.to_string())
+        }
+        None => {
+            if verb == Verb::Atomic {
+                (
+                    Some(SendOps::RDMA_ONLY | SendOps::ATOMIC_FA | SendOps::ATOMIC_CS),
+                    "write,send,read,atomic".into(),
+                )
+            } else {
+                (Some(SendOps::RDMA_ONLY), "rdma".into())
+            }
+        }
+    };
+    anyhow::ensure!(args.sge >= 1, "--sge must be >= 1");
+    anyhow::ensure!(
+        args.qps >= 1 && args.post_list >= 1 && args.cq_mod >= 1,
+        "-q, -l, -Q must be >= 1"
+    );
+    let iters_default = if bw { 5000 } else { 1000 };
+    let mut out = Vec::new();
+    for size in sizes {
+        let mut iters = args.iters.unwrap_or(iters_default);
+        anyhow::ensure!(iters >= 5, "-n must be at least 5 (perftest MIN_ITER)");
+        if let Some(d) = args.duration {
+            // Rough count: the run is cut to about D modeled seconds below.
+            iters = (d * 1_000_000).clamp(5, 2_000_000);
+        }
+        out.push(PerfRunConfig {
+            test,
+            size,
+            iters,
+            qps: args.qps,
+            tx_depth,
+            post_list: args.post_list,
+            cq_mod: args.cq_mod,
+            inline_size,
+            inline: inline_size > 0 && size <= inline_size as u64,
+            conn: args.conn,
+            sge: args.sge,
+            max_send_sge: args.max_send_sge.unwrap_or(args.sge),
+            max_send_wr: args.max_send_wr.unwrap_or(tx_depth.max(args.post_list)),
+            send_ops,
+            send_ops_name: send_ops_name.clone(),
+            loss: args.loss,
+            seed: args.seed,
+            duration: args.duration,
+            mtu: args.mtu,
+            caps,
+        });
+    }
+    Ok(out)
+}
+
+/// The backend for `--device`.
+pub fn backend(args: &PerfArgs) -> anyhow::Result<Box<dyn PerfBackend>> {
+    if args.device.starts_with("vfio:") {
+        bail!(
+            "VFIO backend not available in this build (--device {})",
+            args.device
+        );
+    }
+    if args.device != "sim" {
+        bail!(
+            "unknown --device {:?} (expected sim or vfio:BDF)",
+            args.device
+        );
+    }
+    // The simulator backend plugs in here on merge; until then the
+    // model-only backend stands in for `sim`.
+    Ok(Box::new(ModelOnlyBackend::new(load_model(
+        args.model.as_deref(),
+    )?)))
+}
+
+/// Runs a perftest-style test and prints it (text or JSON).
+pub fn run(test: PerfTest, args: &PerfArgs) -> anyhow::Result<String> {
+    let mut be = backend(args)?;
+    let cfgs = configs(test, args)?;
+    let unit = if args.report_gbits {
+        BwUnit::Gbps
+    } else {
+        BwUnit::MBps
+    };
+    let verb = test.verb();
+    let mut text = String::new();
+    let first = &cfgs[0];
+    let h = HeaderInfo {
+        verb,
+        bw: test.is_bw(),
+        post_list: first.post_list,
+        device: format!("bareverbs-{}", args.device),
+        num_qps: first.qps,
+        connection: format!("{:?}", first.conn).to_uppercase(),
+        tx_depth: first.tx_depth,
+        cq_mod: first.cq_mod,
+        mtu: first.mtu,
+        link_type: "IB".into(),
+        max_inline: first.inline_size,
+        out_reads: 16,
+        notes: vec![
+            format!("Backend         : {} -- times are MODELED (NIC model + measured post cost), not measured on a NIC", be.name()),
+            format!("QP              : max_send_wr {} max_send_sge {} posted SGEs {} send ops {}", first.max_send_wr, first.max_send_sge, first.sge, first.send_ops_name),
+        ],
+    };
+    text.push_str(&pf::header(&h));
+    let mut results = Vec::new();
+    let dur = args.duration.is_some();
+    if test.is_bw() {
+        text.push_str(pf::bw_columns(unit));
+        text.push('\n');
+    } else if dur {
+        text.push_str(pf::RESULT_FMT_LAT_DUR);
+        text.push('\n');
+    } else {
+        text.push_str(pf::RESULT_FMT_LAT);
+        text.push('\n');
+    }
+    for cfg in &cfgs {
+        let mut rep = be.run(cfg)?;
+        if let Some(d) = cfg.duration {
+            // Cut to D modeled seconds.
+            let limit = (d as f64 * rep.tick_hz) as u64;
+            let keep = rep
+                .tposted
+                .iter()
+                .take_while(|&&t| t <= limit)
+                .count()
+                .max(5);
+            rep.tposted.truncate(keep);
+            rep.tcompleted.truncate(keep);
+        }
+        let iters = if test.is_bw() {
+            rep.tcompleted.len() as u64
+        } else {
+            cfg.iters
+        };
+        let mut obj = serde_json::json!({
+            "size": cfg.size,
+            "iterations": iters,
+        });
+        if test.is_bw() {
+            let s = bw_stats(
+                &rep.tposted,
+                &rep.tcompleted,
+                cfg.size,
+                rep.tick_hz,
+                unit,
+                cfg.post_list as usize,
+                cfg.cq_mod as usize,
+                args.no_peak || iters > 20_000 || dur,
+            )
+            .ok_or_else(|| anyhow::anyhow!("no completions"))?;
+            text.push_str(&pf::bw_row(cfg.size, iters, &s));
+            obj["bw"] = serde_json::to_value(s)?;
+        } else if dur {
+            let n = rep.tposted.len().saturating_sub(1).max(1);
+            let span = (rep.tposted[n] - rep.tposted[0]) as f64 / rep.tick_hz;
+            let t_avg = span * 1e6 / n as f64 / verb.rtt_factor() as f64;
+            text.push_str(&pf::lat_dur_row(cfg.size, n as u64, t_avg, n as f64 / span));
+            obj["t_avg_usec"] = t_avg.into();
+        } else {
+            let s = lat_stats_from_posted(&rep.tposted, rep.tick_hz / 1e6, verb.rtt_factor())
+                .ok_or_else(|| anyhow::anyhow!("too few samples"))?;
+            text.push_str(&pf::lat_row(cfg.size, cfg.iters, &s));
+            obj["latency_usec"] = serde_json::to_value(s)?;
+        }
+        let mut r = serde_json::to_value(&rep)?;
+        if let (Some(r), Some(o)) = (r.as_object_mut(), obj.as_object()) {
+            for (k, v) in o {
+                r.insert(k.clone(), v.clone());
+            }
+            r.insert("modeled_bandwidth_gbps".into(), rep.bandwidth_gbps.into());
+            r.insert("label".into(), "model-only".into());
+        }
+        results.push(r);
+    }
+    text.push_str(pf::RESULT_LINE);
+    if args.json {
+        let mut top = results.last().cloned().unwrap_or_default();
+        if results.len() > 1 {
+            top["results"] = serde_json::Value::Array(results);
+        }
+        top["test"] = format!("{:?}", test).into();
+        top["header"] = serde_json::to_value(&h)?;
+        return Ok(serde_json::to_string(&top)?);
+    }
+    Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        a: PerfArgs,
+    }
+
+    fn args(v: &[&str]) -> PerfArgs {
+        let mut all = vec!["t"];
+        all.extend_from_slice(v);
+        T::parse_from(all).a
+    }
+
+    #[test]
+    fn write_lat_end_to_end() {
+        let out = run(PerfTest::WriteLat, &args(&["-n", "200"])).unwrap();
+        assert!(out.contains("RDMA_Write Latency Test"));
+        assert!(out.contains(pf::RESULT_FMT_LAT));
+        assert!(out.contains("MODELED"));
+        let j: serde_json::Value = serde_json::from_str(
+            &run(PerfTest::WriteLat, &args(&["-n", "200", "--json"])).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(j["posted"], 200);
+        assert_eq!(j["completed_ok"], 200);
+        assert_eq!(j["completed_err"], 0);
+        assert_eq!(j["mismatches"], 0);
+        assert!(j["msg_rate_mpps"].as_f64().unwrap() > 0.0);
+        assert!(j["modeled_latency_ns"].as_f64().unwrap() > 500.0);
+        // 2 B inline WRITE: 32 + align16(6) = 48 B.
+        assert_eq!(j["wqe_bytes"], 48);
+    }
+
+    #[test]
+    fn bw_and_loss() {
+        let j: serde_json::Value = serde_json::from_str(
+            &run(
+                PerfTest::WriteBw,
+                &args(&["--report_gbits", "-n", "1000", "--json"]),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(j["posted"], 1000);
+        let g = j["bandwidth_gbps"].as_f64().unwrap();
+        assert!(g > 1.0 && g <= 100.0, "{g}");
+        let j: serde_json::Value = serde_json::from_str(
+            &run(
+                PerfTest::SendBw,
+                &args(&[
+                    "-c", "UD", "-s", "1024", "--loss", "0.5", "--seed", "7", "--json",
+                ]),
+            )
+            .unwrap(),
+        )
+        .unwrap();
+        let m = j["mismatches"].as_u64().unwrap();
+        assert!(m > 1000 && m < 4000, "{m}");
+    }
+
+    #[test]
+    fn vfio_and_bad_sizing() {
+        let e = run(
+            PerfTest::WriteLat,
+            &args(&["--device", "vfio:0000:01:00.0"]),
+        )
+        .unwrap_err();
+        assert!(e
+            .to_string()
+            .contains("VFIO backend not available in this build"));
+        let e = run(
+            PerfTest::WriteLat,
+            &args(&["--sge", "60", "--send-ops", "classic"]),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("QP creation fails"), "{e}");
+    }
+}
