@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The main job (README). Builds the bareverbs tool and runs it. Until the
-# WQE-size sweep lands, it explains the classic sizing failure and decodes a
-# ground-truth CQE; extra arguments are passed to the tool instead.
+# The main job (README): the WQE-size sweep. Builds the bareverbs tool and
+# runs `bareverbs sweep`, writing the chart to target/sweep-chart.svg and the
+# rows to target/sweep.json. Extra arguments are passed to the tool instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build -q --release -p bareverbs-bench --bin bareverbs
@@ -9,12 +9,6 @@ bv=target/release/bareverbs
 if [ "$#" -gt 0 ]; then
   exec "$bv" "$@"
 fi
-echo "== bareverbs budget --table (memory per RC QP, exact mlx5 bytes vs the 64 B + 16 B/SGE estimate)"
-"$bv" budget --table
+"$bv" sweep --svg target/sweep-chart.svg --json target/sweep.json
 echo
-echo "== bareverbs budget: why 65536 WRs x 16 SGEs fails"
-"$bv" budget --qp-type rc --max-send-wr 65536 --max-send-sge 16 --max-recv-wr 0 --max-recv-sge 0 || true
-echo
-echo "== bareverbs decode cqe (cqe_vectors.txt vector 1)"
-"$bv" decode cqe 00000000 00000000 00000000 00000000 00000000 00000000 00000000 00000000 \
-                 00000005 00000000 00000000 00000077 00000000 00000000 080abcde 00030000
+echo "chart: target/sweep-chart.svg   rows: target/sweep.json"
