@@ -766,6 +766,9 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
         let mut last_ctrl = 0usize;
         let mut last_ds = 0u32;
         let mut result = Ok(());
+        // Bytes 8..16 of every control segment but fm_ce_se: signature 0,
+        // DCI stream 0, immediate 0 (FACTS §1.2). Stored as one 8-byte word.
+        let sig_bits = self.sig_bits;
         for (i, wr) in wrs.iter().enumerate() {
             if nreq >= room || wr.sgl.len() as i64 > max_sge {
                 result = Err(PostError {
@@ -795,10 +798,15 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
                     off += 16;
                     ds += 1;
                 }
-                let fm_ce_se = self.sig_bits | fence | ((wr.signaled as u8) << 3);
-                CtrlSeg::new(0, cur as u16, opcode, 0, 0, fm_ce_se, Be32::new(0))
-                    .with_qpn_ds(qpn8 | ds)
-                    .write_to(ring.add(ctrl_off));
+                let fm_ce_se = sig_bits | fence | ((wr.signaled as u8) << 3);
+                let mut w0 = [0u8; 8];
+                w0[..4].copy_from_slice(&(((cur & 0xffff) << 8) | opcode as u32).to_be_bytes());
+                w0[4..].copy_from_slice(&(qpn8 | ds).to_be_bytes());
+                let mut w1 = [0u8; 8];
+                w1[3] = fm_ce_se;
+                let p = ring.add(ctrl_off).cast::<u64>();
+                core::ptr::write_unaligned(p, u64::from_ne_bytes(w0));
+                core::ptr::write_unaligned(p.add(1), u64::from_ne_bytes(w1));
             }
             fence = 0;
             self.wrid[idx] = wr.wr_id;
