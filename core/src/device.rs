@@ -56,6 +56,9 @@ pub struct DeviceConfig {
     pub page_size: u32,
     /// Cache-line size (for doorbell records).
     pub cache_line_size: u32,
+    /// Most pages the driver lends firmware in total (default 65536 = 256 MiB,
+    /// the pool's capacity); a larger request fails with `TooManyPages`.
+    pub max_fw_pages: u32,
 }
 
 impl Default for DeviceConfig {
@@ -68,6 +71,7 @@ impl Default for DeviceConfig {
             async_eq: true,
             page_size: 4096,
             cache_line_size: 64,
+            max_fw_pages: (crate::cmd::pages::MAX_CHUNKS * crate::cmd::pages::CHUNK_PAGES) as u32,
         }
     }
 }
@@ -698,7 +702,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
 
     /// Gives `count` pages to firmware with MANAGE_PAGES GIVE (FACTS §7.7).
     fn give_pages(&mut self, func: u16, count: u32, slot: SlotKind) -> Result<(), DeviceError> {
-        if count as usize > crate::cmd::pages::MAX_CHUNKS * crate::cmd::pages::CHUNK_PAGES {
+        if (self.pages.held() as u64 + count as u64) > self.cfg.max_fw_pages as u64 {
             return Err(DeviceError::TooManyPages {
                 requested: count as i64,
             });

@@ -8,4 +8,5 @@
 #![deny(missing_docs)]
 
 pub mod dma;
+pub mod fw;
 pub mod fuzzing;
