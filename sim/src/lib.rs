@@ -8,5 +8,5 @@
 #![deny(missing_docs)]
 
 pub mod dma;
-pub mod fw;
 pub mod fuzzing;
+pub mod fw;

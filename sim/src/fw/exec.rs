@@ -5,8 +5,8 @@ use super::objects::{CqObj, EqObj, MkeyObj, ObjectEvent, QpObj, SrqObj};
 use super::{HcaState, SimFirmware, BAR0_SIZE, FIRST_UAR};
 use bareverbs::cmd::bits::{get16, get32, get64, get_bits, put16, put32, put64, set_bits};
 use bareverbs::cmd::caps::{self, HcaCaps};
-use bareverbs::cmd::ops::{HwQpState, CQC, EQC, MKC, PAS_OFFSET, QPC, QPC_PATH, SRQC};
 use bareverbs::cmd::op;
+use bareverbs::cmd::ops::{HwQpState, CQC, EQC, MKC, PAS_OFFSET, QPC, QPC_PATH, SRQC};
 use bareverbs::cmd::queue::{layout, mailbox, MAILBOX_BYTES, MAILBOX_DATA};
 
 /// Largest message the model accepts (1 MiB); longer is a length error.
@@ -213,6 +213,7 @@ impl SimFirmware {
             }
         };
         self.log.push((opcode, out[0]));
+        self.slot_log.push((slot, opcode));
         let n = out.len().min(outlen);
         self.wr(base + layout::OUT as u64, &out[..n.min(16)]);
         if n > 16 {
@@ -364,7 +365,11 @@ impl SimFirmware {
                 Outcome::Ok(o)
             }
             op::MANAGE_PAGES => {
-                require!(enabled || !self.pages.is_empty(), st::BAD_SYS_STATE, reason::HCA_STATE);
+                require!(
+                    enabled || !self.pages.is_empty(),
+                    st::BAD_SYS_STATE,
+                    reason::HCA_STATE
+                );
                 let n = get32(input, 0x0c) as usize;
                 match op_mod {
                     1 => {
@@ -391,10 +396,9 @@ impl SimFirmware {
                     }
                     2 => {
                         let releasable = match self.hca {
-                            HcaState::Initialized | HcaState::Enabled => {
-                                (self.pages.len() as u32).saturating_sub(self.required_pages())
-                                    as usize
-                            }
+                            HcaState::Initialized | HcaState::Enabled => (self.pages.len() as u32)
+                                .saturating_sub(self.required_pages())
+                                as usize,
                             _ => self.pages.len(),
                         };
                         let room = outlen.saturating_sub(16) / 8;

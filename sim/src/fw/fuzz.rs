@@ -14,10 +14,14 @@ use bareverbs::cmd::caps::HcaCaps;
 use bareverbs::cmd::eq::Eqe;
 use bareverbs::cmd::initseg::{self, InitSeg};
 use bareverbs::cmd::ops;
-use bareverbs::cmd::queue::{layout, mailbox, MAILBOX_BYTES, MAILBOX_DATA, MAILBOX_STRIDE, MAX_BLOCKS};
+use bareverbs::cmd::queue::{
+    layout, mailbox, MAILBOX_BYTES, MAILBOX_DATA, MAILBOX_STRIDE, MAX_BLOCKS,
+};
 use bareverbs::cmd::{op, Bar0, Clock};
 use bareverbs::cqe::CqeSize;
-use bareverbs::device::{Device, DeviceConfig, Init2Rtr, QpServiceType, QpSpec, Rst2Init, Rtr2Rts, UarMap};
+use bareverbs::device::{
+    Device, DeviceConfig, Init2Rtr, QpServiceType, QpSpec, Rst2Init, Rtr2Rts, UarMap,
+};
 use bareverbs::platform::MemUar;
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -231,8 +235,20 @@ pub fn cmd_outbox(data: &[u8]) {
             user_index: 0,
         };
         if let Ok(mut qp) = d.create_qp(spec) {
-            let _ = d.rst2init(&mut qp, &Rst2Init { port: 1, ..Default::default() });
-            let _ = d.init2rtr(&mut qp, &Init2Rtr { mtu: 3, ..Default::default() });
+            let _ = d.rst2init(
+                &mut qp,
+                &Rst2Init {
+                    port: 1,
+                    ..Default::default()
+                },
+            );
+            let _ = d.init2rtr(
+                &mut qp,
+                &Init2Rtr {
+                    mtu: 3,
+                    ..Default::default()
+                },
+            );
             let _ = d.rtr2rts(&mut qp, &Rtr2Rts::default());
             let _ = d.query_qp(&mut qp);
             let _ = d.qp_to_err(&mut qp);

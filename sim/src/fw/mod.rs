@@ -185,6 +185,8 @@ pub struct SimFirmware {
     pub(crate) hung: Vec<u8>,
     /// Opcodes executed, in order (with their status byte).
     pub log: Vec<(u16, u8)>,
+    /// (slot, opcode) of every executed command, in order.
+    pub slot_log: Vec<(u8, u16)>,
     /// Doorbell writes seen on UAR pages: (uar, offset, value bytes).
     pub uar_writes: Vec<(u32, usize, Vec<u8>)>,
 }
@@ -213,6 +215,7 @@ impl SimFirmware {
             pending: Vec::new(),
             hung: Vec::new(),
             log: Vec::new(),
+            slot_log: Vec::new(),
             uar_writes: Vec::new(),
         }
     }
