@@ -387,7 +387,7 @@ fn bad_parameter_bad_opcode_and_wrong_state() {
     )
     .unwrap();
     let e = d.init2rtr(&mut q, &Init2Rtr::default()).unwrap_err();
-    assert_eq!(e.to_string().contains("BAD_PARAM_ERR"), true, "{e}");
+    assert!(e.to_string().contains("BAD_PARAM_ERR"), "{e}");
     assert_eq!(d.query_qp(&mut q).unwrap().state, HwQpState::Init);
 
     // Bad opcode → BAD_OP 0x02.

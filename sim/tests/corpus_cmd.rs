@@ -76,7 +76,9 @@ fn regenerate_seeds() {
     seeds.push(("delivery_input_len", vec![0, 0x08, 0x0e]));
     seeds.push((
         "status_bad_param",
-        vec![0, 0x40, 0x03, 0, 0, 0, 0x12, 0x34, 0x56, 0x78, 0, 0, 0, 0, 0, 0, 0, 0],
+        vec![
+            0, 0x40, 0x03, 0, 0, 0, 0x12, 0x34, 0x56, 0x78, 0, 0, 0, 0, 0, 0, 0, 0,
+        ],
     ));
     seeds.push(("bringup_caps", bringup_with_caps()));
     let mut v = vec![0u8];

@@ -74,7 +74,7 @@ impl IovaAllocator {
         let end = iova
             .checked_add(len)
             .ok_or(VfioHostError::BadIovaFree { iova, len })?;
-        if iova < self.base || end > self.limit || iova % IOVA_PAGE != 0 || len == 0 {
+        if iova < self.base || end > self.limit || !iova.is_multiple_of(IOVA_PAGE) || len == 0 {
             return Err(VfioHostError::BadIovaFree { iova, len });
         }
         let i = self.free.partition_point(|&(s, _)| s < iova);

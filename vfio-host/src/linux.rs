@@ -104,7 +104,7 @@ impl VfioBar0 {
 // mapping; out-of-range offsets are refused (reads return all-ones).
 unsafe impl Bar0 for VfioBar0 {
     fn read32(&self, off: usize) -> u32 {
-        if off % 4 != 0 || off.checked_add(4).is_none_or(|e| e > self.map.len) {
+        if !off.is_multiple_of(4) || off.checked_add(4).is_none_or(|e| e > self.map.len) {
             return 0xffff_ffff;
         }
         // SAFETY: in range and 4-aligned (BAR base is page aligned).
@@ -112,7 +112,7 @@ unsafe impl Bar0 for VfioBar0 {
         u32::from_be(v)
     }
     fn write32(&mut self, off: usize, v: u32) {
-        if off % 4 != 0 || off.checked_add(4).is_none_or(|e| e > self.map.len) {
+        if !off.is_multiple_of(4) || off.checked_add(4).is_none_or(|e| e > self.map.len) {
             return;
         }
         // SAFETY: as in read32.
@@ -147,7 +147,7 @@ pub struct VfioUar {
 
 impl VfioUar {
     fn at(&self, offset: usize, width: usize) -> Option<*mut u8> {
-        if offset % width != 0 || offset + width > 4096 {
+        if !offset.is_multiple_of(width) || offset + width > 4096 {
             return None;
         }
         // SAFETY: base + 4096 <= len (checked in map_uar), offset + width <= 4096.

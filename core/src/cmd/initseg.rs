@@ -189,11 +189,8 @@ impl<B: Bar0> InitSeg<'_, B> {
         if self.0.read32(HEALTH_FW_VER) == 0xffff_ffff {
             return Err(HealthProblem::LinkDown);
         }
-        match self.nic_interface() {
-            s @ (NicIfcState::Disabled | NicIfcState::SwReset) => {
-                return Err(HealthProblem::NicInterface(s))
-            }
-            _ => {}
+        if let s @ (NicIfcState::Disabled | NicIfcState::SwReset) = self.nic_interface() {
+            return Err(HealthProblem::NicInterface(s));
         }
         if let Some((synd, ext_synd)) = self.health_syndrome() {
             return Err(HealthProblem::Syndrome { synd, ext_synd });

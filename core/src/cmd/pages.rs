@@ -133,7 +133,7 @@ impl PagePool {
         for c in self.chunks.iter_mut() {
             let start = c.buf.iova;
             let end = start + (c.pages * FW_PAGE) as u64;
-            if iova >= start && iova < end && (iova - start) % FW_PAGE as u64 == 0 {
+            if iova >= start && iova < end && (iova - start).is_multiple_of(FW_PAGE as u64) {
                 let p = ((iova - start) / FW_PAGE as u64) as usize;
                 let bit = 1u64 << (p % 64);
                 if c.held[p / 64] & bit == 0 {

@@ -139,8 +139,8 @@ impl SimFirmware {
     }
 
     fn write_chain(&mut self, mut ptr: u64, data: &[u8]) -> Result<(), u8> {
-        let mut i = 0u32;
-        for chunk in data.chunks(MAILBOX_DATA) {
+        for (i, chunk) in data.chunks(MAILBOX_DATA).enumerate() {
+            let i = i as u32;
             if ptr & 0x3ff != 0 {
                 return Err(4);
             }
@@ -153,7 +153,6 @@ impl SimFirmware {
                 self.wr(ptr + mailbox::BLOCK_NUM as u64, &(i + 7).to_be_bytes());
             }
             ptr = get64(&b, mailbox::NEXT);
-            i += 1;
         }
         Ok(())
     }
