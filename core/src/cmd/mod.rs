@@ -188,3 +188,6 @@ pub fn opcode_name(opcode: u16) -> &'static str {
         _ => "UNKNOWN",
     }
 }
+
+#[cfg(test)]
+mod tests;
