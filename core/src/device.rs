@@ -56,6 +56,9 @@ pub struct DeviceConfig {
     pub page_size: u32,
     /// Cache-line size (for doorbell records).
     pub cache_line_size: u32,
+    /// Write the HOST_ENDIANNESS register after the boot pages (FACTS §7.6
+    /// step 7; the kernel does this for physical functions).
+    pub set_host_endianness: bool,
     /// Most pages the driver lends firmware in total (default 65536 = 256 MiB,
     /// the pool's capacity); a larger request fails with `TooManyPages`.
     pub max_fw_pages: u32,
@@ -71,6 +74,7 @@ impl Default for DeviceConfig {
             async_eq: true,
             page_size: 4096,
             cache_line_size: 64,
+            set_host_endianness: true,
             max_fw_pages: (crate::cmd::pages::MAX_CHUNKS * crate::cmd::pages::CHUNK_PAGES) as u32,
         }
     }
@@ -89,6 +93,8 @@ pub enum Step {
     Issi,
     /// 6: boot pages.
     BootPages,
+    /// 7: HOST_ENDIANNESS register.
+    HostEndianness,
     /// 8: capabilities.
     HcaCaps,
     /// 9: init pages.
@@ -607,6 +613,11 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         }
         // (6) boot pages.
         self.supply_pages(PagesKind::Boot, Step::BootPages)?;
+        // (7) host endianness.
+        if self.cfg.set_host_endianness {
+            let r = ops::set_host_endianness(&mut self.inb);
+            self.exec(r).map_err(bu(Step::HostEndianness))?;
+        }
         // (8) caps: query max and current, set current with our changes.
         let r = ops::query_hca_cap(&mut self.inb, CapType::General, false);
         self.exec(r).map_err(bu(Step::HcaCaps))?;

@@ -122,6 +122,7 @@ fn bring_up_fills_device_caps_from_query_hca_cap() {
             op::SET_ISSI,
             op::QUERY_PAGES,
             op::MANAGE_PAGES,
+            op::ACCESS_REG,
             op::QUERY_HCA_CAP,
             op::QUERY_HCA_CAP,
             op::SET_HCA_CAP,
@@ -134,6 +135,8 @@ fn bring_up_fills_device_caps_from_query_hca_cap() {
         ]
     );
     assert!(f.log.iter().all(|(_, s)| *s == 0));
+    // Little-endian host → he = 0x00 (FACTS §7.6 step 7).
+    assert_eq!(f.host_endianness, Some(0x00));
 }
 
 #[test]

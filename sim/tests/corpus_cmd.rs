@@ -48,10 +48,10 @@ fn eqe(num_pages: i32) -> Vec<u8> {
 }
 
 /// Bring-up answers up to and including the post-init QUERY_HCA_CAP with
-/// real capabilities (commands 1–8 answered with zeros).
+/// real capabilities (ENABLE_HCA … INIT_HCA, nine commands, answered with zeros).
 fn bringup_with_caps() -> Vec<u8> {
     let mut v = vec![0u8];
-    v.extend([0u8; 8]);
+    v.extend([0u8; 9]); // commands 1–9 answered with zeros
     v.extend(with_mailboxes(&cap_image()));
     v
 }
@@ -82,7 +82,7 @@ fn regenerate_seeds() {
     ));
     seeds.push(("bringup_caps", bringup_with_caps()));
     let mut v = vec![0u8];
-    v.extend([0u8; 8]);
+    v.extend([0u8; 9]); // commands 1–9 answered with zeros
     let mut m = with_mailboxes(&cap_image());
     m[0] = 0x30;
     m.push(2);

@@ -137,6 +137,29 @@ pub fn choose_issi(supported: u32) -> Option<u16> {
     }
 }
 
+/// Register id of HOST_ENDIANNESS for ACCESS_REG. FACTS §7.6 step 7.
+pub const REG_HOST_ENDIANNESS: u16 = 0x7004;
+
+/// ACCESS_REG (0x805) write of HOST_ENDIANNESS: register id at byte 0x0a,
+/// argument 0 at 0x0c, register data from 0x10 whose first byte is `he`
+/// (0x00 little-endian host, 0x80 big-endian). FACTS §7.6 step 7.
+pub fn set_host_endianness(b: &mut [u8]) -> Req {
+    let in_len = HDR_LEN + 0x10;
+    hdr(b, op::ACCESS_REG, 0, in_len);
+    put16(b, 0x0a, REG_HOST_ENDIANNESS);
+    put32(b, 0x0c, 0);
+    b[0x10] = if cfg!(target_endian = "big") {
+        0x80
+    } else {
+        0x00
+    };
+    Req {
+        opcode: op::ACCESS_REG,
+        in_len,
+        out_len: HDR_LEN + 0x10,
+    }
+}
+
 // ---- pages ----------------------------------------------------------
 
 /// QUERY_PAGES op_mod (FACTS §7.7).

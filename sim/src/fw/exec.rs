@@ -425,6 +425,17 @@ impl SimFirmware {
                     _ => Fail(st::BAD_PARAM, reason::FIELD),
                 }
             }
+            op::ACCESS_REG => {
+                require!(enabled, st::BAD_SYS_STATE, reason::HCA_STATE);
+                require!(need_in(0x20), st::BAD_INPUT_LEN, reason::INPUT_LEN);
+                require!(
+                    get16(input, 0x0a) == bareverbs::cmd::ops::REG_HOST_ENDIANNESS && op_mod == 0,
+                    st::BAD_PARAM,
+                    reason::FIELD
+                );
+                self.host_endianness = Some(input[0x10]);
+                Outcome::Ok(ok(0x20.min(outlen)))
+            }
             op::QUERY_HCA_CAP => {
                 require!(enabled, st::BAD_SYS_STATE, reason::HCA_STATE);
                 require!(op_mod >> 1 == 0, st::BAD_PARAM, reason::FIELD);

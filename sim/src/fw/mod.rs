@@ -174,6 +174,8 @@ pub struct SimFirmware {
     pub(crate) health: u32,
     pub(crate) hca: HcaState,
     pub(crate) issi: u16,
+    /// HOST_ENDIANNESS `he` byte written with ACCESS_REG, if any.
+    pub host_endianness: Option<u8>,
     pub(crate) cur_caps: [u8; 256],
     pub(crate) pages: Vec<u64>,
     pub(crate) charged_objects: u32,
@@ -206,6 +208,7 @@ impl SimFirmware {
             health: 0x10,
             hca: HcaState::Disabled,
             issi: 0,
+            host_endianness: None,
             cur_caps,
             pages: Vec::new(),
             charged_objects: 0,
