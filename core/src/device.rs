@@ -495,6 +495,8 @@ pub struct Device<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> {
     eq: Option<(EventQueue, B::Uar)>,
     objs: heapless::Vec<Obj, { 5 * MAX_OBJECTS }>,
     page_events: u64,
+    health_last: u32,
+    health_misses: u8,
 }
 
 impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> fmt::Debug for Device<B, C, A> {
@@ -564,6 +566,8 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
             eq: None,
             objs: heapless::Vec::new(),
             page_events: 0,
+            health_last: 0,
+            health_misses: 0,
         };
         match d.bring_up_steps() {
             Ok(()) => Ok(d),
@@ -832,6 +836,13 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
                 break;
             };
             handled += 1;
+            // Publish the consumer index (no re-arm) at least every 0x80
+            // EQEs while draining (FACTS §4.6).
+            if handled % NUM_SPARE_EQE as usize == 0 {
+                if let Some((eq, uar)) = self.eq.as_mut() {
+                    uar.write32(EQ_DOORBELL_NO_ARM, eq.doorbell());
+                }
+            }
             if let Eqe::PageRequest {
                 function_id,
                 num_pages,
@@ -853,9 +864,28 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         }
         if let Some((eq, uar)) = self.eq.as_mut() {
             uar.write32(EQ_DOORBELL_ARM, eq.doorbell());
-            let _ = EQ_DOORBELL_NO_ARM;
         }
         handled
+    }
+
+    /// One health poll (FACTS §7.1 health checks): link down, NIC interface
+    /// DISABLED/SW_RESET, `rfr` with a syndrome, or a health counter that
+    /// did not change for 3 consecutive polls. Call it about once a second
+    /// (VFIO: POLL_HEALTH_INTERVAL 1000 ms, MAX_MISSES 3).
+    pub fn check_health(&mut self) -> Result<(), crate::cmd::initseg::HealthProblem> {
+        let seg = InitSeg(&self.bar);
+        seg.check_health()?;
+        let c = seg.health_counter();
+        if (c ^ self.health_last) & 0x00ff_ffff == 0 {
+            self.health_misses = self.health_misses.saturating_add(1);
+            if self.health_misses >= 3 {
+                return Err(crate::cmd::initseg::HealthProblem::CounterStuck { counter: c });
+            }
+        } else {
+            self.health_misses = 0;
+        }
+        self.health_last = c;
+        Ok(())
     }
 
     // ---- accessors ------------------------------------------------------

@@ -604,12 +604,25 @@ fn init_segment_checks_and_issi_negotiation() {
     .unwrap_err();
     assert_eq!(e, DeviceError::UnsupportedIssi { supported: 0b100 });
     // Health: the counter ticks.
-    let d = bring_up_sim(FwConfig::default()).unwrap();
-    let seg = bareverbs::cmd::initseg::InitSeg(d.bar());
-    let c = seg.health_counter();
-    assert!(seg.counter_alive(c));
-    assert_eq!(seg.check_health(), Ok(()));
-    assert!(!seg.initializing());
+    let mut d = bring_up_sim(FwConfig::default()).unwrap();
+    {
+        let seg = bareverbs::cmd::initseg::InitSeg(d.bar());
+        let c = seg.health_counter();
+        assert!(seg.counter_alive(c));
+        assert_eq!(seg.check_health(), Ok(()));
+        assert!(!seg.initializing());
+    }
+    for _ in 0..5 {
+        assert_eq!(d.check_health(), Ok(()));
+    }
+    // A stuck counter is fatal on the third unchanged poll (FACTS §7.1).
+    d.bar().fw().faults.health_stuck = true;
+    assert_eq!(d.check_health(), Ok(()), "miss 1");
+    assert_eq!(d.check_health(), Ok(()), "miss 2");
+    assert!(matches!(
+        d.check_health(),
+        Err(bareverbs::cmd::initseg::HealthProblem::CounterStuck { .. })
+    ));
 }
 
 #[test]
