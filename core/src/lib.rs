@@ -20,6 +20,8 @@
 //! | [`sizing`] | device caps → exact queue geometry, budgets | §3 |
 //! | [`platform`] | DMA memory, UAR MMIO, barriers (the host trait) | §4.3, §4.4 |
 //! | [`ring`] | explicit ring-wrap helpers | §1.8 |
+//! | [`cmd`] | firmware command interface: BAR0, init segment, command queue, mailboxes, commands, EQ, pages | §7 |
+//! | [`device`] | bring-up sequence, PD/mkey/CQ/QP/SRQ by command, QP transitions, teardown | §6.3, §7.6 |
 #![cfg_attr(not(test), no_std)]
 #![deny(
     unsafe_op_in_unsafe_fn,
@@ -28,8 +30,10 @@
 )]
 #![warn(clippy::missing_safety_doc)]
 
+pub mod cmd;
 pub mod cq;
 pub mod cqe;
+pub mod device;
 pub mod error;
 pub mod mr;
 pub mod platform;

@@ -9,3 +9,4 @@
 
 pub mod dma;
 pub mod fuzzing;
+pub mod fw;

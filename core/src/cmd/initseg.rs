@@ -1,0 +1,230 @@
+//! The initialization segment at BAR0 offset 0 (FACTS §7.1, §7.2).
+
+use super::Bar0;
+
+/// `fw_rev` register. FACTS §7.1.
+pub const FW_REV: usize = 0x000;
+/// `cmdif_rev_fw_sub` register. FACTS §7.1.
+pub const CMDIF_REV_FW_SUB: usize = 0x004;
+/// `cmdq_addr_h` register. FACTS §7.1.
+pub const CMDQ_ADDR_H: usize = 0x010;
+/// `cmdq_addr_l_sz` register. FACTS §7.1.
+pub const CMDQ_ADDR_L_SZ: usize = 0x014;
+/// `cmd_dbell` register. FACTS §7.1.
+pub const CMD_DBELL: usize = 0x018;
+/// `initializing` register (bit 31). FACTS §7.1.
+pub const INITIALIZING: usize = 0x1fc;
+/// Health buffer `fw_ver`. FACTS §7.1.
+pub const HEALTH_FW_VER: usize = 0x230;
+/// Health buffer `rfr` (bit 31). FACTS §7.1.
+pub const HEALTH_RFR: usize = 0x238;
+/// Health buffer word holding `irisc_index` (byte 0x23c), `synd` (0x23d),
+/// `ext_synd` (0x23e). FACTS §7.1.
+pub const HEALTH_SYND_WORD: usize = 0x23c;
+/// `health_counter` register. FACTS §7.1.
+pub const HEALTH_COUNTER: usize = 0x1010;
+/// Command-interface revision this driver speaks. FACTS §7.2.
+pub const CMDIF_REV: u16 = 5;
+
+/// NIC interface state (`cmdq_addr_l_sz` bits 10:8). FACTS §7.1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NicIfcState {
+    /// 0: full driver (normal operation).
+    FullDriver,
+    /// 1: disabled.
+    Disabled,
+    /// 7: software reset.
+    SwReset,
+    /// Any other value.
+    Other(u8),
+}
+
+impl NicIfcState {
+    /// Decodes the 3-bit field. FACTS §7.1.
+    pub const fn from_bits(v: u8) -> Self {
+        match v & 7 {
+            0 => NicIfcState::FullDriver,
+            1 => NicIfcState::Disabled,
+            7 => NicIfcState::SwReset,
+            o => NicIfcState::Other(o),
+        }
+    }
+}
+
+/// Firmware version `major.minor.subminor` (FACTS §7.1).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FwVersion {
+    /// Major (`fw_rev` bits 15:0).
+    pub major: u16,
+    /// Minor (`fw_rev` bits 31:16).
+    pub minor: u16,
+    /// Sub-minor (`cmdif_rev_fw_sub` bits 15:0).
+    pub subminor: u16,
+}
+
+impl core::fmt::Display for FwVersion {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{}.{}.{:04}", self.major, self.minor, self.subminor)
+    }
+}
+
+/// Command queue geometry read from `cmdq_addr_l_sz` (FACTS §7.1, §7.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CmdqGeometry {
+    /// log2 number of slots (bits 7:4).
+    pub log_sz: u8,
+    /// log2 slot stride in bytes (bits 3:0).
+    pub log_stride: u8,
+}
+
+/// Why the initialization segment was rejected (FACTS §7.1, §7.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InitSegError {
+    /// `fw_rev` reads all-ones: the PCI link is down or BAR0 is not mapped.
+    LinkDown,
+    /// Command-interface revision is not 5.
+    CmdifRev {
+        /// Revision found.
+        found: u16,
+    },
+    /// More than 32 command slots.
+    TooManySlots {
+        /// log2 slots found.
+        log_sz: u8,
+    },
+    /// The queue does not fit one 4 KiB page (`log_sz + log_stride > 12`).
+    QueueTooLarge {
+        /// log2 slots.
+        log_sz: u8,
+        /// log2 stride.
+        log_stride: u8,
+    },
+    /// The slot stride is smaller than a 64-byte command entry.
+    StrideTooSmall {
+        /// log2 stride.
+        log_stride: u8,
+    },
+    /// `initializing` stayed set past the timeout.
+    InitTimeout {
+        /// Microseconds waited.
+        waited_us: u64,
+    },
+    /// Health check: firmware reports a fatal state.
+    Fatal(HealthProblem),
+}
+
+/// A fatal health condition (FACTS §7.1 health checks).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HealthProblem {
+    /// `fw_ver` in the health buffer reads 0xffffffff: PCI link down.
+    LinkDown,
+    /// NIC interface is DISABLED or SW_RESET.
+    NicInterface(NicIfcState),
+    /// `rfr` set with a nonzero syndrome.
+    Syndrome {
+        /// Health syndrome (0x1 FW error, 0x7 IRISC, …).
+        synd: u8,
+        /// Extended syndrome.
+        ext_synd: u16,
+    },
+    /// `health_counter` did not change over the polls.
+    CounterStuck {
+        /// Counter value seen.
+        counter: u32,
+    },
+}
+
+/// A read view of the initialization segment.
+pub struct InitSeg<'a, B: Bar0>(pub &'a B);
+
+impl<B: Bar0> InitSeg<'_, B> {
+    /// Firmware version (FACTS §7.1 `fw_rev`, `cmdif_rev_fw_sub`).
+    pub fn fw_version(&self) -> FwVersion {
+        let r = self.0.read32(FW_REV);
+        let s = self.0.read32(CMDIF_REV_FW_SUB);
+        FwVersion {
+            major: r as u16,
+            minor: (r >> 16) as u16,
+            subminor: s as u16,
+        }
+    }
+    /// Command-interface revision (bits 31:16 of 0x004; must be 5).
+    pub fn cmdif_rev(&self) -> u16 {
+        (self.0.read32(CMDIF_REV_FW_SUB) >> 16) as u16
+    }
+    /// Command queue geometry (low byte of 0x014).
+    pub fn cmdq_geometry(&self) -> CmdqGeometry {
+        let v = self.0.read32(CMDQ_ADDR_L_SZ);
+        CmdqGeometry {
+            log_sz: ((v >> 4) & 0xf) as u8,
+            log_stride: (v & 0xf) as u8,
+        }
+    }
+    /// NIC interface state (bits 10:8 of 0x014).
+    pub fn nic_interface(&self) -> NicIfcState {
+        NicIfcState::from_bits(((self.0.read32(CMDQ_ADDR_L_SZ) >> 8) & 7) as u8)
+    }
+    /// Firmware is still initializing (bit 31 of 0x1fc).
+    pub fn initializing(&self) -> bool {
+        self.0.read32(INITIALIZING) & 0x8000_0000 != 0
+    }
+    /// Health counter (0x1010; low 24 bits keep changing while alive).
+    pub fn health_counter(&self) -> u32 {
+        self.0.read32(HEALTH_COUNTER)
+    }
+    /// Health syndrome and extended syndrome if `rfr` is set (FACTS §7.1).
+    pub fn health_syndrome(&self) -> Option<(u8, u16)> {
+        let rfr = self.0.read32(HEALTH_RFR) & 0x8000_0000 != 0;
+        let w = self.0.read32(HEALTH_SYND_WORD);
+        let synd = (w >> 16) as u8;
+        if rfr && synd != 0 {
+            Some((synd, w as u16))
+        } else {
+            None
+        }
+    }
+    /// One health check (everything but the counter, which needs several
+    /// polls; see [`InitSeg::counter_alive`]). FACTS §7.1.
+    pub fn check_health(&self) -> Result<(), HealthProblem> {
+        if self.0.read32(HEALTH_FW_VER) == 0xffff_ffff {
+            return Err(HealthProblem::LinkDown);
+        }
+        if let s @ (NicIfcState::Disabled | NicIfcState::SwReset) = self.nic_interface() {
+            return Err(HealthProblem::NicInterface(s));
+        }
+        if let Some((synd, ext_synd)) = self.health_syndrome() {
+            return Err(HealthProblem::Syndrome { synd, ext_synd });
+        }
+        Ok(())
+    }
+    /// Compares the low 24 bits of the health counter with an earlier read.
+    pub fn counter_alive(&self, earlier: u32) -> bool {
+        (self.health_counter() ^ earlier) & 0x00ff_ffff != 0
+    }
+    /// Validates revision and geometry (FACTS §7.2 steps 1–2).
+    pub fn validate(&self) -> Result<CmdqGeometry, InitSegError> {
+        if self.0.read32(FW_REV) == 0xffff_ffff {
+            return Err(InitSegError::LinkDown);
+        }
+        let rev = self.cmdif_rev();
+        if rev != CMDIF_REV {
+            return Err(InitSegError::CmdifRev { found: rev });
+        }
+        let g = self.cmdq_geometry();
+        if g.log_sz > 5 {
+            return Err(InitSegError::TooManySlots { log_sz: g.log_sz });
+        }
+        if g.log_sz + g.log_stride > 12 {
+            return Err(InitSegError::QueueTooLarge {
+                log_sz: g.log_sz,
+                log_stride: g.log_stride,
+            });
+        }
+        if g.log_stride < 6 {
+            return Err(InitSegError::StrideTooSmall {
+                log_stride: g.log_stride,
+            });
+        }
+        Ok(g)
+    }
+}

@@ -1,0 +1,882 @@
+//! Typed builders and parsers for each command (FACTS §6.3, §7.5–§7.12).
+//!
+//! A builder zeroes the front of an input buffer, writes the header and
+//! fields, and returns a [`Req`] naming the opcode and the input and output
+//! lengths. A parser takes the output bytes (the status has already been
+//! checked by [`super::queue::CmdQueue::complete`]) and never panics.
+
+use super::bits::{get16, get32, get64, get_bits, put16, put32, put64, set_bits};
+use super::{op, CmdError};
+
+/// A built command: opcode, input bytes to send, output bytes to expect.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Req {
+    /// Opcode (FACTS §7.8).
+    pub opcode: u16,
+    /// Input length in bytes (header included).
+    pub in_len: usize,
+    /// Output length in bytes (header included).
+    pub out_len: usize,
+}
+
+/// Length of a header-only input or output (FACTS §7.5).
+pub const HDR_LEN: usize = 0x10;
+/// Offset of `pas[]` / MTT lists in CREATE_{CQ,QP,EQ,SRQ,MKEY} inputs. FACTS §7.9–§7.12.
+pub const PAS_OFFSET: usize = 0x110;
+/// Offset of the cqc in create_cq_in. FACTS §7.10.
+pub const CQC: usize = 0x10;
+/// Offset of the qpc in create/modify/query QP messages. FACTS §6.3, §7.11.
+pub const QPC: usize = 0x18;
+/// Offset of the primary address path in a QP message (qpc + 0x18). FACTS §7.11.
+pub const QPC_PATH: usize = QPC + 0x18;
+/// Offset of the eqc in create_eq_in. FACTS §7.9.
+pub const EQC: usize = 0x10;
+/// Offset of the mkc in create_mkey_in. FACTS §7.12.
+pub const MKC: usize = 0x10;
+/// Offset of the srqc in create_srq_in (linux `mlx5_ifc.h`
+/// create_srq_in: after the 16-byte header; pas[] at 0x110).
+pub const SRQC: usize = 0x10;
+/// Capability area in QUERY_HCA_CAP output / SET_HCA_CAP input. FACTS §7.6.
+pub const CAP_OFFSET: usize = 0x10;
+/// Bytes of the capability area. FACTS §7.6.
+pub const CAP_LEN: usize = 0x1000;
+
+fn hdr(b: &mut [u8], opcode: u16, op_mod: u16, in_len: usize) {
+    let n = in_len.min(b.len());
+    b[..n].fill(0);
+    put16(b, 0, opcode);
+    put16(b, 6, op_mod);
+}
+
+fn simple(b: &mut [u8], opcode: u16, op_mod: u16) -> Req {
+    hdr(b, opcode, op_mod, HDR_LEN);
+    Req {
+        opcode,
+        in_len: HDR_LEN,
+        out_len: HDR_LEN,
+    }
+}
+
+/// Writes `npages` BE64 page addresses `base + i·4096` (with `flags` or'ed
+/// in) from byte `at`; returns the end offset.
+fn put_pas(b: &mut [u8], at: usize, base: u64, npages: usize, flags: u64) -> usize {
+    for i in 0..npages {
+        put64(b, at + 8 * i, (base + 4096 * i as u64) | flags);
+    }
+    at + 8 * npages
+}
+
+/// Reads the 24-bit object number at dw2[23:0] of an output (ALLOC_PD,
+/// ALLOC_UAR, CREATE_CQ/QP/MKEY/SRQ; FACTS §7.8 "Simple outputs").
+pub fn parse_obj_id(out: &[u8]) -> u32 {
+    get_bits(out, 0, 2, 23, 0)
+}
+
+// ---- HCA life cycle ---------------------------------------------------
+
+/// ENABLE_HCA (0x104), function_id 0 at byte 0x0a. FACTS §7.6 step 4.
+pub fn enable_hca(b: &mut [u8]) -> Req {
+    simple(b, op::ENABLE_HCA, 0)
+}
+/// DISABLE_HCA (0x105). FACTS §7.6 teardown.
+pub fn disable_hca(b: &mut [u8]) -> Req {
+    simple(b, op::DISABLE_HCA, 0)
+}
+/// INIT_HCA (0x102), op_mod 0. FACTS §7.6 step 10.
+pub fn init_hca(b: &mut [u8]) -> Req {
+    simple(b, op::INIT_HCA, 0)
+}
+
+/// TEARDOWN_HCA profile (byte 0x0a). FACTS §7.6 teardown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u16)]
+pub enum TeardownProfile {
+    /// 0: graceful close.
+    Graceful = 0,
+    /// 2: prepare fast teardown.
+    PrepareFast = 2,
+}
+
+/// TEARDOWN_HCA (0x103). FACTS §7.6 teardown.
+pub fn teardown_hca(b: &mut [u8], profile: TeardownProfile) -> Req {
+    let r = simple(b, op::TEARDOWN_HCA, 0);
+    put16(b, 0x0a, profile as u16);
+    r
+}
+/// TEARDOWN_HCA output: true when a fast teardown failed (byte 0x0f bit 0).
+pub fn parse_teardown_hca(out: &[u8]) -> bool {
+    out.get(0x0f).copied().unwrap_or(0) & 1 != 0
+}
+
+/// QUERY_ISSI (0x10a). FACTS §7.6 step 5.
+pub fn query_issi(b: &mut [u8]) -> Req {
+    let mut r = simple(b, op::QUERY_ISSI, 0);
+    r.out_len = 0x70;
+    r
+}
+/// QUERY_ISSI output: (current_issi at 0x0a, supported_issi_dw0 at 0x6c).
+pub fn parse_query_issi(out: &[u8]) -> (u16, u32) {
+    (get16(out, 0x0a), get32(out, 0x6c))
+}
+/// SET_ISSI (0x10b) with current_issi at byte 0x0a. FACTS §7.6 step 5.
+pub fn set_issi(b: &mut [u8], issi: u16) -> Req {
+    let r = simple(b, op::SET_ISSI, 0);
+    put16(b, 0x0a, issi);
+    r
+}
+
+/// Decides the ISSI from `supported_issi_dw0` (FACTS §7.6 step 5): bit 1 →
+/// 1; bit 0 or an all-zero word → 0; otherwise unsupported (`None`).
+pub fn choose_issi(supported: u32) -> Option<u16> {
+    if supported & 2 != 0 {
+        Some(1)
+    } else if supported & 1 != 0 || supported == 0 {
+        Some(0)
+    } else {
+        None
+    }
+}
+
+/// Register id of HOST_ENDIANNESS for ACCESS_REG. FACTS §7.6 step 7.
+pub const REG_HOST_ENDIANNESS: u16 = 0x7004;
+
+/// ACCESS_REG (0x805) write of HOST_ENDIANNESS: register id at byte 0x0a,
+/// argument 0 at 0x0c, register data from 0x10 whose first byte is `he`
+/// (0x00 little-endian host, 0x80 big-endian). FACTS §7.6 step 7.
+pub fn set_host_endianness(b: &mut [u8]) -> Req {
+    let in_len = HDR_LEN + 0x10;
+    hdr(b, op::ACCESS_REG, 0, in_len);
+    put16(b, 0x0a, REG_HOST_ENDIANNESS);
+    put32(b, 0x0c, 0);
+    b[0x10] = if cfg!(target_endian = "big") {
+        0x80
+    } else {
+        0x00
+    };
+    Req {
+        opcode: op::ACCESS_REG,
+        in_len,
+        out_len: HDR_LEN + 0x10,
+    }
+}
+
+// ---- pages ----------------------------------------------------------
+
+/// QUERY_PAGES op_mod (FACTS §7.7).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u16)]
+pub enum PagesKind {
+    /// 1: pages needed before INIT_HCA's capability setup.
+    Boot = 1,
+    /// 2: pages needed by INIT_HCA.
+    Init = 2,
+    /// 3: pages wanted after init (kernel).
+    PostInit = 3,
+}
+
+/// QUERY_PAGES (0x107). FACTS §7.7.
+pub fn query_pages(b: &mut [u8], kind: PagesKind) -> Req {
+    simple(b, op::QUERY_PAGES, kind as u16)
+}
+/// QUERY_PAGES output: (function_id, num_pages; negative = FW returns pages).
+pub fn parse_query_pages(out: &[u8]) -> (u16, i32) {
+    (get16(out, 0x0a), get32(out, 0x0c) as i32)
+}
+
+/// MANAGE_PAGES op_mod (FACTS §7.7).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u16)]
+pub enum ManagePagesOp {
+    /// 0: driver cannot give pages.
+    CantGive = 0,
+    /// 1: give pages.
+    Give = 1,
+    /// 2: take pages back.
+    Take = 2,
+}
+
+/// Most page addresses one MANAGE_PAGES message carries with the
+/// preallocated mailboxes.
+pub const MAX_PAGES_PER_CMD: usize = (super::queue::MAX_MSG - HDR_LEN) / 8;
+
+/// MANAGE_PAGES GIVE (0x108, op_mod 1) of `pages` (BE64 addresses from 0x10).
+/// At most [`MAX_PAGES_PER_CMD`] are used. FACTS §7.7.
+pub fn manage_pages_give(b: &mut [u8], function_id: u16, pages: &[u64]) -> Req {
+    let n = pages.len().min(MAX_PAGES_PER_CMD);
+    let in_len = HDR_LEN + 8 * n;
+    hdr(b, op::MANAGE_PAGES, ManagePagesOp::Give as u16, in_len);
+    put16(b, 0x0a, function_id);
+    put32(b, 0x0c, n as u32);
+    for (i, p) in pages[..n].iter().enumerate() {
+        put64(b, HDR_LEN + 8 * i, *p);
+    }
+    Req {
+        opcode: op::MANAGE_PAGES,
+        in_len,
+        out_len: HDR_LEN,
+    }
+}
+/// MANAGE_PAGES TAKE (op_mod 2) asking for `count` pages back. FACTS §7.7.
+pub fn manage_pages_take(b: &mut [u8], function_id: u16, count: u32) -> Req {
+    let n = (count as usize).min(MAX_PAGES_PER_CMD);
+    hdr(b, op::MANAGE_PAGES, ManagePagesOp::Take as u16, HDR_LEN);
+    put16(b, 0x0a, function_id);
+    put32(b, 0x0c, n as u32);
+    Req {
+        opcode: op::MANAGE_PAGES,
+        in_len: HDR_LEN,
+        out_len: HDR_LEN + 8 * n,
+    }
+}
+/// MANAGE_PAGES CANT_GIVE (op_mod 0): refuse a page request. FACTS §7.7.
+pub fn manage_pages_cant_give(b: &mut [u8], function_id: u16) -> Req {
+    let r = simple(b, op::MANAGE_PAGES, ManagePagesOp::CantGive as u16);
+    put16(b, 0x0a, function_id);
+    r
+}
+/// MANAGE_PAGES output: the number of returned pages (byte 0x08), bounded by
+/// what the output buffer holds; page `i` is at `0x10 + 8·i`.
+pub fn parse_manage_pages(out: &[u8]) -> Result<usize, CmdError> {
+    let n = get32(out, 0x08) as usize;
+    let room = out.len().saturating_sub(HDR_LEN) / 8;
+    if n > room {
+        return Err(CmdError::BadOutput {
+            opcode: op::MANAGE_PAGES,
+            field: "output_num_entries",
+            value: n as u64,
+        });
+    }
+    Ok(n)
+}
+/// Page `i` of a MANAGE_PAGES TAKE output.
+pub fn manage_pages_entry(out: &[u8], i: usize) -> u64 {
+    get64(out, HDR_LEN + 8 * i)
+}
+
+// ---- capabilities -----------------------------------------------------
+
+/// Capability type (FACTS §7.6).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u16)]
+pub enum CapType {
+    /// 0 general.
+    General = 0,
+    /// 2 ODP.
+    Odp = 2,
+    /// 3 atomic.
+    Atomic = 3,
+    /// 4 RoCE.
+    Roce = 4,
+    /// 0x20 general-2.
+    General2 = 0x20,
+}
+
+/// QUERY_HCA_CAP (0x100), op_mod = (type << 1) | current. FACTS §7.6.
+pub fn query_hca_cap(b: &mut [u8], cap: CapType, current: bool) -> Req {
+    let mut r = simple(b, op::QUERY_HCA_CAP, ((cap as u16) << 1) | current as u16);
+    r.out_len = CAP_OFFSET + CAP_LEN;
+    r
+}
+/// SET_HCA_CAP (0x109), op_mod = type << 1, capability copied from `caps`
+/// (at most 4096 bytes) to byte 0x10. FACTS §7.6 step 8.
+pub fn set_hca_cap(b: &mut [u8], cap: CapType, caps: &[u8]) -> Req {
+    let in_len = CAP_OFFSET + CAP_LEN;
+    hdr(b, op::SET_HCA_CAP, (cap as u16) << 1, in_len);
+    let n = caps.len().min(CAP_LEN);
+    if let Some(d) = b.get_mut(CAP_OFFSET..CAP_OFFSET + n) {
+        d.copy_from_slice(&caps[..n]);
+    }
+    Req {
+        opcode: op::SET_HCA_CAP,
+        in_len,
+        out_len: HDR_LEN,
+    }
+}
+
+// ---- UAR / PD -------------------------------------------------------
+
+/// ALLOC_UAR (0x802); output uar index at dw2[23:0]. FACTS §7.8.
+pub fn alloc_uar(b: &mut [u8]) -> Req {
+    simple(b, op::ALLOC_UAR, 0)
+}
+/// DEALLOC_UAR (0x803) of `uar` (dw2[23:0]).
+pub fn dealloc_uar(b: &mut [u8], uar: u32) -> Req {
+    let r = simple(b, op::DEALLOC_UAR, 0);
+    set_bits(b, 0, 2, 23, 0, uar);
+    r
+}
+/// ALLOC_PD (0x800); output pd at dw2[23:0]. FACTS §7.8.
+pub fn alloc_pd(b: &mut [u8]) -> Req {
+    simple(b, op::ALLOC_PD, 0)
+}
+/// DEALLOC_PD (0x801) of `pd` (dw2[23:0]).
+pub fn dealloc_pd(b: &mut [u8], pd: u32) -> Req {
+    let r = simple(b, op::DEALLOC_PD, 0);
+    set_bits(b, 0, 2, 23, 0, pd);
+    r
+}
+
+/// Destroy-style command carrying a 24-bit object number at dw2[23:0]
+/// (DESTROY_MKEY/CQ/QP/SRQ, 2ERR_QP, 2RST_QP, QUERY_QP).
+pub fn with_obj(b: &mut [u8], opcode: u16, id: u32) -> Req {
+    let r = simple(b, opcode, 0);
+    set_bits(b, 0, 2, 23, 0, id);
+    r
+}
+
+// ---- memory keys ------------------------------------------------------
+
+/// Access rights of a memory key (mkc dw0 bits 14..10). FACTS §7.12.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MkeyAccess {
+    /// Local read (`lr`).
+    pub local_read: bool,
+    /// Local write (`lw`).
+    pub local_write: bool,
+    /// Remote read (`rr`).
+    pub remote_read: bool,
+    /// Remote write (`rw`).
+    pub remote_write: bool,
+    /// Remote atomic (`a`).
+    pub atomic: bool,
+}
+
+/// CREATE_MKEY parameters for an MTT key over a contiguous 4 KiB-paged
+/// buffer. FACTS §7.12.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MkeyParams {
+    /// Protection domain.
+    pub pd: u32,
+    /// Access rights.
+    pub access: MkeyAccess,
+    /// Virtual start address the key covers (what SGEs name).
+    pub start_addr: u64,
+    /// Length in bytes.
+    pub len: u64,
+    /// DMA address of the first 4 KiB page backing the range.
+    pub pages_iova: u64,
+    /// Number of 4 KiB pages.
+    pub npages: usize,
+    /// Variant byte (`mkey_7_0`).
+    pub variant: u8,
+}
+
+/// CREATE_MKEY (0x200). FACTS §7.12.
+pub fn create_mkey(b: &mut [u8], p: &MkeyParams) -> Req {
+    let in_len = PAS_OFFSET + 8 * p.npages;
+    hdr(b, op::CREATE_MKEY, 0, in_len);
+    let a = p.access;
+    set_bits(b, MKC, 0, 14, 14, a.atomic as u32);
+    set_bits(b, MKC, 0, 13, 13, a.remote_write as u32);
+    set_bits(b, MKC, 0, 12, 12, a.remote_read as u32);
+    set_bits(b, MKC, 0, 11, 11, a.local_write as u32);
+    set_bits(b, MKC, 0, 10, 10, a.local_read as u32);
+    set_bits(b, MKC, 0, 9, 8, 1); // access_mode_1_0 = MTT
+    set_bits(b, MKC, 1, 31, 8, 0xff_ffff); // not bound to a QP
+    set_bits(b, MKC, 1, 7, 0, p.variant as u32);
+    set_bits(b, MKC, 3, 23, 0, p.pd);
+    put64(b, MKC + 0x10, p.start_addr);
+    put64(b, MKC + 0x18, p.len);
+    let octwords = p.npages.div_ceil(2) as u32;
+    put32(b, MKC + 0x34, octwords);
+    set_bits(b, MKC, 14, 4, 0, 12); // absolute log2 page size
+    put32(b, 0x60, octwords);
+    put_pas(b, PAS_OFFSET, p.pages_iova, p.npages, 0x3);
+    Req {
+        opcode: op::CREATE_MKEY,
+        in_len,
+        out_len: HDR_LEN,
+    }
+}
+
+// ---- EQ / CQ --------------------------------------------------------
+
+/// CREATE_EQ parameters. FACTS §7.9.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EqParams {
+    /// log2 number of EQEs.
+    pub log_eq_size: u8,
+    /// UAR used for the EQ doorbell.
+    pub uar_page: u32,
+    /// MSI-X vector.
+    pub intr: u8,
+    /// Event types 0–63 as bits (`1 << type`).
+    pub event_bitmask: u64,
+    /// DMA address of the first 4 KiB page of the ring.
+    pub pages_iova: u64,
+    /// Number of 4 KiB pages.
+    pub npages: usize,
+}
+
+/// CREATE_EQ (0x301); output eq number at byte 0x0b. FACTS §7.9.
+pub fn create_eq(b: &mut [u8], p: &EqParams) -> Req {
+    let in_len = PAS_OFFSET + 8 * p.npages;
+    hdr(b, op::CREATE_EQ, 0, in_len);
+    set_bits(b, EQC, 3, 28, 24, p.log_eq_size as u32);
+    set_bits(b, EQC, 3, 23, 0, p.uar_page);
+    set_bits(b, EQC, 5, 7, 0, p.intr as u32);
+    set_bits(b, EQC, 6, 28, 24, 0);
+    put64(b, 0x58, p.event_bitmask);
+    put_pas(b, PAS_OFFSET, p.pages_iova, p.npages, 0);
+    Req {
+        opcode: op::CREATE_EQ,
+        in_len,
+        out_len: HDR_LEN,
+    }
+}
+/// CREATE_EQ output: eq number (byte 0x0b).
+pub fn parse_create_eq(out: &[u8]) -> u8 {
+    out.get(0x0b).copied().unwrap_or(0)
+}
+/// DESTROY_EQ (0x302) of `eqn` (byte 0x0b).
+pub fn destroy_eq(b: &mut [u8], eqn: u8) -> Req {
+    let r = simple(b, op::DESTROY_EQ, 0);
+    b[0x0b] = eqn;
+    r
+}
+
+/// CREATE_CQ parameters. FACTS §7.10.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CqParams {
+    /// log2 number of CQEs.
+    pub log_cq_size: u8,
+    /// 0 = 64-byte CQEs, 1 = 128-byte.
+    pub cqe_sz: u8,
+    /// UAR index used for arming.
+    pub uar_page: u32,
+    /// Completion EQ number.
+    pub c_eqn: u8,
+    /// Doorbell record DMA address.
+    pub dbr_addr: u64,
+    /// DMA address of the first 4 KiB page of the ring.
+    pub pages_iova: u64,
+    /// Number of 4 KiB pages.
+    pub npages: usize,
+}
+
+/// CREATE_CQ (0x400); output cqn at dw2[23:0]. FACTS §7.10.
+pub fn create_cq(b: &mut [u8], p: &CqParams) -> Req {
+    let in_len = PAS_OFFSET + 8 * p.npages;
+    hdr(b, op::CREATE_CQ, 0, in_len);
+    set_bits(b, CQC, 0, 23, 21, p.cqe_sz as u32);
+    set_bits(b, CQC, 3, 28, 24, p.log_cq_size as u32);
+    set_bits(b, CQC, 3, 23, 0, p.uar_page);
+    set_bits(b, CQC, 5, 7, 0, p.c_eqn as u32);
+    set_bits(b, CQC, 6, 28, 24, 0);
+    put64(b, CQC + 0x38, p.dbr_addr);
+    put_pas(b, PAS_OFFSET, p.pages_iova, p.npages, 0);
+    Req {
+        opcode: op::CREATE_CQ,
+        in_len,
+        out_len: HDR_LEN,
+    }
+}
+
+// ---- QP ---------------------------------------------------------------
+
+/// qpc.st service type (FACTS §7.11).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum QpServiceType {
+    /// 0 RC.
+    Rc = 0,
+    /// 1 UC.
+    Uc = 1,
+    /// 2 UD.
+    Ud = 2,
+}
+
+/// mlx5 hardware QP state, qpc.state (FACTS §6.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HwQpState {
+    /// 0 RST.
+    Reset,
+    /// 1 INIT.
+    Init,
+    /// 2 RTR.
+    Rtr,
+    /// 3 RTS.
+    Rts,
+    /// 4 SQER.
+    SqErr,
+    /// 5 SQD.
+    Sqd,
+    /// 6 ERR.
+    Err,
+    /// 7 SQ_DRAINING.
+    SqDraining,
+    /// 9 SUSPENDED.
+    Suspended,
+    /// Anything else.
+    Other(u8),
+}
+
+impl HwQpState {
+    /// Decodes the 4-bit field. FACTS §6.1.
+    pub const fn from_bits(v: u8) -> Self {
+        match v {
+            0 => HwQpState::Reset,
+            1 => HwQpState::Init,
+            2 => HwQpState::Rtr,
+            3 => HwQpState::Rts,
+            4 => HwQpState::SqErr,
+            5 => HwQpState::Sqd,
+            6 => HwQpState::Err,
+            7 => HwQpState::SqDraining,
+            9 => HwQpState::Suspended,
+            o => HwQpState::Other(o),
+        }
+    }
+    /// The 4-bit encoding. FACTS §6.1.
+    pub const fn bits(self) -> u8 {
+        match self {
+            HwQpState::Reset => 0,
+            HwQpState::Init => 1,
+            HwQpState::Rtr => 2,
+            HwQpState::Rts => 3,
+            HwQpState::SqErr => 4,
+            HwQpState::Sqd => 5,
+            HwQpState::Err => 6,
+            HwQpState::SqDraining => 7,
+            HwQpState::Suspended => 9,
+            HwQpState::Other(o) => o,
+        }
+    }
+}
+
+/// CREATE_QP parameters. FACTS §7.11 ("Kernel create … fills").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QpParams {
+    /// Service type.
+    pub st: QpServiceType,
+    /// Protection domain.
+    pub pd: u32,
+    /// UAR index for the send doorbell.
+    pub uar_page: u32,
+    /// log2 SQ WQEBBs (ignored when `no_sq`).
+    pub log_sq_size: u8,
+    /// No send queue.
+    pub no_sq: bool,
+    /// log2 RQ WQEs (0 with an SRQ).
+    pub log_rq_size: u8,
+    /// RQ WQE shift − 4.
+    pub log_rq_stride: u8,
+    /// Receive through this SRQ instead of an RQ.
+    pub srqn: Option<u32>,
+    /// Send CQ.
+    pub cqn_snd: u32,
+    /// Receive CQ.
+    pub cqn_rcv: u32,
+    /// Doorbell record DMA address.
+    pub dbr_addr: u64,
+    /// User index reported in CQEs (CQE version 1).
+    pub user_index: u32,
+    /// DMA address of the first 4 KiB page of the QP buffer (RQ then SQ).
+    pub pages_iova: u64,
+    /// Number of 4 KiB pages.
+    pub npages: usize,
+}
+
+/// CREATE_QP (0x500); output qpn at dw2[23:0]. FACTS §7.11.
+pub fn create_qp(b: &mut [u8], p: &QpParams) -> Req {
+    let in_len = PAS_OFFSET + 8 * p.npages;
+    hdr(b, op::CREATE_QP, 0, in_len);
+    set_bits(b, QPC, 0, 23, 16, p.st as u32);
+    set_bits(b, QPC, 0, 12, 11, 3);
+    set_bits(b, QPC, 1, 23, 0, p.pd);
+    set_bits(b, QPC, 2, 22, 19, p.log_rq_size as u32);
+    set_bits(b, QPC, 2, 18, 16, p.log_rq_stride as u32);
+    set_bits(b, QPC, 2, 15, 15, p.no_sq as u32);
+    if !p.no_sq {
+        set_bits(b, QPC, 2, 14, 11, p.log_sq_size as u32);
+    }
+    set_bits(b, QPC, 3, 23, 0, p.uar_page);
+    set_bits(b, QPC, 4, 23, 0, p.user_index);
+    set_bits(b, QPC, 5, 28, 24, 0);
+    set_bits(b, QPC, 31, 23, 0, p.cqn_snd);
+    set_bits(b, QPC, 39, 23, 0, p.cqn_rcv);
+    put64(b, QPC + 0xa0, p.dbr_addr);
+    if let Some(srqn) = p.srqn {
+        set_bits(b, QPC, 43, 26, 24, 1);
+        set_bits(b, QPC, 43, 23, 0, srqn);
+    }
+    put_pas(b, PAS_OFFSET, p.pages_iova, p.npages, 0);
+    Req {
+        opcode: op::CREATE_QP,
+        in_len,
+        out_len: HDR_LEN,
+    }
+}
+
+/// Primary address path fields (FACTS §7.11 "ads").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AddressPath {
+    /// Force loopback.
+    pub fl: bool,
+    /// P_Key index.
+    pub pkey_index: u16,
+    /// GRH present.
+    pub grh: bool,
+    /// Remote LID (IB).
+    pub rlid: u16,
+    /// Source GID index.
+    pub sgid_index: u8,
+    /// Hop limit.
+    pub hop_limit: u8,
+    /// Remote GID / IP.
+    pub rgid: [u8; 16],
+    /// UDP source port (RoCEv2).
+    pub udp_sport: u16,
+    /// Service level.
+    pub sl: u8,
+    /// Port number (1-based).
+    pub port: u8,
+    /// Remote MAC (RoCE).
+    pub rmac: [u8; 6],
+}
+
+fn put_path(b: &mut [u8], p: &AddressPath) {
+    let a = QPC_PATH;
+    set_bits(b, a, 0, 31, 31, p.fl as u32);
+    set_bits(b, a, 0, 15, 0, p.pkey_index as u32);
+    set_bits(b, a, 1, 23, 23, p.grh as u32);
+    set_bits(b, a, 1, 15, 0, p.rlid as u32);
+    set_bits(b, a, 2, 23, 16, p.sgid_index as u32);
+    set_bits(b, a, 2, 7, 0, p.hop_limit as u32);
+    if let Some(d) = b.get_mut(a + 0x10..a + 0x20) {
+        d.copy_from_slice(&p.rgid);
+    }
+    set_bits(b, a, 8, 15, 0, p.udp_sport as u32);
+    set_bits(b, a, 9, 27, 24, p.sl as u32);
+    set_bits(b, a, 9, 23, 16, p.port as u32);
+    set_bits(
+        b,
+        a,
+        9,
+        15,
+        0,
+        u16::from_be_bytes([p.rmac[0], p.rmac[1]]) as u32,
+    );
+    put32(
+        b,
+        a + 0x28,
+        u32::from_be_bytes([p.rmac[2], p.rmac[3], p.rmac[4], p.rmac[5]]),
+    );
+}
+
+fn modify(b: &mut [u8], opcode: u16, qpn: u32) -> Req {
+    let in_len = PAS_OFFSET;
+    hdr(b, opcode, 0, in_len);
+    set_bits(b, 0, 2, 23, 0, qpn);
+    put32(b, 0x10, 0); // opt_param_mask: none (FACTS §7.11 minimal sequence)
+    Req {
+        opcode,
+        in_len,
+        out_len: HDR_LEN,
+    }
+}
+
+/// RESET → INIT attributes (FACTS §6.2: PKEY_INDEX, PORT, ACCESS_FLAGS; UD: QKEY).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Rst2Init {
+    /// Port (1-based).
+    pub port: u8,
+    /// P_Key index.
+    pub pkey_index: u16,
+    /// Remote read enable.
+    pub remote_read: bool,
+    /// Remote write enable.
+    pub remote_write: bool,
+    /// Remote atomic enable.
+    pub remote_atomic: bool,
+    /// Q_Key (UD only).
+    pub qkey: u32,
+}
+
+/// RST2INIT_QP (0x502). FACTS §6.3, §7.11.
+pub fn rst2init(b: &mut [u8], qpn: u32, a: &Rst2Init) -> Req {
+    let r = modify(b, op::RST2INIT_QP, qpn);
+    set_bits(b, QPC, 0, 12, 11, 3);
+    set_bits(b, QPC_PATH, 0, 15, 0, a.pkey_index as u32);
+    set_bits(b, QPC_PATH, 9, 23, 16, a.port as u32);
+    set_bits(b, QPC, 36, 15, 15, a.remote_read as u32);
+    set_bits(b, QPC, 36, 14, 14, a.remote_write as u32);
+    set_bits(b, QPC, 36, 13, 13, a.remote_atomic as u32);
+    put32(b, QPC + 0xa8, a.qkey);
+    r
+}
+
+/// INIT → RTR attributes (FACTS §6.2 RC: AV, PATH_MTU, DEST_QPN, RQ_PSN,
+/// MAX_DEST_RD_ATOMIC, MIN_RNR_TIMER).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Init2Rtr {
+    /// IB MTU enum (1 = 256 … 5 = 4096).
+    pub mtu: u8,
+    /// log2 max message size.
+    pub log_msg_max: u8,
+    /// Destination QP number.
+    pub remote_qpn: u32,
+    /// Receive PSN.
+    pub rq_psn: u32,
+    /// log2 max_dest_rd_atomic.
+    pub log_rra_max: u8,
+    /// Minimum RNR NAK timer.
+    pub min_rnr_nak: u8,
+    /// Address vector.
+    pub path: AddressPath,
+}
+
+/// INIT2RTR_QP (0x503). FACTS §6.3, §7.11.
+pub fn init2rtr(b: &mut [u8], qpn: u32, a: &Init2Rtr) -> Req {
+    let r = modify(b, op::INIT2RTR_QP, qpn);
+    set_bits(b, QPC, 2, 31, 29, a.mtu as u32);
+    set_bits(b, QPC, 2, 28, 24, a.log_msg_max as u32);
+    set_bits(b, QPC, 5, 23, 0, a.remote_qpn);
+    put_path(b, &a.path);
+    set_bits(b, QPC, 36, 23, 21, a.log_rra_max as u32);
+    set_bits(b, QPC, 37, 28, 24, a.min_rnr_nak as u32);
+    set_bits(b, QPC, 37, 23, 0, a.rq_psn);
+    r
+}
+
+/// RTR → RTS attributes (FACTS §6.2 RC: TIMEOUT, RETRY_CNT, RNR_RETRY,
+/// SQ_PSN, MAX_QP_RD_ATOMIC).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Rtr2Rts {
+    /// Send PSN.
+    pub sq_psn: u32,
+    /// Transport retry count (3 bits).
+    pub retry_count: u8,
+    /// RNR retry count (3 bits).
+    pub rnr_retry: u8,
+    /// Local ACK timeout (5 bits).
+    pub ack_timeout: u8,
+    /// log2 max_rd_atomic.
+    pub log_sra_max: u8,
+}
+
+/// RTR2RTS_QP (0x504). FACTS §6.3, §7.11.
+pub fn rtr2rts(b: &mut [u8], qpn: u32, a: &Rtr2Rts) -> Req {
+    let r = modify(b, op::RTR2RTS_QP, qpn);
+    set_bits(b, QPC_PATH, 2, 31, 27, a.ack_timeout as u32);
+    set_bits(b, QPC, 28, 31, 28, 0);
+    set_bits(b, QPC, 28, 23, 21, a.log_sra_max as u32);
+    set_bits(b, QPC, 28, 18, 16, a.retry_count as u32);
+    set_bits(b, QPC, 28, 15, 13, a.rnr_retry as u32);
+    set_bits(b, QPC, 30, 23, 0, a.sq_psn);
+    r
+}
+
+/// 2ERR_QP (0x507). FACTS §6.3.
+pub fn qp_2err(b: &mut [u8], qpn: u32) -> Req {
+    with_obj(b, op::QP_2ERR, qpn)
+}
+/// 2RST_QP (0x50a). FACTS §6.3.
+pub fn qp_2rst(b: &mut [u8], qpn: u32) -> Req {
+    with_obj(b, op::QP_2RST, qpn)
+}
+/// QUERY_QP (0x50b); output qpc at byte 0x18.
+pub fn query_qp(b: &mut [u8], qpn: u32) -> Req {
+    let mut r = with_obj(b, op::QUERY_QP, qpn);
+    r.out_len = PAS_OFFSET;
+    r
+}
+
+/// The QUERY_QP fields the driver uses (FACTS §7.11 offsets).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QpQuery {
+    /// State.
+    pub state: HwQpState,
+    /// Service type (qpc.st).
+    pub st: u8,
+    /// Protection domain.
+    pub pd: u32,
+    /// MTU enum.
+    pub mtu: u8,
+    /// Remote QPN.
+    pub remote_qpn: u32,
+    /// Next send PSN.
+    pub sq_psn: u32,
+    /// Next receive PSN.
+    pub rq_psn: u32,
+    /// Send CQ.
+    pub cqn_snd: u32,
+    /// Receive CQ.
+    pub cqn_rcv: u32,
+    /// Port.
+    pub port: u8,
+}
+
+/// Parses a QUERY_QP output.
+pub fn parse_query_qp(out: &[u8]) -> QpQuery {
+    QpQuery {
+        state: HwQpState::from_bits(get_bits(out, QPC, 0, 31, 28) as u8),
+        st: get_bits(out, QPC, 0, 23, 16) as u8,
+        pd: get_bits(out, QPC, 1, 23, 0),
+        mtu: get_bits(out, QPC, 2, 31, 29) as u8,
+        remote_qpn: get_bits(out, QPC, 5, 23, 0),
+        sq_psn: get_bits(out, QPC, 30, 23, 0),
+        rq_psn: get_bits(out, QPC, 37, 23, 0),
+        cqn_snd: get_bits(out, QPC, 31, 23, 0),
+        cqn_rcv: get_bits(out, QPC, 39, 23, 0),
+        port: get_bits(out, QPC_PATH, 9, 23, 16) as u8,
+    }
+}
+
+// ---- SRQ ------------------------------------------------------------
+
+/// CREATE_SRQ parameters (srqc per linux `mlx5_ifc.h` srqc_bits:
+/// log_srq_size dw0[27:24], log_rq_stride dw1[26:24], cqn dw2[23:0],
+/// log_page_size dw4[29:24], pd dw6[23:0], lwm dw7[31:16], dbr_addr byte 0x28).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SrqParams {
+    /// log2 number of WQEs.
+    pub log_srq_size: u8,
+    /// WQE shift − 4.
+    pub log_rq_stride: u8,
+    /// Protection domain.
+    pub pd: u32,
+    /// CQ (for XRC; 0 otherwise).
+    pub cqn: u32,
+    /// Limit watermark.
+    pub lwm: u16,
+    /// Doorbell record DMA address.
+    pub dbr_addr: u64,
+    /// DMA address of the first 4 KiB page.
+    pub pages_iova: u64,
+    /// Number of 4 KiB pages.
+    pub npages: usize,
+}
+
+/// CREATE_SRQ (0x700); output srqn at dw2[23:0].
+pub fn create_srq(b: &mut [u8], p: &SrqParams) -> Req {
+    let in_len = PAS_OFFSET + 8 * p.npages;
+    hdr(b, op::CREATE_SRQ, 0, in_len);
+    set_bits(b, SRQC, 0, 27, 24, p.log_srq_size as u32);
+    set_bits(b, SRQC, 1, 26, 24, p.log_rq_stride as u32);
+    set_bits(b, SRQC, 2, 23, 0, p.cqn);
+    set_bits(b, SRQC, 4, 29, 24, 0);
+    set_bits(b, SRQC, 6, 23, 0, p.pd);
+    set_bits(b, SRQC, 7, 31, 16, p.lwm as u32);
+    put64(b, SRQC + 0x28, p.dbr_addr);
+    put_pas(b, PAS_OFFSET, p.pages_iova, p.npages, 0);
+    Req {
+        opcode: op::CREATE_SRQ,
+        in_len,
+        out_len: HDR_LEN,
+    }
+}
+
+// ---- port -------------------------------------------------------------
+
+/// QUERY_VPORT_STATE (0x750) for the function's own vport; output state
+/// in the low nibble of byte 0x0f, admin state in the high nibble (linux
+/// `mlx5_ifc.h` query_vport_state_out).
+pub fn query_vport_state(b: &mut [u8]) -> Req {
+    simple(b, op::QUERY_VPORT_STATE, 0)
+}
+/// QUERY_VPORT_STATE output: (state, admin_state); 1 = up, 0 = down.
+pub fn parse_query_vport_state(out: &[u8]) -> (u8, u8) {
+    let v = out.get(0x0f).copied().unwrap_or(0);
+    (v & 0xf, v >> 4)
+}

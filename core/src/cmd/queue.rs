@@ -1,0 +1,461 @@
+//! The command queue: 64-byte entries, ownership handshake, doorbell by slot
+//! bit, chained mailboxes (FACTS §7.2, §7.3, §7.4).
+//!
+//! Two slots are used: slot 0 for regular commands and the last slot for
+//! page-management commands (FACTS §7.2 step 4, §7.7), so page requests can
+//! be served while a regular command waits for pages. Each of the two slots
+//! owns a preallocated input and output mailbox chain of [`MAX_BLOCKS`]
+//! blocks (1 KiB aligned, as the kernel's pool), so a message may be up to
+//! [`MAX_MSG`] bytes.
+
+use super::bits::{get32, get64, put32, put64};
+use super::initseg::{CmdqGeometry, CMDQ_ADDR_H, CMDQ_ADDR_L_SZ, CMD_DBELL};
+use super::{Bar0, CmdError, CmdStatus, DeliveryStatus, MailboxProblem};
+use crate::platform::{from_device_barrier, to_device_barrier, DmaAllocator, DmaBuf};
+
+/// Bytes in one command queue entry (`mlx5_cmd_layout`). FACTS §7.3.
+pub const LAYOUT_BYTES: usize = 64;
+/// Bytes in one mailbox block (`mlx5_cmd_prot_block`). FACTS §7.4.
+pub const MAILBOX_BYTES: usize = 576;
+/// Data bytes per mailbox block. FACTS §7.4.
+pub const MAILBOX_DATA: usize = 512;
+/// Distance between preallocated blocks (1 KiB alignment). FACTS §7.4.
+pub const MAILBOX_STRIDE: usize = 1024;
+/// Mailbox blocks preallocated per direction per slot.
+pub const MAX_BLOCKS: usize = 10;
+/// Largest message (input or output): 16 inline bytes + the mailbox data.
+pub const MAX_MSG: usize = 16 + MAX_BLOCKS * MAILBOX_DATA;
+/// `type` byte of an entry: PCI command transport. FACTS §7.3.
+pub const CMD_TYPE_PCI: u8 = 7;
+
+/// Entry field offsets (FACTS §7.3).
+pub mod layout {
+    /// `type`.
+    pub const TYPE: usize = 0x00;
+    /// `inlen` (BE32).
+    pub const INLEN: usize = 0x04;
+    /// `in_ptr` (BE64).
+    pub const IN_PTR: usize = 0x08;
+    /// First 16 input bytes.
+    pub const IN: usize = 0x10;
+    /// First 16 output bytes.
+    pub const OUT: usize = 0x20;
+    /// `out_ptr` (BE64).
+    pub const OUT_PTR: usize = 0x30;
+    /// `outlen` (BE32).
+    pub const OUTLEN: usize = 0x38;
+    /// `token`.
+    pub const TOKEN: usize = 0x3c;
+    /// `sig`.
+    pub const SIG: usize = 0x3d;
+    /// `status_own`: bit 0 ownership, bits 7:1 delivery status.
+    pub const STATUS_OWN: usize = 0x3f;
+}
+
+/// Mailbox block field offsets (FACTS §7.4).
+pub mod mailbox {
+    /// `next` (BE64 DMA address of the next block, 0 at the end).
+    pub const NEXT: usize = 0x230;
+    /// `block_num` (BE32).
+    pub const BLOCK_NUM: usize = 0x238;
+    /// `token`.
+    pub const TOKEN: usize = 0x23d;
+}
+
+/// Number of mailbox blocks a message of `len` bytes needs:
+/// `ceil((len − 16) / 512)`, 0 when it fits inline. FACTS §7.4.
+pub const fn blocks_for(len: usize) -> usize {
+    if len <= 16 {
+        0
+    } else {
+        (len - 16).div_ceil(MAILBOX_DATA)
+    }
+}
+
+/// Which of the two used slots a command travels on (FACTS §7.2 step 4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SlotKind {
+    /// Slot 0: regular commands.
+    Regular,
+    /// The last slot: page commands (MANAGE_PAGES in answer to events).
+    Pages,
+}
+
+/// Copies `src` into DMA memory at `buf + off`; false if out of range.
+///
+/// # Safety
+/// `buf` must describe live memory not concurrently written by the device.
+pub unsafe fn dma_write(buf: &DmaBuf, off: usize, src: &[u8]) -> bool {
+    match off.checked_add(src.len()) {
+        Some(end) if end <= buf.len => {
+            // SAFETY: the range is inside `buf` (checked above), which the
+            // caller guarantees is live; `src` is host memory, so the two
+            // ranges cannot overlap.
+            unsafe {
+                core::ptr::copy_nonoverlapping(src.as_ptr(), buf.cpu.as_ptr().add(off), src.len())
+            };
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Copies DMA memory at `buf + off` into `dst`; false if out of range.
+///
+/// # Safety
+/// `buf` must describe live memory not concurrently written by the device.
+pub unsafe fn dma_read(buf: &DmaBuf, off: usize, dst: &mut [u8]) -> bool {
+    match off.checked_add(dst.len()) {
+        Some(end) if end <= buf.len => {
+            // SAFETY: as in `dma_write`, reading instead.
+            unsafe {
+                core::ptr::copy_nonoverlapping(
+                    buf.cpu.as_ptr().add(off),
+                    dst.as_mut_ptr(),
+                    dst.len(),
+                )
+            };
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Writes zeros to `len` bytes at `buf + off` (clamped to the buffer).
+///
+/// # Safety
+/// As [`dma_write`].
+pub unsafe fn dma_zero(buf: &DmaBuf, off: usize, len: usize) {
+    if off >= buf.len {
+        return;
+    }
+    let len = len.min(buf.len - off);
+    // SAFETY: the clamped range is inside the live buffer.
+    unsafe { core::ptr::write_bytes(buf.cpu.as_ptr().add(off), 0, len) };
+}
+
+/// Volatile byte load (for bytes the device may write at any time).
+///
+/// # Safety
+/// As [`dma_write`], except the device may write concurrently.
+pub unsafe fn dma_load8(buf: &DmaBuf, off: usize) -> u8 {
+    if off >= buf.len {
+        return 0;
+    }
+    // SAFETY: in range; volatile because the device writes this byte.
+    unsafe { core::ptr::read_volatile(buf.cpu.as_ptr().add(off)) }
+}
+
+/// Volatile byte store.
+///
+/// # Safety
+/// As [`dma_write`].
+pub unsafe fn dma_store8(buf: &DmaBuf, off: usize, v: u8) {
+    if off < buf.len {
+        // SAFETY: in range; volatile so the store is not elided or moved
+        // across the barrier that follows it.
+        unsafe { core::ptr::write_volatile(buf.cpu.as_ptr().add(off), v) };
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct SlotMem {
+    index: u8,
+    entry: DmaBuf,
+    in_mb: DmaBuf,
+    out_mb: DmaBuf,
+    /// Opcode of the command in flight, if any.
+    pending: Option<u16>,
+    out_len: usize,
+    /// A command timed out here; the slot is unusable until ownership returns.
+    stuck: bool,
+}
+
+/// Failure to set up the command queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CmdqSetupError {
+    /// The DMA allocator returned nothing.
+    OutOfDmaMemory,
+    /// The queue page is not 4 KiB aligned.
+    Misaligned {
+        /// IOVA returned.
+        iova: u64,
+    },
+}
+
+/// The command queue of one function (FACTS §7.2).
+#[derive(Debug)]
+pub struct CmdQueue {
+    page: DmaBuf,
+    mbox: DmaBuf,
+    geometry: CmdqGeometry,
+    slots: [SlotMem; 2],
+}
+
+// SAFETY: the queue exclusively owns its DMA memory; DmaBuf is a plain
+// description. Moving it to another thread moves that ownership.
+unsafe impl Send for CmdQueue {}
+
+impl CmdQueue {
+    /// Number of slots (`1 << log_sz`).
+    pub fn slots(&self) -> u8 {
+        1u8 << self.geometry.log_sz.min(5)
+    }
+
+    /// The slot index used for `kind`.
+    pub fn slot_index(&self, kind: SlotKind) -> u8 {
+        self.slots[kind as usize].index
+    }
+
+    /// The queue page (for platforms that want to inspect it).
+    pub fn page(&self) -> DmaBuf {
+        self.page
+    }
+
+    /// Allocates the queue page and mailboxes and programs `cmdq_addr_h` /
+    /// `cmdq_addr_l_sz` (FACTS §7.2 step 3). `geometry` comes from
+    /// [`super::initseg::InitSeg::validate`].
+    pub fn new<A: DmaAllocator, B: Bar0>(
+        alloc: &A,
+        bar: &mut B,
+        geometry: CmdqGeometry,
+    ) -> Result<CmdQueue, CmdqSetupError> {
+        let page = alloc
+            .alloc(4096, 4096)
+            .ok_or(CmdqSetupError::OutOfDmaMemory)?;
+        if page.iova & 0xfff != 0 {
+            // SAFETY: fresh allocation, never given to the device.
+            unsafe { alloc.free(page) };
+            return Err(CmdqSetupError::Misaligned { iova: page.iova });
+        }
+        let chain = MAX_BLOCKS * MAILBOX_STRIDE;
+        let Some(mbox) = alloc.alloc(4 * chain, 4096) else {
+            // SAFETY: fresh allocation, never given to the device.
+            unsafe { alloc.free(page) };
+            return Err(CmdqSetupError::OutOfDmaMemory);
+        };
+        let stride = 1usize << geometry.log_stride;
+        let nslots = 1u8 << geometry.log_sz.min(5);
+        let mk = |i: usize, index: u8| -> SlotMem {
+            let off = index as usize * stride;
+            SlotMem {
+                index,
+                entry: page.slice(off, LAYOUT_BYTES).unwrap_or(page),
+                in_mb: mbox.slice(2 * i * chain, chain).unwrap_or(mbox),
+                out_mb: mbox.slice((2 * i + 1) * chain, chain).unwrap_or(mbox),
+                pending: None,
+                out_len: 0,
+                stuck: false,
+            }
+        };
+        let q = CmdQueue {
+            page,
+            mbox,
+            geometry,
+            slots: [mk(0, 0), mk(1, nslots - 1)],
+        };
+        for s in &q.slots {
+            // SAFETY: the chains are ours and not yet known to the device.
+            unsafe {
+                link_chain(&s.in_mb);
+                link_chain(&s.out_mb);
+            }
+        }
+        to_device_barrier();
+        bar.write32(CMDQ_ADDR_H, (page.iova >> 32) as u32);
+        bar.write32(CMDQ_ADDR_L_SZ, page.iova as u32 & !0xfff);
+        to_device_barrier();
+        Ok(q)
+    }
+
+    /// Returns the queue's DMA memory to `alloc`.
+    ///
+    /// # Safety
+    /// The device must no longer use the queue (after DISABLE_HCA or a reset).
+    pub unsafe fn free<A: DmaAllocator>(self, alloc: &A) {
+        // SAFETY: caller guarantees the device is done with this memory;
+        // both buffers came from `alloc` in `new`.
+        unsafe {
+            alloc.free(self.mbox);
+            alloc.free(self.page);
+        }
+    }
+
+    /// Whether a command is in flight on `kind`.
+    pub fn pending(&self, kind: SlotKind) -> Option<u16> {
+        self.slots[kind as usize].pending
+    }
+
+    /// Posts a command: copies `input` (header + body) into the entry and
+    /// input mailboxes, prepares `out_len` bytes of output, hands the entry
+    /// to firmware and rings the doorbell (FACTS §7.3 "Execution").
+    pub fn post<B: Bar0>(
+        &mut self,
+        bar: &mut B,
+        kind: SlotKind,
+        input: &[u8],
+        out_len: usize,
+    ) -> Result<(), CmdError> {
+        let opcode = super::bits::get16(input, 0);
+        let s = &mut self.slots[kind as usize];
+        if s.stuck || s.pending.is_some() {
+            // SAFETY: our entry; the device may write status_own, hence volatile.
+            let own = unsafe { dma_load8(&s.entry, layout::STATUS_OWN) } & 1;
+            if own != 0 {
+                return Err(CmdError::SlotBusy {
+                    opcode,
+                    slot: s.index,
+                });
+            }
+            s.stuck = false;
+            s.pending = None;
+        }
+        let max = MAX_MSG;
+        if input.len() > max || input.len() < 16 {
+            return Err(CmdError::TooLong {
+                opcode,
+                len: input.len(),
+                max,
+            });
+        }
+        if out_len > max || out_len < 16 {
+            return Err(CmdError::TooLong {
+                opcode,
+                len: out_len,
+                max,
+            });
+        }
+        let mut e = [0u8; LAYOUT_BYTES];
+        e[layout::TYPE] = CMD_TYPE_PCI;
+        put32(&mut e, layout::INLEN, input.len() as u32);
+        e[layout::IN..layout::IN + 16].copy_from_slice(&input[..16]);
+        if input.len() > 16 {
+            put64(&mut e, layout::IN_PTR, s.in_mb.iova);
+        }
+        if out_len > 16 {
+            put64(&mut e, layout::OUT_PTR, s.out_mb.iova);
+        }
+        put32(&mut e, layout::OUTLEN, out_len as u32);
+        // token 0, no signature (checksums off; FACTS §7.4), status_own 0 for now.
+        // SAFETY: the slot is not owned by the device (checked above); all
+        // buffers are ours.
+        unsafe {
+            link_chain(&s.in_mb);
+            link_chain(&s.out_mb);
+            let rest = &input[16..];
+            for (i, chunk) in rest.chunks(MAILBOX_DATA).enumerate() {
+                let off = i * MAILBOX_STRIDE;
+                dma_zero(&s.in_mb, off, MAILBOX_DATA);
+                dma_write(&s.in_mb, off, chunk);
+            }
+            for i in 0..blocks_for(out_len) {
+                dma_zero(&s.out_mb, i * MAILBOX_STRIDE, MAILBOX_DATA);
+            }
+            dma_write(&s.entry, 0, &e);
+        }
+        to_device_barrier();
+        // SAFETY: as above; the ownership byte is stored last.
+        unsafe { dma_store8(&s.entry, layout::STATUS_OWN, 1) };
+        to_device_barrier();
+        s.pending = Some(opcode);
+        s.out_len = out_len;
+        bar.write32(CMD_DBELL, 1u32 << s.index);
+        Ok(())
+    }
+
+    /// True when firmware has handed the entry back (ownership bit clear).
+    pub fn done(&self, kind: SlotKind) -> bool {
+        let s = &self.slots[kind as usize];
+        // SAFETY: our entry; volatile since the device writes status_own.
+        (unsafe { dma_load8(&s.entry, layout::STATUS_OWN) } & 1) == 0
+    }
+
+    /// Marks the command on `kind` as timed out: the slot stays unusable
+    /// until firmware releases it.
+    pub fn abandon(&mut self, kind: SlotKind) {
+        let s = &mut self.slots[kind as usize];
+        s.stuck = true;
+    }
+
+    /// Reads the output of a finished command into `out` (which must hold
+    /// the `out_len` given to [`CmdQueue::post`]), checks the delivery
+    /// status, the mailbox chain and the command status (FACTS §7.3–§7.5).
+    /// Returns the number of output bytes.
+    pub fn complete(&mut self, kind: SlotKind, out: &mut [u8]) -> Result<usize, CmdError> {
+        let s = &mut self.slots[kind as usize];
+        let opcode = s.pending.take().unwrap_or(0);
+        from_device_barrier();
+        // SAFETY: ownership returned to software, the entry is ours.
+        let so = unsafe { dma_load8(&s.entry, layout::STATUS_OWN) };
+        if let Some(status) = DeliveryStatus::from_u8(so >> 1) {
+            return Err(CmdError::Delivery { opcode, status });
+        }
+        let n = s.out_len.min(out.len());
+        let head = n.min(16);
+        // SAFETY: as above.
+        unsafe { dma_read(&s.entry, layout::OUT, &mut out[..head]) };
+        let mut done = head;
+        let mut block = 0u32;
+        while done < n {
+            let off = block as usize * MAILBOX_STRIDE;
+            let mut tail = [0u8; MAILBOX_BYTES - MAILBOX_DATA];
+            // SAFETY: block `block` < MAX_BLOCKS lies inside our chain.
+            unsafe { dma_read(&s.out_mb, off + MAILBOX_DATA, &mut tail) };
+            let bn = get32(&tail, mailbox::BLOCK_NUM - MAILBOX_DATA);
+            if bn != block {
+                return Err(CmdError::Mailbox {
+                    opcode,
+                    problem: MailboxProblem::BlockNumber {
+                        expected: block,
+                        found: bn,
+                    },
+                });
+            }
+            let next = get64(&tail, mailbox::NEXT - MAILBOX_DATA);
+            let want_next = if (block as usize) + 1 < MAX_BLOCKS {
+                s.out_mb.iova + (block as u64 + 1) * MAILBOX_STRIDE as u64
+            } else {
+                0
+            };
+            if next != want_next {
+                return Err(CmdError::Mailbox {
+                    opcode,
+                    problem: MailboxProblem::NextPointer { block, found: next },
+                });
+            }
+            let take = (n - done).min(MAILBOX_DATA);
+            // SAFETY: inside our chain.
+            unsafe { dma_read(&s.out_mb, off, &mut out[done..done + take]) };
+            done += take;
+            block += 1;
+        }
+        if let Some(status) = CmdStatus::from_u8(out.first().copied().unwrap_or(0)) {
+            return Err(CmdError::Failed {
+                opcode,
+                status,
+                syndrome: get32(out, 4),
+            });
+        }
+        Ok(n)
+    }
+}
+
+/// Writes `next` and `block_num` of every block in a chain, zeroing token
+/// and signatures (FACTS §7.4).
+///
+/// # Safety
+/// `chain` must be live DMA memory not owned by the device.
+unsafe fn link_chain(chain: &DmaBuf) {
+    for i in 0..MAX_BLOCKS {
+        let mut tail = [0u8; MAILBOX_BYTES - MAILBOX_DATA];
+        let next = if i + 1 < MAX_BLOCKS {
+            chain.iova + ((i + 1) * MAILBOX_STRIDE) as u64
+        } else {
+            0
+        };
+        put64(&mut tail, mailbox::NEXT - MAILBOX_DATA, next);
+        put32(&mut tail, mailbox::BLOCK_NUM - MAILBOX_DATA, i as u32);
+        // SAFETY: block i lies inside the chain (MAX_BLOCKS * STRIDE bytes).
+        unsafe { dma_write(chain, i * MAILBOX_STRIDE + MAILBOX_DATA, &tail) };
+    }
+}

@@ -1,0 +1,504 @@
+//! Unit tests of the command layer. Expected byte positions are taken from
+//! the FACTS §7 tables (byte offsets), independently of the dw/bit helpers.
+
+use super::bits::*;
+use super::caps::HcaCaps;
+use super::eq::{eqe_valid, Eqe};
+use super::initseg::{CmdqGeometry, CMDQ_ADDR_H, CMDQ_ADDR_L_SZ, CMD_DBELL};
+use super::ops::*;
+use super::queue::*;
+use super::*;
+use crate::platform::{DmaAllocator, DmaBuf};
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::cell::RefCell;
+use std::ptr::NonNull;
+
+struct TestDma(RefCell<Vec<(usize, Layout)>>);
+// SAFETY: fresh zeroed heap memory per allocation; iova = cpu address.
+unsafe impl DmaAllocator for TestDma {
+    fn alloc(&self, len: usize, align: usize) -> Option<DmaBuf> {
+        let l = Layout::from_size_align(len.max(1), align.max(4096)).ok()?;
+        // SAFETY: non-zero size.
+        let p = unsafe { alloc_zeroed(l) };
+        self.0.borrow_mut().push((p as usize, l));
+        Some(DmaBuf {
+            cpu: NonNull::new(p)?,
+            iova: p as u64,
+            len,
+        })
+    }
+    unsafe fn free(&self, buf: DmaBuf) {
+        let mut v = self.0.borrow_mut();
+        if let Some(i) = v.iter().position(|(p, _)| *p == buf.cpu.as_ptr() as usize) {
+            let (p, l) = v.swap_remove(i);
+            // SAFETY: allocated above with this layout.
+            unsafe { dealloc(p as *mut u8, l) };
+        }
+    }
+}
+
+#[derive(Default)]
+struct RecBar {
+    writes: Vec<(usize, u32)>,
+}
+// SAFETY: records writes, reads return 0.
+unsafe impl Bar0 for RecBar {
+    fn read32(&self, _off: usize) -> u32 {
+        0
+    }
+    fn write32(&mut self, off: usize, v: u32) {
+        self.writes.push((off, v));
+    }
+}
+
+fn peek(buf: &DmaBuf, off: usize, n: usize) -> Vec<u8> {
+    let mut v = vec![0u8; n];
+    // SAFETY: test-owned buffer.
+    unsafe { dma_read(buf, off, &mut v) };
+    v
+}
+
+#[test]
+fn mailbox_block_count() {
+    // FACTS §7.4: ceil((len − 16) / 512).
+    assert_eq!(blocks_for(16), 0);
+    assert_eq!(blocks_for(17), 1);
+    assert_eq!(blocks_for(16 + 512), 1);
+    assert_eq!(blocks_for(16 + 513), 2);
+    assert_eq!(blocks_for(0x1010), 8);
+}
+
+#[test]
+fn post_writes_the_entry_and_rings_the_slot_bit() {
+    let dma = TestDma(RefCell::new(Vec::new()));
+    let mut bar = RecBar::default();
+    let g = CmdqGeometry {
+        log_sz: 5,
+        log_stride: 6,
+    };
+    let mut q = CmdQueue::new(&dma, &mut bar, g).unwrap();
+    let page = q.page();
+    assert_eq!(bar.writes[0], (CMDQ_ADDR_H, (page.iova >> 32) as u32));
+    assert_eq!(bar.writes[1], (CMDQ_ADDR_L_SZ, page.iova as u32));
+    let mut input = [0u8; 600];
+    let r = manage_pages_give(&mut input, 0, &[0x1000, 0x2000]);
+    assert_eq!(r.in_len, 16 + 16);
+    q.post(&mut bar, SlotKind::Pages, &input[..r.in_len], 0x40)
+        .unwrap();
+    // Page slot = last slot (31), doorbell bit 31 (FACTS §7.2, §7.3).
+    assert_eq!(q.slot_index(SlotKind::Pages), 31);
+    assert_eq!(*bar.writes.last().unwrap(), (CMD_DBELL, 1 << 31));
+    let e = peek(&page, 31 * 64, 64);
+    assert_eq!(e[0], 7);
+    assert_eq!(&e[4..8], &32u32.to_be_bytes());
+    assert_eq!(&e[0x10..0x12], &0x108u16.to_be_bytes());
+    assert_eq!(&e[0x38..0x3c], &0x40u32.to_be_bytes());
+    assert_eq!(e[0x3f], 1, "owned by hardware");
+    assert!(!q.done(SlotKind::Pages));
+    // Input mailbox: block 0 holds input bytes 16.. (the two page addresses).
+    let in_ptr = get64(&e, 0x08);
+    let out_ptr = get64(&e, 0x30);
+    assert_ne!(in_ptr, 0);
+    assert_ne!(out_ptr, 0);
+    let mb = DmaBuf {
+        cpu: NonNull::new(in_ptr as *mut u8).unwrap(),
+        iova: in_ptr,
+        len: 576,
+    };
+    let blk = peek(&mb, 0, 576);
+    assert_eq!(get64(&blk, 0), 0x1000);
+    assert_eq!(get64(&blk, 8), 0x2000);
+    assert_eq!(get32(&blk, 0x238), 0);
+    // Device completes: status OK, output header + one mailbox block.
+    let ob = DmaBuf {
+        cpu: NonNull::new(out_ptr as *mut u8).unwrap(),
+        iova: out_ptr,
+        len: 576,
+    };
+    let ent = DmaBuf {
+        cpu: NonNull::new((page.iova + 31 * 64) as *mut u8).unwrap(),
+        iova: page.iova + 31 * 64,
+        len: 64,
+    };
+    // SAFETY: test-owned buffers.
+    unsafe {
+        dma_write(
+            &ent,
+            0x20,
+            &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0],
+        );
+        dma_write(&ob, 0, &[0xaa; 48]);
+        dma_store8(&ent, 0x3f, 0);
+    }
+    assert!(q.done(SlotKind::Pages));
+    let mut out = [0u8; 0x40];
+    assert_eq!(q.complete(SlotKind::Pages, &mut out).unwrap(), 0x40);
+    assert_eq!(out[11], 2);
+    assert_eq!(&out[16..64], &[0xaa; 48]);
+    // Failed status with syndrome → typed error.
+    q.post(&mut bar, SlotKind::Regular, &input[..16], 16)
+        .unwrap();
+    let ent0 = DmaBuf {
+        cpu: page.cpu,
+        iova: page.iova,
+        len: 64,
+    };
+    // SAFETY: as above.
+    unsafe {
+        dma_write(&ent0, 0x20, &[0x03, 0, 0, 0, 0xde, 0xad, 0xbe, 0xef]);
+        dma_store8(&ent0, 0x3f, 0);
+    }
+    let e = q.complete(SlotKind::Regular, &mut out[..16]).unwrap_err();
+    assert_eq!(
+        e,
+        CmdError::Failed {
+            opcode: op::MANAGE_PAGES,
+            status: CmdStatus::BadParam,
+            syndrome: 0xdead_beef
+        }
+    );
+    // Delivery status in status_own bits 7:1.
+    q.post(&mut bar, SlotKind::Regular, &input[..16], 16)
+        .unwrap();
+    // SAFETY: as above.
+    unsafe { dma_store8(&ent0, 0x3f, 3 << 1) };
+    assert_eq!(
+        q.complete(SlotKind::Regular, &mut out[..16]).unwrap_err(),
+        CmdError::Delivery {
+            opcode: op::MANAGE_PAGES,
+            status: DeliveryStatus::BadBlockNumber
+        }
+    );
+    // Too long.
+    let big = [0u8; MAX_MSG + 1];
+    assert!(matches!(
+        q.post(&mut bar, SlotKind::Regular, &big, 16),
+        Err(CmdError::TooLong { .. })
+    ));
+    // SAFETY: the "device" is done with the queue.
+    unsafe { q.free(&dma) };
+    assert!(dma.0.borrow().is_empty());
+}
+
+#[test]
+fn status_codes_roundtrip() {
+    // FACTS §7.5 list.
+    for c in [
+        0x01u8, 0x02, 0x03, 0x04, 0x05, 0x06, 0x08, 0x09, 0x0a, 0x0f, 0x10, 0x30, 0x40, 0x50, 0x51,
+    ] {
+        let s = CmdStatus::from_u8(c).unwrap();
+        assert_eq!(s.code(), c);
+        assert_ne!(s.name(), "UNKNOWN");
+    }
+    assert_eq!(CmdStatus::from_u8(0), None);
+    assert_eq!(CmdStatus::from_u8(0x07), Some(CmdStatus::Unknown(7)));
+    // FACTS §7.3 delivery statuses.
+    for c in [1u8, 2, 3, 4, 5, 6, 7, 8, 9, 0x10] {
+        assert_eq!(DeliveryStatus::from_u8(c).unwrap().code(), c);
+    }
+    let t = CmdError::Failed {
+        opcode: 0x500,
+        status: CmdStatus::BadParam,
+        syndrome: 0x1234,
+    }
+    .to_string();
+    assert!(t.contains("CREATE_QP") && t.contains("BAD_PARAM_ERR") && t.contains("0x00001234"));
+}
+
+#[test]
+fn create_qp_layout_matches_facts_byte_offsets() {
+    let mut b = [0u8; 0x200];
+    let p = QpParams {
+        st: QpServiceType::Ud,
+        pd: 0x0a0b0c,
+        uar_page: 0x000123,
+        log_sq_size: 7,
+        no_sq: false,
+        log_rq_size: 5,
+        log_rq_stride: 2,
+        srqn: Some(0x00beef),
+        cqn_snd: 0x111111,
+        cqn_rcv: 0x222222,
+        dbr_addr: 0x1122_3344_5566_7788,
+        user_index: 0x00abcd,
+        pages_iova: 0x10_0000,
+        npages: 2,
+    };
+    let r = create_qp(&mut b, &p);
+    assert_eq!((r.opcode, r.in_len), (0x500, 0x110 + 16));
+    let q = 0x18; // qpc (FACTS §7.11)
+    assert_eq!(b[q + 0x01], 2, "st");
+    assert_eq!(b[q] >> 4, 0, "state");
+    assert_eq!((get16(&b, q + 2) >> 11) & 3, 3, "pm_state dw0[12:11]");
+    assert_eq!(&b[q + 0x05..q + 0x08], &[0x0a, 0x0b, 0x0c], "pd");
+    assert_eq!(&b[q + 0x0d..q + 0x10], &[0x00, 0x01, 0x23], "uar_page");
+    assert_eq!(&b[q + 0x11..q + 0x14], &[0x00, 0xab, 0xcd], "user_index");
+    assert_eq!(&b[q + 0x7d..q + 0x80], &[0x11; 3], "cqn_snd");
+    assert_eq!(&b[q + 0x9d..q + 0xa0], &[0x22; 3], "cqn_rcv");
+    assert_eq!(get64(&b, q + 0xa0), 0x1122_3344_5566_7788, "dbr_addr");
+    assert_eq!(b[q + 0xac] & 7, 1, "rq_type = SRQ");
+    assert_eq!(&b[q + 0xad..q + 0xb0], &[0x00, 0xbe, 0xef], "srqn");
+    // dw2: log_rq_size [22:19], log_rq_stride [18:16], log_sq_size [14:11].
+    let dw2 = get32(&b, q + 8);
+    assert_eq!((dw2 >> 19) & 0xf, 5);
+    assert_eq!((dw2 >> 16) & 7, 2);
+    assert_eq!((dw2 >> 11) & 0xf, 7);
+    assert_eq!(get64(&b, 0x110), 0x10_0000);
+    assert_eq!(get64(&b, 0x118), 0x10_1000);
+}
+
+#[test]
+fn modify_layouts_match_facts() {
+    let mut b = [0u8; 0x110];
+    let r = init2rtr(
+        &mut b,
+        0x000777,
+        &Init2Rtr {
+            mtu: 5,
+            log_msg_max: 30,
+            remote_qpn: 0x0abcde,
+            rq_psn: 0x123456,
+            log_rra_max: 3,
+            min_rnr_nak: 12,
+            path: AddressPath {
+                fl: true,
+                port: 1,
+                rmac: [1, 2, 3, 4, 5, 6],
+                udp_sport: 0xc000,
+                ..Default::default()
+            },
+        },
+    );
+    assert_eq!((r.opcode, r.in_len, r.out_len), (0x503, 0x110, 0x10));
+    assert_eq!(&b[0x09..0x0c], &[0x00, 0x07, 0x77], "qpn byte 0x09");
+    let q = 0x18;
+    assert_eq!(b[q + 0x08] >> 5, 5, "mtu dw2[31:29]");
+    assert_eq!(b[q + 0x08] & 0x1f, 30, "log_msg_max");
+    assert_eq!(&b[q + 0x15..q + 0x18], &[0x0a, 0xbc, 0xde], "remote_qpn");
+    assert_eq!(&b[q + 0x95..q + 0x98], &[0x12, 0x34, 0x56], "next_rcv_psn");
+    assert_eq!(b[q + 0x94] & 0x1f, 12, "min_rnr_nak");
+    assert_eq!((b[q + 0x91] >> 5) & 7, 3, "log_rra_max dw36[23:21]");
+    let a = q + 0x18; // primary address path
+    assert_eq!(b[a] >> 7, 1, "fl");
+    assert_eq!(b[a + 0x25], 1, "vhca_port_num");
+    assert_eq!(&b[a + 0x26..a + 0x2c], &[1, 2, 3, 4, 5, 6], "rmac");
+    assert_eq!(get16(&b, a + 0x22), 0xc000, "udp_sport");
+
+    let mut b = [0u8; 0x110];
+    rtr2rts(
+        &mut b,
+        1,
+        &Rtr2Rts {
+            sq_psn: 0x654321,
+            retry_count: 7,
+            rnr_retry: 6,
+            ack_timeout: 0x8,
+            log_sra_max: 2,
+        },
+    );
+    assert_eq!(&b[q + 0x79..q + 0x7c], &[0x65, 0x43, 0x21], "next_send_psn");
+    assert_eq!(b[a + 0x08] >> 3, 0x8, "ack_timeout dw2[31:27]");
+    let dw28 = get32(&b, q + 0x70);
+    assert_eq!((dw28 >> 16) & 7, 7);
+    assert_eq!((dw28 >> 13) & 7, 6);
+    assert_eq!((dw28 >> 21) & 7, 2);
+
+    let mut b = [0u8; 0x110];
+    rst2init(
+        &mut b,
+        1,
+        &Rst2Init {
+            port: 2,
+            pkey_index: 0x1234,
+            remote_read: true,
+            remote_write: false,
+            remote_atomic: true,
+            qkey: 0x11111111,
+        },
+    );
+    assert_eq!(get16(&b, a + 0x02), 0x1234, "pkey_index");
+    assert_eq!(b[a + 0x25], 2);
+    assert_eq!(get32(&b, q + 0xa8), 0x11111111, "q_key");
+    let dw36 = get32(&b, q + 0x90);
+    assert_eq!((dw36 >> 13) & 7, 0b101, "rre rwe rae");
+}
+
+#[test]
+fn cq_eq_mkey_pages_layouts() {
+    let mut b = [0u8; 0x200];
+    create_cq(
+        &mut b,
+        &CqParams {
+            log_cq_size: 10,
+            cqe_sz: 1,
+            uar_page: 0x45,
+            c_eqn: 9,
+            dbr_addr: 0xabcdef000,
+            pages_iova: 0x4000,
+            npages: 1,
+        },
+    );
+    let c = 0x10;
+    assert_eq!(b[c + 0x0c] & 0x1f, 10, "log_cq_size byte 0x0c");
+    assert_eq!(&b[c + 0x0d..c + 0x10], &[0, 0, 0x45], "uar_page");
+    assert_eq!(b[c + 0x17], 9, "c_eqn");
+    assert_eq!((b[c + 1] >> 5) & 7, 1, "cqe_sz dw0[23:21]");
+    assert_eq!(get64(&b, c + 0x38), 0xabcdef000, "dbr_addr");
+    assert_eq!(get64(&b, 0x110), 0x4000);
+
+    let mut b = [0u8; 0x200];
+    create_eq(
+        &mut b,
+        &EqParams {
+            log_eq_size: 8,
+            uar_page: 5,
+            intr: 3,
+            event_bitmask: 1 << 0x0b,
+            pages_iova: 0x8000,
+            npages: 4,
+        },
+    );
+    assert_eq!(b[0x10 + 0x0c] & 0x1f, 8);
+    assert_eq!(b[0x10 + 0x0f], 5);
+    assert_eq!(b[0x10 + 0x17], 3, "intr");
+    assert_eq!(get64(&b, 0x58), 0x800, "event bitmask word 0");
+    assert_eq!(get64(&b, 0x110 + 24), 0x8000 + 3 * 4096);
+
+    let mut b = [0u8; 0x200];
+    let r = create_mkey(
+        &mut b,
+        &MkeyParams {
+            pd: 0x33,
+            access: MkeyAccess {
+                local_read: true,
+                local_write: true,
+                remote_read: false,
+                remote_write: true,
+                atomic: false,
+            },
+            start_addr: 0x7000,
+            len: 3 * 4096,
+            pages_iova: 0x7000,
+            npages: 3,
+            variant: 0x5a,
+        },
+    );
+    assert_eq!(r.in_len, 0x110 + 24);
+    let m = 0x10;
+    assert_eq!(b[m + 0x0f], 0x33, "pd");
+    assert_eq!(b[m + 0x07], 0x5a, "mkey_7_0");
+    assert_eq!(&b[m + 0x04..m + 0x07], &[0xff; 3], "qpn = 0xffffff");
+    assert_eq!(b[m + 0x3b] & 0x1f, 12, "absolute log page size");
+    assert_eq!(get64(&b, m + 0x10), 0x7000);
+    assert_eq!(get64(&b, m + 0x18), 3 * 4096);
+    assert_eq!(get32(&b, m + 0x34), 2, "(3+1)/2 octwords");
+    assert_eq!(get32(&b, 0x60), 2);
+    // access bits dw0: rw 13, lw 11, lr 10; access_mode_1_0 = 1 at [9:8].
+    assert_eq!(
+        get32(&b, m) & 0x7fff,
+        (1 << 13) | (1 << 11) | (1 << 10) | (1 << 8)
+    );
+    assert_eq!(get64(&b, 0x110), 0x7000 | 3, "MTT entry with read+write");
+
+    let mut b = [0u8; 0x20];
+    let r = manage_pages_take(&mut b, 0, 5);
+    assert_eq!(get16(&b, 6), 2, "op_mod TAKE");
+    assert_eq!(get32(&b, 0x0c), 5);
+    assert_eq!(r.out_len, 16 + 40);
+    let mut out = [0u8; 16 + 16];
+    put32(&mut out, 8, 9);
+    assert!(parse_manage_pages(&out).is_err(), "count beyond the buffer");
+    put32(&mut out, 8, 2);
+    assert_eq!(parse_manage_pages(&out), Ok(2));
+
+    let mut b = [0u8; 0x20];
+    query_hca_cap(&mut b, CapType::Roce, true);
+    assert_eq!(get16(&b, 6), (4 << 1) | 1);
+    let mut o = [0u8; 16];
+    put32(&mut o, 0x0c, (-3i32) as u32);
+    put16(&mut o, 0x0a, 7);
+    assert_eq!(parse_query_pages(&o), (7, -3));
+    assert_eq!(choose_issi(0b11), Some(1));
+    assert_eq!(choose_issi(0b01), Some(0));
+    assert_eq!(choose_issi(0), Some(0));
+    assert_eq!(choose_issi(0b100), None);
+}
+
+#[test]
+fn caps_parse_matches_facts_byte_offsets() {
+    let mut c = [0u8; 256];
+    c[0x11] = 15; // log_max_qp_sz
+    c[0x13] = 18; // log_max_qp (low 5 bits)
+    c[0x10] = 14; // log_max_srq_sz
+    c[0x19] = 22; // log_max_cq_sz
+    c[0x1b] = 24; // log_max_cq
+    c[0x1d] = 24; // log_max_mkey (dw7[21:16] → low 6 bits of byte 0x1d)
+    c[0x36] = 1; // port_type = Ethernet (dw13[9:8])
+    c[0x37] = 2; // num_ports
+    c[0x3f] = 1; // cqe_version
+    c[0x48] = 0x80; // uar_4k
+    c[0x4c] = 0x80; // bf
+    c[0x4d] = 9; // log_bf_reg_size
+    c[0x52..0x54].copy_from_slice(&512u16.to_be_bytes());
+    c[0x56..0x58].copy_from_slice(&256u16.to_be_bytes());
+    c[0x65] = 24; // log_max_pd
+    let h = HcaCaps::parse(&c);
+    assert_eq!(h.log_max_qp_sz, 15);
+    assert_eq!(h.log_max_qp, 18);
+    assert_eq!(h.log_max_srq_sz, 14);
+    assert_eq!(h.log_max_cq_sz, 22);
+    assert_eq!(h.log_max_cq, 24);
+    assert_eq!(h.log_max_mkey, 24);
+    assert_eq!(h.port_type, 1);
+    assert_eq!(h.num_ports, 2);
+    assert_eq!(h.cqe_version, 1);
+    assert!(h.uar_4k && h.bf);
+    assert_eq!(h.log_bf_reg_size, 9);
+    assert_eq!((h.max_wqe_sz_sq, h.max_wqe_sz_rq), (512, 256));
+    assert_eq!(h.log_max_pd, 24);
+    let d = h.device_caps(4096, 64);
+    assert_eq!(d.max_send_wqebb, 32768);
+    assert_eq!(d.max_cqe, 1 << 22);
+    assert_eq!(d.max_srq_recv_wr, 1 << 14);
+    assert_eq!(d.bf_reg_size, 512);
+    assert_eq!(d.max_sge, 16);
+    // write() is the inverse of parse() for every field.
+    let mut back = [0u8; 256];
+    h.write(&mut back);
+    assert_eq!(HcaCaps::parse(&back), h);
+    // Nonsense logs saturate instead of overflowing.
+    assert_eq!(HcaCaps::pow2(40), u32::MAX);
+}
+
+#[test]
+fn eqe_owner_and_page_request() {
+    // FACTS §7.9: valid iff (owner & 1) == ((ci & nent) != 0).
+    assert!(
+        !eqe_valid(1, 0, 256),
+        "initial owner 1 is invalid on pass 0"
+    );
+    assert!(eqe_valid(0, 0, 256));
+    assert!(eqe_valid(1, 256, 256));
+    assert!(!eqe_valid(0, 300, 256));
+    let mut e = [0u8; 64];
+    e[1] = 0x0b;
+    e[34] = 0x00;
+    e[35] = 0x02;
+    e[36..40].copy_from_slice(&(-9i32).to_be_bytes());
+    assert_eq!(
+        Eqe::parse(&e),
+        Eqe::PageRequest {
+            function_id: 2,
+            num_pages: -9
+        }
+    );
+    let mut e = [0u8; 64];
+    e[1] = 0x00;
+    e[56..60].copy_from_slice(&0xff12_3456u32.to_be_bytes());
+    assert_eq!(Eqe::parse(&e), Eqe::Completion { cqn: 0x123456 });
+    let mut e = [0u8; 64];
+    e[1] = 0x0a;
+    e[32..36].copy_from_slice(&0x8000_0001u32.to_be_bytes());
+    assert_eq!(Eqe::parse(&e), Eqe::Command { slots: 0x8000_0001 });
+    assert!(matches!(Eqe::parse(&[]), Eqe::Completion { cqn: 0 }));
+}

@@ -1,0 +1,1486 @@
+//! Device bring-up, firmware objects and teardown over the platform traits
+//! (FACTS §7.2, §7.6, §7.7, §7.9–§7.12, §6.3).
+//!
+//! [`Device::bring_up`] runs the documented sequence: wait for
+//! `initializing` to clear, set up the command queue, ENABLE_HCA, ISSI
+//! negotiation, boot pages, QUERY/SET_HCA_CAP, init pages, INIT_HCA,
+//! ALLOC_UAR and (optionally) an async EQ for page requests. Objects (PD,
+//! memory key, CQ, QP, SRQ) are created by command; their rings and
+//! doorbell records come from the platform's [`DmaAllocator`] and the
+//! returned handles carry everything the data-path queue types need
+//! ([`CompletionQueue::new`], [`SendQueue::new`], [`RecvQueue::new`]).
+//! [`Device::teardown`] destroys what is left, tears the HCA down, reclaims
+//! firmware pages and disables the function. Nothing allocates: live
+//! objects are kept in bounded `heapless` tables.
+
+use crate::cmd::caps::{self, HcaCaps, GENERAL_CAP_LEN};
+use crate::cmd::eq::{Eqe, EventQueue, EQE_BYTES, NUM_SPARE_EQE};
+use crate::cmd::initseg::{CmdqGeometry, FwVersion, InitSeg, InitSegError};
+use crate::cmd::ops::{self, CapType, PagesKind, Req};
+use crate::cmd::pages::{PageError, PagePool};
+use crate::cmd::queue::{dma_write, CmdQueue, CmdqSetupError, SlotKind, MAX_MSG};
+use crate::cmd::{op, Bar0, Clock, CmdError};
+use crate::cq::{CompletionQueue, CqError};
+use crate::cqe::CqeSize;
+use crate::platform::{DmaAllocator, DmaBuf, Uar, EQ_DOORBELL_ARM, EQ_DOORBELL_NO_ARM};
+use crate::rq::{RecvQueue, RqConfig, SharedReceiveQueue, SrqConfig};
+use crate::sq::{SendQueue, SqConfig};
+use core::fmt;
+
+pub use crate::cmd::ops::{
+    AddressPath, HwQpState, Init2Rtr, MkeyAccess, QpServiceType, Rst2Init, Rtr2Rts,
+};
+
+/// Maps UAR pages of BAR0 (FACTS §4.2: UAR index N at BAR0 + N · 4 KiB).
+pub trait UarMap {
+    /// The UAR type handed to queues.
+    type Uar: Uar;
+    /// The UAR page with index `index`, or `None` if outside BAR0.
+    fn map_uar(&mut self, index: u32) -> Option<Self::Uar>;
+}
+
+/// Bring-up tunables (FACTS §7.3, §7.6 timeouts).
+#[derive(Clone, Copy, Debug)]
+pub struct DeviceConfig {
+    /// How long to wait for `initializing` to clear (VFIO: 120 s).
+    pub init_timeout_us: u64,
+    /// Poll interval while initializing (VFIO: 2 ms).
+    pub init_poll_us: u32,
+    /// Command timeout (VFIO: 60 s).
+    pub cmd_timeout_us: u64,
+    /// Poll interval while a command runs.
+    pub cmd_poll_us: u32,
+    /// Create an async EQ for page requests (FACTS §7.6 "VFIO after setup").
+    pub async_eq: bool,
+    /// Host page size (for [`crate::sizing::DeviceCaps::page_size`]).
+    pub page_size: u32,
+    /// Cache-line size (for doorbell records).
+    pub cache_line_size: u32,
+    /// Write the HOST_ENDIANNESS register after the boot pages (FACTS §7.6
+    /// step 7; the kernel does this for physical functions).
+    pub set_host_endianness: bool,
+    /// Most pages the driver lends firmware in total (default 65536 = 256 MiB,
+    /// the pool's capacity); a larger request fails with `TooManyPages`.
+    pub max_fw_pages: u32,
+}
+
+impl Default for DeviceConfig {
+    fn default() -> Self {
+        DeviceConfig {
+            init_timeout_us: 120_000_000,
+            init_poll_us: 2_000,
+            cmd_timeout_us: 60_000_000,
+            cmd_poll_us: 1,
+            async_eq: true,
+            page_size: 4096,
+            cache_line_size: 64,
+            set_host_endianness: true,
+            max_fw_pages: (crate::cmd::pages::MAX_CHUNKS * crate::cmd::pages::CHUNK_PAGES) as u32,
+        }
+    }
+}
+
+/// The bring-up step that failed (FACTS §7.6 numbering).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// 1: wait for firmware initialization.
+    WaitFwInit,
+    /// 2: command interface setup.
+    CmdqSetup,
+    /// 4: ENABLE_HCA.
+    EnableHca,
+    /// 5: ISSI negotiation.
+    Issi,
+    /// 6: boot pages.
+    BootPages,
+    /// 7: HOST_ENDIANNESS register.
+    HostEndianness,
+    /// 8: capabilities.
+    HcaCaps,
+    /// 9: init pages.
+    InitPages,
+    /// 10: INIT_HCA.
+    InitHca,
+    /// 12: ALLOC_UAR.
+    AllocUar,
+    /// 12: async EQ.
+    AsyncEq,
+}
+
+/// A device-level failure. Each variant names what went wrong.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeviceError {
+    /// The initialization segment was rejected.
+    InitSeg(InitSegError),
+    /// The command queue could not be set up.
+    Cmdq(CmdqSetupError),
+    /// A command failed during a bring-up step.
+    BringUp {
+        /// Step.
+        step: Step,
+        /// Command error.
+        err: CmdError,
+    },
+    /// A command failed.
+    Cmd(CmdError),
+    /// Firmware supports no ISSI this driver speaks.
+    UnsupportedIssi {
+        /// `supported_issi_dw0`.
+        supported: u32,
+    },
+    /// Firmware page supply failed.
+    Pages(PageError),
+    /// Firmware asks for more pages than the bring-up allows.
+    TooManyPages {
+        /// Requested.
+        requested: i64,
+    },
+    /// The DMA allocator returned nothing.
+    OutOfDmaMemory {
+        /// What was being allocated.
+        what: &'static str,
+    },
+    /// A request exceeds a device capability.
+    Limit {
+        /// What.
+        what: &'static str,
+        /// Requested value.
+        requested: u64,
+        /// Device maximum.
+        max: u64,
+    },
+    /// A bounded driver table is full.
+    TableFull {
+        /// Which table.
+        what: &'static str,
+    },
+    /// A UAR index is outside BAR0.
+    NoUar {
+        /// The index.
+        index: u32,
+    },
+    /// The QP is not in the state the transition starts from.
+    WrongQpState {
+        /// QP number.
+        qpn: u32,
+        /// State the driver tracks.
+        state: HwQpState,
+        /// Transition requested.
+        transition: &'static str,
+    },
+    /// A CQ could not be wired to the data path.
+    Cq(CqError),
+}
+
+impl From<CmdError> for DeviceError {
+    fn from(e: CmdError) -> Self {
+        DeviceError::Cmd(e)
+    }
+}
+
+impl fmt::Display for DeviceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DeviceError::InitSeg(e) => write!(f, "initialization segment: {e:?}"),
+            DeviceError::Cmdq(e) => write!(f, "command queue setup: {e:?}"),
+            DeviceError::BringUp { step, err } => write!(f, "bring-up step {step:?}: {err}"),
+            DeviceError::Cmd(e) => write!(f, "{e}"),
+            DeviceError::UnsupportedIssi { supported } => {
+                write!(
+                    f,
+                    "firmware supports no usable ISSI (supported_issi_dw0 = 0x{supported:x})"
+                )
+            }
+            DeviceError::Pages(e) => write!(f, "firmware pages: {e:?}"),
+            DeviceError::TooManyPages { requested } => {
+                write!(f, "firmware requests {requested} pages, more than allowed")
+            }
+            DeviceError::OutOfDmaMemory { what } => write!(f, "out of DMA memory for {what}"),
+            DeviceError::Limit {
+                what,
+                requested,
+                max,
+            } => write!(f, "{what} {requested} exceeds the device limit {max}"),
+            DeviceError::TableFull { what } => write!(f, "driver table for {what} is full"),
+            DeviceError::NoUar { index } => write!(f, "UAR {index} is outside BAR0"),
+            DeviceError::WrongQpState {
+                qpn,
+                state,
+                transition,
+            } => write!(f, "QP 0x{qpn:x} is in {state:?}, cannot {transition}"),
+            DeviceError::Cq(e) => write!(f, "CQ: {e}"),
+        }
+    }
+}
+
+/// A protection domain (ALLOC_PD output).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pd(pub u32);
+
+/// A memory key over a DMA buffer (CREATE_MKEY). FACTS §7.12.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mkey {
+    /// mkey index (CREATE_MKEY output).
+    pub index: u32,
+    /// lkey = rkey = `(index << 8) | variant`.
+    pub key: u32,
+    /// First address SGEs use (the buffer's IOVA).
+    pub addr: u64,
+    /// Length in bytes.
+    pub len: u64,
+}
+
+/// A completion queue created by command, with its ring and doorbell record.
+#[derive(Debug, PartialEq, Eq)]
+pub struct CqHandle {
+    /// CQ number.
+    pub cqn: u32,
+    /// CQE ring (`ncqe × cqe_size` bytes, 4 KiB pages).
+    pub ring: DmaBuf,
+    /// Doorbell record (8 bytes).
+    pub dbrec: DmaBuf,
+    /// Entries.
+    pub ncqe: u32,
+    /// CQE size.
+    pub cqe_size: CqeSize,
+    /// CQE version to parse with.
+    pub cqe_version: u8,
+}
+
+impl CqHandle {
+    /// The data-path CQ over this handle's memory.
+    ///
+    /// # Safety
+    /// Call at most once per handle; drop the queue before destroying the CQ.
+    pub unsafe fn completion_queue<const N: usize>(&self) -> Result<CompletionQueue<N>, CqError> {
+        // SAFETY: the ring and record are exclusively this CQ's (allocated
+        // by the device for it); caller guarantees a single queue object.
+        unsafe {
+            CompletionQueue::new(
+                self.ring,
+                self.dbrec,
+                self.cqn,
+                self.cqe_size,
+                self.cqe_version,
+            )
+        }
+    }
+}
+
+/// QP creation request (FACTS §3.6, §7.11).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QpSpec {
+    /// Service type.
+    pub st: QpServiceType,
+    /// Protection domain.
+    pub pd: Pd,
+    /// Send CQ number.
+    pub send_cqn: u32,
+    /// Receive CQ number.
+    pub recv_cqn: u32,
+    /// log2 SQ WQEBBs.
+    pub log_sq_size: u8,
+    /// log2 RQ WQEs (ignored with an SRQ).
+    pub log_rq_size: u8,
+    /// RQ WQE shift (log2 stride, ≥ 4).
+    pub rq_wqe_shift: u8,
+    /// Receive through this SRQ.
+    pub srqn: Option<u32>,
+    /// User index reported in CQEs (CQE version 1).
+    pub user_index: u32,
+}
+
+/// A QP created by command: number, buffers, geometry, tracked state.
+#[derive(Debug, PartialEq, Eq)]
+pub struct QpHandle {
+    /// QP number.
+    pub qpn: u32,
+    /// Whole QP buffer (RQ at 0, SQ at `rq.len`; FACTS §3.6).
+    pub buf: DmaBuf,
+    /// Receive part (empty with an SRQ).
+    pub rq: DmaBuf,
+    /// Send part.
+    pub sq: DmaBuf,
+    /// Doorbell record (8 bytes: RCV, SND).
+    pub dbrec: DmaBuf,
+    /// UAR index of the send doorbell.
+    pub uar_index: u32,
+    /// The spec it was created from.
+    pub spec: QpSpec,
+    /// State the driver believes the QP is in (FACTS §6.1).
+    pub state: HwQpState,
+}
+
+impl QpHandle {
+    /// SQ WQEBBs.
+    pub fn sq_wqebbs(&self) -> u32 {
+        1 << self.spec.log_sq_size
+    }
+    /// RQ WQEs (0 with an SRQ).
+    pub fn rq_wqes(&self) -> u32 {
+        if self.spec.srqn.is_some() {
+            0
+        } else {
+            1 << self.spec.log_rq_size
+        }
+    }
+    /// The data-path send queue over this QP's SQ and doorbell record
+    /// (`dbrec + 4` is the SND word). `cfg.qpn` is overwritten with the QPN.
+    ///
+    /// # Safety
+    /// Call at most once per handle; drop the queue before destroying the QP.
+    pub unsafe fn send_queue<U: Uar, const N: usize>(
+        &self,
+        uar: U,
+        mut cfg: SqConfig,
+    ) -> Option<SendQueue<U, N>> {
+        cfg.qpn = self.qpn;
+        // SAFETY: SQ memory and the record are this QP's alone; the caller
+        // guarantees one queue object.
+        unsafe { SendQueue::new(self.sq, self.dbrec, uar, cfg) }
+    }
+    /// The data-path receive queue over this QP's RQ.
+    ///
+    /// # Safety
+    /// As [`QpHandle::send_queue`].
+    pub unsafe fn recv_queue<const N: usize>(&self, cfg: RqConfig) -> Option<RecvQueue<N>> {
+        // SAFETY: as in `send_queue`.
+        unsafe { RecvQueue::new(self.rq, self.dbrec, cfg) }
+    }
+}
+
+/// SRQ creation request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SrqSpec {
+    /// Protection domain.
+    pub pd: Pd,
+    /// log2 WQEs.
+    pub log_size: u8,
+    /// WQE shift (≥ 5).
+    pub wqe_shift: u8,
+}
+
+/// An SRQ created by command.
+#[derive(Debug, PartialEq, Eq)]
+pub struct SrqHandle {
+    /// SRQ number.
+    pub srqn: u32,
+    /// WQE ring.
+    pub ring: DmaBuf,
+    /// Doorbell record (4 bytes).
+    pub dbrec: DmaBuf,
+    /// The spec.
+    pub spec: SrqSpec,
+}
+
+impl SrqHandle {
+    /// The data-path SRQ over this handle's memory.
+    ///
+    /// # Safety
+    /// As [`QpHandle::send_queue`].
+    pub unsafe fn shared_receive_queue<const N: usize>(
+        &self,
+        cfg: SrqConfig,
+    ) -> Option<SharedReceiveQueue<N>> {
+        // SAFETY: as in `QpHandle::send_queue`.
+        unsafe { SharedReceiveQueue::new(self.ring, self.dbrec, cfg) }
+    }
+}
+
+/// Link layer of a port (cap.port_type; FACTS §3.11).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkLayer {
+    /// InfiniBand.
+    InfiniBand,
+    /// Ethernet (RoCE).
+    Ethernet,
+    /// Another value.
+    Other(u8),
+}
+
+/// Port state (QUERY_VPORT_STATE).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PortState {
+    /// Down.
+    Down,
+    /// Up (active).
+    Active,
+    /// Another value.
+    Other(u8),
+}
+
+/// One port in [`DevInfo`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PortInfo {
+    /// 1-based port number.
+    pub port: u8,
+    /// State.
+    pub state: PortState,
+    /// Link layer.
+    pub link_layer: LinkLayer,
+    /// Active MTU in bytes, when known (needs the PMTU register; not queried yet).
+    pub active_mtu: Option<u32>,
+}
+
+/// What `bareverbs devinfo` prints, from QUERY_HCA_CAP and port queries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DevInfo {
+    /// Firmware version (initialization segment).
+    pub fw_ver: FwVersion,
+    /// Max QPs (`1 << log_max_qp`).
+    pub max_qp: u32,
+    /// Max WRs per QP (`1 << log_max_qp_sz`).
+    pub max_qp_wr: u32,
+    /// Max SGEs (see [`HcaCaps::max_sge`]).
+    pub max_sge: u32,
+    /// Max CQs (`1 << log_max_cq`).
+    pub max_cq: u32,
+    /// Max CQEs per CQ as ibv reports it (`(1 << log_max_cq_sz) − 1`; FACTS §3.7).
+    pub max_cqe: u32,
+    /// Max memory regions (`1 << log_max_mkey`).
+    pub max_mr: u32,
+    /// Max PDs (`1 << log_max_pd`).
+    pub max_pd: u32,
+    /// Max SRQs (`1 << log_max_srq`).
+    pub max_srq: u32,
+    /// Max SRQ WRs (`1 << log_max_srq_sz`).
+    pub max_srq_wr: u32,
+    /// The raw general capabilities.
+    pub caps: HcaCaps,
+    /// Ports.
+    pub ports: heapless::Vec<PortInfo, 4>,
+}
+
+/// Most live objects of each kind the device tracks.
+pub const MAX_OBJECTS: usize = 64;
+
+#[derive(Clone, Copy, Debug)]
+enum Obj {
+    Pd(u32),
+    Mkey(u32),
+    Cq(u32, DmaBuf, DmaBuf),
+    Qp(u32, DmaBuf, DmaBuf),
+    Srq(u32, DmaBuf, DmaBuf),
+}
+
+/// What teardown did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TeardownReport {
+    /// Objects destroyed by teardown (left alive by the user).
+    pub objects_destroyed: usize,
+    /// Pages firmware returned.
+    pub pages_reclaimed: usize,
+    /// Pages firmware kept (their memory is not freed).
+    pub pages_leaked: usize,
+    /// The first command error met (teardown continues past errors).
+    pub first_error: Option<CmdError>,
+}
+
+/// An mlx5 function brought up through the command interface.
+pub struct Device<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> {
+    bar: B,
+    clock: C,
+    alloc: A,
+    cfg: DeviceConfig,
+    cmdq: CmdQueue,
+    pages: PagePool,
+    inb: [u8; MAX_MSG],
+    outb: [u8; MAX_MSG],
+    pgin: [u8; MAX_MSG],
+    pgout: [u8; MAX_MSG],
+    fw: FwVersion,
+    issi: u16,
+    hca: HcaCaps,
+    uar: u32,
+    eq: Option<(EventQueue, B::Uar)>,
+    objs: heapless::Vec<Obj, { 5 * MAX_OBJECTS }>,
+    page_events: u64,
+    health_last: u32,
+    health_misses: u8,
+}
+
+impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> fmt::Debug for Device<B, C, A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Device")
+            .field("fw", &self.fw)
+            .field("issi", &self.issi)
+            .field("uar", &self.uar)
+            .field("pages_held", &self.pages.held())
+            .finish()
+    }
+}
+
+fn bu(step: Step) -> impl FnOnce(CmdError) -> DeviceError {
+    move |err| DeviceError::BringUp { step, err }
+}
+
+impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
+    /// Waits until bit 31 of `initializing` clears (FACTS §7.6 step 1).
+    pub fn wait_fw_init(
+        bar: &B,
+        clock: &mut C,
+        timeout_us: u64,
+        poll_us: u32,
+    ) -> Result<(), InitSegError> {
+        let start = clock.now_us();
+        loop {
+            if !InitSeg(bar).initializing() {
+                return Ok(());
+            }
+            let waited = clock.now_us().saturating_sub(start);
+            if waited >= timeout_us {
+                return Err(InitSegError::InitTimeout { waited_us: waited });
+            }
+            clock.delay_us(poll_us.max(1));
+        }
+    }
+
+    /// Runs the bring-up sequence of FACTS §7.6 and returns a ready device
+    /// (INIT_HCA done, one UAR allocated, caps queried).
+    pub fn bring_up(
+        mut bar: B,
+        mut clock: C,
+        alloc: A,
+        cfg: DeviceConfig,
+    ) -> Result<Self, DeviceError> {
+        Self::wait_fw_init(&bar, &mut clock, cfg.init_timeout_us, cfg.init_poll_us)
+            .map_err(DeviceError::InitSeg)?;
+        let geometry: CmdqGeometry = InitSeg(&bar).validate().map_err(DeviceError::InitSeg)?;
+        let fw = InitSeg(&bar).fw_version();
+        let cmdq = CmdQueue::new(&alloc, &mut bar, geometry).map_err(DeviceError::Cmdq)?;
+        let mut d = Device {
+            bar,
+            clock,
+            alloc,
+            cfg,
+            cmdq,
+            pages: PagePool::new(),
+            inb: [0; MAX_MSG],
+            outb: [0; MAX_MSG],
+            pgin: [0; MAX_MSG],
+            pgout: [0; MAX_MSG],
+            fw,
+            issi: 0,
+            hca: HcaCaps::default(),
+            uar: 0,
+            eq: None,
+            objs: heapless::Vec::new(),
+            page_events: 0,
+            health_last: 0,
+            health_misses: 0,
+        };
+        match d.bring_up_steps() {
+            Ok(()) => Ok(d),
+            Err(e) => {
+                // Leave the function disabled; firmware may keep pages, so
+                // only the command queue's own memory is left in place.
+                let mut b = [0u8; 16];
+                let r = ops::disable_hca(&mut b);
+                let _ = d.exec_buf(r, &b);
+                Err(e)
+            }
+        }
+    }
+
+    fn bring_up_steps(&mut self) -> Result<(), DeviceError> {
+        // (2) wait again (kernel), short.
+        Self::wait_fw_init(
+            &self.bar,
+            &mut self.clock,
+            self.cfg.init_timeout_us,
+            self.cfg.init_poll_us,
+        )
+        .map_err(DeviceError::InitSeg)?;
+        // (4) ENABLE_HCA.
+        let r = ops::enable_hca(&mut self.inb);
+        self.exec(r).map_err(bu(Step::EnableHca))?;
+        // (5) ISSI.
+        let r = ops::query_issi(&mut self.inb);
+        match self.exec(r) {
+            Ok(_) => {
+                let (_, supported) = ops::parse_query_issi(&self.outb);
+                let issi = ops::choose_issi(supported)
+                    .ok_or(DeviceError::UnsupportedIssi { supported })?;
+                if issi == 1 {
+                    let r = ops::set_issi(&mut self.inb, 1);
+                    self.exec(r).map_err(bu(Step::Issi))?;
+                }
+                self.issi = issi;
+            }
+            Err(CmdError::Failed { .. }) => self.issi = 0,
+            Err(e) => {
+                return Err(DeviceError::BringUp {
+                    step: Step::Issi,
+                    err: e,
+                })
+            }
+        }
+        // (6) boot pages.
+        self.supply_pages(PagesKind::Boot, Step::BootPages)?;
+        // (7) host endianness.
+        if self.cfg.set_host_endianness {
+            let r = ops::set_host_endianness(&mut self.inb);
+            self.exec(r).map_err(bu(Step::HostEndianness))?;
+        }
+        // (8) caps: query max and current, set current with our changes.
+        let r = ops::query_hca_cap(&mut self.inb, CapType::General, false);
+        self.exec(r).map_err(bu(Step::HcaCaps))?;
+        let max = HcaCaps::parse(&self.outb[ops::CAP_OFFSET..ops::CAP_OFFSET + GENERAL_CAP_LEN]);
+        let r = ops::query_hca_cap(&mut self.inb, CapType::General, true);
+        self.exec(r).map_err(bu(Step::HcaCaps))?;
+        let mut cap = [0u8; GENERAL_CAP_LEN];
+        cap.copy_from_slice(&self.outb[ops::CAP_OFFSET..ops::CAP_OFFSET + GENERAL_CAP_LEN]);
+        caps::set(&mut cap, caps::field::CMDIF_CHECKSUM, 0);
+        caps::set(&mut cap, caps::field::LOG_UAR_PAGE_SZ, 0);
+        if max.mkey_by_name {
+            caps::set(&mut cap, caps::field::MKEY_BY_NAME, 1);
+        }
+        let r = ops::set_hca_cap(&mut self.inb, CapType::General, &cap);
+        self.exec(r).map_err(bu(Step::HcaCaps))?;
+        // (9) init pages, (10) INIT_HCA.
+        self.supply_pages(PagesKind::Init, Step::InitPages)?;
+        let r = ops::init_hca(&mut self.inb);
+        self.exec(r).map_err(bu(Step::InitHca))?;
+        // Caps as in force after init.
+        let r = ops::query_hca_cap(&mut self.inb, CapType::General, true);
+        self.exec(r).map_err(bu(Step::HcaCaps))?;
+        self.hca = HcaCaps::parse(&self.outb[ops::CAP_OFFSET..ops::CAP_OFFSET + GENERAL_CAP_LEN]);
+        // (12) UAR.
+        let r = ops::alloc_uar(&mut self.inb);
+        self.exec(r).map_err(bu(Step::AllocUar))?;
+        self.uar = ops::parse_obj_id(&self.outb);
+        if self.cfg.async_eq {
+            self.create_async_eq()?;
+        }
+        Ok(())
+    }
+
+    fn create_async_eq(&mut self) -> Result<(), DeviceError> {
+        // 32 requested + spare, rounded up: 256 entries (FACTS §4.6, §7.6).
+        let nent = (32 + NUM_SPARE_EQE).next_power_of_two();
+        let bytes = nent as usize * EQE_BYTES;
+        let ring = self
+            .alloc
+            .alloc(bytes, 4096)
+            .ok_or(DeviceError::OutOfDmaMemory { what: "async EQ" })?;
+        let uar = match self.bar.map_uar(self.uar) {
+            Some(u) => u,
+            None => {
+                // SAFETY: fresh ring, never given to the device.
+                unsafe { self.alloc.free(ring) };
+                return Err(DeviceError::NoUar { index: self.uar });
+            }
+        };
+        // SAFETY: fresh ring owned by the EQ.
+        let Some(mut eq) = (unsafe { EventQueue::new(ring, nent) }) else {
+            // SAFETY: as above.
+            unsafe { self.alloc.free(ring) };
+            return Err(DeviceError::OutOfDmaMemory { what: "async EQ" });
+        };
+        let p = ops::EqParams {
+            log_eq_size: nent.trailing_zeros() as u8,
+            uar_page: self.uar,
+            intr: 0,
+            event_bitmask: 1u64 << crate::cmd::eq::event::PAGE_REQUEST,
+            pages_iova: ring.iova,
+            npages: bytes.div_ceil(4096),
+        };
+        let r = ops::create_eq(&mut self.inb, &p);
+        if let Err(err) = self.exec(r) {
+            // SAFETY: CREATE_EQ failed, the device does not use the ring.
+            unsafe { self.alloc.free(ring) };
+            return Err(DeviceError::BringUp {
+                step: Step::AsyncEq,
+                err,
+            });
+        }
+        eq.set_eqn(ops::parse_create_eq(&self.outb));
+        let mut uar = uar;
+        uar.write32(EQ_DOORBELL_ARM, eq.doorbell());
+        self.eq = Some((eq, uar));
+        Ok(())
+    }
+
+    fn supply_pages(&mut self, kind: PagesKind, step: Step) -> Result<(), DeviceError> {
+        let r = ops::query_pages(&mut self.inb, kind);
+        self.exec(r).map_err(bu(step))?;
+        let (func, n) = ops::parse_query_pages(&self.outb);
+        if n > 0 {
+            self.give_pages(func, n as u32, SlotKind::Regular)
+                .map_err(|e| match e {
+                    DeviceError::Cmd(err) => DeviceError::BringUp { step, err },
+                    o => o,
+                })?;
+        }
+        Ok(())
+    }
+
+    /// Gives `count` pages to firmware with MANAGE_PAGES GIVE (FACTS §7.7).
+    fn give_pages(&mut self, func: u16, count: u32, slot: SlotKind) -> Result<(), DeviceError> {
+        if (self.pages.held() as u64 + count as u64) > self.cfg.max_fw_pages as u64 {
+            return Err(DeviceError::TooManyPages {
+                requested: count as i64,
+            });
+        }
+        let mut left = count as usize;
+        let mut list = [0u64; 64];
+        while left > 0 {
+            let n = left.min(list.len());
+            let got = self
+                .pages
+                .take_for_fw(&self.alloc, &mut list[..n])
+                .map_err(DeviceError::Pages)?;
+            let res = match slot {
+                SlotKind::Regular => {
+                    let r = ops::manage_pages_give(&mut self.inb, func, &list[..got]);
+                    self.exec(r).map(|_| ())
+                }
+                SlotKind::Pages => {
+                    let r = ops::manage_pages_give(&mut self.pgin, func, &list[..got]);
+                    self.exec_slot(SlotKind::Pages, r).map(|_| ())
+                }
+            };
+            if let Err(e) = res {
+                if !matches!(e, CmdError::Timeout { .. }) {
+                    self.pages.undo(&list[..got]);
+                }
+                return Err(DeviceError::Cmd(e));
+            }
+            left -= got;
+        }
+        Ok(())
+    }
+
+    /// Takes up to `count` pages back (MANAGE_PAGES TAKE). Returns how many
+    /// firmware returned.
+    fn take_pages(&mut self, func: u16, count: u32, slot: SlotKind) -> Result<usize, DeviceError> {
+        let r = match slot {
+            SlotKind::Regular => ops::manage_pages_take(&mut self.inb, func, count),
+            SlotKind::Pages => ops::manage_pages_take(&mut self.pgin, func, count),
+        };
+        self.exec_slot(slot, r)?;
+        let out = match slot {
+            SlotKind::Regular => &self.outb[..r.out_len],
+            SlotKind::Pages => &self.pgout[..r.out_len],
+        };
+        let n = ops::parse_manage_pages(out)?;
+        let mut bad = None;
+        for i in 0..n {
+            let p = ops::manage_pages_entry(out, i);
+            if let Err(e) = self.pages.returned(p) {
+                bad = Some(e);
+            }
+        }
+        if let Some(e) = bad {
+            return Err(DeviceError::Pages(e));
+        }
+        Ok(n)
+    }
+
+    fn exec(&mut self, r: Req) -> Result<usize, CmdError> {
+        self.exec_slot(SlotKind::Regular, r)
+    }
+
+    fn exec_buf(&mut self, r: Req, input: &[u8]) -> Result<usize, CmdError> {
+        let n = r.in_len.min(input.len());
+        self.inb[..n].copy_from_slice(&input[..n]);
+        self.exec(r)
+    }
+
+    /// Posts the command in the slot's input buffer, waits (serving page
+    /// requests from the async EQ while a regular command waits), and reads
+    /// the output into the slot's output buffer (FACTS §7.3, §7.7).
+    fn exec_slot(&mut self, slot: SlotKind, r: Req) -> Result<usize, CmdError> {
+        let input = match slot {
+            SlotKind::Regular => &self.inb[..r.in_len.min(MAX_MSG)],
+            SlotKind::Pages => &self.pgin[..r.in_len.min(MAX_MSG)],
+        };
+        self.cmdq.post(&mut self.bar, slot, input, r.out_len)?;
+        let start = self.clock.now_us();
+        loop {
+            if self.cmdq.done(slot) {
+                break;
+            }
+            if slot == SlotKind::Regular {
+                self.serve_events();
+                if self.cmdq.done(slot) {
+                    break;
+                }
+            }
+            let waited = self.clock.now_us().saturating_sub(start);
+            if waited >= self.cfg.cmd_timeout_us {
+                self.cmdq.abandon(slot);
+                return Err(CmdError::Timeout {
+                    opcode: r.opcode,
+                    waited_us: waited,
+                });
+            }
+            self.clock.delay_us(self.cfg.cmd_poll_us.max(1));
+        }
+        let out = match slot {
+            SlotKind::Regular => &mut self.outb[..r.out_len.min(MAX_MSG)],
+            SlotKind::Pages => &mut self.pgout[..r.out_len.min(MAX_MSG)],
+        };
+        self.cmdq.complete(slot, out)
+    }
+
+    /// Drains the async EQ and answers page requests on the page slot
+    /// (FACTS §7.7). Returns the number of events handled.
+    pub fn serve_events(&mut self) -> usize {
+        let mut handled = 0;
+        loop {
+            let Some((eq, _)) = self.eq.as_mut() else {
+                return handled;
+            };
+            let Some(ev) = eq.poll() else {
+                break;
+            };
+            handled += 1;
+            // Publish the consumer index (no re-arm) at least every 0x80
+            // EQEs while draining (FACTS §4.6).
+            if handled % NUM_SPARE_EQE as usize == 0 {
+                if let Some((eq, uar)) = self.eq.as_mut() {
+                    uar.write32(EQ_DOORBELL_NO_ARM, eq.doorbell());
+                }
+            }
+            if let Eqe::PageRequest {
+                function_id,
+                num_pages,
+            } = ev
+            {
+                self.page_events += 1;
+                if num_pages > 0 {
+                    if self
+                        .give_pages(function_id, num_pages as u32, SlotKind::Pages)
+                        .is_err()
+                    {
+                        let r = ops::manage_pages_cant_give(&mut self.pgin, function_id);
+                        let _ = self.exec_slot(SlotKind::Pages, r);
+                    }
+                } else if num_pages < 0 {
+                    let _ = self.take_pages(function_id, num_pages.unsigned_abs(), SlotKind::Pages);
+                }
+            }
+        }
+        if let Some((eq, uar)) = self.eq.as_mut() {
+            uar.write32(EQ_DOORBELL_ARM, eq.doorbell());
+        }
+        handled
+    }
+
+    /// One health poll (FACTS §7.1 health checks): link down, NIC interface
+    /// DISABLED/SW_RESET, `rfr` with a syndrome, or a health counter that
+    /// did not change for 3 consecutive polls. Call it about once a second
+    /// (VFIO: POLL_HEALTH_INTERVAL 1000 ms, MAX_MISSES 3).
+    pub fn check_health(&mut self) -> Result<(), crate::cmd::initseg::HealthProblem> {
+        let seg = InitSeg(&self.bar);
+        seg.check_health()?;
+        let c = seg.health_counter();
+        if (c ^ self.health_last) & 0x00ff_ffff == 0 {
+            self.health_misses = self.health_misses.saturating_add(1);
+            if self.health_misses >= 3 {
+                return Err(crate::cmd::initseg::HealthProblem::CounterStuck { counter: c });
+            }
+        } else {
+            self.health_misses = 0;
+        }
+        self.health_last = c;
+        Ok(())
+    }
+
+    // ---- accessors ------------------------------------------------------
+
+    /// Firmware version read at bring-up.
+    pub fn fw_version(&self) -> FwVersion {
+        self.fw
+    }
+    /// Negotiated ISSI.
+    pub fn issi(&self) -> u16 {
+        self.issi
+    }
+    /// General capabilities in force (QUERY_HCA_CAP current, after INIT_HCA).
+    pub fn hca_caps(&self) -> &HcaCaps {
+        &self.hca
+    }
+    /// Sizing inputs from the capabilities (FACTS §3.1).
+    pub fn device_caps(&self) -> crate::sizing::DeviceCaps {
+        self.hca
+            .device_caps(self.cfg.page_size, self.cfg.cache_line_size)
+    }
+    /// The UAR allocated at bring-up.
+    pub fn uar_index(&self) -> u32 {
+        self.uar
+    }
+    /// Maps a UAR page for a data-path queue.
+    pub fn map_uar(&mut self, index: u32) -> Result<B::Uar, DeviceError> {
+        self.bar.map_uar(index).ok_or(DeviceError::NoUar { index })
+    }
+    /// Pages firmware holds.
+    pub fn pages_held(&self) -> usize {
+        self.pages.held()
+    }
+    /// Page-request events served so far.
+    pub fn page_events(&self) -> u64 {
+        self.page_events
+    }
+    /// The BAR (for health checks).
+    pub fn bar(&self) -> &B {
+        &self.bar
+    }
+    /// The BAR, mutably (the simulator uses it to reach its firmware model).
+    pub fn bar_mut(&mut self) -> &mut B {
+        &mut self.bar
+    }
+    /// The clock.
+    pub fn clock_mut(&mut self) -> &mut C {
+        &mut self.clock
+    }
+    /// The DMA allocator.
+    pub fn allocator(&self) -> &A {
+        &self.alloc
+    }
+
+    fn track(&mut self, o: Obj) -> Result<(), DeviceError> {
+        self.objs
+            .push(o)
+            .map_err(|_| DeviceError::TableFull { what: "objects" })
+    }
+    fn untrack(&mut self, f: impl Fn(&Obj) -> bool) -> Option<Obj> {
+        let i = self.objs.iter().position(f)?;
+        Some(self.objs.remove(i))
+    }
+
+    /// Runs an arbitrary prepared command (input built with an [`ops`]
+    /// builder into the buffer returned by [`Device::input`]) and returns
+    /// the output bytes.
+    pub fn run(&mut self, r: Req) -> Result<&[u8], CmdError> {
+        let n = self.exec(r)?;
+        Ok(&self.outb[..n])
+    }
+    /// The regular-slot input buffer, for [`Device::run`].
+    pub fn input(&mut self) -> &mut [u8; MAX_MSG] {
+        &mut self.inb
+    }
+
+    // ---- objects ----------------------------------------------------------
+
+    /// ALLOC_PD.
+    pub fn alloc_pd(&mut self) -> Result<Pd, DeviceError> {
+        if self.objs.is_full() {
+            return Err(DeviceError::TableFull { what: "objects" });
+        }
+        let r = ops::alloc_pd(&mut self.inb);
+        self.exec(r)?;
+        let pd = ops::parse_obj_id(&self.outb);
+        self.track(Obj::Pd(pd))?;
+        Ok(Pd(pd))
+    }
+    /// DEALLOC_PD.
+    pub fn dealloc_pd(&mut self, pd: Pd) -> Result<(), DeviceError> {
+        let r = ops::dealloc_pd(&mut self.inb, pd.0);
+        self.exec(r)?;
+        self.untrack(|o| matches!(o, Obj::Pd(x) if *x == pd.0));
+        Ok(())
+    }
+
+    /// CREATE_MKEY over `buf` (which must be 4 KiB aligned), addressed by
+    /// its IOVA (FACTS §7.12).
+    pub fn create_mkey(
+        &mut self,
+        pd: Pd,
+        buf: &DmaBuf,
+        access: MkeyAccess,
+    ) -> Result<Mkey, DeviceError> {
+        if self.objs.is_full() {
+            return Err(DeviceError::TableFull { what: "objects" });
+        }
+        let npages = buf.len.div_ceil(4096);
+        let max = (MAX_MSG - ops::PAS_OFFSET) / 8;
+        if npages > max {
+            return Err(DeviceError::Limit {
+                what: "memory key pages",
+                requested: npages as u64,
+                max: max as u64,
+            });
+        }
+        let p = ops::MkeyParams {
+            pd: pd.0,
+            access,
+            start_addr: buf.iova,
+            len: buf.len as u64,
+            pages_iova: buf.iova & !0xfff,
+            npages,
+            variant: 0,
+        };
+        let r = ops::create_mkey(&mut self.inb, &p);
+        self.exec(r)?;
+        let index = ops::parse_obj_id(&self.outb);
+        self.track(Obj::Mkey(index))?;
+        Ok(Mkey {
+            index,
+            key: index << 8,
+            addr: buf.iova,
+            len: buf.len as u64,
+        })
+    }
+    /// DESTROY_MKEY.
+    pub fn destroy_mkey(&mut self, mkey: Mkey) -> Result<(), DeviceError> {
+        let r = ops::with_obj(&mut self.inb, op::DESTROY_MKEY, mkey.index);
+        self.exec(r)?;
+        self.untrack(|o| matches!(o, Obj::Mkey(x) if *x == mkey.index));
+        Ok(())
+    }
+
+    fn alloc_dma(&mut self, len: usize, what: &'static str) -> Result<DmaBuf, DeviceError> {
+        self.alloc
+            .alloc(len, 4096)
+            .ok_or(DeviceError::OutOfDmaMemory { what })
+    }
+    fn free_dma(&mut self, bufs: &[DmaBuf]) {
+        for b in bufs {
+            // SAFETY: callers pass buffers the device was never given or
+            // whose object firmware destroyed.
+            unsafe { self.alloc.free(*b) };
+        }
+    }
+    fn check_pages(npages: usize) -> Result<(), DeviceError> {
+        let max = (MAX_MSG - ops::PAS_OFFSET) / 8;
+        if npages > max {
+            return Err(DeviceError::Limit {
+                what: "queue buffer pages",
+                requested: npages as u64,
+                max: max as u64,
+            });
+        }
+        Ok(())
+    }
+
+    /// CREATE_CQ with `ncqe` entries (power of two) of `cqe_size`; the ring
+    /// is initialised with op_own = 0xF0 in every CQE (FACTS §3.7, §7.10).
+    pub fn create_cq(&mut self, ncqe: u32, cqe_size: CqeSize) -> Result<CqHandle, DeviceError> {
+        let max = HcaCaps::pow2(self.hca.log_max_cq_sz);
+        if !ncqe.is_power_of_two() || ncqe < 2 || ncqe > max {
+            return Err(DeviceError::Limit {
+                what: "CQ entries",
+                requested: ncqe as u64,
+                max: max as u64,
+            });
+        }
+        if self.objs.is_full() {
+            return Err(DeviceError::TableFull { what: "objects" });
+        }
+        let bytes = ncqe as usize * cqe_size.bytes();
+        let npages = bytes.div_ceil(4096);
+        Self::check_pages(npages)?;
+        let ring = self.alloc_dma(npages * 4096, "CQ ring")?;
+        let dbrec = match self.alloc_dma(64, "CQ doorbell record") {
+            Ok(d) => d,
+            Err(e) => {
+                self.free_dma(&[ring]);
+                return Err(e);
+            }
+        };
+        let off64 = cqe_size.bytes() - 64;
+        for i in 0..ncqe as usize {
+            // SAFETY: fresh ring, not yet given to the device; in range.
+            unsafe { dma_write(&ring, i * cqe_size.bytes() + off64 + 63, &[0xf0]) };
+        }
+        let p = ops::CqParams {
+            log_cq_size: ncqe.trailing_zeros() as u8,
+            cqe_sz: cqe_size as u8,
+            uar_page: self.uar,
+            c_eqn: self.eq.as_ref().map(|(e, _)| e.eqn()).unwrap_or(0),
+            dbr_addr: dbrec.iova,
+            pages_iova: ring.iova,
+            npages,
+        };
+        let r = ops::create_cq(&mut self.inb, &p);
+        if let Err(e) = self.exec(r) {
+            if !matches!(e, CmdError::Timeout { .. }) {
+                self.free_dma(&[ring, dbrec]);
+            }
+            return Err(e.into());
+        }
+        let cqn = ops::parse_obj_id(&self.outb);
+        self.track(Obj::Cq(cqn, ring, dbrec))?;
+        Ok(CqHandle {
+            cqn,
+            ring: ring.slice(0, bytes).unwrap_or(ring),
+            dbrec: dbrec.slice(0, 8).unwrap_or(dbrec),
+            ncqe,
+            cqe_size,
+            cqe_version: self.hca.cqe_version.min(1),
+        })
+    }
+    /// DESTROY_CQ and free its memory.
+    pub fn destroy_cq(&mut self, cq: CqHandle) -> Result<(), DeviceError> {
+        let r = ops::with_obj(&mut self.inb, op::DESTROY_CQ, cq.cqn);
+        self.exec(r)?;
+        if let Some(Obj::Cq(_, a, b)) =
+            self.untrack(|o| matches!(o, Obj::Cq(x, ..) if *x == cq.cqn))
+        {
+            self.free_dma(&[a, b]);
+        }
+        Ok(())
+    }
+
+    /// CREATE_QP: allocates the buffer (RQ then SQ, FACTS §3.6) and the
+    /// doorbell record, and creates the QP in RESET (FACTS §7.11).
+    pub fn create_qp(&mut self, spec: QpSpec) -> Result<QpHandle, DeviceError> {
+        let lim = self.hca.log_max_qp_sz;
+        for (what, v) in [
+            ("log_sq_size", spec.log_sq_size),
+            ("log_rq_size", spec.log_rq_size),
+        ] {
+            if v > lim {
+                return Err(DeviceError::Limit {
+                    what,
+                    requested: v as u64,
+                    max: lim as u64,
+                });
+            }
+        }
+        if spec.rq_wqe_shift < 4 || spec.rq_wqe_shift > 11 {
+            return Err(DeviceError::Limit {
+                what: "rq_wqe_shift",
+                requested: spec.rq_wqe_shift as u64,
+                max: 11,
+            });
+        }
+        if self.objs.is_full() {
+            return Err(DeviceError::TableFull { what: "objects" });
+        }
+        let rq_bytes = if spec.srqn.is_some() {
+            0
+        } else {
+            (1usize << spec.log_rq_size) << spec.rq_wqe_shift
+        };
+        let sq_bytes = (1usize << spec.log_sq_size) * 64;
+        let total = (rq_bytes + sq_bytes).next_multiple_of(4096);
+        let npages = total / 4096;
+        Self::check_pages(npages)?;
+        let buf = self.alloc_dma(total, "QP buffer")?;
+        let dbrec = match self.alloc_dma(64, "QP doorbell record") {
+            Ok(d) => d,
+            Err(e) => {
+                self.free_dma(&[buf]);
+                return Err(e);
+            }
+        };
+        let p = ops::QpParams {
+            st: spec.st,
+            pd: spec.pd.0,
+            uar_page: self.uar,
+            log_sq_size: spec.log_sq_size,
+            no_sq: false,
+            log_rq_size: if spec.srqn.is_some() {
+                0
+            } else {
+                spec.log_rq_size
+            },
+            log_rq_stride: spec.rq_wqe_shift - 4,
+            srqn: spec.srqn,
+            cqn_snd: spec.send_cqn,
+            cqn_rcv: spec.recv_cqn,
+            dbr_addr: dbrec.iova,
+            user_index: spec.user_index,
+            pages_iova: buf.iova,
+            npages,
+        };
+        let r = ops::create_qp(&mut self.inb, &p);
+        if let Err(e) = self.exec(r) {
+            if !matches!(e, CmdError::Timeout { .. }) {
+                self.free_dma(&[buf, dbrec]);
+            }
+            return Err(e.into());
+        }
+        let qpn = ops::parse_obj_id(&self.outb);
+        self.track(Obj::Qp(qpn, buf, dbrec))?;
+        Ok(QpHandle {
+            qpn,
+            buf,
+            rq: buf.slice(0, rq_bytes).unwrap_or(buf),
+            sq: buf.slice(rq_bytes, sq_bytes).unwrap_or(buf),
+            dbrec: dbrec.slice(0, 8).unwrap_or(dbrec),
+            uar_index: self.uar,
+            spec,
+            state: HwQpState::Reset,
+        })
+    }
+
+    fn transition(
+        &mut self,
+        qp: &mut QpHandle,
+        from: &[HwQpState],
+        to: HwQpState,
+        name: &'static str,
+        r: Req,
+    ) -> Result<(), DeviceError> {
+        if !from.is_empty() && !from.contains(&qp.state) {
+            return Err(DeviceError::WrongQpState {
+                qpn: qp.qpn,
+                state: qp.state,
+                transition: name,
+            });
+        }
+        self.exec(r)?;
+        qp.state = to;
+        Ok(())
+    }
+
+    /// RESET → INIT (RST2INIT_QP; FACTS §6.2, §6.3).
+    pub fn rst2init(&mut self, qp: &mut QpHandle, a: &Rst2Init) -> Result<(), DeviceError> {
+        let r = ops::rst2init(&mut self.inb, qp.qpn, a);
+        self.transition(qp, &[HwQpState::Reset], HwQpState::Init, "RST2INIT", r)
+    }
+    /// INIT → RTR (INIT2RTR_QP).
+    pub fn init2rtr(&mut self, qp: &mut QpHandle, a: &Init2Rtr) -> Result<(), DeviceError> {
+        let r = ops::init2rtr(&mut self.inb, qp.qpn, a);
+        self.transition(qp, &[HwQpState::Init], HwQpState::Rtr, "INIT2RTR", r)
+    }
+    /// RTR → RTS (RTR2RTS_QP).
+    pub fn rtr2rts(&mut self, qp: &mut QpHandle, a: &Rtr2Rts) -> Result<(), DeviceError> {
+        let r = ops::rtr2rts(&mut self.inb, qp.qpn, a);
+        self.transition(qp, &[HwQpState::Rtr], HwQpState::Rts, "RTR2RTS", r)
+    }
+    /// Any state → ERR (2ERR_QP).
+    pub fn qp_to_err(&mut self, qp: &mut QpHandle) -> Result<(), DeviceError> {
+        let r = ops::qp_2err(&mut self.inb, qp.qpn);
+        self.transition(qp, &[], HwQpState::Err, "2ERR", r)
+    }
+    /// Any state → RESET (2RST_QP).
+    pub fn qp_to_reset(&mut self, qp: &mut QpHandle) -> Result<(), DeviceError> {
+        let r = ops::qp_2rst(&mut self.inb, qp.qpn);
+        self.transition(qp, &[], HwQpState::Reset, "2RST", r)
+    }
+    /// Sends a modify command without the driver-side state check (for
+    /// testing firmware's own checks).
+    pub fn modify_unchecked(
+        &mut self,
+        qp: &mut QpHandle,
+        r: Req,
+        to: HwQpState,
+    ) -> Result<(), DeviceError> {
+        self.transition(qp, &[], to, "modify", r)
+    }
+    /// QUERY_QP; also refreshes the tracked state.
+    pub fn query_qp(&mut self, qp: &mut QpHandle) -> Result<ops::QpQuery, DeviceError> {
+        let r = ops::query_qp(&mut self.inb, qp.qpn);
+        self.exec(r)?;
+        let q = ops::parse_query_qp(&self.outb[..r.out_len]);
+        qp.state = q.state;
+        Ok(q)
+    }
+    /// DESTROY_QP and free its memory.
+    pub fn destroy_qp(&mut self, qp: QpHandle) -> Result<(), DeviceError> {
+        let r = ops::with_obj(&mut self.inb, op::DESTROY_QP, qp.qpn);
+        self.exec(r)?;
+        if let Some(Obj::Qp(_, a, b)) =
+            self.untrack(|o| matches!(o, Obj::Qp(x, ..) if *x == qp.qpn))
+        {
+            self.free_dma(&[a, b]);
+        }
+        Ok(())
+    }
+
+    /// CREATE_SRQ.
+    pub fn create_srq(&mut self, spec: SrqSpec) -> Result<SrqHandle, DeviceError> {
+        if spec.log_size > self.hca.log_max_srq_sz {
+            return Err(DeviceError::Limit {
+                what: "log SRQ size",
+                requested: spec.log_size as u64,
+                max: self.hca.log_max_srq_sz as u64,
+            });
+        }
+        if spec.wqe_shift < 5 || spec.wqe_shift > 11 {
+            return Err(DeviceError::Limit {
+                what: "SRQ wqe_shift",
+                requested: spec.wqe_shift as u64,
+                max: 11,
+            });
+        }
+        if self.objs.is_full() {
+            return Err(DeviceError::TableFull { what: "objects" });
+        }
+        let bytes = (1usize << spec.log_size) << spec.wqe_shift;
+        let total = bytes.next_multiple_of(4096);
+        Self::check_pages(total / 4096)?;
+        let ring = self.alloc_dma(total, "SRQ ring")?;
+        let dbrec = match self.alloc_dma(64, "SRQ doorbell record") {
+            Ok(d) => d,
+            Err(e) => {
+                self.free_dma(&[ring]);
+                return Err(e);
+            }
+        };
+        let p = ops::SrqParams {
+            log_srq_size: spec.log_size,
+            log_rq_stride: spec.wqe_shift - 4,
+            pd: spec.pd.0,
+            cqn: 0,
+            lwm: 0,
+            dbr_addr: dbrec.iova,
+            pages_iova: ring.iova,
+            npages: total / 4096,
+        };
+        let r = ops::create_srq(&mut self.inb, &p);
+        if let Err(e) = self.exec(r) {
+            if !matches!(e, CmdError::Timeout { .. }) {
+                self.free_dma(&[ring, dbrec]);
+            }
+            return Err(e.into());
+        }
+        let srqn = ops::parse_obj_id(&self.outb);
+        self.track(Obj::Srq(srqn, ring, dbrec))?;
+        Ok(SrqHandle {
+            srqn,
+            ring: ring.slice(0, bytes).unwrap_or(ring),
+            dbrec: dbrec.slice(0, 4).unwrap_or(dbrec),
+            spec,
+        })
+    }
+    /// DESTROY_SRQ and free its memory.
+    pub fn destroy_srq(&mut self, srq: SrqHandle) -> Result<(), DeviceError> {
+        let r = ops::with_obj(&mut self.inb, op::DESTROY_SRQ, srq.srqn);
+        self.exec(r)?;
+        if let Some(Obj::Srq(_, a, b)) =
+            self.untrack(|o| matches!(o, Obj::Srq(x, ..) if *x == srq.srqn))
+        {
+            self.free_dma(&[a, b]);
+        }
+        Ok(())
+    }
+
+    /// QUERY_VPORT_STATE: (state, admin_state).
+    pub fn query_vport_state(&mut self) -> Result<(u8, u8), DeviceError> {
+        let r = ops::query_vport_state(&mut self.inb);
+        self.exec(r)?;
+        Ok(ops::parse_query_vport_state(&self.outb))
+    }
+
+    /// Device information for `bareverbs devinfo`, from the capabilities
+    /// and one QUERY_VPORT_STATE (the function's vport, reported for each
+    /// port).
+    pub fn devinfo(&mut self) -> Result<DevInfo, DeviceError> {
+        let c = self.hca;
+        let (state, _) = self.query_vport_state()?;
+        let state = match state {
+            0 => PortState::Down,
+            1 => PortState::Active,
+            o => PortState::Other(o),
+        };
+        let link_layer = match c.port_type {
+            0 => LinkLayer::InfiniBand,
+            1 => LinkLayer::Ethernet,
+            o => LinkLayer::Other(o),
+        };
+        let mut ports = heapless::Vec::new();
+        for p in 1..=c.num_ports.clamp(1, 4) {
+            let _ = ports.push(PortInfo {
+                port: p,
+                state,
+                link_layer,
+                active_mtu: None,
+            });
+        }
+        Ok(DevInfo {
+            fw_ver: self.fw,
+            max_qp: HcaCaps::pow2(c.log_max_qp),
+            max_qp_wr: HcaCaps::pow2(c.log_max_qp_sz),
+            max_sge: c.max_sge(),
+            max_cq: HcaCaps::pow2(c.log_max_cq),
+            max_cqe: HcaCaps::pow2(c.log_max_cq_sz).saturating_sub(1),
+            max_mr: HcaCaps::pow2(c.log_max_mkey),
+            max_pd: HcaCaps::pow2(c.log_max_pd),
+            max_srq: HcaCaps::pow2(c.log_max_srq),
+            max_srq_wr: HcaCaps::pow2(c.log_max_srq_sz),
+            caps: c,
+            ports,
+        })
+    }
+
+    // ---- teardown ---------------------------------------------------------
+
+    /// Destroys every object still alive, the EQ and the UAR; TEARDOWN_HCA;
+    /// reclaims firmware pages; DISABLE_HCA; frees DMA memory the device no
+    /// longer uses (FACTS §7.6 teardown). Continues past errors and reports
+    /// the first.
+    pub fn teardown(mut self) -> (TeardownReport, B, C, A) {
+        let mut rep = TeardownReport::default();
+        let note = |rep: &mut TeardownReport, e: Result<usize, CmdError>| {
+            if let Err(e) = e {
+                rep.first_error.get_or_insert(e);
+                false
+            } else {
+                true
+            }
+        };
+        // Reverse creation order: QPs before SRQs/CQs, keys before PDs.
+        while let Some(o) = self.objs.pop() {
+            let (opc, id, bufs) = match o {
+                Obj::Qp(n, a, b) => (op::DESTROY_QP, n, Some((a, b))),
+                Obj::Srq(n, a, b) => (op::DESTROY_SRQ, n, Some((a, b))),
+                Obj::Cq(n, a, b) => (op::DESTROY_CQ, n, Some((a, b))),
+                Obj::Mkey(n) => (op::DESTROY_MKEY, n, None),
+                Obj::Pd(n) => (op::DEALLOC_PD, n, None),
+            };
+            let r = ops::with_obj(&mut self.inb, opc, id);
+            let res = self.exec(r);
+            if note(&mut rep, res) {
+                rep.objects_destroyed += 1;
+                if let Some((a, b)) = bufs {
+                    self.free_dma(&[a, b]);
+                }
+            }
+        }
+        if let Some((eq, _)) = self.eq.take() {
+            let r = ops::destroy_eq(&mut self.inb, eq.eqn());
+            let res = self.exec(r);
+            if note(&mut rep, res) {
+                self.free_dma(&[eq.ring()]);
+            }
+        }
+        let r = ops::dealloc_uar(&mut self.inb, self.uar);
+        let res = self.exec(r);
+        note(&mut rep, res);
+        let r = ops::teardown_hca(&mut self.inb, ops::TeardownProfile::Graceful);
+        let res = self.exec(r);
+        note(&mut rep, res);
+        // Reclaim pages until firmware returns none.
+        loop {
+            let held = self.pages.held();
+            if held == 0 {
+                break;
+            }
+            let ask = held.min(ops::MAX_PAGES_PER_CMD) as u32;
+            match self.take_pages(0, ask, SlotKind::Regular) {
+                Ok(0) => break,
+                Ok(n) => rep.pages_reclaimed += n,
+                Err(DeviceError::Cmd(e)) => {
+                    rep.first_error.get_or_insert(e);
+                    break;
+                }
+                Err(_) => break,
+            }
+        }
+        rep.pages_leaked = self.pages.held();
+        let r = ops::disable_hca(&mut self.inb);
+        let res = self.exec(r);
+        let disabled = note(&mut rep, res);
+        // SAFETY: chunks with no page held by firmware are unused by it.
+        unsafe { self.pages.release_unused(&self.alloc) };
+        let Device {
+            bar,
+            clock,
+            alloc,
+            cmdq,
+            ..
+        } = self;
+        if disabled {
+            // SAFETY: DISABLE_HCA succeeded: the function no longer reads
+            // its command queue.
+            unsafe { cmdq.free(&alloc) };
+        }
+        (rep, bar, clock, alloc)
+    }
+}

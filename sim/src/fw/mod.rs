@@ -1,0 +1,464 @@
+//! A firmware model behind an emulated BAR0 (FACTS §7).
+//!
+//! [`SimBar`] implements the core's [`Bar0`] and [`UarMap`]: the
+//! initialization segment (firmware version, command-interface revision 5,
+//! an `initializing` bit that clears after a configurable number of polls,
+//! a health counter that ticks on every read, the command queue address
+//! registers) and the command doorbell. Ringing the doorbell makes
+//! [`SimFirmware`] read the command queue entry and its mailbox chain from
+//! DMA memory (through [`HeapDma::translate`]), execute the command against
+//! its HCA state, page accounting and [`objects::ObjectTable`], and write
+//! the output and the ownership byte back, exactly where hardware would.
+//!
+//! Page accounting: QUERY_HCA_CAP/SET_HCA_CAP need the boot pages and
+//! INIT_HCA the init pages; each object created after INIT_HCA needs
+//! [`FwConfig::pages_per_object`] more. A command short of pages fails with
+//! NO_RESOURCES (0x0f) — unless an async EQ subscribed to PAGE_REQUEST
+//! exists, in which case firmware posts a PAGE_REQUEST EQE and keeps the
+//! command pending until MANAGE_PAGES supplies the pages (on another slot),
+//! as real firmware does.
+//!
+//! The data path (another module's device model) connects through
+//! [`objects::DataPath`]; see that module.
+
+mod exec;
+pub mod fuzz;
+pub mod objects;
+
+use bareverbs::cmd::caps::HcaCaps;
+use bareverbs::cmd::initseg;
+use bareverbs::cmd::{Bar0, Clock};
+use bareverbs::device::{DevInfo, Device, DeviceConfig, DeviceError, UarMap};
+use bareverbs::platform::{DmaAllocator, DmaBuf, Uar};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::dma::HeapDma;
+pub use exec::{reason, syndrome};
+pub use objects::{DataPath, ObjectEvent, ObjectTable};
+
+/// Size of the emulated BAR0 (UAR indices must stay inside it).
+pub const BAR0_SIZE: usize = 32 << 20;
+/// First UAR index firmware hands out (pages 0–2 hold the init segment).
+pub const FIRST_UAR: u32 = 4;
+
+/// Firmware model parameters.
+#[derive(Clone, Debug)]
+pub struct FwConfig {
+    /// Firmware version (major, minor, sub-minor).
+    pub fw_version: (u16, u16, u16),
+    /// Command-interface revision reported (5 is the only one spoken).
+    pub cmdif_rev: u16,
+    /// log2 command slots.
+    pub log_cmdq_size: u8,
+    /// log2 command slot stride.
+    pub log_cmdq_stride: u8,
+    /// Reads of `initializing` before bit 31 clears (`u32::MAX` = never).
+    pub init_polls: u32,
+    /// `supported_issi_dw0`.
+    pub supported_issi: u32,
+    /// Pages QUERY_PAGES BOOT asks for.
+    pub boot_pages: u32,
+    /// Pages QUERY_PAGES INIT asks for.
+    pub init_pages: u32,
+    /// Pages each object created after INIT_HCA consumes.
+    pub pages_per_object: u32,
+    /// Objects created after INIT_HCA before pages are charged.
+    pub free_objects: u32,
+    /// Capabilities reported (maximum and initial current values).
+    pub caps: HcaCaps,
+    /// Port state reported by QUERY_VPORT_STATE (1 = up).
+    pub port_state: u8,
+    /// If set, QUERY_PAGES INIT reports this instead of the true need (a
+    /// lying firmware, to test INIT_HCA failing for lack of pages).
+    pub init_pages_reported: Option<u32>,
+}
+
+impl Default for FwConfig {
+    fn default() -> Self {
+        FwConfig {
+            fw_version: (16, 35, 2000),
+            cmdif_rev: 5,
+            log_cmdq_size: 5,
+            log_cmdq_stride: 6,
+            init_polls: 3,
+            supported_issi: 0b11,
+            boot_pages: 8,
+            init_pages: 32,
+            pages_per_object: 1,
+            free_objects: 8,
+            caps: default_caps(),
+            port_state: 1,
+            init_pages_reported: None,
+        }
+    }
+}
+
+/// The capabilities the simulated ConnectX reports: ConnectX-5-like limits
+/// (FACTS §3.11 typical values: log_max_qp 18, log_max_qp_sz 15,
+/// log_max_cq_sz 22) and the descriptor sizes of `DeviceCaps::DEFAULT`
+/// (1024-byte send, 512-byte receive WQEs, 512-byte BlueFlame registers).
+pub fn default_caps() -> HcaCaps {
+    HcaCaps {
+        log_max_srq_sz: 15,
+        log_max_qp_sz: 15,
+        log_max_qp: 18,
+        log_max_srq: 23,
+        log_max_cq_sz: 22,
+        log_max_cq: 24,
+        log_max_eq_sz: 22,
+        log_max_mkey: 24,
+        log_max_eq: 7,
+        fast_teardown: true,
+        log_max_ra_req_qp: 4,
+        log_max_ra_res_qp: 4,
+        pkey_table_size: 0,
+        port_type: 1,
+        num_ports: 1,
+        log_max_msg: 30,
+        cqe_version: 1,
+        cmdif_checksum: 3,
+        roce: true,
+        atomic: true,
+        uar_4k: true,
+        umem_uid_0: true,
+        bf: true,
+        mkey_by_name: false,
+        log_bf_reg_size: 9,
+        max_wqe_sz_sq: 1024,
+        max_wqe_sz_rq: 512,
+        max_wqe_sz_sq_dc: 512,
+        log_max_pd: 24,
+        log_uar_page_sz: 0,
+        num_of_uars_per_page: 1,
+        cqe_128_always: false,
+        cqe_compression: true,
+    }
+}
+
+/// Faults to inject into the next commands.
+#[derive(Clone, Debug, Default)]
+pub struct Faults {
+    /// The next N commands are never completed (ownership stays with firmware).
+    pub hang_next: u32,
+    /// The next command fails with (status, syndrome) regardless of input.
+    pub fail_next: Option<(u8, u32)>,
+    /// The next command gets this delivery status.
+    pub delivery_next: Option<u8>,
+    /// The next output mailbox chain gets a wrong block number.
+    pub corrupt_out_block_num: bool,
+    /// The health counter stops ticking.
+    pub health_stuck: bool,
+}
+
+/// HCA life-cycle state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HcaState {
+    /// Before ENABLE_HCA / after DISABLE_HCA.
+    Disabled,
+    /// After ENABLE_HCA.
+    Enabled,
+    /// After INIT_HCA.
+    Initialized,
+    /// After TEARDOWN_HCA.
+    TornDown,
+}
+
+/// The firmware model.
+pub struct SimFirmware {
+    pub(crate) dma: Arc<HeapDma>,
+    pub(crate) cfg: FwConfig,
+    pub(crate) cmdq_h: u32,
+    pub(crate) cmdq_l: u32,
+    pub(crate) nic_ifc: u8,
+    pub(crate) init_reads: u32,
+    pub(crate) health: u32,
+    pub(crate) hca: HcaState,
+    pub(crate) issi: u16,
+    /// HOST_ENDIANNESS `he` byte written with ACCESS_REG, if any.
+    pub host_endianness: Option<u8>,
+    pub(crate) cur_caps: [u8; 256],
+    pub(crate) pages: Vec<u64>,
+    pub(crate) charged_objects: u32,
+    pub(crate) objects: ObjectTable,
+    /// Faults to inject.
+    pub faults: Faults,
+    pub(crate) hook: Option<Box<dyn DataPath>>,
+    pub(crate) pending: Vec<u8>,
+    pub(crate) hung: Vec<u8>,
+    /// Opcodes executed, in order (with their status byte).
+    pub log: Vec<(u16, u8)>,
+    /// (slot, opcode) of every executed command, in order.
+    pub slot_log: Vec<(u8, u16)>,
+    /// Doorbell writes seen on UAR pages: (uar, offset, value bytes).
+    pub uar_writes: Vec<(u32, usize, Vec<u8>)>,
+}
+
+impl SimFirmware {
+    /// A powered-on function: firmware initializing, HCA disabled.
+    pub fn new(dma: Arc<HeapDma>, cfg: FwConfig) -> Self {
+        let mut cur_caps = [0u8; 256];
+        cfg.caps.write(&mut cur_caps);
+        SimFirmware {
+            dma,
+            cfg,
+            cmdq_h: 0,
+            cmdq_l: 0,
+            nic_ifc: 0,
+            init_reads: 0,
+            health: 0x10,
+            hca: HcaState::Disabled,
+            issi: 0,
+            host_endianness: None,
+            cur_caps,
+            pages: Vec::new(),
+            charged_objects: 0,
+            objects: ObjectTable::default(),
+            faults: Faults::default(),
+            hook: None,
+            pending: Vec::new(),
+            hung: Vec::new(),
+            log: Vec::new(),
+            slot_log: Vec::new(),
+            uar_writes: Vec::new(),
+        }
+    }
+    /// Connects a data-path model (see [`objects`]).
+    pub fn set_data_path(&mut self, hook: Box<dyn DataPath>) {
+        self.hook = Some(hook);
+    }
+    /// The object table.
+    pub fn objects(&self) -> &ObjectTable {
+        &self.objects
+    }
+    /// HCA state.
+    pub fn hca_state(&self) -> HcaState {
+        self.hca
+    }
+    /// Pages firmware holds.
+    pub fn pages_held(&self) -> usize {
+        self.pages.len()
+    }
+    /// Negotiated ISSI.
+    pub fn issi(&self) -> u16 {
+        self.issi
+    }
+    /// Current general capabilities image.
+    pub fn current_caps(&self) -> HcaCaps {
+        HcaCaps::parse(&self.cur_caps)
+    }
+    /// Completes commands that were hung by [`Faults::hang_next`] (late
+    /// firmware), so their slots become usable again.
+    pub fn release_hung(&mut self) {
+        for slot in std::mem::take(&mut self.hung) {
+            self.run_slot(slot);
+        }
+    }
+
+    fn read_reg(&mut self, off: usize) -> u32 {
+        let (maj, min, sub) = self.cfg.fw_version;
+        match off {
+            initseg::FW_REV => ((min as u32) << 16) | maj as u32,
+            initseg::CMDIF_REV_FW_SUB => ((self.cfg.cmdif_rev as u32) << 16) | sub as u32,
+            initseg::CMDQ_ADDR_H => self.cmdq_h,
+            initseg::CMDQ_ADDR_L_SZ => {
+                (self.cmdq_l & !0xfff)
+                    | ((self.nic_ifc as u32 & 7) << 8)
+                    | ((self.cfg.log_cmdq_size as u32 & 0xf) << 4)
+                    | (self.cfg.log_cmdq_stride as u32 & 0xf)
+            }
+            initseg::INITIALIZING => {
+                if self.init_reads < self.cfg.init_polls {
+                    self.init_reads = self.init_reads.saturating_add(1);
+                    0x8000_0000
+                } else {
+                    0
+                }
+            }
+            initseg::HEALTH_FW_VER => ((maj as u32) << 16) | min as u32,
+            initseg::HEALTH_COUNTER => {
+                if !self.faults.health_stuck {
+                    self.health = self.health.wrapping_add(1) & 0x00ff_ffff;
+                }
+                self.health
+            }
+            o if o < BAR0_SIZE => 0,
+            _ => 0xffff_ffff,
+        }
+    }
+
+    fn write_reg(&mut self, off: usize, v: u32) {
+        match off {
+            initseg::CMDQ_ADDR_H => self.cmdq_h = v,
+            initseg::CMDQ_ADDR_L_SZ => {
+                self.cmdq_l = v & !0xfff;
+                self.nic_ifc = ((v >> 8) & 7) as u8;
+            }
+            initseg::CMD_DBELL => {
+                let slots = 1u32 << self.cfg.log_cmdq_size.min(5);
+                for slot in 0..slots.min(32) {
+                    if v & (1 << slot) != 0 {
+                        self.doorbell(slot as u8);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn uar_store(&mut self, uar: u32, offset: usize, bytes: &[u8]) {
+        // EQ doorbells update the consumer index (FACTS §4.6).
+        if (offset == 0x40 || offset == 0x48) && bytes.len() == 4 {
+            let v = u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+            let eqn = (v >> 24) as u8;
+            if let Some(eq) = self.objects.eqs.get_mut(&eqn) {
+                eq.ci = v & 0x00ff_ffff;
+            }
+        }
+        self.uar_writes.push((uar, offset, bytes.to_vec()));
+        if let Some(h) = self.hook.as_mut() {
+            h.uar_write(uar, offset, bytes);
+        }
+    }
+}
+
+/// The emulated BAR0: a handle to the shared firmware model.
+#[derive(Clone)]
+pub struct SimBar {
+    fw: Arc<Mutex<SimFirmware>>,
+}
+
+impl SimBar {
+    /// A BAR over a fresh firmware model.
+    pub fn new(dma: Arc<HeapDma>, cfg: FwConfig) -> Self {
+        SimBar {
+            fw: Arc::new(Mutex::new(SimFirmware::new(dma, cfg))),
+        }
+    }
+    /// Locks the firmware model (to inject faults or inspect objects).
+    pub fn fw(&self) -> MutexGuard<'_, SimFirmware> {
+        match self.fw.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+}
+
+// SAFETY: every access is one 32-bit register operation on the model under
+// its lock; out-of-range reads return all-ones and writes are ignored.
+unsafe impl Bar0 for SimBar {
+    fn read32(&self, off: usize) -> u32 {
+        self.fw().read_reg(off)
+    }
+    fn write32(&mut self, off: usize, v: u32) {
+        self.fw().write_reg(off, v)
+    }
+}
+
+impl UarMap for SimBar {
+    type Uar = SimUar;
+    fn map_uar(&mut self, index: u32) -> Option<SimUar> {
+        if (index as usize + 1) * 4096 > BAR0_SIZE || index < FIRST_UAR {
+            return None;
+        }
+        Some(SimUar {
+            fw: self.fw.clone(),
+            index,
+        })
+    }
+}
+
+/// A UAR page of the emulated BAR0: stores are forwarded to the firmware
+/// model (EQ doorbells) and the data-path hook.
+#[derive(Clone)]
+pub struct SimUar {
+    fw: Arc<Mutex<SimFirmware>>,
+    index: u32,
+}
+
+impl SimUar {
+    fn store(&mut self, offset: usize, bytes: &[u8]) {
+        let mut g = match self.fw.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        };
+        g.uar_store(self.index, offset, bytes);
+    }
+}
+
+// SAFETY: every store is delivered whole and in program order under the
+// model's lock.
+unsafe impl Uar for SimUar {
+    fn write64(&mut self, offset: usize, bytes: [u8; 8]) {
+        self.store(offset, &bytes)
+    }
+    fn write32(&mut self, offset: usize, bytes: [u8; 4]) {
+        self.store(offset, &bytes)
+    }
+    fn write_bf(&mut self, offset: usize, chunk: &[u8; 64]) {
+        self.store(offset, chunk)
+    }
+}
+
+/// A DMA allocator sharing one [`HeapDma`] with the firmware model.
+#[derive(Clone, Debug)]
+pub struct SharedDma(pub Arc<HeapDma>);
+
+// SAFETY: delegates to HeapDma, which upholds the DmaAllocator contract.
+unsafe impl DmaAllocator for SharedDma {
+    fn alloc(&self, len: usize, align: usize) -> Option<DmaBuf> {
+        self.0.alloc(len, align)
+    }
+    unsafe fn free(&self, buf: DmaBuf) {
+        // SAFETY: forwarded caller contract.
+        unsafe { self.0.free(buf) }
+    }
+}
+
+/// A fake clock: `delay_us` advances time, nothing sleeps.
+#[derive(Clone, Debug, Default)]
+pub struct FakeClock {
+    /// Current time in microseconds.
+    pub now: u64,
+    /// Total delay requested.
+    pub delays: u64,
+}
+
+impl Clock for FakeClock {
+    fn now_us(&self) -> u64 {
+        self.now
+    }
+    fn delay_us(&mut self, us: u32) {
+        self.now += us as u64;
+        self.delays += 1;
+    }
+}
+
+/// The device type the simulator runs the core's bring-up on.
+pub type SimDevice = Device<SimBar, FakeClock, SharedDma>;
+
+/// Brings up a simulated function with `cfg` through the core's
+/// [`Device::bring_up`] (the same code VFIO runs).
+pub fn bring_up_sim(cfg: FwConfig) -> Result<SimDevice, DeviceError> {
+    bring_up_sim_with(cfg, DeviceConfig::default())
+}
+
+/// [`bring_up_sim`] with chosen driver settings (timeouts, async EQ).
+pub fn bring_up_sim_with(fw: FwConfig, dev: DeviceConfig) -> Result<SimDevice, DeviceError> {
+    let dma = Arc::new(HeapDma::new());
+    let bar = SimBar::new(dma.clone(), fw);
+    Device::bring_up(bar, FakeClock::default(), SharedDma(dma), dev)
+}
+
+/// `bareverbs devinfo` on the simulator: bring-up, QUERY_HCA_CAP,
+/// QUERY_VPORT_STATE and teardown against the firmware model.
+pub fn devinfo_sim() -> Result<DevInfo, DeviceError> {
+    devinfo_sim_with(FwConfig::default())
+}
+
+/// [`devinfo_sim`] with a chosen firmware configuration.
+pub fn devinfo_sim_with(cfg: FwConfig) -> Result<DevInfo, DeviceError> {
+    let mut d = bring_up_sim(cfg)?;
+    let info = d.devinfo();
+    let _ = d.teardown();
+    info
+}

@@ -1,0 +1,229 @@
+//! The firmware object table: UARs, PDs, memory keys, EQs, CQs, QPs (with
+//! the state machine of FACTS §6) and SRQs, plus the hook through which the
+//! simulator's data path (another module's device model) learns about them.
+//!
+//! # Data-path hook
+//! A data path registers a [`DataPath`] with
+//! [`super::SimFirmware::set_data_path`]. Firmware calls
+//! [`DataPath::object_event`] after every successful create, modify and
+//! destroy, with the object's full context (ring page addresses, doorbell
+//! record address, CQ numbers, QP state and connection attributes), and
+//! [`DataPath::uar_write`] for every store to a UAR page (send doorbells,
+//! CQ arm, EQ doorbells). Everything a ring executor needs to find WQEs and
+//! write CQEs is in [`QpObj`], [`CqObj`], [`SrqObj`] and [`MkeyObj`]; the
+//! table itself is readable through [`super::SimFirmware::objects`].
+
+use bareverbs::cmd::ops::HwQpState;
+use std::collections::BTreeMap;
+
+/// A memory key (CREATE_MKEY, FACTS §7.12).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MkeyObj {
+    /// mkey index; lkey/rkey = `index << 8 | variant`.
+    pub index: u32,
+    /// Variant byte.
+    pub variant: u8,
+    /// Protection domain.
+    pub pd: u32,
+    /// Start (virtual) address.
+    pub start: u64,
+    /// Length.
+    pub len: u64,
+    /// Access bits: lr, lw, rr, rw, a.
+    pub access: [bool; 5],
+    /// MTT page addresses (flags stripped).
+    pub pages: Vec<u64>,
+}
+
+/// An event queue (CREATE_EQ, FACTS §7.9).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EqObj {
+    /// EQ number.
+    pub eqn: u8,
+    /// log2 entries.
+    pub log_size: u8,
+    /// UAR for the doorbell.
+    pub uar: u32,
+    /// Event bitmask word 0.
+    pub mask: u64,
+    /// Ring pages.
+    pub pages: Vec<u64>,
+    /// Producer index (firmware side).
+    pub pi: u32,
+    /// Consumer index last published by the driver.
+    pub ci: u32,
+    /// Entries dropped because the ring was full.
+    pub overruns: u64,
+}
+
+/// A completion queue (CREATE_CQ, FACTS §7.10).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CqObj {
+    /// CQ number.
+    pub cqn: u32,
+    /// log2 entries.
+    pub log_size: u8,
+    /// cqe_sz field (0 = 64 B, 1 = 128 B).
+    pub cqe_sz: u8,
+    /// UAR for arming.
+    pub uar: u32,
+    /// Completion EQ.
+    pub eqn: u8,
+    /// Doorbell record address.
+    pub dbr_addr: u64,
+    /// Ring pages.
+    pub pages: Vec<u64>,
+}
+
+/// A queue pair (CREATE_QP and modify commands, FACTS §6, §7.11).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QpObj {
+    /// QP number.
+    pub qpn: u32,
+    /// Service type (qpc.st).
+    pub st: u8,
+    /// State.
+    pub state: HwQpState,
+    /// Protection domain.
+    pub pd: u32,
+    /// Send CQ.
+    pub cqn_snd: u32,
+    /// Receive CQ.
+    pub cqn_rcv: u32,
+    /// log2 SQ WQEBBs.
+    pub log_sq_size: u8,
+    /// log2 RQ WQEs.
+    pub log_rq_size: u8,
+    /// RQ stride − 4.
+    pub log_rq_stride: u8,
+    /// No SQ.
+    pub no_sq: bool,
+    /// SRQ number when rq_type = 1.
+    pub srqn: Option<u32>,
+    /// UAR for the send doorbell.
+    pub uar: u32,
+    /// User index.
+    pub user_index: u32,
+    /// Doorbell record address.
+    pub dbr_addr: u64,
+    /// Buffer pages (RQ first, then SQ; FACTS §3.6).
+    pub pages: Vec<u64>,
+    /// Port (RST2INIT).
+    pub port: u8,
+    /// P_Key index.
+    pub pkey_index: u16,
+    /// Remote read / write / atomic enable.
+    pub rre: bool,
+    /// Remote write enable.
+    pub rwe: bool,
+    /// Remote atomic enable.
+    pub rae: bool,
+    /// Q_Key.
+    pub qkey: u32,
+    /// MTU enum (INIT2RTR).
+    pub mtu: u8,
+    /// Remote QPN (INIT2RTR).
+    pub remote_qpn: u32,
+    /// Receive PSN (INIT2RTR).
+    pub rq_psn: u32,
+    /// Min RNR NAK (INIT2RTR).
+    pub min_rnr_nak: u8,
+    /// Force loopback.
+    pub fl: bool,
+    /// Send PSN (RTR2RTS).
+    pub sq_psn: u32,
+    /// Retry count (RTR2RTS).
+    pub retry_count: u8,
+    /// RNR retry (RTR2RTS).
+    pub rnr_retry: u8,
+    /// ACK timeout (RTR2RTS).
+    pub ack_timeout: u8,
+}
+
+/// A shared receive queue (CREATE_SRQ).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SrqObj {
+    /// SRQ number.
+    pub srqn: u32,
+    /// log2 WQEs.
+    pub log_size: u8,
+    /// Stride − 4.
+    pub log_stride: u8,
+    /// Protection domain.
+    pub pd: u32,
+    /// Doorbell record address.
+    pub dbr_addr: u64,
+    /// Ring pages.
+    pub pages: Vec<u64>,
+}
+
+/// What changed in the object table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ObjectEvent {
+    /// A memory key was created.
+    MkeyCreated(MkeyObj),
+    /// A memory key was destroyed.
+    MkeyDestroyed(u32),
+    /// A CQ was created.
+    CqCreated(CqObj),
+    /// A CQ was destroyed.
+    CqDestroyed(u32),
+    /// A QP was created (state RESET).
+    QpCreated(QpObj),
+    /// A QP changed state / attributes.
+    QpModified(QpObj),
+    /// A QP was destroyed.
+    QpDestroyed(u32),
+    /// An SRQ was created.
+    SrqCreated(SrqObj),
+    /// An SRQ was destroyed.
+    SrqDestroyed(u32),
+}
+
+/// The hook connecting firmware objects to a data-path model.
+pub trait DataPath: Send {
+    /// Called after every successful object change.
+    fn object_event(&mut self, ev: &ObjectEvent);
+    /// Called for every store to a UAR page (`bytes` as stored, big-endian).
+    fn uar_write(&mut self, uar: u32, offset: usize, bytes: &[u8]);
+}
+
+/// All firmware objects.
+#[derive(Clone, Debug, Default)]
+pub struct ObjectTable {
+    /// Allocated UAR indices.
+    pub uars: BTreeMap<u32, ()>,
+    /// Allocated PDs.
+    pub pds: BTreeMap<u32, ()>,
+    /// Memory keys by index.
+    pub mkeys: BTreeMap<u32, MkeyObj>,
+    /// EQs by number.
+    pub eqs: BTreeMap<u8, EqObj>,
+    /// CQs by number.
+    pub cqs: BTreeMap<u32, CqObj>,
+    /// QPs by number.
+    pub qps: BTreeMap<u32, QpObj>,
+    /// SRQs by number.
+    pub srqs: BTreeMap<u32, SrqObj>,
+    pub(crate) next_id: u32,
+}
+
+impl ObjectTable {
+    /// A fresh 24-bit object number (shared counter, never 0).
+    pub(crate) fn fresh(&mut self) -> u32 {
+        self.next_id = (self.next_id + 1) & 0x00ff_ffff;
+        if self.next_id == 0 {
+            self.next_id = 1;
+        }
+        self.next_id
+    }
+    /// Whether anything but UARs is alive.
+    pub fn is_empty(&self) -> bool {
+        self.pds.is_empty()
+            && self.mkeys.is_empty()
+            && self.eqs.is_empty()
+            && self.cqs.is_empty()
+            && self.qps.is_empty()
+            && self.srqs.is_empty()
+    }
+}

@@ -1,0 +1,669 @@
+//! End-to-end bring-up on the simulated firmware, through the same core code
+//! VFIO uses. Expected values come from FACTS (§3.11 typical values, §7.5
+//! status codes, §6.1 states) or from the firmware configuration the test
+//! sets, never from the driver's own output.
+
+use bareverbs::cmd::initseg::InitSegError;
+use bareverbs::cmd::ops::{self, HwQpState};
+use bareverbs::cmd::{op, CmdError, CmdStatus, DeliveryStatus, MailboxProblem};
+use bareverbs::cqe::CqeSize;
+use bareverbs::device::{
+    AddressPath, DeviceConfig, DeviceError, Init2Rtr, LinkLayer, MkeyAccess, PortState, QpHandle,
+    QpServiceType, QpSpec, Rst2Init, Rtr2Rts, SrqSpec, Step,
+};
+use bareverbs::platform::DmaAllocator;
+use bareverbs::rq::RqConfig;
+use bareverbs::sizing::QpType;
+use bareverbs::sq::{BlueFlame, SqConfig};
+use bareverbs_sim::fw::objects::{DataPath, ObjectEvent};
+use bareverbs_sim::fw::{
+    bring_up_sim, bring_up_sim_with, default_caps, devinfo_sim, reason, syndrome, FwConfig,
+    HcaState, SimDevice,
+};
+use std::sync::{Arc, Mutex};
+
+fn rc_spec(d: &mut SimDevice, cqn: u32) -> QpSpec {
+    let pd = d.alloc_pd().unwrap();
+    QpSpec {
+        st: QpServiceType::Rc,
+        pd,
+        send_cqn: cqn,
+        recv_cqn: cqn,
+        log_sq_size: 6,
+        log_rq_size: 6,
+        rq_wqe_shift: 5,
+        srqn: None,
+        user_index: 7,
+    }
+}
+
+fn connect(d: &mut SimDevice, a: &mut QpHandle, remote: u32) {
+    d.rst2init(
+        a,
+        &Rst2Init {
+            port: 1,
+            remote_read: true,
+            remote_write: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    d.init2rtr(
+        a,
+        &Init2Rtr {
+            mtu: 3,
+            log_msg_max: 30,
+            remote_qpn: remote,
+            rq_psn: 0x100,
+            min_rnr_nak: 1,
+            path: AddressPath {
+                fl: true,
+                port: 1,
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    d.rtr2rts(
+        a,
+        &Rtr2Rts {
+            sq_psn: 0x200,
+            retry_count: 7,
+            rnr_retry: 7,
+            ack_timeout: 8,
+            log_sra_max: 0,
+        },
+    )
+    .unwrap();
+}
+
+#[test]
+fn bring_up_fills_device_caps_from_query_hca_cap() {
+    let cfg = FwConfig::default();
+    let d = bring_up_sim(cfg.clone()).unwrap();
+    let caps = d.device_caps();
+    let c = &cfg.caps;
+    assert_eq!(caps.max_sq_desc_sz, c.max_wqe_sz_sq as u32);
+    assert_eq!(caps.max_rq_desc_sz, c.max_wqe_sz_rq as u32);
+    assert_eq!(caps.max_send_wqebb, 1 << c.log_max_qp_sz);
+    assert_eq!(caps.max_recv_wr, 1 << c.log_max_qp_sz);
+    assert_eq!(caps.max_srq_recv_wr, 1 << c.log_max_srq_sz);
+    assert_eq!(caps.max_cqe, 1 << c.log_max_cq_sz);
+    assert_eq!(caps.bf_reg_size, 1 << c.log_bf_reg_size);
+    assert_eq!(caps.cqe_version, 1);
+    // The defaults equal DeviceCaps::DEFAULT's descriptor geometry.
+    let def = bareverbs::sizing::DeviceCaps::DEFAULT;
+    assert_eq!(caps.max_sq_desc_sz, def.max_sq_desc_sz);
+    assert_eq!(caps.max_send_wqebb, def.max_send_wqebb);
+    assert_eq!(
+        d.issi(),
+        1,
+        "supported_issi bit 1 set → ISSI 1 (FACTS §7.6)"
+    );
+    let fw = d.fw_version();
+    assert_eq!((fw.major, fw.minor, fw.subminor), cfg.fw_version);
+    let bar = d.bar();
+    let f = bar.fw();
+    assert_eq!(f.hca_state(), HcaState::Initialized);
+    assert_eq!(f.issi(), 1);
+    // Boot + init pages, plus one page per object beyond the free quota.
+    assert_eq!(f.pages_held() as u32, cfg.boot_pages + cfg.init_pages);
+    assert_eq!(d.pages_held(), f.pages_held());
+    // SET_HCA_CAP cleared cmdif_checksum (FACTS §7.6 step 8).
+    assert_eq!(f.current_caps().cmdif_checksum, 0);
+    // The bring-up order of FACTS §7.6.
+    let ops: Vec<u16> = f.log.iter().map(|(o, _)| *o).collect();
+    assert_eq!(
+        ops,
+        vec![
+            op::ENABLE_HCA,
+            op::QUERY_ISSI,
+            op::SET_ISSI,
+            op::QUERY_PAGES,
+            op::MANAGE_PAGES,
+            op::ACCESS_REG,
+            op::QUERY_HCA_CAP,
+            op::QUERY_HCA_CAP,
+            op::SET_HCA_CAP,
+            op::QUERY_PAGES,
+            op::MANAGE_PAGES,
+            op::INIT_HCA,
+            op::QUERY_HCA_CAP,
+            op::ALLOC_UAR,
+            op::CREATE_EQ,
+        ]
+    );
+    assert!(f.log.iter().all(|(_, s)| *s == 0));
+    // Little-endian host → he = 0x00 (FACTS §7.6 step 7).
+    assert_eq!(f.host_endianness, Some(0x00));
+}
+
+#[test]
+fn devinfo_matches_facts_typical_values() {
+    let info = devinfo_sim().unwrap();
+    // FACTS §3.11 typical ConnectX-5 values the default model reproduces.
+    assert_eq!(info.max_qp, 262_144);
+    assert_eq!(info.max_qp_wr, 32_768);
+    assert_eq!(info.max_cqe, 4_194_303);
+    // max_sge = min(512/16, (1024-16)/16).
+    assert_eq!(info.max_sge, 32);
+    assert_eq!(info.max_pd, 1 << 24);
+    assert_eq!(info.max_mr, 1 << 24);
+    assert_eq!(info.max_cq, 1 << 24);
+    assert_eq!(info.fw_ver.to_string(), "16.35.2000");
+    assert_eq!(info.ports.len(), 1);
+    assert_eq!(info.ports[0].state, PortState::Active);
+    assert_eq!(info.ports[0].link_layer, LinkLayer::Ethernet);
+}
+
+#[derive(Default)]
+struct Recorder(Arc<Mutex<Vec<ObjectEvent>>>);
+impl DataPath for Recorder {
+    fn object_event(&mut self, ev: &ObjectEvent) {
+        self.0.lock().unwrap().push(ev.clone());
+    }
+    fn uar_write(&mut self, _uar: u32, _offset: usize, _bytes: &[u8]) {}
+}
+
+#[test]
+fn create_objects_connect_two_qps_error_reset_reuse_teardown() {
+    let mut d = bring_up_sim(FwConfig::default()).unwrap();
+    let events = Arc::new(Mutex::new(Vec::new()));
+    d.bar()
+        .fw()
+        .set_data_path(Box::new(Recorder(events.clone())));
+    let dma = d.allocator().0.clone();
+
+    // Memory region over a DMA buffer.
+    let pd = d.alloc_pd().unwrap();
+    let buf = d.allocator().alloc(3 * 4096, 4096).unwrap();
+    let mr = d
+        .create_mkey(
+            pd,
+            &buf,
+            MkeyAccess {
+                local_read: true,
+                local_write: true,
+                remote_read: true,
+                remote_write: true,
+                atomic: false,
+            },
+        )
+        .unwrap();
+    assert_eq!(mr.key, mr.index << 8);
+    {
+        let bar = d.bar();
+        let f = bar.fw();
+        let m = &f.objects().mkeys[&mr.index];
+        assert_eq!((m.start, m.len, m.pd), (buf.iova, 3 * 4096, pd.0));
+        assert_eq!(m.pages, vec![buf.iova, buf.iova + 4096, buf.iova + 8192]);
+    }
+
+    let cq = d.create_cq(256, CqeSize::B64).unwrap();
+    let spec = rc_spec(&mut d, cq.cqn);
+    let mut a = d.create_qp(spec).unwrap();
+    let mut b = d.create_qp(spec).unwrap();
+    assert_ne!(a.qpn, b.qpn);
+    // Buffer layout: RQ (64 × 32 B) then SQ (64 × 64 B) (FACTS §3.6).
+    assert_eq!(a.rq.len, 64 * 32);
+    assert_eq!(a.sq.iova, a.buf.iova + 64 * 32);
+    assert_eq!(a.sq.len, 64 * 64);
+
+    connect(&mut d, &mut a, b.qpn);
+    connect(&mut d, &mut b, a.qpn);
+    let (aq, bq) = (a.qpn, b.qpn);
+    for (q, peer) in [(&mut a, bq), (&mut b, aq)] {
+        let st = d.query_qp(q).unwrap();
+        assert_eq!(st.state, HwQpState::Rts);
+        assert_eq!(st.remote_qpn, peer);
+        assert_eq!(st.sq_psn, 0x200);
+        assert_eq!(st.rq_psn, 0x100);
+        assert_eq!(st.mtu, 3);
+        assert_eq!((st.cqn_snd, st.cqn_rcv), (cq.cqn, cq.cqn));
+        assert_eq!(st.port, 1);
+    }
+    {
+        let bar = d.bar();
+        let f = bar.fw();
+        let q = &f.objects().qps[&a.qpn];
+        assert_eq!(q.state, HwQpState::Rts);
+        assert_eq!(q.dbr_addr, a.dbrec.iova);
+        assert_eq!(q.pages[0], a.buf.iova);
+        assert_eq!((q.rre, q.rwe, q.rae), (true, true, false));
+        assert_eq!(q.user_index, 7);
+        assert_eq!(q.retry_count, 7);
+        assert_eq!(q.ack_timeout, 8);
+    }
+
+    // The data-path queue types accept the created objects' memory.
+    // SAFETY: one queue object per handle, dropped before the objects.
+    unsafe {
+        let cqq = cq.completion_queue::<256>().unwrap();
+        assert_eq!(cqq.ncqe(), 256);
+        let uar = d.map_uar(a.uar_index).unwrap();
+        let sq = a.send_queue::<_, 64>(
+            uar,
+            SqConfig {
+                qpn: 0,
+                qp_type: QpType::Rc,
+                max_post: 64,
+                max_gs: 1,
+                max_inline_data: 0,
+                sig_all: true,
+                atomics: false,
+                bf: BlueFlame::doorbell_only(0x800),
+            },
+        );
+        assert!(sq.is_some());
+        let rq = a.recv_queue::<64>(RqConfig {
+            wqe_shift: 5,
+            max_gs: 2,
+            max_post: 64,
+        });
+        assert!(rq.is_some());
+    }
+
+    // To error, back to reset, and reuse the QP.
+    d.qp_to_err(&mut a).unwrap();
+    assert_eq!(d.query_qp(&mut a).unwrap().state, HwQpState::Err);
+    d.qp_to_reset(&mut a).unwrap();
+    assert_eq!(d.query_qp(&mut a).unwrap().state, HwQpState::Reset);
+    connect(&mut d, &mut a, b.qpn);
+    assert_eq!(d.query_qp(&mut a).unwrap().state, HwQpState::Rts);
+
+    // An SRQ and a QP receiving through it.
+    let srq = d
+        .create_srq(SrqSpec {
+            pd,
+            log_size: 5,
+            wqe_shift: 6,
+        })
+        .unwrap();
+    let mut s = spec;
+    s.srqn = Some(srq.srqn);
+    let c = d.create_qp(s).unwrap();
+    assert_eq!(c.rq.len, 0);
+    assert_eq!(d.bar().fw().objects().qps[&c.qpn].srqn, Some(srq.srqn));
+
+    // The hook saw every object change.
+    {
+        let ev = events.lock().unwrap();
+        assert!(ev
+            .iter()
+            .any(|e| matches!(e, ObjectEvent::QpCreated(q) if q.qpn == a.qpn)));
+        let a_states: Vec<HwQpState> = ev
+            .iter()
+            .filter_map(|e| match e {
+                ObjectEvent::QpModified(q) if q.qpn == a.qpn => Some(q.state),
+                _ => None,
+            })
+            .collect();
+        use HwQpState::*;
+        assert_eq!(a_states, vec![Init, Rtr, Rts, Err, Reset, Init, Rtr, Rts]);
+        assert!(ev
+            .iter()
+            .any(|e| matches!(e, ObjectEvent::MkeyCreated(m) if m.index == mr.index)));
+    }
+
+    // Explicit destroy of one QP; teardown handles the rest.
+    d.destroy_qp(b).unwrap();
+    assert!(!d.bar().fw().objects().qps.contains_key(&b_qpn(&events)));
+    let held = d.pages_held();
+    let (rep, bar, _clock, alloc) = d.teardown();
+    assert_eq!(rep.first_error, None);
+    assert_eq!(rep.pages_reclaimed, held);
+    assert_eq!(rep.pages_leaked, 0);
+    // Left alive: a, c (QPs), srq, cq, mr, two PDs.
+    assert_eq!(rep.objects_destroyed, 7);
+    {
+        let f = bar.fw();
+        assert_eq!(f.hca_state(), HcaState::Disabled);
+        assert_eq!(f.pages_held(), 0);
+        assert!(f.objects().is_empty());
+        assert!(f.objects().uars.is_empty());
+    }
+    // SAFETY: the key was destroyed; the buffer is ours.
+    unsafe { alloc.free(buf) };
+    assert_eq!(dma.allocated_bytes(), 0, "every DMA byte returned");
+}
+
+fn b_qpn(events: &Arc<Mutex<Vec<ObjectEvent>>>) -> u32 {
+    events
+        .lock()
+        .unwrap()
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            ObjectEvent::QpDestroyed(n) => Some(*n),
+            _ => None,
+        })
+        .unwrap()
+}
+
+#[test]
+fn bad_parameter_bad_opcode_and_wrong_state() {
+    let mut d = bring_up_sim(FwConfig::default()).unwrap();
+    let cq = d.create_cq(64, CqeSize::B64).unwrap();
+    let spec = rc_spec(&mut d, cq.cqn);
+    let mut q = d.create_qp(spec).unwrap();
+
+    // Driver-side check: RTR2RTS from RESET is not a legal transition.
+    let e = d.rtr2rts(&mut q, &Rtr2Rts::default()).unwrap_err();
+    assert!(matches!(
+        e,
+        DeviceError::WrongQpState {
+            state: HwQpState::Reset,
+            ..
+        }
+    ));
+    // Firmware-side check: the same command sent anyway → BAD_QP_STATE 0x10.
+    let r = ops::rtr2rts(d.input(), q.qpn, &Rtr2Rts::default());
+    let e = d.modify_unchecked(&mut q, r, HwQpState::Rts).unwrap_err();
+    assert_eq!(
+        e,
+        DeviceError::Cmd(CmdError::Failed {
+            opcode: op::RTR2RTS_QP,
+            status: CmdStatus::BadQpState,
+            syndrome: syndrome(op::RTR2RTS_QP, reason::QP_STATE),
+        })
+    );
+    assert_eq!(CmdStatus::BadQpState.code(), 0x10);
+
+    // Bad parameter: port 0 at RST2INIT, MTU 0 at INIT2RTR.
+    let e = d.rst2init(&mut q, &Rst2Init::default()).unwrap_err();
+    assert_eq!(
+        e,
+        DeviceError::Cmd(CmdError::Failed {
+            opcode: op::RST2INIT_QP,
+            status: CmdStatus::BadParam,
+            syndrome: syndrome(op::RST2INIT_QP, reason::FIELD),
+        })
+    );
+    assert_eq!(q.state, HwQpState::Reset, "failed command leaves the state");
+    d.rst2init(
+        &mut q,
+        &Rst2Init {
+            port: 1,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let e = d.init2rtr(&mut q, &Init2Rtr::default()).unwrap_err();
+    assert!(e.to_string().contains("BAD_PARAM_ERR"), "{e}");
+    assert_eq!(d.query_qp(&mut q).unwrap().state, HwQpState::Init);
+
+    // Bad opcode → BAD_OP 0x02.
+    let r = ops::with_obj(d.input(), 0x7ff, 0);
+    let e = d.run(r).unwrap_err();
+    assert_eq!(e.status(), Some(CmdStatus::BadOp));
+    assert_eq!(CmdStatus::BadOp.code(), 0x02);
+
+    // Bad resource: unknown QPN.
+    let r = ops::qp_2err(d.input(), 0xabcdef);
+    assert_eq!(d.run(r).unwrap_err().status(), Some(CmdStatus::BadResource));
+
+    // Bad resource state: CQ and PD still in use.
+    let r = ops::with_obj(d.input(), op::DESTROY_CQ, cq.cqn);
+    assert_eq!(d.run(r).unwrap_err().status(), Some(CmdStatus::BadResState));
+    let r = ops::dealloc_pd(d.input(), spec.pd.0);
+    assert_eq!(d.run(r).unwrap_err().status(), Some(CmdStatus::BadResState));
+    assert_eq!(CmdStatus::BadResState.code(), 0x09);
+
+    // Driver-side limit check.
+    let mut big = spec;
+    big.log_sq_size = 16;
+    assert!(matches!(
+        d.create_qp(big).unwrap_err(),
+        DeviceError::Limit {
+            what: "log_sq_size",
+            requested: 16,
+            max: 15
+        }
+    ));
+    let (rep, ..) = d.teardown();
+    assert_eq!(rep.first_error, None);
+}
+
+#[test]
+fn exceeded_limit_when_qp_table_full() {
+    let mut cfg = FwConfig::default();
+    cfg.caps.log_max_qp = 1; // two QPs
+    let mut d = bring_up_sim(cfg).unwrap();
+    let cq = d.create_cq(64, CqeSize::B64).unwrap();
+    let spec = rc_spec(&mut d, cq.cqn);
+    let _a = d.create_qp(spec).unwrap();
+    let _b = d.create_qp(spec).unwrap();
+    let e = d.create_qp(spec).unwrap_err();
+    assert_eq!(
+        e,
+        DeviceError::Cmd(CmdError::Failed {
+            opcode: op::CREATE_QP,
+            status: CmdStatus::ExceedLimit,
+            syndrome: syndrome(op::CREATE_QP, reason::LIMIT),
+        })
+    );
+    assert_eq!(CmdStatus::ExceedLimit.code(), 0x08);
+    let (rep, ..) = d.teardown();
+    assert_eq!(rep.pages_leaked, 0);
+}
+
+#[test]
+fn missing_pages_fail_without_eq_and_are_requested_with_eq() {
+    let cfg = FwConfig {
+        free_objects: 0,
+        pages_per_object: 2,
+        ..FwConfig::default()
+    };
+    // Without an async EQ firmware cannot ask: NO_RESOURCES.
+    let dev = DeviceConfig {
+        async_eq: false,
+        ..DeviceConfig::default()
+    };
+    let mut d = bring_up_sim_with(cfg.clone(), dev).unwrap();
+    let e = d.create_cq(64, CqeSize::B64).unwrap_err();
+    assert_eq!(
+        e,
+        DeviceError::Cmd(CmdError::Failed {
+            opcode: op::CREATE_CQ,
+            status: CmdStatus::NoResources,
+            syndrome: syndrome(op::CREATE_CQ, reason::PAGES),
+        })
+    );
+    assert_eq!(CmdStatus::NoResources.code(), 0x0f);
+    d.teardown();
+
+    // With the async EQ: PAGE_REQUEST EQE → MANAGE_PAGES on the page slot
+    // → the waiting CREATE_CQ completes.
+    let mut d = bring_up_sim(cfg.clone()).unwrap();
+    let before = d.pages_held();
+    let cq = d.create_cq(64, CqeSize::B64).unwrap();
+    assert_eq!(d.page_events(), 1);
+    assert_eq!(d.pages_held(), before + 2);
+    let spec = rc_spec(&mut d, cq.cqn);
+    let _qp = d.create_qp(spec).unwrap();
+    assert_eq!(d.page_events(), 2);
+    {
+        let bar = d.bar();
+        let f = bar.fw();
+        let eq = f.objects().eqs.values().next().unwrap();
+        assert_eq!(eq.pi, 2);
+        assert_eq!(eq.ci, 2, "driver published its consumer index");
+        // EQ doorbell (arm + CI) written to UAR + 0x40 (FACTS §4.6).
+        assert!(f.uar_writes.iter().any(|(_, off, _)| *off == 0x40));
+        // Answers to page requests travelled on the last slot, 31 (FACTS §7.2 step 4).
+        let page_cmds: Vec<u8> = f
+            .slot_log
+            .iter()
+            .filter(|(_, o)| *o == op::MANAGE_PAGES)
+            .map(|(s, _)| *s)
+            .collect();
+        assert_eq!(page_cmds, vec![0, 0, 31, 31]);
+    }
+    let (rep, ..) = d.teardown();
+    assert_eq!(rep.first_error, None);
+    assert_eq!(rep.pages_leaked, 0);
+
+    // INIT_HCA without its pages (lying QUERY_PAGES) → bring-up fails at INIT_HCA.
+    let lying = FwConfig {
+        init_pages_reported: Some(0),
+        ..FwConfig::default()
+    };
+    let e = bring_up_sim(lying).unwrap_err();
+    assert_eq!(
+        e,
+        DeviceError::BringUp {
+            step: Step::InitHca,
+            err: CmdError::Failed {
+                opcode: op::INIT_HCA,
+                status: CmdStatus::NoResources,
+                syndrome: syndrome(op::INIT_HCA, reason::PAGES),
+            }
+        }
+    );
+}
+
+#[test]
+fn timeouts_with_a_fake_clock() {
+    let dev = DeviceConfig {
+        cmd_timeout_us: 5_000,
+        cmd_poll_us: 10,
+        ..DeviceConfig::default()
+    };
+    let mut d = bring_up_sim_with(FwConfig::default(), dev).unwrap();
+    d.bar().fw().faults.hang_next = 1;
+    let t0 = d.clock_mut().now;
+    let e = d.alloc_pd().unwrap_err();
+    let DeviceError::Cmd(CmdError::Timeout { opcode, waited_us }) = e else {
+        panic!("{e:?}");
+    };
+    assert_eq!(opcode, op::ALLOC_PD);
+    assert!(waited_us >= 5_000);
+    assert!(d.clock_mut().now - t0 >= 5_000);
+    // The slot is still owned by firmware.
+    let e = d.alloc_pd().unwrap_err();
+    assert!(matches!(
+        e,
+        DeviceError::Cmd(CmdError::SlotBusy { slot: 0, .. })
+    ));
+    // Late firmware completes it; the slot is usable again.
+    d.bar().fw().release_hung();
+    d.alloc_pd().unwrap();
+    d.teardown();
+
+    // Firmware that never finishes initializing.
+    let cfg = FwConfig {
+        init_polls: u32::MAX,
+        ..FwConfig::default()
+    };
+    let dev = DeviceConfig {
+        init_timeout_us: 100_000,
+        ..DeviceConfig::default()
+    };
+    let e = bring_up_sim_with(cfg, dev).unwrap_err();
+    assert!(matches!(
+        e,
+        DeviceError::InitSeg(InitSegError::InitTimeout { waited_us }) if waited_us >= 100_000
+    ));
+}
+
+#[test]
+fn init_segment_checks_and_issi_negotiation() {
+    let e = bring_up_sim(FwConfig {
+        cmdif_rev: 4,
+        ..FwConfig::default()
+    })
+    .unwrap_err();
+    assert_eq!(e, DeviceError::InitSeg(InitSegError::CmdifRev { found: 4 }));
+    let e = bring_up_sim(FwConfig {
+        log_cmdq_size: 5,
+        log_cmdq_stride: 8,
+        ..FwConfig::default()
+    })
+    .unwrap_err();
+    assert_eq!(
+        e,
+        DeviceError::InitSeg(InitSegError::QueueTooLarge {
+            log_sz: 5,
+            log_stride: 8
+        })
+    );
+    // ISSI 0 only: no SET_ISSI.
+    let d = bring_up_sim(FwConfig {
+        supported_issi: 0b01,
+        ..FwConfig::default()
+    })
+    .unwrap();
+    assert_eq!(d.issi(), 0);
+    assert!(!d.bar().fw().log.iter().any(|(o, _)| *o == op::SET_ISSI));
+    // Only ISSI 2: unsupported.
+    let e = bring_up_sim(FwConfig {
+        supported_issi: 0b100,
+        ..FwConfig::default()
+    })
+    .unwrap_err();
+    assert_eq!(e, DeviceError::UnsupportedIssi { supported: 0b100 });
+    // Health: the counter ticks.
+    let mut d = bring_up_sim(FwConfig::default()).unwrap();
+    {
+        let seg = bareverbs::cmd::initseg::InitSeg(d.bar());
+        let c = seg.health_counter();
+        assert!(seg.counter_alive(c));
+        assert_eq!(seg.check_health(), Ok(()));
+        assert!(!seg.initializing());
+    }
+    for _ in 0..5 {
+        assert_eq!(d.check_health(), Ok(()));
+    }
+    // A stuck counter is fatal on the third unchanged poll (FACTS §7.1).
+    d.bar().fw().faults.health_stuck = true;
+    assert_eq!(d.check_health(), Ok(()), "miss 1");
+    assert_eq!(d.check_health(), Ok(()), "miss 2");
+    assert!(matches!(
+        d.check_health(),
+        Err(bareverbs::cmd::initseg::HealthProblem::CounterStuck { .. })
+    ));
+}
+
+#[test]
+fn delivery_errors_and_corrupt_mailboxes_are_typed() {
+    let mut d = bring_up_sim(FwConfig::default()).unwrap();
+    d.bar().fw().faults.delivery_next = Some(7);
+    let e = d.alloc_pd().unwrap_err();
+    assert_eq!(
+        e,
+        DeviceError::Cmd(CmdError::Delivery {
+            opcode: op::ALLOC_PD,
+            status: DeliveryStatus::InputLen
+        })
+    );
+    let cq = d.create_cq(64, CqeSize::B64).unwrap();
+    let spec = rc_spec(&mut d, cq.cqn);
+    let mut q = d.create_qp(spec).unwrap();
+    d.bar().fw().faults.corrupt_out_block_num = true;
+    let e = d.query_qp(&mut q).unwrap_err();
+    assert_eq!(
+        e,
+        DeviceError::Cmd(CmdError::Mailbox {
+            opcode: op::QUERY_QP,
+            problem: MailboxProblem::BlockNumber {
+                expected: 0,
+                found: 7
+            }
+        })
+    );
+    // Injected status with a syndrome is surfaced verbatim.
+    d.bar().fw().faults.fail_next = Some((0x01, 0xdead_beef));
+    let e = d.alloc_pd().unwrap_err();
+    assert_eq!(
+        e,
+        DeviceError::Cmd(CmdError::Failed {
+            opcode: op::ALLOC_PD,
+            status: CmdStatus::InternalError,
+            syndrome: 0xdead_beef
+        })
+    );
+    assert_eq!(d.query_qp(&mut q).unwrap().state, HwQpState::Reset);
+    let _ = default_caps();
+    d.teardown();
+}

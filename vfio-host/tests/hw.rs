@@ -1,0 +1,41 @@
+//! Hardware tests: need a ConnectX bound to vfio-pci. Run with
+//! `BAREVERBS_VFIO_BDF=0000:3b:00.0 cargo test -p bareverbs-vfio -- --ignored`.
+
+#[cfg(target_os = "linux")]
+fn bdf() -> Option<String> {
+    std::env::var("BAREVERBS_VFIO_BDF").ok()
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+#[ignore = "needs a ConnectX bound to vfio-pci (BAREVERBS_VFIO_BDF)"]
+fn hw_devinfo() {
+    let Some(bdf) = bdf() else {
+        eprintln!("BAREVERBS_VFIO_BDF not set; skipping");
+        return;
+    };
+    let info = bareverbs_vfio::devinfo_vfio(&bdf).unwrap_or_else(|e| panic!("{e}"));
+    assert!(info.max_qp > 0 && info.max_qp_wr > 0);
+    eprintln!("{info:#?}");
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+#[ignore = "needs a ConnectX bound to vfio-pci (BAREVERBS_VFIO_BDF)"]
+fn hw_bring_up_objects_teardown() {
+    use bareverbs::cqe::CqeSize;
+    let Some(bdf) = bdf() else {
+        eprintln!("BAREVERBS_VFIO_BDF not set; skipping");
+        return;
+    };
+    let (_nic, mut d) =
+        bareverbs_vfio::bring_up_vfio(&bdf, bareverbs::device::DeviceConfig::default())
+            .unwrap_or_else(|e| panic!("{e}"));
+    let pd = d.alloc_pd().unwrap();
+    let cq = d.create_cq(256, CqeSize::B64).unwrap();
+    d.destroy_cq(cq).unwrap();
+    d.dealloc_pd(pd).unwrap();
+    let (rep, ..) = d.teardown();
+    assert_eq!(rep.first_error, None, "{rep:?}");
+    assert_eq!(rep.pages_leaked, 0);
+}
