@@ -8,6 +8,7 @@
 pub mod budget;
 pub mod conform;
 pub mod decode;
+pub mod devinfo;
 pub mod model;
 pub mod perf;
 pub mod perftest;

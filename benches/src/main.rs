@@ -19,6 +19,15 @@ enum Cli {
     /// Decode WQE or CQE bytes given as hex.
     #[command(subcommand)]
     Decode(Decode),
+    /// Device attributes like `ibv_devinfo -v`, through the command interface.
+    Devinfo {
+        /// `sim` (default) or `vfio:0000:BB:DD.F`.
+        #[arg(long, default_value = "sim")]
+        device: String,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// Exact mlx5 queue memory per QP and per node (FACTS §3).
     Budget(bareverbs_bench::budget::BudgetArgs),
     /// Measure the data path (post/poll on memory-backed queues).
@@ -141,6 +150,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let bytes = bareverbs_bench::decode::parse_hex(&hex.join(" "))?;
             let s = bareverbs_bench::decode::cqe::decode_cqe(&bytes, json, ci, ncqe)?;
             println!("{s}");
+        }
+        Cli::Devinfo { device, json } => {
+            let d = bareverbs_bench::devinfo::query(&device)?;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&bareverbs_bench::devinfo::to_json(&d, &device))?
+                );
+            } else {
+                print!("{}", bareverbs_bench::devinfo::to_text(&d, &device));
+            }
         }
         Cli::Budget(args) => {
             let code = bareverbs_bench::budget::run(&args)?;
