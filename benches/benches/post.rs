@@ -24,6 +24,7 @@ fn bench(c: &mut Criterion) {
             signal_every: 16,
             iters: 0,
             blueflame: false,
+            general: false,
         })
         .expect("bench queue");
         g.bench_function(format!("rust/{name}"), |b| b.iter(|| rust.step()));
