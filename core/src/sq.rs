@@ -216,6 +216,29 @@ pub struct RdmaWr<'a> {
     pub signaled: bool,
 }
 
+impl<'a> RdmaWr<'a> {
+    /// The same work request for the general path.
+    pub fn to_send_wr(&self, op: RdmaOp) -> SendWr<'a> {
+        let sop = match op {
+            RdmaOp::Write => SendOp::Write {
+                remote_addr: self.remote_addr,
+                rkey: self.rkey,
+            },
+            RdmaOp::Read => SendOp::Read {
+                remote_addr: self.remote_addr,
+                rkey: self.rkey,
+            },
+            RdmaOp::Send => SendOp::Send,
+        };
+        let flags = if self.signaled {
+            SendFlags::SIGNALED
+        } else {
+            SendFlags::empty()
+        };
+        SendWr::new(self.wr_id, sop, self.sgl).with_flags(flags)
+    }
+}
+
 /// Destination of a UD send: address vector, remote QPN and Q_Key.
 #[derive(Clone, Copy, Debug)]
 pub struct UdDest<'a> {
@@ -871,23 +894,7 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
             let n = (wrs.len() - done).min(16);
             let mut tmp = [SendWr::new(0, SendOp::Send, &[]); 16];
             for (k, w) in wrs[done..done + n].iter().enumerate() {
-                let sop = match op {
-                    RdmaOp::Write => SendOp::Write {
-                        remote_addr: w.remote_addr,
-                        rkey: w.rkey,
-                    },
-                    RdmaOp::Read => SendOp::Read {
-                        remote_addr: w.remote_addr,
-                        rkey: w.rkey,
-                    },
-                    RdmaOp::Send => SendOp::Send,
-                };
-                let flags = if w.signaled {
-                    SendFlags::SIGNALED
-                } else {
-                    SendFlags::empty()
-                };
-                tmp[k] = SendWr::new(w.wr_id, sop, w.sgl).with_flags(flags);
+                tmp[k] = w.to_send_wr(op);
             }
             // SAFETY: forwarded from `post_rdma_raw`'s contract (no inline).
             unsafe { self.post_send_raw(&tmp[..n]) }.map_err(|e| PostError {
@@ -1680,26 +1687,7 @@ mod tests {
                 sgl: &sges[..k],
                 signaled: j == n - 1,
             });
-            let slow: [SendWr<'_>; 3] = core::array::from_fn(|j| {
-                let w = fast[j];
-                let sop = match op {
-                    RdmaOp::Write => SendOp::Write {
-                        remote_addr: w.remote_addr,
-                        rkey: w.rkey,
-                    },
-                    RdmaOp::Read => SendOp::Read {
-                        remote_addr: w.remote_addr,
-                        rkey: w.rkey,
-                    },
-                    RdmaOp::Send => SendOp::Send,
-                };
-                let f = if w.signaled {
-                    SendFlags::SIGNALED
-                } else {
-                    SendFlags::empty()
-                };
-                SendWr::new(w.wr_id, sop, w.sgl).with_flags(f)
-            });
+            let slow: [SendWr<'_>; 3] = core::array::from_fn(|j| fast[j].to_send_wr(op));
             // SAFETY: non-inline SGEs, never dereferenced.
             let ra = unsafe { a.post_rdma_raw(op, &fast[..n]) };
             // SAFETY: as above.
