@@ -112,6 +112,9 @@ pub enum Step {
 pub enum DeviceError {
     /// The initialization segment was rejected.
     InitSeg(InitSegError),
+    /// The CQ(s) a new QP reports to cannot hold a completion for every WR
+    /// that could be outstanding (FACTS §3.7).
+    CqTooSmall(crate::sizing::SizingError),
     /// The command queue could not be set up.
     Cmdq(CmdqSetupError),
     /// A command failed during a bring-up step.
@@ -182,6 +185,7 @@ impl fmt::Display for DeviceError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             DeviceError::InitSeg(e) => write!(f, "initialization segment: {e:?}"),
+            DeviceError::CqTooSmall(e) => write!(f, "{e}"),
             DeviceError::Cmdq(e) => write!(f, "command queue setup: {e:?}"),
             DeviceError::BringUp { step, err } => write!(f, "bring-up step {step:?}: {err}"),
             DeviceError::Cmd(e) => write!(f, "{e}"),
@@ -288,6 +292,13 @@ pub struct QpSpec {
     pub srqn: Option<u32>,
     /// User index reported in CQEs (CQE version 1).
     pub user_index: u32,
+    /// WRs the send queue may have outstanding (its `max_post`); with
+    /// `max_recv_wr`, checked against the CQs' capacity (FACTS §3.7: a CQ
+    /// must hold a completion for every WR that can be outstanding).
+    /// 0 = not counted.
+    pub max_send_wr: u32,
+    /// WRs the receive queue may have outstanding (0 with an SRQ).
+    pub max_recv_wr: u32,
 }
 
 /// A QP created by command: number, buffers, geometry, tracked state.
@@ -458,9 +469,25 @@ pub const MAX_OBJECTS: usize = 64;
 enum Obj {
     Pd(u32),
     Mkey(u32),
-    Cq(u32, DmaBuf, DmaBuf),
-    Qp(u32, DmaBuf, DmaBuf),
+    Cq(u32, DmaBuf, DmaBuf, CqLoad),
+    Qp(u32, DmaBuf, DmaBuf, QpLoad),
     Srq(u32, DmaBuf, DmaBuf),
+}
+
+/// A CQ's capacity and the outstanding WRs of the QPs reporting to it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct CqLoad {
+    ncqe: u32,
+    committed: u32,
+}
+
+/// The outstanding WRs a QP may have, and the CQs they complete into.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct QpLoad {
+    send_cqn: u32,
+    recv_cqn: u32,
+    send: u32,
+    recv: u32,
 }
 
 /// What teardown did.
@@ -945,6 +972,55 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
             .push(o)
             .map_err(|_| DeviceError::TableFull { what: "objects" })
     }
+    /// The capacity and committed load of CQ `cqn`, if it is ours.
+    fn cq_load(&self, cqn: u32) -> Option<CqLoad> {
+        self.objs.iter().find_map(|o| match o {
+            Obj::Cq(n, _, _, l) if *n == cqn => Some(*l),
+            _ => None,
+        })
+    }
+
+    /// Adds (or removes) a QP's outstanding WRs to the load of its CQs.
+    fn commit_cq_load(&mut self, q: &QpLoad, add: bool) {
+        for o in self.objs.iter_mut() {
+            if let Obj::Cq(n, _, _, l) = o {
+                let mut d = 0;
+                if *n == q.send_cqn {
+                    d += q.send;
+                }
+                if *n == q.recv_cqn {
+                    d += q.recv;
+                }
+                l.committed = if add {
+                    l.committed.saturating_add(d)
+                } else {
+                    l.committed.saturating_sub(d)
+                };
+            }
+        }
+    }
+
+    /// The CQ-covers-outstanding rule (FACTS §3.7): every WR that can be
+    /// outstanding on the QPs reporting to a CQ needs a CQE slot, counting
+    /// the QPs already attached. Refused with the sizing error that says so.
+    fn check_cq_room(&self, q: &QpLoad) -> Result<(), DeviceError> {
+        use crate::sizing::{check_cq_covers, CqAttach};
+        let (Some(sc), Some(rc)) = (self.cq_load(q.send_cqn), self.cq_load(q.recv_cqn)) else {
+            return Ok(()); // unknown CQ numbers are refused by firmware
+        };
+        let attach = if q.send_cqn == q.recv_cqn {
+            CqAttach::Shared {
+                cqe: sc.ncqe - 1 - sc.committed.min(sc.ncqe - 1),
+            }
+        } else {
+            CqAttach::Separate {
+                send_cqe: sc.ncqe - 1 - sc.committed.min(sc.ncqe - 1),
+                recv_cqe: rc.ncqe - 1 - rc.committed.min(rc.ncqe - 1),
+            }
+        };
+        check_cq_covers(attach, q.send, q.recv).map_err(DeviceError::CqTooSmall)
+    }
+
     fn untrack(&mut self, f: impl Fn(&Obj) -> bool) -> Option<Obj> {
         let i = self.objs.iter().position(f)?;
         Some(self.objs.remove(i))
@@ -1102,7 +1178,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
             return Err(e.into());
         }
         let cqn = ops::parse_obj_id(&self.outb);
-        self.track(Obj::Cq(cqn, ring, dbrec))?;
+        self.track(Obj::Cq(cqn, ring, dbrec, CqLoad { ncqe, committed: 0 }))?;
         Ok(CqHandle {
             cqn,
             ring: ring.slice(0, bytes).unwrap_or(ring),
@@ -1116,7 +1192,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
     pub fn destroy_cq(&mut self, cq: CqHandle) -> Result<(), DeviceError> {
         let r = ops::with_obj(&mut self.inb, op::DESTROY_CQ, cq.cqn);
         self.exec(r)?;
-        if let Some(Obj::Cq(_, a, b)) =
+        if let Some(Obj::Cq(_, a, b, _)) =
             self.untrack(|o| matches!(o, Obj::Cq(x, ..) if *x == cq.cqn))
         {
             self.free_dma(&[a, b]);
@@ -1150,6 +1226,17 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         if self.objs.is_full() {
             return Err(DeviceError::TableFull { what: "objects" });
         }
+        let load = QpLoad {
+            send_cqn: spec.send_cqn,
+            recv_cqn: spec.recv_cqn,
+            send: spec.max_send_wr,
+            recv: if spec.srqn.is_some() {
+                0
+            } else {
+                spec.max_recv_wr
+            },
+        };
+        self.check_cq_room(&load)?;
         let rq_bytes = if spec.srqn.is_some() {
             0
         } else {
@@ -1195,7 +1282,8 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
             return Err(e.into());
         }
         let qpn = ops::parse_obj_id(&self.outb);
-        self.track(Obj::Qp(qpn, buf, dbrec))?;
+        self.track(Obj::Qp(qpn, buf, dbrec, load))?;
+        self.commit_cq_load(&load, true);
         Ok(QpHandle {
             qpn,
             buf,
@@ -1275,9 +1363,10 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
     pub fn destroy_qp(&mut self, qp: QpHandle) -> Result<(), DeviceError> {
         let r = ops::with_obj(&mut self.inb, op::DESTROY_QP, qp.qpn);
         self.exec(r)?;
-        if let Some(Obj::Qp(_, a, b)) =
+        if let Some(Obj::Qp(_, a, b, load)) =
             self.untrack(|o| matches!(o, Obj::Qp(x, ..) if *x == qp.qpn))
         {
+            self.commit_cq_load(&load, false);
             self.free_dma(&[a, b]);
         }
         Ok(())
@@ -1418,9 +1507,9 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         // Reverse creation order: QPs before SRQs/CQs, keys before PDs.
         while let Some(o) = self.objs.pop() {
             let (opc, id, bufs) = match o {
-                Obj::Qp(n, a, b) => (op::DESTROY_QP, n, Some((a, b))),
+                Obj::Qp(n, a, b, _) => (op::DESTROY_QP, n, Some((a, b))),
                 Obj::Srq(n, a, b) => (op::DESTROY_SRQ, n, Some((a, b))),
-                Obj::Cq(n, a, b) => (op::DESTROY_CQ, n, Some((a, b))),
+                Obj::Cq(n, a, b, _) => (op::DESTROY_CQ, n, Some((a, b))),
                 Obj::Mkey(n) => (op::DESTROY_MKEY, n, None),
                 Obj::Pd(n) => (op::DEALLOC_PD, n, None),
             };

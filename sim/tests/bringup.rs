@@ -34,7 +34,38 @@ fn rc_spec(d: &mut SimDevice, cqn: u32) -> QpSpec {
         rq_wqe_shift: 5,
         srqn: None,
         user_index: 7,
+        max_send_wr: 0,
+        max_recv_wr: 0,
     }
+}
+
+/// FACTS §3.7 / the field failure of the sizing issue: a CQ with 4095
+/// usable entries cannot take a QP that may have 2048 send + 2048 receive
+/// WRs outstanding; 2048 + 2047 fits; a second QP on the same CQ does not.
+#[test]
+fn qp_refused_when_its_cq_cannot_hold_every_outstanding_wr() {
+    let mut d = bring_up_sim(FwConfig::default()).unwrap();
+    let cq = d.create_cq(4096, CqeSize::B64).unwrap();
+    let mut spec = rc_spec(&mut d, cq.cqn);
+    spec.max_send_wr = 2048;
+    spec.max_recv_wr = 2048;
+    let e = d.create_qp(spec).unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        matches!(e, bareverbs::device::DeviceError::CqTooSmall(_)),
+        "{msg}"
+    );
+    assert!(msg.contains("4095") && msg.contains("2048"), "{msg}");
+    spec.max_recv_wr = 2047;
+    let qp = d.create_qp(spec).unwrap();
+    let mut spec2 = rc_spec(&mut d, cq.cqn);
+    spec2.max_send_wr = 1;
+    assert!(d.create_qp(spec2).is_err(), "the CQ is fully committed");
+    d.destroy_qp(qp).unwrap();
+    assert!(
+        d.create_qp(spec2).is_ok(),
+        "destroying the QP released its share"
+    );
 }
 
 fn connect(d: &mut SimDevice, a: &mut QpHandle, remote: u32) {

@@ -233,6 +233,8 @@ pub fn cmd_outbox(data: &[u8]) {
             rq_wqe_shift: 5,
             srqn: None,
             user_index: 0,
+            max_send_wr: 16,
+            max_recv_wr: 16,
         };
         if let Ok(mut qp) = d.create_qp(spec) {
             let _ = d.rst2init(
