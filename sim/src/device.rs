@@ -586,6 +586,14 @@ impl Device {
         Ok(())
     }
 
+    /// Sets the user index CQEs of this QP carry (CQE version 1).
+    pub fn set_uidx(&self, qpn: u32, uidx: u32) {
+        let mut w = self.w.borrow_mut();
+        if let Some(q) = qpn.checked_sub(QPN_BASE).and_then(|qi| w.qp(self.id, qi)) {
+            q.uidx = uidx;
+        }
+    }
+
     /// The QP's current state.
     pub fn qp_state(&self, qpn: u32) -> Option<QpState> {
         let mut w = self.w.borrow_mut();

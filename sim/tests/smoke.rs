@@ -1,0 +1,21 @@
+use bareverbs::sq::{SendFlags, SendOp, SendWr};
+use bareverbs_sim::harness::{connect, ConnOpts, EpConfig, Endpoint};
+use bareverbs_sim::Fabric;
+use bareverbs::qp::QpType;
+
+#[test]
+fn loopback_write() {
+    let f = Fabric::new(1);
+    let d = f.add_device();
+    let mut a: Endpoint = Endpoint::new(&d, &EpConfig::new(QpType::Rc)).unwrap();
+    let mut b: Endpoint = Endpoint::new(&d, &EpConfig::new(QpType::Rc)).unwrap();
+    connect(&mut a, &mut b, &ConnOpts::default()).unwrap();
+    a.write(0, b"hello world");
+    let sge = [a.sge(0, 11)];
+    let wr = SendWr::new(7, SendOp::Write { remote_addr: b.addr(100), rkey: b.mr.rkey() }, &sge).with_flags(SendFlags::SIGNALED);
+    a.qp.sq.post_send(&[wr], &[a.mr]).unwrap();
+    let wcs = a.drain();
+    println!("{wcs:?}");
+    assert_eq!(wcs.len(), 1);
+    assert_eq!(b.read(100, 11), b"hello world");
+}
