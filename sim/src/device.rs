@@ -125,6 +125,18 @@ impl Fabric {
         let t = w.now + ns;
         w.run_until(t)
     }
+    /// Processes the earliest pending event, whenever it is due. Returns
+    /// false when the queue is empty.
+    pub fn step(&self) -> bool {
+        let mut w = self.w.borrow_mut();
+        let ok = w.step(u64::MAX);
+        ok
+    }
+    /// Advances the clock by `ns` of host CPU time (events that fall due
+    /// are processed on the next step or run).
+    pub fn spend(&self, ns: u64) {
+        self.w.borrow_mut().now += ns;
+    }
     /// Events waiting in the queue.
     pub fn pending_events(&self) -> usize {
         self.w.borrow().pending_events()

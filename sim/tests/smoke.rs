@@ -19,3 +19,15 @@ fn loopback_write() {
     assert_eq!(wcs.len(), 1);
     assert_eq!(b.read(100, 11), b"hello world");
 }
+
+#[test]
+fn rate_and_perf() {
+    let r = bareverbs_sim::perf::loopback_write_rate(200_000);
+    println!("loopback rate {r:.0} ops/s");
+    let cfg = bareverbs_sim::perf::PerfConfig { size: 4096, iterations: 20000, num_qps: 8, loss: 0.01, seed: 7, ..Default::default() };
+    let t = std::time::Instant::now();
+    let rep = bareverbs_sim::perf::run_perf(&cfg);
+    println!("perf {:?} posted {} ok {} err {} mism {} bw {:.2} mpps {:.3} retx {} wall {:?}", cfg.kind, rep.posted, rep.completed_ok, rep.completed_err, rep.mismatches, rep.bw_gbps, rep.msg_rate_mpps, rep.requester.retransmits, t.elapsed());
+    assert_eq!(rep.completed_ok, rep.posted);
+    assert_eq!(rep.posted, 160000);
+}
