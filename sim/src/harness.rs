@@ -76,6 +76,10 @@ pub struct Endpoint<const SQ: usize = 256, const RQ: usize = 256, const CQ: usiz
     pub mr: MemoryRegion,
     /// The configuration.
     pub cfg: EpConfig,
+    /// The SQ ring (for tests that write raw WQEs).
+    pub sq_ring: DmaBuf,
+    /// The QP doorbell record.
+    pub dbrec: DmaBuf,
 }
 
 /// Largest DS a WR of this endpoint may need.
@@ -169,6 +173,8 @@ impl<const SQ: usize, const RQ: usize, const CQ: usize> Endpoint<SQ, RQ, CQ> {
             buf,
             mr,
             cfg: *cfg,
+            sq_ring,
+            dbrec: h.dbrec,
         })
     }
 
@@ -192,6 +198,38 @@ impl<const SQ: usize, const RQ: usize, const CQ: usize> Endpoint<SQ, RQ, CQ> {
             _ => {}
         }
         Ok(())
+    }
+
+    /// Writes raw WQE bytes at the send queue's producer position, updates
+    /// the doorbell record and rings an 8-byte doorbell, bypassing the
+    /// core's checks (for testing the device's validation). The host
+    /// queue's counters advance as if one WR of `bbs` WQEBBs was posted.
+    pub fn post_raw_wqe(&mut self, wqe: &[u8], bbs: u32) {
+        use bareverbs::platform::Uar;
+        let cur = self.qp.sq.cur_post();
+        let ring = self.sq_ring;
+        let n = ring.len;
+        let start = (cur as usize & (SQ - 1)) * 64;
+        for (i, b) in wqe.iter().enumerate() {
+            // SAFETY: the offset is reduced modulo the ring length; raw
+            // byte store into the live SQ ring.
+            unsafe { *ring.cpu.as_ptr().add((start + i) % n) = *b };
+        }
+        let next = cur.wrapping_add(bbs);
+        // SAFETY: word 1 of the live 8-byte doorbell record.
+        unsafe {
+            std::ptr::write_volatile(
+                self.dbrec.cpu.as_ptr().add(4).cast::<[u8; 4]>(),
+                (next & 0xffff).to_be_bytes(),
+            )
+        };
+        let head = self.qp.sq.head();
+        let bf = self.qp.sq.bf_offset();
+        self.qp.sq.set_counters(next, head.wrapping_add(1), bf);
+        let mut first = [0u8; 8];
+        let k = wqe.len().min(8);
+        first[..k].copy_from_slice(&wqe[..k]);
+        self.qp.sq.uar_mut().write64(BF_OFFSET, first);
     }
 
     /// Polls up to `out.len()` completions.

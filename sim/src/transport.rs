@@ -362,9 +362,11 @@ impl World {
                 break;
             }
             let len = (raw_ds as usize * 16).min(ring_bytes).max(64);
-            let mut local = [0u8; 63 * 16 + 64];
+            let mut local = std::mem::take(&mut self.scratch);
+            local.resize(63 * 16 + 64, 0);
             let take = len.min(local.len());
             let first = take.min(ring_bytes - off);
+            let q = self.qp(d, qi).expect("qp");
             // SAFETY: both copies stay inside the ring (first <= ring_bytes
             // - off, the remainder < ring_bytes); `local` is host memory.
             unsafe {
@@ -404,6 +406,7 @@ impl World {
             }
             cnt2(self, d, qi, |c, _| c.wqes += 1);
             self.exec_wqe(d, qi, &local[..take], idx, fetch, ring_bytes);
+            self.scratch = local;
         }
     }
 
@@ -750,6 +753,7 @@ impl World {
         q.state = QpState::Err;
         q.timer_gen += 1;
         q.rnr_wait = false;
+        self.any_error = true;
         self.trace(TraceKind::QpError, d, qpn, 0);
         let q = self.qp(d, qi).expect("qp");
         let pend: Vec<Pending> = q.pend.drain(..).collect();
@@ -1150,16 +1154,27 @@ impl World {
                 } else {
                     2
                 };
-                if let Some(k) = inv {
-                    let dev = &mut self.devs[d as usize];
-                    let pd = dev.qps[qi as usize].as_ref().map(|q| q.pd);
-                    match dev.mrs.get_mut((*k >> 8) as usize).and_then(|m| m.as_mut()) {
-                        Some(m) if m.key == *k && m.valid && Some(m.pd) == pd => m.valid = false,
-                        _ => return Err(Nak::InvReq),
+                // The key to invalidate must name a valid region of this
+                // QP's PD; it is invalidated once the message is placed.
+                let inv_slot = match inv {
+                    Some(k) => {
+                        let dev = &self.devs[d as usize];
+                        let pd = dev.qps[qi as usize].as_ref().map(|q| q.pd);
+                        match dev.mr(*k) {
+                            Some(m) if Some(m.pd) == pd => Some((*k >> 8) as usize),
+                            _ => return Err(Nak::InvReq),
+                        }
+                    }
+                    None => None,
+                };
+                let extra = imm.or(inv.map(|k| k.to_be_bytes()));
+                let r = self.receive(d, qi, src_qpn, data, op, extra, grh, solicited)?;
+                if let Some(i) = inv_slot {
+                    if let Some(Some(m)) = self.devs[d as usize].mrs.get_mut(i) {
+                        m.valid = false;
                     }
                 }
-                let extra = imm.or(inv.map(|k| k.to_be_bytes()));
-                self.receive(d, qi, src_qpn, data, op, extra, grh, solicited)
+                Ok(r)
             }
             Req::Write {
                 raddr,

@@ -184,6 +184,10 @@ pub(crate) struct World {
     pub trace: Option<Vec<TraceEvent>>,
     /// QPs to move to ERR once the current step finishes.
     pub to_error: Vec<(u16, u32)>,
+    /// Some QP may be in ERR (receive posts there must be flushed).
+    pub any_error: bool,
+    /// Scratch buffer for WQE copies.
+    pub scratch: Vec<u8>,
 }
 
 impl World {
@@ -200,6 +204,8 @@ impl World {
             horizon_ns: 1_000_000_000,
             trace: None,
             to_error: Vec::new(),
+            any_error: false,
+            scratch: Vec::new(),
         }
     }
 
@@ -302,6 +308,9 @@ impl World {
     /// Receive WQEs posted to a QP already in ERR are flushed when the
     /// device next looks (there is no receive doorbell register).
     pub fn scan_error_rqs(&mut self) {
+        if !self.any_error {
+            return;
+        }
         for d in 0..self.devs.len() {
             for qi in 0..self.devs[d].qps.len() {
                 let is_err = matches!(&self.devs[d].qps[qi], Some(q) if q.state == QpState::Err);
@@ -355,7 +364,10 @@ impl World {
         let owner = u8::from(cq.pi & cq.ncqe != 0);
         let op_own = cqe.op_own();
         cqe.set_op_own((op_own & 0xfe) | owner);
-        cqe.set_timestamp(now);
+        if !is_err {
+            // Error CQEs use bytes 52..55 for the syndromes (FACTS §5.5).
+            cqe.set_timestamp(now);
+        }
         let slot = (cq.pi & (cq.ncqe - 1)) as usize * 64;
         let bytes = cqe.into_bytes();
         // SAFETY: the ring was translated at creation to ncqe * 64 bytes of
