@@ -356,7 +356,12 @@ impl World {
             // bytes of live DMA memory; off + 8 <= ring_bytes.
             let ds = unsafe { std::ptr::read_volatile(q.sq_ring.add(off + 7)) } & 0x3f;
             let raw_ds = unsafe { std::ptr::read_volatile(q.sq_ring.add(off + 7)) };
-            let bbs = (ds as u32 * 16).div_ceil(64).max(1) as u16;
+            let mut bbs = (ds as u32 * 16).div_ceil(64).max(1) as u16;
+            if bbs as u32 > nbb {
+                // Larger than the whole ring: never complete. It fails as
+                // one WQEBB (LOCAL_QP_OP in exec_wqe) and stops the SQ.
+                bbs = 1;
+            }
             if bbs > avail {
                 // The record does not cover the whole WQE yet.
                 break;
