@@ -80,6 +80,8 @@ pub struct Endpoint<const SQ: usize = 256, const RQ: usize = 256, const CQ: usiz
     pub sq_ring: DmaBuf,
     /// The QP doorbell record.
     pub dbrec: DmaBuf,
+    /// The RQ ring.
+    pub rq_ring: DmaBuf,
 }
 
 /// Largest DS a WR of this endpoint may need.
@@ -175,6 +177,7 @@ impl<const SQ: usize, const RQ: usize, const CQ: usize> Endpoint<SQ, RQ, CQ> {
             cfg: *cfg,
             sq_ring,
             dbrec: h.dbrec,
+            rq_ring,
         })
     }
 
