@@ -129,8 +129,7 @@ impl Fabric {
     /// false when the queue is empty.
     pub fn step(&self) -> bool {
         let mut w = self.w.borrow_mut();
-        let ok = w.step(u64::MAX);
-        ok
+        w.step(u64::MAX)
     }
     /// Advances the clock by `ns` of host CPU time (events that fall due
     /// are processed on the next step or run).
@@ -303,7 +302,9 @@ impl Device {
         // the allocator keeps it valid until it is freed, which the user
         // must not do while the region is in use (the contract of
         // MemoryRegion::new, forwarded to the caller by documentation).
-        Ok(unsafe { MemoryRegion::new(buf.cpu, buf.iova, buf.len as u64, key, key, Access(access)) })
+        Ok(unsafe {
+            MemoryRegion::new(buf.cpu, buf.iova, buf.len as u64, key, key, Access(access))
+        })
     }
 
     /// Invalidates a key (deregistration).
@@ -319,7 +320,7 @@ impl Device {
     /// Creates a CQ of `ncqe` 64-byte entries (power of two ≥ 2) with CQE
     /// version `cqe_version` (1: CQEs carry the user index).
     pub fn create_cq(&self, ncqe: u32, cqe_version: u8) -> Result<CqHandle, SimError> {
-        if !pow2(ncqe) || ncqe < 2 || ncqe > 1 << 22 {
+        if !pow2(ncqe) || !(2..=1 << 22).contains(&ncqe) {
             return Err(SimError::BadSize);
         }
         let ring = self.alloc(ncqe as usize * 64)?;
@@ -369,7 +370,13 @@ impl Device {
 
     /// Creates an SRQ of `nslots` WQEs (power of two) with stride
     /// `1 << wqe_shift`; `limit` arms the SRQ-limit event (0 = off).
-    pub fn create_srq(&self, pd: Pd, nslots: u32, wqe_shift: u32, limit: u32) -> Result<SrqHandle, SimError> {
+    pub fn create_srq(
+        &self,
+        pd: Pd,
+        nslots: u32,
+        wqe_shift: u32,
+        limit: u32,
+    ) -> Result<SrqHandle, SimError> {
         if !pow2(nslots) || !(5..=16).contains(&wqe_shift) {
             return Err(SimError::BadSize);
         }
@@ -408,7 +415,11 @@ impl Device {
             return Err(SimError::BadSize);
         }
         let has_rq = init.srq.is_none() && init.rq_wqes != 0;
-        if has_rq && (!pow2(init.rq_wqes) || init.rq_wqes > 1 << 16 || !(4..=16).contains(&init.rq_wqe_shift)) {
+        if has_rq
+            && (!pow2(init.rq_wqes)
+                || init.rq_wqes > 1 << 16
+                || !(4..=16).contains(&init.rq_wqe_shift))
+        {
             return Err(SimError::BadSize);
         }
         {
@@ -688,7 +699,7 @@ unsafe impl Uar for SimUar {
     }
     fn write32(&mut self, _offset: usize, _bytes: [u8; 4]) {}
     fn write_bf(&mut self, offset: usize, chunk: &[u8; 64]) {
-        if offset >= BF_OFFSET && (offset - BF_OFFSET) % 256 == 0 {
+        if offset >= BF_OFFSET && (offset - BF_OFFSET).is_multiple_of(256) {
             self.bf.clear();
         }
         if self.bf.len() < 1024 {

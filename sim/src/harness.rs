@@ -103,7 +103,9 @@ impl<const SQ: usize, const RQ: usize, const CQ: usize> Endpoint<SQ, RQ, CQ> {
     pub fn new(dev: &Device, cfg: &EpConfig) -> Result<Self, SimError> {
         let pd = dev.alloc_pd();
         let cqh = dev.create_cq(CQ as u32, 1)?;
-        let rq_shift = (cfg.max_recv_sge.max(1) * 16).next_power_of_two().trailing_zeros();
+        let rq_shift = (cfg.max_recv_sge.max(1) * 16)
+            .next_power_of_two()
+            .trailing_zeros();
         let h = dev.create_qp(&QpInit {
             qp_type: cfg.qp_type,
             pd,
@@ -145,7 +147,8 @@ impl<const SQ: usize, const RQ: usize, const CQ: usize> Endpoint<SQ, RQ, CQ> {
         // SAFETY: the rings and the doorbell record were allocated by the
         // device for this QP alone and stay allocated while the device
         // lives; the device only reads the SQ ring and the records.
-        let sq = unsafe { SendQueue::new(sq_ring, h.dbrec, h.uar, sqc) }.ok_or(SimError::BadSize)?;
+        let sq =
+            unsafe { SendQueue::new(sq_ring, h.dbrec, h.uar, sqc) }.ok_or(SimError::BadSize)?;
         let rqc = RqConfig {
             wqe_shift: rq_shift,
             max_gs: cfg.max_recv_sge.max(1),
@@ -258,7 +261,9 @@ impl<const SQ: usize, const RQ: usize, const CQ: usize> Endpoint<SQ, RQ, CQ> {
 
     /// An SGE for `[off, off + len)` of the buffer.
     pub fn sge(&self, off: u64, len: u32) -> Sge {
-        self.mr.sge(off, len).expect("SGE inside the endpoint buffer")
+        self.mr
+            .sge(off, len)
+            .expect("SGE inside the endpoint buffer")
     }
 
     /// Device address of buffer byte `off`.

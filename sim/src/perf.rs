@@ -10,7 +10,7 @@
 use crate::cost::{Counters, ModelParams};
 use crate::device::{Device, Fabric};
 use crate::fault::FaultPlan;
-use crate::harness::{connect, ConnOpts, EpConfig, Endpoint};
+use crate::harness::{connect, ConnOpts, Endpoint, EpConfig};
 use bareverbs::cqe::{WcStatus, WorkCompletion};
 use bareverbs::qp::QpType;
 use bareverbs::rq::RecvWr;
@@ -199,7 +199,11 @@ pub fn run_perf(cfg: &PerfConfig) -> PerfReport {
         for (qi, b) in sv.iter_mut().enumerate() {
             for s in 0..slots {
                 let sge = [b.sge((s as u64) * size as u64, size)];
-                let _ = b.qp.rq.as_mut().expect("rq").post_recv_raw_checked(&sge, s as u64, qi);
+                let _ =
+                    b.qp.rq
+                        .as_mut()
+                        .expect("rq")
+                        .post_recv_raw_checked(&sge, s as u64, qi);
             }
         }
     }
@@ -250,7 +254,10 @@ pub fn run_perf(cfg: &PerfConfig) -> PerfReport {
                 let mut flags = SendFlags::SIGNALED;
                 if cfg.inline
                     && size <= cfg.max_inline
-                    && !matches!(cfg.kind, TestKind::ReadBw | TestKind::ReadLat | TestKind::AtomicLat)
+                    && !matches!(
+                        cfg.kind,
+                        TestKind::ReadBw | TestKind::ReadLat | TestKind::AtomicLat
+                    )
                 {
                     flags |= SendFlags::INLINE;
                 }
@@ -283,7 +290,11 @@ pub fn run_perf(cfg: &PerfConfig) -> PerfReport {
                         let got = b.read(slot * size as usize, size as usize);
                         let _ = got;
                         let sge = [b.sge(slot as u64 * size as u64, size)];
-                        let _ = b.qp.rq.as_mut().expect("rq").post_recv_raw_checked(&sge, slot as u64, q);
+                        let _ = b.qp.rq.as_mut().expect("rq").post_recv_raw_checked(
+                            &sge,
+                            slot as u64,
+                            q,
+                        );
                     }
                 }
             }
@@ -302,16 +313,18 @@ pub fn run_perf(cfg: &PerfConfig) -> PerfReport {
                 let off = slot * size as usize;
                 let pat = pattern(it, q as u32);
                 let got = match cfg.kind {
-                    TestKind::WriteBw | TestKind::WriteLat | TestKind::SendBw | TestKind::SendLat => {
-                        sv[q].read(off, size as usize)
-                    }
+                    TestKind::WriteBw
+                    | TestKind::WriteLat
+                    | TestKind::SendBw
+                    | TestKind::SendLat => sv[q].read(off, size as usize),
                     TestKind::ReadBw | TestKind::ReadLat => a.read(off, size as usize),
                     TestKind::AtomicLat => {
                         // The fetched value is the number of earlier adds
                         // (big-endian in memory).
                         let v = a.read(0, 8);
                         let want = it.to_be_bytes();
-                        rep.mismatches += v.iter().zip(want.iter()).filter(|(x, y)| x != y).count() as u64;
+                        rep.mismatches +=
+                            v.iter().zip(want.iter()).filter(|(x, y)| x != y).count() as u64;
                         Vec::new()
                     }
                 };
@@ -322,9 +335,7 @@ pub fn run_perf(cfg: &PerfConfig) -> PerfReport {
                         TestKind::WriteLat | TestKind::SendLat => {
                             sv[q].dev.qp_last_rx_ns(sv[q].qpn).saturating_sub(t0) as f64
                         }
-                        _ => {
-                            (a.dev.cq_last_cqe_ns(a.cqn).saturating_sub(t0)) as f64 + p.t_cqe_ns
-                        }
+                        _ => (a.dev.cq_last_cqe_ns(a.cqn).saturating_sub(t0)) as f64 + p.t_cqe_ns,
                     };
                     rep.lat_samples_ns.push(sample);
                 }
@@ -391,7 +402,10 @@ pub fn loopback_write_rate(n: u64) -> f64 {
             break;
         }
         let k = a.poll(&mut wc);
-        ok += wc[..k].iter().filter(|w| w.status == WcStatus::Success).count() as u64;
+        ok += wc[..k]
+            .iter()
+            .filter(|w| w.status == WcStatus::Success)
+            .count() as u64;
     }
     let s = start.elapsed().as_secs_f64();
     ok as f64 / s.max(1e-9)

@@ -259,7 +259,11 @@ fn cnt2(w: &mut World, d: u16, qi: u32, f: impl Fn(&mut Counters, &ModelParams))
 
 impl World {
     pub(crate) fn qp(&mut self, d: u16, qi: u32) -> Option<&mut Qp> {
-        self.devs.get_mut(d as usize)?.qps.get_mut(qi as usize)?.as_mut()
+        self.devs
+            .get_mut(d as usize)?
+            .qps
+            .get_mut(qi as usize)?
+            .as_mut()
     }
 
     fn find_qp(&self, d: u16, qpn: u32) -> Option<u32> {
@@ -269,7 +273,10 @@ impl World {
     }
 
     fn dev_by_lid(&self, lid: u16) -> Option<u16> {
-        self.devs.iter().position(|x| x.lid == lid).map(|i| i as u16)
+        self.devs
+            .iter()
+            .position(|x| x.lid == lid)
+            .map(|i| i as u16)
     }
 
     // ------------------------------------------------------------------
@@ -502,7 +509,9 @@ impl World {
                     } else {
                         0
                     };
-                    let ptr = dev.mr(lkey).filter(|m| m.pd == pd && m.access & need == need);
+                    let ptr = dev
+                        .mr(lkey)
+                        .filter(|m| m.pd == pd && m.access & need == need);
                     let Some(ptr) = ptr.and_then(|m| m.range(addr, len)) else {
                         pend.err = Some(syn::LOCAL_PROT);
                         break;
@@ -604,12 +613,7 @@ impl World {
             let av = wqe.av.unwrap_or_default();
             let grh = av.grh_gid_fl.get() & (1 << 30) != 0;
             let qkey = u32::from_be_bytes([av.key[0], av.key[1], av.key[2], av.key[3]]);
-            (
-                av.rlid.get(),
-                av.dqp_dct.get() & PSN_MASK,
-                Some(qkey),
-                grh,
-            )
+            (av.rlid.get(), av.dqp_dct.get() & PSN_MASK, Some(qkey), grh)
         } else {
             (q.attr.dlid, q.attr.dest_qp_num, None, q.attr.grh)
         };
@@ -656,7 +660,15 @@ impl World {
     }
 
     /// Transmits a packet from device `d`, serialising on its port.
-    fn send_packet(&mut self, d: u16, qi: u32, ready: u64, pkt: Packet, payload: u64, rexmit: bool) {
+    fn send_packet(
+        &mut self,
+        d: u16,
+        qi: u32,
+        ready: u64,
+        pkt: Packet,
+        payload: u64,
+        rexmit: bool,
+    ) {
         let wire = self.params.t_wire(payload + 64).ceil() as u64;
         let dev = &mut self.devs[d as usize];
         let depart = ready.max(dev.tx_free);
@@ -970,7 +982,17 @@ impl World {
         }
     }
 
-    fn reply(&mut self, d: u16, qi: u32, src_dev: u16, src_qpn: u32, body: Body, payload: u64, extra_ns: u64) {
+    #[allow(clippy::too_many_arguments)]
+    fn reply(
+        &mut self,
+        d: u16,
+        qi: u32,
+        src_dev: u16,
+        src_qpn: u32,
+        body: Body,
+        payload: u64,
+        extra_ns: u64,
+    ) {
         let my_qpn = self.qp(d, qi).map(|q| q.qpn).unwrap_or(0);
         let pkt = Packet {
             src_dev: d,
@@ -1012,7 +1034,18 @@ impl World {
                     if !q.nak_sent {
                         q.nak_sent = true;
                         let e = q.epsn;
-                        self.reply(d, qi, src_dev, src_qpn, Body::Nak { psn: e, nak: Nak::Seq }, 0, 0);
+                        self.reply(
+                            d,
+                            qi,
+                            src_dev,
+                            src_qpn,
+                            Body::Nak {
+                                psn: e,
+                                nak: Nak::Seq,
+                            },
+                            0,
+                            0,
+                        );
                     }
                     return;
                 }
@@ -1047,7 +1080,9 @@ impl World {
                 if ty == QpType::Rc {
                     let last = (psn + npkts - 1) & PSN_MASK;
                     match resp {
-                        Resp::Ack => self.reply(d, qi, src_dev, src_qpn, Body::Ack { psn: last }, 0, 0),
+                        Resp::Ack => {
+                            self.reply(d, qi, src_dev, src_qpn, Body::Ack { psn: last }, 0, 0)
+                        }
                         Resp::Read(data, cost) => {
                             let n = data.len() as u64;
                             self.reply(
@@ -1096,18 +1131,39 @@ impl World {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn duplicate(&mut self, d: u16, qi: u32, sd: u16, sq: u32, psn: u32, npkts: u32, req: &Rc<Req>) {
+    fn duplicate(
+        &mut self,
+        d: u16,
+        qi: u32,
+        sd: u16,
+        sq: u32,
+        psn: u32,
+        npkts: u32,
+        req: &Rc<Req>,
+    ) {
         match &**req {
             Req::Read { raddr, rkey, len } => {
                 // Re-execute the READ (idempotent).
-                if let Ok(data) = self.remote_range(d, qi, *rkey, *raddr, *len as u64, access::REMOTE_READ)
+                if let Ok(data) = self
+                    .remote_range(d, qi, *rkey, *raddr, *len as u64, access::REMOTE_READ)
                     .map(|p| {
                         // SAFETY: checked range inside a registered region.
                         unsafe { dma_read(p, *len as usize) }
                     })
                 {
                     let n = data.len() as u64;
-                    self.reply(d, qi, sd, sq, Body::ReadResp { psn, data: Rc::new(data) }, n, 0);
+                    self.reply(
+                        d,
+                        qi,
+                        sd,
+                        sq,
+                        Body::ReadResp {
+                            psn,
+                            data: Rc::new(data),
+                        },
+                        n,
+                        0,
+                    );
                 }
             }
             Req::Atomic { .. } => {
@@ -1125,7 +1181,15 @@ impl World {
 
     /// Checks an rkey access for this responder QP and returns the CPU
     /// pointer of the range.
-    fn remote_range(&self, d: u16, qi: u32, rkey: u32, addr: u64, len: u64, need: u32) -> Result<*mut u8, Nak> {
+    fn remote_range(
+        &self,
+        d: u16,
+        qi: u32,
+        rkey: u32,
+        addr: u64,
+        len: u64,
+        need: u32,
+    ) -> Result<*mut u8, Nak> {
         let dev = &self.devs[d as usize];
         let q = dev.qps[qi as usize].as_ref().ok_or(Nak::RemAccess)?;
         if q.attr.qp_access_flags & need != need {
@@ -1188,7 +1252,14 @@ impl World {
                 imm,
             } => {
                 if !data.is_empty() {
-                    let ptr = self.remote_range(d, qi, *rkey, *raddr, data.len() as u64, access::REMOTE_WRITE)?;
+                    let ptr = self.remote_range(
+                        d,
+                        qi,
+                        *rkey,
+                        *raddr,
+                        data.len() as u64,
+                        access::REMOTE_WRITE,
+                    )?;
                     if let Some(imm) = imm {
                         // Check a receive exists before placing anything.
                         if !self.recv_available(d, qi) {
@@ -1211,7 +1282,14 @@ impl World {
                 }
                 if let Some(imm) = imm {
                     // Consumes a receive: CQE RESP_WR_IMM with the length.
-                    return self.receive_imm_write(d, qi, src_qpn, data.len() as u32, *imm, solicited);
+                    return self.receive_imm_write(
+                        d,
+                        qi,
+                        src_qpn,
+                        data.len() as u32,
+                        *imm,
+                        solicited,
+                    );
                 }
                 Ok(Resp::Ack)
             }
@@ -1243,7 +1321,8 @@ impl World {
                 }
                 let ptr = self.remote_range(d, qi, *rkey, *raddr, 8, access::REMOTE_ATOMIC)?;
                 // SAFETY: 8 bytes inside a registered region (checked).
-                let orig = u64::from_be_bytes(unsafe { std::ptr::read_unaligned(ptr.cast::<[u8; 8]>()) });
+                let orig =
+                    u64::from_be_bytes(unsafe { std::ptr::read_unaligned(ptr.cast::<[u8; 8]>()) });
                 let new = if *cs {
                     if orig == *compare {
                         *swap_add
@@ -1286,7 +1365,7 @@ impl World {
 
     /// Takes the next receive WQE: returns (wqe counter, its data segments
     /// copied out, report-to uidx/srqn).
-    fn take_recv(&mut self, d: u16, qi: u32) -> Option<(u16, Vec<(u32, u32, u64)>)> {
+    fn take_recv(&mut self, d: u16, qi: u32) -> Option<(u16, Vec<RecvSeg>)> {
         if !self.recv_available(d, qi) {
             return None;
         }
@@ -1304,7 +1383,13 @@ impl World {
             let mut buf = vec![0u8; stride];
             // SAFETY: slot < nslots, so the stride lies inside the SRQ ring
             // translated at creation.
-            unsafe { std::ptr::copy_nonoverlapping(s.ring.add(slot as usize * stride), buf.as_mut_ptr(), stride) };
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    s.ring.add(slot as usize * stride),
+                    buf.as_mut_ptr(),
+                    stride,
+                )
+            };
             let w = RecvWqe::parse_srq(&buf).ok()?;
             for ds in w.data_segs() {
                 if ds.lkey.get() == INVALID_LKEY {
@@ -1317,7 +1402,8 @@ impl World {
             let left = (rd_be32(s.dbrec) as u16).wrapping_sub(s.consumed) as u32;
             if s.limit > 0 && left < s.limit {
                 s.limit = 0;
-                dev.events.push(crate::objects::AsyncEvent::SrqLimit { srqn: si as u32 });
+                dev.events
+                    .push(crate::objects::AsyncEvent::SrqLimit { srqn: si as u32 });
             }
             Some((slot, segs))
         } else {
@@ -1326,7 +1412,13 @@ impl World {
             let slot = (c as usize) & (q.rq_nwqe as usize - 1);
             let mut buf = vec![0u8; stride];
             // SAFETY: slot < rq_nwqe: the stride lies inside the RQ ring.
-            unsafe { std::ptr::copy_nonoverlapping(q.rq_ring.add(slot * stride), buf.as_mut_ptr(), stride) };
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    q.rq_ring.add(slot * stride),
+                    buf.as_mut_ptr(),
+                    stride,
+                )
+            };
             q.rq_consumed = c.wrapping_add(1);
             let w = RecvWqe::parse_rq(&buf, false).ok()?;
             for ds in w.data_segs() {
@@ -1443,7 +1535,15 @@ impl World {
         Ok(Resp::Ack)
     }
 
-    fn receive_imm_write(&mut self, d: u16, qi: u32, src_qpn: u32, len: u32, imm: [u8; 4], solicited: bool) -> Result<Resp, Nak> {
+    fn receive_imm_write(
+        &mut self,
+        d: u16,
+        qi: u32,
+        src_qpn: u32,
+        len: u32,
+        imm: [u8; 4],
+        solicited: bool,
+    ) -> Result<Resp, Nak> {
         let min_rnr = self.qp(d, qi).map(|q| q.attr.min_rnr_timer).unwrap_or(0);
         let Some((counter, _segs)) = self.take_recv(d, qi) else {
             return Err(Nak::Rnr(min_rnr));
@@ -1627,6 +1727,9 @@ impl World {
         self.progress(d, qi);
     }
 }
+
+/// One receive data segment: (byte_count, lkey, addr).
+type RecvSeg = (u32, u32, u64);
 
 /// What a successful responder execution answers.
 pub(crate) enum Resp {

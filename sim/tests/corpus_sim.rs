@@ -38,14 +38,61 @@ fn raddr(addr: u64, key: u32) -> Vec<u8> {
 fn seeds() -> Vec<Vec<u8>> {
     let mut out = Vec::new();
     for head in [0u8, 1, 2, 0x40, 0x80, 0x38] {
-        let Some((abuf, lkey, bbuf, rkey, aq, _bq)) = layout(head) else { continue };
+        let Some((abuf, lkey, bbuf, rkey, aq, _bq)) = layout(head) else {
+            continue;
+        };
         let ops: Vec<(u8, Vec<u8>)> = vec![
-            (0x08, [ctrl(0, 0x08, aq, 3, 8, 0), raddr(bbuf, rkey), data_seg(64, lkey, abuf)].concat()),
-            (0x0a, [ctrl(0, 0x0a, aq, 2, 8, 0), data_seg(32, lkey, abuf)].concat()),
-            (0x10, [ctrl(0, 0x10, aq, 3, 8, 0), raddr(bbuf + 64, rkey), data_seg(100, lkey, abuf)].concat()),
-            (0x12, [ctrl(0, 0x12, aq, 4, 8, 0), raddr(bbuf + 8, rkey), 5u64.to_be_bytes().to_vec(), vec![0; 8], data_seg(8, lkey, abuf)].concat()),
-            (0x0b, [ctrl(0, 0x0b, aq, 3, 8, 7), { let mut v = (0x8000_0000u32 | 20).to_be_bytes().to_vec(); v.extend_from_slice(&[0x61; 28]); v }].concat()),
-            (0x09, [ctrl(0, 0x09, aq, 3, 0, 9), raddr(bbuf, rkey ^ 1), data_seg(16, lkey, abuf)].concat()),
+            (
+                0x08,
+                [
+                    ctrl(0, 0x08, aq, 3, 8, 0),
+                    raddr(bbuf, rkey),
+                    data_seg(64, lkey, abuf),
+                ]
+                .concat(),
+            ),
+            (
+                0x0a,
+                [ctrl(0, 0x0a, aq, 2, 8, 0), data_seg(32, lkey, abuf)].concat(),
+            ),
+            (
+                0x10,
+                [
+                    ctrl(0, 0x10, aq, 3, 8, 0),
+                    raddr(bbuf + 64, rkey),
+                    data_seg(100, lkey, abuf),
+                ]
+                .concat(),
+            ),
+            (
+                0x12,
+                [
+                    ctrl(0, 0x12, aq, 4, 8, 0),
+                    raddr(bbuf + 8, rkey),
+                    5u64.to_be_bytes().to_vec(),
+                    vec![0; 8],
+                    data_seg(8, lkey, abuf),
+                ]
+                .concat(),
+            ),
+            (
+                0x0b,
+                [ctrl(0, 0x0b, aq, 3, 8, 7), {
+                    let mut v = (0x8000_0000u32 | 20).to_be_bytes().to_vec();
+                    v.extend_from_slice(&[0x61; 28]);
+                    v
+                }]
+                .concat(),
+            ),
+            (
+                0x09,
+                [
+                    ctrl(0, 0x09, aq, 3, 0, 9),
+                    raddr(bbuf, rkey ^ 1),
+                    data_seg(16, lkey, abuf),
+                ]
+                .concat(),
+            ),
             (0x07, ctrl(0, 0x07, aq, 1, 8, 0)),
             (0x0a, ctrl(0, 0x0a, aq, 0, 8, 0)),
         ];

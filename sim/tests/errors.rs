@@ -6,7 +6,7 @@ use bareverbs::cqe::{WcStatus, WorkCompletion};
 use bareverbs::qp::{QpAttrMask as M, QpState, QpTransitionError, QpType};
 use bareverbs::rq::RecvWr;
 use bareverbs::sq::{PostErrorKind, SendFlags, SendOp, SendWr, Sge};
-use bareverbs_sim::harness::{connect, to_rts, ConnOpts, EpConfig, Endpoint};
+use bareverbs_sim::harness::{connect, to_rts, ConnOpts, Endpoint, EpConfig};
 use bareverbs_sim::{vendor, AsyncEvent, Device, Fabric, QpAttr, SimError};
 
 type Ep = Endpoint<256, 256, 1024>;
@@ -30,7 +30,13 @@ fn pair() -> (Fabric, Ep, Ep) {
 fn recv(e: &mut Ep, wr_id: u64, off: u64, len: u32) {
     let s = [e.sge(off, len)];
     // SAFETY: inside the endpoint's registered buffer.
-    unsafe { e.qp.rq.as_mut().unwrap().post_recv_raw(&[RecvWr { wr_id, sgl: &s }]) }.unwrap();
+    unsafe {
+        e.qp.rq
+            .as_mut()
+            .unwrap()
+            .post_recv_raw(&[RecvWr { wr_id, sgl: &s }])
+    }
+    .unwrap();
 }
 
 fn write_wr<'a>(b: &Ep, wr_id: u64, sgl: &'a [Sge], roff: u64, signaled: bool) -> SendWr<'a> {
@@ -132,7 +138,11 @@ fn ds_larger_than_ring_is_an_error() {
 #[test]
 fn local_protection_on_bad_lkey_or_bounds() {
     let (_f, mut a, b) = pair();
-    let bad = [Sge { addr: a.addr(0), length: 8, lkey: a.mr.lkey() ^ 0xff }];
+    let bad = [Sge {
+        addr: a.addr(0),
+        length: 8,
+        lkey: a.mr.lkey() ^ 0xff,
+    }];
     // SAFETY: the device checks the SGE; nothing is read outside regions.
     unsafe { a.qp.sq.post_send_raw(&[write_wr(&b, 1, &bad, 0, false)]) }.unwrap();
     let v = a.drain();
@@ -146,7 +156,11 @@ fn local_protection_on_bad_lkey_or_bounds() {
 #[test]
 fn local_bounds_violation() {
     let (_f, mut a, b) = pair();
-    let past = [Sge { addr: a.addr(a.buf.len as u64 - 4), length: 8, lkey: a.mr.lkey() }];
+    let past = [Sge {
+        addr: a.addr(a.buf.len as u64 - 4),
+        length: 8,
+        lkey: a.mr.lkey(),
+    }];
     // SAFETY: the device checks the SGE against the region.
     unsafe { a.qp.sq.post_send_raw(&[write_wr(&b, 2, &past, 0, true)]) }.unwrap();
     expect_err(&a.drain()[0], WcStatus::LocProtErr, vendor::LOCAL_PROT);
@@ -168,7 +182,14 @@ fn remote_access_errors_move_both_sides() {
             1 => (b.addr(b.buf.len as u64 - 16), b.mr.rkey()),
             _ => (b.addr(0), b.mr.rkey()),
         };
-        let wr = SendWr::new(3, SendOp::Write { remote_addr: addr, rkey }, &s);
+        let wr = SendWr::new(
+            3,
+            SendOp::Write {
+                remote_addr: addr,
+                rkey,
+            },
+            &s,
+        );
         a.qp.sq.post_send(&[wr], &[a.mr]).unwrap();
         let v = a.drain();
         assert_eq!(v.len(), 1, "case {case}");
@@ -187,7 +208,10 @@ fn receive_too_small_is_local_length_at_responder() {
     recv(&mut b, 51, 100, 16);
     let s = [a.sge(0, 64)];
     a.qp.sq
-        .post_send(&[SendWr::new(4, SendOp::Send, &s).with_flags(SendFlags::SIGNALED)], &[a.mr])
+        .post_send(
+            &[SendWr::new(4, SendOp::Send, &s).with_flags(SendFlags::SIGNALED)],
+            &[a.mr],
+        )
         .unwrap();
     let va = a.drain();
     expect_err(&va[0], WcStatus::RemInvReqErr, vendor::REMOTE_INVAL_REQ);
@@ -212,7 +236,10 @@ fn rnr_retry_exhaustion_and_rnr_recovery() {
     let (_f, mut a, _b) = pair_with(&o);
     let s = [a.sge(0, 8)];
     a.qp.sq
-        .post_send(&[SendWr::new(1, SendOp::Send, &s).with_flags(SendFlags::SIGNALED)], &[a.mr])
+        .post_send(
+            &[SendWr::new(1, SendOp::Send, &s).with_flags(SendFlags::SIGNALED)],
+            &[a.mr],
+        )
         .unwrap();
     let v = a.drain();
     expect_err(&v[0], WcStatus::RnrRetryExcErr, vendor::RNR_RETRY_EXC);
@@ -229,7 +256,10 @@ fn rnr_retry_exhaustion_and_rnr_recovery() {
     a.write(0, b"rnr!");
     let s = [a.sge(0, 4)];
     a.qp.sq
-        .post_send(&[SendWr::new(2, SendOp::Send, &s).with_flags(SendFlags::SIGNALED)], &[a.mr])
+        .post_send(
+            &[SendWr::new(2, SendOp::Send, &s).with_flags(SendFlags::SIGNALED)],
+            &[a.mr],
+        )
         .unwrap();
     assert!(a.drain().is_empty());
     assert!(a.dev.qp_counters(a.qpn).unwrap().rnr_naks > 10);
@@ -254,7 +284,14 @@ fn transport_retry_exhaustion_and_flush_order() {
     // in order, and it drops every request from then on.
     recv(&mut b, 70, 0, 8);
     recv(&mut b, 71, 8, 8);
-    b.modify(&QpAttr { qp_state: QpState::Err, ..QpAttr::default() }, M::STATE).unwrap();
+    b.modify(
+        &QpAttr {
+            qp_state: QpState::Err,
+            ..QpAttr::default()
+        },
+        M::STATE,
+    )
+    .unwrap();
     let vb = b.drain();
     assert_eq!(vb.iter().map(|w| w.wr_id).collect::<Vec<_>>(), [70, 71]);
     for w in &vb {
@@ -271,7 +308,11 @@ fn transport_retry_exhaustion_and_flush_order() {
     let t0 = f.now_ns();
     f.run_until_idle();
     let v = a.drain();
-    assert_eq!(v.iter().map(|w| w.wr_id).collect::<Vec<_>>(), [1, 2, 3], "{v:?}");
+    assert_eq!(
+        v.iter().map(|w| w.wr_id).collect::<Vec<_>>(),
+        [1, 2, 3],
+        "{v:?}"
+    );
     expect_err(&v[0], WcStatus::RetryExcErr, vendor::RETRY_EXC);
     expect_err(&v[1], WcStatus::WrFlushErr, vendor::FLUSH);
     expect_err(&v[2], WcStatus::WrFlushErr, vendor::FLUSH);
@@ -281,7 +322,9 @@ fn transport_retry_exhaustion_and_flush_order() {
     assert!(f.now_ns() - t0 >= 4 * 4096 * 16);
     // Posting in ERR still works and flushes immediately.
     f.set_auto_progress(true);
-    a.qp.sq.post_send(&[write_wr(&b, 4, &s, 0, false)], &[a.mr]).unwrap();
+    a.qp.sq
+        .post_send(&[write_wr(&b, 4, &s, 0, false)], &[a.mr])
+        .unwrap();
     let v = a.drain();
     assert_eq!(v.len(), 1);
     expect_err(&v[0], WcStatus::WrFlushErr, vendor::FLUSH);
@@ -298,7 +341,10 @@ fn cq_overrun_is_detected_and_reported() {
     for i in 0..6 {
         let wr = SendWr::new(
             i,
-            SendOp::Write { remote_addr: b.addr(0), rkey: b.mr.rkey() },
+            SendOp::Write {
+                remote_addr: b.addr(0),
+                rkey: b.mr.rkey(),
+            },
             &s,
         )
         .with_flags(SendFlags::SIGNALED);
@@ -312,7 +358,10 @@ fn cq_overrun_is_detected_and_reported() {
     // The four CQEs written before the overrun are intact and in order;
     // nothing was overwritten.
     let v = a.drain();
-    assert_eq!(v.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(), (0..4).map(|i| (i, WcStatus::Success)).collect::<Vec<_>>());
+    assert_eq!(
+        v.iter().map(|w| (w.wr_id, w.status)).collect::<Vec<_>>(),
+        (0..4).map(|i| (i, WcStatus::Success)).collect::<Vec<_>>()
+    );
 }
 
 #[test]
@@ -323,17 +372,46 @@ fn state_machine_is_enforced() {
     let mut b = ep(&d, QpType::Rc);
     // Posting in RESET: refused by the core (qp_state_max_gs = -1).
     let s = [a.sge(0, 8)];
-    let e = a.qp.sq.post_send(&[write_wr(&b, 1, &s, 0, true)], &[a.mr]).unwrap_err();
-    assert!(matches!(e.kind, PostErrorKind::TooManySges { max: None, .. }));
+    let e =
+        a.qp.sq
+            .post_send(&[write_wr(&b, 1, &s, 0, true)], &[a.mr])
+            .unwrap_err();
+    assert!(matches!(
+        e.kind,
+        PostErrorKind::TooManySges { max: None, .. }
+    ));
     // Illegal transitions and missing attributes are refused.
     let err = d
-        .modify_qp(a.qpn, &QpAttr { qp_state: QpState::Rts, ..QpAttr::default() }, M::STATE | M::SQ_PSN)
+        .modify_qp(
+            a.qpn,
+            &QpAttr {
+                qp_state: QpState::Rts,
+                ..QpAttr::default()
+            },
+            M::STATE | M::SQ_PSN,
+        )
         .unwrap_err();
-    assert_eq!(err, SimError::Transition(QpTransitionError::Illegal { from: QpState::Reset, to: QpState::Rts }));
+    assert_eq!(
+        err,
+        SimError::Transition(QpTransitionError::Illegal {
+            from: QpState::Reset,
+            to: QpState::Rts
+        })
+    );
     let err = d
-        .modify_qp(a.qpn, &QpAttr { qp_state: QpState::Init, ..QpAttr::default() }, M::STATE | M::PORT)
+        .modify_qp(
+            a.qpn,
+            &QpAttr {
+                qp_state: QpState::Init,
+                ..QpAttr::default()
+            },
+            M::STATE | M::PORT,
+        )
         .unwrap_err();
-    assert!(matches!(err, SimError::Transition(QpTransitionError::Missing { .. })));
+    assert!(matches!(
+        err,
+        SimError::Transition(QpTransitionError::Missing { .. })
+    ));
     // A doorbell for a QP that is not in RTS is ignored; the WQE runs once
     // the QP reaches RTS.
     b.write(0, &[0; 8]);
@@ -357,13 +435,28 @@ fn state_machine_is_enforced() {
     let err = d
         .modify_qp(
             a.qpn,
-            &QpAttr { qp_state: QpState::Rts, cur_qp_state: QpState::Sqd, ..QpAttr::default() },
+            &QpAttr {
+                qp_state: QpState::Rts,
+                cur_qp_state: QpState::Sqd,
+                ..QpAttr::default()
+            },
             M::STATE | M::CUR_STATE,
         )
         .unwrap_err();
     assert_eq!(err, SimError::CurStateMismatch);
     // Any state -> RESET: the host queues reset too and posting stops.
-    a.modify(&QpAttr { qp_state: QpState::Reset, ..QpAttr::default() }, M::STATE).unwrap();
+    a.modify(
+        &QpAttr {
+            qp_state: QpState::Reset,
+            ..QpAttr::default()
+        },
+        M::STATE,
+    )
+    .unwrap();
     assert_eq!(d.qp_state(a.qpn), Some(QpState::Reset));
-    assert!(a.qp.sq.post_send(&[write_wr(&b, 1, &s, 0, true)], &[a.mr]).is_err());
+    assert!(a
+        .qp
+        .sq
+        .post_send(&[write_wr(&b, 1, &s, 0, true)], &[a.mr])
+        .is_err());
 }

@@ -8,7 +8,7 @@ use bareverbs::qp::QpType;
 use bareverbs::rq::RecvWr;
 use bareverbs::sq::{SendFlags, SendOp, SendWr, Sge, UdDest};
 use bareverbs::wqe::{AddressVector, Be16, Be32};
-use bareverbs_sim::harness::{connect, ud_to_rts, ConnOpts, EpConfig, Endpoint};
+use bareverbs_sim::harness::{connect, ud_to_rts, ConnOpts, Endpoint, EpConfig};
 use bareverbs_sim::{Device, Fabric};
 
 type Ep = Endpoint<256, 256, 1024>;
@@ -34,7 +34,13 @@ fn recv(e: &mut Ep, wr_id: u64, parts: &[(u64, u32)]) {
     let sgl: Vec<Sge> = parts.iter().map(|&(o, l)| e.sge(o, l)).collect();
     let sgl = &sgl[..];
     // SAFETY: the SGEs are inside the endpoint's registered buffer.
-    unsafe { e.qp.rq.as_mut().unwrap().post_recv_raw(&[RecvWr { wr_id, sgl }]) }.unwrap();
+    unsafe {
+        e.qp.rq
+            .as_mut()
+            .unwrap()
+            .post_recv_raw(&[RecvWr { wr_id, sgl }])
+    }
+    .unwrap();
 }
 
 fn post(e: &mut Ep, wr: SendWr<'_>) {
@@ -60,11 +66,20 @@ fn send_scatters_over_several_sges() {
     // Three receive SGEs of 100, 50 and 200 bytes in different places.
     recv(&mut b, 77, &[(1000, 100), (3000, 50), (5000, 200)]);
     let ss = [a.sge(0, 120), a.sge(120, 180)];
-    post(&mut a, SendWr::new(5, SendOp::Send, &ss).with_flags(SendFlags::SIGNALED));
+    post(
+        &mut a,
+        SendWr::new(5, SendOp::Send, &ss).with_flags(SendFlags::SIGNALED),
+    );
     let wc = one(&mut a);
-    assert_eq!((wc.wr_id, wc.status, wc.opcode), (5, WcStatus::Success, WcOpcode::Send));
+    assert_eq!(
+        (wc.wr_id, wc.status, wc.opcode),
+        (5, WcStatus::Success, WcOpcode::Send)
+    );
     let r = one(&mut b);
-    assert_eq!((r.wr_id, r.status, r.opcode), (77, WcStatus::Success, WcOpcode::Recv));
+    assert_eq!(
+        (r.wr_id, r.status, r.opcode),
+        (77, WcStatus::Success, WcOpcode::Recv)
+    );
     assert_eq!(r.byte_len, 300);
     assert_eq!(r.src_qp, a.qpn);
     assert_eq!(b.read(1000, 100), msg[..100]);
@@ -99,7 +114,14 @@ fn send_imm_inline_and_invalidate() {
     let rkey = b.mr.rkey();
     post(
         &mut a,
-        SendWr::new(4, SendOp::SendInv { invalidate_rkey: rkey }, &s).with_flags(SendFlags::SIGNALED),
+        SendWr::new(
+            4,
+            SendOp::SendInv {
+                invalidate_rkey: rkey,
+            },
+            &s,
+        )
+        .with_flags(SendFlags::SIGNALED),
     );
     assert_eq!(one(&mut a).status, WcStatus::Success);
     let r = one(&mut b);
@@ -108,7 +130,15 @@ fn send_imm_inline_and_invalidate() {
     // A WRITE through the invalidated key is a remote access error.
     post(
         &mut a,
-        SendWr::new(5, SendOp::Write { remote_addr: b.addr(0), rkey }, &s).with_flags(SendFlags::SIGNALED),
+        SendWr::new(
+            5,
+            SendOp::Write {
+                remote_addr: b.addr(0),
+                rkey,
+            },
+            &s,
+        )
+        .with_flags(SendFlags::SIGNALED),
     );
     assert_eq!(one(&mut a).status, WcStatus::RemAccessErr);
 }
@@ -121,11 +151,21 @@ fn write_and_write_imm_move_exact_bytes() {
     let s = [a.sge(0, 2000), a.sge(2000, 3000)];
     post(
         &mut a,
-        SendWr::new(1, SendOp::Write { remote_addr: b.addr(7), rkey: b.mr.rkey() }, &s)
-            .with_flags(SendFlags::SIGNALED),
+        SendWr::new(
+            1,
+            SendOp::Write {
+                remote_addr: b.addr(7),
+                rkey: b.mr.rkey(),
+            },
+            &s,
+        )
+        .with_flags(SendFlags::SIGNALED),
     );
     let wc = one(&mut a);
-    assert_eq!((wc.status, wc.opcode), (WcStatus::Success, WcOpcode::RdmaWrite));
+    assert_eq!(
+        (wc.status, wc.opcode),
+        (WcStatus::Success, WcOpcode::RdmaWrite)
+    );
     assert_eq!(b.read(0, 7), vec![0; 7]);
     assert_eq!(b.read(7, 5000), msg);
     assert_eq!(b.read(5007, 16), vec![0; 16]);
@@ -134,12 +174,23 @@ fn write_and_write_imm_move_exact_bytes() {
     let s = [a.sge(0, 100)];
     post(
         &mut a,
-        SendWr::new(2, SendOp::WriteImm { remote_addr: b.addr(10000), rkey: b.mr.rkey(), imm: 0x0102_0304 }, &s)
-            .with_flags(SendFlags::SIGNALED),
+        SendWr::new(
+            2,
+            SendOp::WriteImm {
+                remote_addr: b.addr(10000),
+                rkey: b.mr.rkey(),
+                imm: 0x0102_0304,
+            },
+            &s,
+        )
+        .with_flags(SendFlags::SIGNALED),
     );
     assert!(one(&mut a).wc_flags.contains(WcFlags::WITH_IMM));
     let r = one(&mut b);
-    assert_eq!((r.wr_id, r.opcode, r.byte_len), (9, WcOpcode::RecvRdmaWithImm, 100));
+    assert_eq!(
+        (r.wr_id, r.opcode, r.byte_len),
+        (9, WcOpcode::RecvRdmaWithImm, 100)
+    );
     assert_eq!(u32::from_be(r.imm_data), 0x0102_0304);
     assert_eq!(b.read(10000, 100), msg[..100]);
     assert_eq!(b.read(20000, 8), vec![0; 8]); // the receive buffer is untouched
@@ -147,17 +198,27 @@ fn write_and_write_imm_move_exact_bytes() {
 
 #[test]
 fn read_and_atomics() {
-    let (_f, mut a, mut b) = rc_pair(QpType::Rc);
+    let (_f, mut a, b) = rc_pair(QpType::Rc);
     let msg = bytes(777, 5);
     b.write(100, &msg);
     let s = [a.sge(0, 300), a.sge(1000, 477)];
     post(
         &mut a,
-        SendWr::new(1, SendOp::Read { remote_addr: b.addr(100), rkey: b.mr.rkey() }, &s)
-            .with_flags(SendFlags::SIGNALED),
+        SendWr::new(
+            1,
+            SendOp::Read {
+                remote_addr: b.addr(100),
+                rkey: b.mr.rkey(),
+            },
+            &s,
+        )
+        .with_flags(SendFlags::SIGNALED),
     );
     let wc = one(&mut a);
-    assert_eq!((wc.status, wc.opcode, wc.byte_len), (WcStatus::Success, WcOpcode::RdmaRead, 777));
+    assert_eq!(
+        (wc.status, wc.opcode, wc.byte_len),
+        (WcStatus::Success, WcOpcode::RdmaRead, 777)
+    );
     assert_eq!(a.read(0, 300), msg[..300]);
     assert_eq!(a.read(1000, 477), msg[300..]);
     assert_eq!(a.read(300, 1), [0]);
@@ -166,17 +227,37 @@ fn read_and_atomics() {
     let r = [a.sge(2048, 8)];
     post(
         &mut a,
-        SendWr::new(2, SendOp::FetchAdd { remote_addr: b.addr(4096), rkey: b.mr.rkey(), add: 2 }, &r)
-            .with_flags(SendFlags::SIGNALED),
+        SendWr::new(
+            2,
+            SendOp::FetchAdd {
+                remote_addr: b.addr(4096),
+                rkey: b.mr.rkey(),
+                add: 2,
+            },
+            &r,
+        )
+        .with_flags(SendFlags::SIGNALED),
     );
     let wc = one(&mut a);
-    assert_eq!((wc.status, wc.opcode, wc.byte_len), (WcStatus::Success, WcOpcode::FetchAdd, 8));
+    assert_eq!(
+        (wc.status, wc.opcode, wc.byte_len),
+        (WcStatus::Success, WcOpcode::FetchAdd, 8)
+    );
     assert_eq!(a.read(2048, 8), 40u64.to_be_bytes());
     assert_eq!(b.read(4096, 8), 42u64.to_be_bytes());
     post(
         &mut a,
-        SendWr::new(3, SendOp::CompSwap { remote_addr: b.addr(4096), rkey: b.mr.rkey(), compare: 42, swap: 7 }, &r)
-            .with_flags(SendFlags::SIGNALED),
+        SendWr::new(
+            3,
+            SendOp::CompSwap {
+                remote_addr: b.addr(4096),
+                rkey: b.mr.rkey(),
+                compare: 42,
+                swap: 7,
+            },
+            &r,
+        )
+        .with_flags(SendFlags::SIGNALED),
     );
     assert_eq!(one(&mut a).opcode, WcOpcode::CompSwap);
     assert_eq!(b.read(4096, 8), 7u64.to_be_bytes());
@@ -184,8 +265,17 @@ fn read_and_atomics() {
     // A failed compare leaves memory alone and returns the value.
     post(
         &mut a,
-        SendWr::new(4, SendOp::CompSwap { remote_addr: b.addr(4096), rkey: b.mr.rkey(), compare: 1, swap: 9 }, &r)
-            .with_flags(SendFlags::SIGNALED),
+        SendWr::new(
+            4,
+            SendOp::CompSwap {
+                remote_addr: b.addr(4096),
+                rkey: b.mr.rkey(),
+                compare: 1,
+                swap: 9,
+            },
+            &r,
+        )
+        .with_flags(SendFlags::SIGNALED),
     );
     assert_eq!(one(&mut a).status, WcStatus::Success);
     assert_eq!(b.read(4096, 8), 7u64.to_be_bytes());
@@ -194,12 +284,20 @@ fn read_and_atomics() {
 
 #[test]
 fn misaligned_atomic_is_remote_invalid_request() {
-    let (_f, mut a, mut b) = rc_pair(QpType::Rc);
+    let (_f, mut a, b) = rc_pair(QpType::Rc);
     let r = [a.sge(0, 8)];
     post(
         &mut a,
-        SendWr::new(1, SendOp::FetchAdd { remote_addr: b.addr(4), rkey: b.mr.rkey(), add: 1 }, &r)
-            .with_flags(SendFlags::SIGNALED),
+        SendWr::new(
+            1,
+            SendOp::FetchAdd {
+                remote_addr: b.addr(4),
+                rkey: b.mr.rkey(),
+                add: 1,
+            },
+            &r,
+        )
+        .with_flags(SendFlags::SIGNALED),
     );
     let wc = one(&mut a);
     assert_eq!(wc.status, WcStatus::RemInvReqErr);
@@ -214,13 +312,23 @@ fn uc_write_and_send() {
     let s = [a.sge(0, 64)];
     post(
         &mut a,
-        SendWr::new(1, SendOp::Write { remote_addr: b.addr(128), rkey: b.mr.rkey() }, &s)
-            .with_flags(SendFlags::SIGNALED),
+        SendWr::new(
+            1,
+            SendOp::Write {
+                remote_addr: b.addr(128),
+                rkey: b.mr.rkey(),
+            },
+            &s,
+        )
+        .with_flags(SendFlags::SIGNALED),
     );
     assert_eq!(one(&mut a).status, WcStatus::Success);
     assert_eq!(b.read(128, 64), msg);
     recv(&mut b, 5, &[(512, 64)]);
-    post(&mut a, SendWr::new(2, SendOp::Send, &s).with_flags(SendFlags::SIGNALED));
+    post(
+        &mut a,
+        SendWr::new(2, SendOp::Send, &s).with_flags(SendFlags::SIGNALED),
+    );
     assert_eq!(one(&mut a).status, WcStatus::Success);
     let r = one(&mut b);
     assert_eq!((r.wr_id, r.byte_len), (5, 64));
@@ -260,13 +368,21 @@ fn ud_send_with_qkey_and_grh() {
     // Wrong Q_Key: silently dropped at the receiver, success at the sender.
     let bad = SendWr::new(1, SendOp::Send, &s)
         .with_flags(SendFlags::SIGNALED)
-        .with_ud(UdDest { av: &av, remote_qpn: b.qpn, remote_qkey: 0x9999 });
+        .with_ud(UdDest {
+            av: &av,
+            remote_qpn: b.qpn,
+            remote_qkey: 0x9999,
+        });
     post(&mut a, bad);
     assert_eq!(one(&mut a).status, WcStatus::Success);
     assert!(b.drain().is_empty());
     let good = SendWr::new(2, SendOp::Send, &s)
         .with_flags(SendFlags::SIGNALED)
-        .with_ud(UdDest { av: &av, remote_qpn: b.qpn, remote_qkey: 0x2222 });
+        .with_ud(UdDest {
+            av: &av,
+            remote_qpn: b.qpn,
+            remote_qkey: 0x2222,
+        });
     post(&mut a, good);
     assert_eq!(one(&mut a).status, WcStatus::Success);
     let r = one(&mut b);
@@ -277,17 +393,34 @@ fn ud_send_with_qkey_and_grh() {
 
 #[test]
 fn unsignaled_success_gives_no_cqe_and_is_retired_by_a_later_one() {
-    let (_f, mut a, mut b) = rc_pair(QpType::Rc);
+    let (_f, mut a, b) = rc_pair(QpType::Rc);
     let s = [a.sge(0, 16)];
     for i in 0..5 {
-        post(&mut a, SendWr::new(i, SendOp::Write { remote_addr: b.addr(0), rkey: b.mr.rkey() }, &s));
+        post(
+            &mut a,
+            SendWr::new(
+                i,
+                SendOp::Write {
+                    remote_addr: b.addr(0),
+                    rkey: b.mr.rkey(),
+                },
+                &s,
+            ),
+        );
     }
     assert!(a.drain().is_empty());
     assert_eq!(a.qp.sq.outstanding(), 5);
     post(
         &mut a,
-        SendWr::new(9, SendOp::Write { remote_addr: b.addr(0), rkey: b.mr.rkey() }, &s)
-            .with_flags(SendFlags::SIGNALED),
+        SendWr::new(
+            9,
+            SendOp::Write {
+                remote_addr: b.addr(0),
+                rkey: b.mr.rkey(),
+            },
+            &s,
+        )
+        .with_flags(SendFlags::SIGNALED),
     );
     assert_eq!(one(&mut a).wr_id, 9);
     assert_eq!(a.qp.sq.outstanding(), 0);
@@ -321,7 +454,16 @@ fn srq_receives_and_limit_event() {
     db.set_uidx(qh.qpn, qh.qpn);
     // SAFETY: ring and record belong to this SRQ alone.
     let mut srq = unsafe {
-        SharedReceiveQueue::<8>::new(srqh.ring, srqh.dbrec, SrqConfig { wqe_shift: 5, max_gs: 1, nwqes: 8, wait_queue: false })
+        SharedReceiveQueue::<8>::new(
+            srqh.ring,
+            srqh.dbrec,
+            SrqConfig {
+                wqe_shift: 5,
+                max_gs: 1,
+                nwqes: 8,
+                wait_queue: false,
+            },
+        )
     }
     .unwrap();
     let buf = db.alloc(4096).unwrap();
@@ -329,29 +471,64 @@ fn srq_receives_and_limit_event() {
     for i in 0..4u64 {
         let s = [mr.sge(i * 256, 256).unwrap()];
         // SAFETY: inside the registered buffer.
-        unsafe { srq.post_recv_raw(&[RecvWr { wr_id: 100 + i, sgl: &s }]) }.unwrap();
+        unsafe {
+            srq.post_recv_raw(&[RecvWr {
+                wr_id: 100 + i,
+                sgl: &s,
+            }])
+        }
+        .unwrap();
     }
     // Connect a <-> b by hand (b has no Endpoint).
     use bareverbs::qp::{QpAttrMask as M, QpState};
     use bareverbs_sim::QpAttr;
-    let mut at = QpAttr { qp_state: QpState::Init, qp_access_flags: 0, ..QpAttr::default() };
-    db.modify_qp(qh.qpn, &at, M::STATE | M::PKEY_INDEX | M::PORT | M::ACCESS_FLAGS).unwrap();
+    let mut at = QpAttr {
+        qp_state: QpState::Init,
+        qp_access_flags: 0,
+        ..QpAttr::default()
+    };
+    db.modify_qp(
+        qh.qpn,
+        &at,
+        M::STATE | M::PKEY_INDEX | M::PORT | M::ACCESS_FLAGS,
+    )
+    .unwrap();
     at.qp_state = QpState::Rtr;
     at.dlid = da.lid();
     at.dest_qp_num = a.qpn;
     at.rq_psn = 0x1234;
-    db.modify_qp(qh.qpn, &at, M::STATE | M::AV | M::PATH_MTU | M::DEST_QPN | M::RQ_PSN | M::MAX_DEST_RD_ATOMIC | M::MIN_RNR_TIMER).unwrap();
+    db.modify_qp(
+        qh.qpn,
+        &at,
+        M::STATE
+            | M::AV
+            | M::PATH_MTU
+            | M::DEST_QPN
+            | M::RQ_PSN
+            | M::MAX_DEST_RD_ATOMIC
+            | M::MIN_RNR_TIMER,
+    )
+    .unwrap();
     bareverbs_sim::harness::to_rts(&mut a, db.lid(), qh.qpn, &ConnOpts::default()).unwrap();
     let msg = bytes(200, 6);
     a.write(0, &msg);
     let s = [a.sge(0, 200)];
     for i in 0..3 {
-        post(&mut a, SendWr::new(i, SendOp::Send, &s).with_flags(SendFlags::SIGNALED));
+        post(
+            &mut a,
+            SendWr::new(i, SendOp::Send, &s).with_flags(SendFlags::SIGNALED),
+        );
     }
     assert_eq!(a.drain().len(), 3);
     // SAFETY: the CQ memory comes from the device.
     let mut bcq = unsafe {
-        bareverbs::cq::CompletionQueue::<64>::new(cq.ring, cq.dbrec, cq.cqn, bareverbs::cqe::CqeSize::B64, 1)
+        bareverbs::cq::CompletionQueue::<64>::new(
+            cq.ring,
+            cq.dbrec,
+            cq.cqn,
+            bareverbs::cqe::CqeSize::B64,
+            1,
+        )
     }
     .unwrap();
     // SAFETY: sq ring/record of the QP, used only through this queue.
@@ -373,8 +550,16 @@ fn srq_receives_and_limit_event() {
         )
     }
     .unwrap();
-    let mut qps = [QueuePair::<_, 64, 1> { qpn: qh.qpn, uidx: qh.qpn, sq, rq: None }];
-    let mut set = QpSet { qps: &mut qps, srq: Some(&mut srq) };
+    let mut qps = [QueuePair::<_, 64, 1> {
+        qpn: qh.qpn,
+        uidx: qh.qpn,
+        sq,
+        rq: None,
+    }];
+    let mut set = QpSet {
+        qps: &mut qps,
+        srq: Some(&mut srq),
+    };
     let mut wc = [WorkCompletion::default(); 8];
     let n = bcq.poll(&mut set, &mut wc).unwrap();
     assert_eq!(n, 3);
@@ -383,9 +568,12 @@ fn srq_receives_and_limit_event() {
     for (i, w) in wc[..3].iter().enumerate() {
         assert_eq!((w.status, w.byte_len), (WcStatus::Success, 200));
         // SAFETY: inside the live buffer.
-        let got = unsafe { std::slice::from_raw_parts(buf.cpu.as_ptr().add(i * 256), 200).to_vec() };
+        let got =
+            unsafe { std::slice::from_raw_parts(buf.cpu.as_ptr().add(i * 256), 200).to_vec() };
         assert_eq!(got, msg);
     }
     // 4 posted, 3 consumed: 1 left < limit 2 → one SRQ limit event.
-    assert!(db.take_events().contains(&AsyncEvent::SrqLimit { srqn: srqh.srqn }));
+    assert!(db
+        .take_events()
+        .contains(&AsyncEvent::SrqLimit { srqn: srqh.srqn }));
 }

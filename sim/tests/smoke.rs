@@ -1,7 +1,7 @@
-use bareverbs::sq::{SendFlags, SendOp, SendWr};
-use bareverbs_sim::harness::{connect, ConnOpts, EpConfig, Endpoint};
-use bareverbs_sim::Fabric;
 use bareverbs::qp::QpType;
+use bareverbs::sq::{SendFlags, SendOp, SendWr};
+use bareverbs_sim::harness::{connect, ConnOpts, Endpoint, EpConfig};
+use bareverbs_sim::Fabric;
 
 #[test]
 fn loopback_write() {
@@ -12,7 +12,15 @@ fn loopback_write() {
     connect(&mut a, &mut b, &ConnOpts::default()).unwrap();
     a.write(0, b"hello world");
     let sge = [a.sge(0, 11)];
-    let wr = SendWr::new(7, SendOp::Write { remote_addr: b.addr(100), rkey: b.mr.rkey() }, &sge).with_flags(SendFlags::SIGNALED);
+    let wr = SendWr::new(
+        7,
+        SendOp::Write {
+            remote_addr: b.addr(100),
+            rkey: b.mr.rkey(),
+        },
+        &sge,
+    )
+    .with_flags(SendFlags::SIGNALED);
     a.qp.sq.post_send(&[wr], &[a.mr]).unwrap();
     let wcs = a.drain();
     println!("{wcs:?}");
@@ -24,10 +32,28 @@ fn loopback_write() {
 fn rate_and_perf() {
     let r = bareverbs_sim::perf::loopback_write_rate(200_000);
     println!("loopback rate {r:.0} ops/s");
-    let cfg = bareverbs_sim::perf::PerfConfig { size: 4096, iterations: 20000, num_qps: 8, loss: 0.01, seed: 7, ..Default::default() };
+    let cfg = bareverbs_sim::perf::PerfConfig {
+        size: 4096,
+        iterations: 20000,
+        num_qps: 8,
+        loss: 0.01,
+        seed: 7,
+        ..Default::default()
+    };
     let t = std::time::Instant::now();
     let rep = bareverbs_sim::perf::run_perf(&cfg);
-    println!("perf {:?} posted {} ok {} err {} mism {} bw {:.2} mpps {:.3} retx {} wall {:?}", cfg.kind, rep.posted, rep.completed_ok, rep.completed_err, rep.mismatches, rep.bw_gbps, rep.msg_rate_mpps, rep.requester.retransmits, t.elapsed());
+    println!(
+        "perf {:?} posted {} ok {} err {} mism {} bw {:.2} mpps {:.3} retx {} wall {:?}",
+        cfg.kind,
+        rep.posted,
+        rep.completed_ok,
+        rep.completed_err,
+        rep.mismatches,
+        rep.bw_gbps,
+        rep.msg_rate_mpps,
+        rep.requester.retransmits,
+        t.elapsed()
+    );
     assert_eq!(rep.completed_ok, rep.posted);
     assert_eq!(rep.posted, 160000);
 }

@@ -6,7 +6,7 @@ use bareverbs::cqe::{WcOpcode, WcStatus};
 use bareverbs::qp::QpType;
 use bareverbs::rq::RecvWr;
 use bareverbs::sq::{SendFlags, SendOp, SendWr};
-use bareverbs_sim::harness::{connect, ConnOpts, EpConfig, Endpoint};
+use bareverbs_sim::harness::{connect, ConnOpts, Endpoint, EpConfig};
 use bareverbs_sim::{Counters, Fabric, FaultPlan, Rng, TraceEvent};
 use std::collections::HashMap;
 
@@ -86,20 +86,32 @@ fn soak(seed: u64, total: u64, qps: usize, loss: f64, trace: bool) -> Outcome {
                 let kind = rng.below(4);
                 let (x, y) = (&mut a[q], &mut b[q]);
                 let split = len / 2;
-                let sgl2 = [x.sge(off as u64, split.max(1).min(len)), x.sge(off as u64 + split.max(1).min(len) as u64, len - split.max(1).min(len))];
+                let sgl2 = [
+                    x.sge(off as u64, split.max(1).min(len)),
+                    x.sge(
+                        off as u64 + split.max(1).min(len) as u64,
+                        len - split.max(1).min(len),
+                    ),
+                ];
                 let sgl = if len > 1 { &sgl2[..] } else { &sgl2[..1] };
                 let (op, check) = match kind {
                     0 => {
                         x.write(off, &data);
                         (
-                            SendOp::Write { remote_addr: y.addr(off as u64), rkey: y.mr.rkey() },
+                            SendOp::Write {
+                                remote_addr: y.addr(off as u64),
+                                rkey: y.mr.rkey(),
+                            },
                             Check::Remote(off, data),
                         )
                     }
                     1 => {
                         y.write(off, &data);
                         (
-                            SendOp::Read { remote_addr: y.addr(off as u64), rkey: y.mr.rkey() },
+                            SendOp::Read {
+                                remote_addr: y.addr(off as u64),
+                                rkey: y.mr.rkey(),
+                            },
                             Check::Local(off, data),
                         )
                     }
@@ -108,8 +120,13 @@ fn soak(seed: u64, total: u64, qps: usize, loss: f64, trace: bool) -> Outcome {
                         let roff = RECV_BASE + slot * SLOT;
                         let rs = [y.sge(roff as u64, SLOT as u32)];
                         // SAFETY: inside the endpoint's registered buffer.
-                        unsafe { y.qp.rq.as_mut().unwrap().post_recv_raw(&[RecvWr { wr_id: id, sgl: &rs }]) }
-                            .unwrap();
+                        unsafe {
+                            y.qp.rq.as_mut().unwrap().post_recv_raw(&[RecvWr {
+                                wr_id: id,
+                                sgl: &rs,
+                            }])
+                        }
+                        .unwrap();
                         recv_expect[q].insert(id, data);
                         (SendOp::Send, Check::Sent)
                     }
@@ -118,7 +135,11 @@ fn soak(seed: u64, total: u64, qps: usize, loss: f64, trace: bool) -> Outcome {
                         let before = faa_sum[q];
                         faa_sum[q] += add;
                         (
-                            SendOp::FetchAdd { remote_addr: y.addr(COUNTER as u64), rkey: y.mr.rkey(), add },
+                            SendOp::FetchAdd {
+                                remote_addr: y.addr(COUNTER as u64),
+                                rkey: y.mr.rkey(),
+                                add,
+                            },
                             Check::Fetched(off, before),
                         )
                     }
@@ -138,18 +159,24 @@ fn soak(seed: u64, total: u64, qps: usize, loss: f64, trace: bool) -> Outcome {
             for wc in y.drain() {
                 assert_eq!(wc.status, WcStatus::Success, "recv {wc:?}");
                 assert_eq!(wc.opcode, WcOpcode::Recv);
-                let want = recv_expect[q].remove(&wc.wr_id).expect("receive completes once");
+                let want = recv_expect[q]
+                    .remove(&wc.wr_id)
+                    .expect("receive completes once");
                 assert_eq!(wc.byte_len as usize, want.len());
                 let roff = RECV_BASE + (wc.wr_id % DEPTH) as usize * SLOT;
                 assert_eq!(y.read(roff, want.len()), want, "SEND bytes");
             }
             for wc in x.drain() {
                 assert_eq!(wc.status, WcStatus::Success, "send {wc:?}");
-                let check = pending[q].remove(&wc.wr_id).expect("WR completes exactly once");
+                let check = pending[q]
+                    .remove(&wc.wr_id)
+                    .expect("WR completes exactly once");
                 match check {
                     Check::Remote(off, d) => assert_eq!(y.read(off, d.len()), d, "WRITE bytes"),
                     Check::Local(off, d) => assert_eq!(x.read(off, d.len()), d, "READ bytes"),
-                    Check::Fetched(off, v) => assert_eq!(x.read(off, 8), v.to_be_bytes(), "FAA value"),
+                    Check::Fetched(off, v) => {
+                        assert_eq!(x.read(off, 8), v.to_be_bytes(), "FAA value")
+                    }
                     Check::Sent => {}
                 }
                 done[q] += 1;
@@ -175,7 +202,10 @@ fn soak(seed: u64, total: u64, qps: usize, loss: f64, trace: bool) -> Outcome {
 fn soak_100k_ops_8_qps_1pct_loss() {
     let o = soak(42, 100_000, 8, 0.01, false);
     assert_eq!(o.completed, 100_000);
-    assert!(o.counters.retransmits > 0, "loss must have caused retransmissions");
+    assert!(
+        o.counters.retransmits > 0,
+        "loss must have caused retransmissions"
+    );
     println!("soak counters: {:?}", o.counters);
 }
 

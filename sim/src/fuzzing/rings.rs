@@ -11,7 +11,7 @@
 //!   8-byte MMIO value, 1 byte of extra.
 
 use crate::device::Fabric;
-use crate::harness::{connect, ud_to_rts, ConnOpts, EpConfig, Endpoint};
+use crate::harness::{connect, ud_to_rts, ConnOpts, Endpoint, EpConfig};
 use bareverbs::platform::{Uar, BF_OFFSET, CQ_DOORBELL};
 use bareverbs::qp::QpType;
 
@@ -47,7 +47,14 @@ pub fn layout(ty_byte: u8) -> Option<(u64, u32, u64, u32, u32, u32)> {
     };
     let a = Ep::new(&d, &cfg).ok()?;
     let b = Ep::new(&d, &cfg).ok()?;
-    Some((a.buf.iova, a.mr.lkey(), b.buf.iova, b.mr.rkey(), a.qpn, b.qpn))
+    Some((
+        a.buf.iova,
+        a.mr.lkey(),
+        b.buf.iova,
+        b.mr.rkey(),
+        a.qpn,
+        b.qpn,
+    ))
 }
 
 /// The fuzz body.
@@ -107,7 +114,9 @@ pub fn sim_rings(data: &[u8]) {
             0 | 1 => {
                 // Send doorbell record, then an 8-byte doorbell.
                 put(a.dbrec, 4, &(dbv as u32).to_be_bytes());
-                a.qp.sq.uar_mut().write64(BF_OFFSET + (sel as usize & 0x100), mmio);
+                a.qp.sq
+                    .uar_mut()
+                    .write64(BF_OFFSET + (sel as usize & 0x100), mmio);
             }
             2 => {
                 // A BlueFlame write of 1..4 chunks copied from the ring.
@@ -118,7 +127,11 @@ pub fn sim_rings(data: &[u8]) {
                     let mut chunk = [0u8; 64];
                     // SAFETY: the SQ ring is 256 bytes; k < 4.
                     unsafe {
-                        std::ptr::copy_nonoverlapping(a.sq_ring.cpu.as_ptr().add(k * 64), chunk.as_mut_ptr(), 64)
+                        std::ptr::copy_nonoverlapping(
+                            a.sq_ring.cpu.as_ptr().add(k * 64),
+                            chunk.as_mut_ptr(),
+                            64,
+                        )
                     };
                     chunk[..8].copy_from_slice(&mmio);
                     uar.write_bf(BF_OFFSET + k * 64, &chunk);
@@ -144,7 +157,11 @@ pub fn sim_rings(data: &[u8]) {
             6 => {
                 // Doorbell for the peer QP number or a random one.
                 let mut m = mmio;
-                let q = if r[11] & 1 == 0 { b.qpn } else { u32::from_be_bytes([0, r[1], r[2], r[3]]) };
+                let q = if r[11] & 1 == 0 {
+                    b.qpn
+                } else {
+                    u32::from_be_bytes([0, r[1], r[2], r[3]])
+                };
                 let ds = m[7] as u32 & 0x3f;
                 m[4..8].copy_from_slice(&((q << 8) | ds).to_be_bytes());
                 put(b.dbrec, 4, &(dbv as u32).to_be_bytes());
