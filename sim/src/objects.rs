@@ -71,7 +71,6 @@ pub(crate) struct Srq {
     pub nslots: u32,
     pub shift: u32,
     pub dbrec: *mut u8,
-    #[allow(dead_code)] // receive lkeys are checked against the QP's PD
     pub pd: u32,
     /// Next slot the device consumes (follows `next_wqe_index`).
     pub head_slot: u16,

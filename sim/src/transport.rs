@@ -469,7 +469,7 @@ impl World {
         let is_read = opcode == 0x10;
         let is_atomic = opcode == 0x11 || opcode == 0x12;
         // Gather (SEND/WRITE) or collect local scatter targets (READ/atomic).
-        let mut data = Vec::new();
+        let mut data = self.buf_pool.pop().unwrap_or_default();
         let mut sges = 0u32;
         let mut first_len = 0u32;
         let mut inline = false;
@@ -519,10 +519,12 @@ impl World {
                     if is_read || is_atomic {
                         pend.local.push((ptr, len as u32));
                     } else {
+                        let start = data.len();
+                        data.resize(start + len as usize, 0);
                         // SAFETY: `ptr..ptr+len` lies inside a registered
-                        // region whose memory was translated at registration.
-                        let chunk = unsafe { dma_read(ptr, len as usize) };
-                        data.extend_from_slice(&chunk);
+                        // region whose memory was translated at registration;
+                        // the destination is the fresh tail of `data`.
+                        unsafe { std::ptr::copy(ptr, data.as_mut_ptr().add(start), len as usize) };
                     }
                 }
             }
@@ -713,7 +715,19 @@ impl World {
             if !head.done {
                 return;
             }
-            let h = q.pend.pop_front().expect("head");
+            let mut h = q.pend.pop_front().expect("head");
+            if let Some(r) = h.req.take() {
+                // Recycle the payload buffer once no packet holds it.
+                if let Ok(Req::Send { mut data, .. } | Req::Write { mut data, .. }) =
+                    Rc::try_unwrap(r)
+                {
+                    if self.buf_pool.len() < 256 && data.capacity() <= 1 << 16 {
+                        data.clear();
+                        self.buf_pool.push(data);
+                    }
+                }
+            }
+            let Some(q) = self.qp(d, qi) else { return };
             if h.signaled {
                 let (qpn, uidx, scq) = (q.qpn, q.uidx, q.scq);
                 let mut c = Cqe64::default();
@@ -1445,8 +1459,15 @@ impl World {
         solicited: bool,
     ) -> Result<Resp, Nak> {
         let (ty, min_rnr, pd) = {
-            let q = self.qp(d, qi).expect("qp");
-            (q.ty, q.attr.min_rnr_timer, q.pd)
+            let dev = &self.devs[d as usize];
+            let q = dev.qps[qi as usize].as_ref().expect("qp");
+            // Receive buffers are checked against the PD of the queue that
+            // holds the WQE: the SRQ's when the QP uses one.
+            let pd = match q.srq.and_then(|s| dev.srqs.get(s)).and_then(|s| s.as_ref()) {
+                Some(s) => s.pd,
+                None => q.pd,
+            };
+            (q.ty, q.attr.min_rnr_timer, pd)
         };
         let Some((counter, segs)) = self.take_recv(d, qi) else {
             return Err(Nak::Rnr(min_rnr));

@@ -124,17 +124,14 @@ pub(crate) enum Event {
     RnrTimer { dev: u16, qi: u32, gen: u64 },
 }
 
+/// A heap entry: due time, tie-breaking sequence number and the slot of
+/// the event in the slab (kept small so heap operations move little).
+#[derive(Clone, Copy, PartialEq, Eq)]
 struct Timed {
     t: u64,
     seq: u64,
-    ev: Event,
+    slot: u32,
 }
-impl PartialEq for Timed {
-    fn eq(&self, o: &Self) -> bool {
-        self.t == o.t && self.seq == o.seq
-    }
-}
-impl Eq for Timed {}
 impl PartialOrd for Timed {
     fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
         Some(self.cmp(o))
@@ -175,6 +172,8 @@ pub(crate) struct World {
     pub now: u64,
     pub devs: Vec<Dev>,
     heap: BinaryHeap<Timed>,
+    slab: Vec<Option<Event>>,
+    free: Vec<u32>,
     seq: u64,
     pub faults: FaultPlan,
     pub rng: Rng,
@@ -188,6 +187,8 @@ pub(crate) struct World {
     pub any_error: bool,
     /// Scratch buffer for WQE copies.
     pub scratch: Vec<u8>,
+    /// Recycled payload buffers.
+    pub buf_pool: Vec<Vec<u8>>,
 }
 
 impl World {
@@ -196,6 +197,8 @@ impl World {
             now: 0,
             devs: Vec::new(),
             heap: BinaryHeap::new(),
+            slab: Vec::new(),
+            free: Vec::new(),
             seq: 0,
             faults: FaultPlan::default(),
             rng: Rng::new(seed),
@@ -206,6 +209,7 @@ impl World {
             to_error: Vec::new(),
             any_error: false,
             scratch: Vec::new(),
+            buf_pool: Vec::new(),
         }
     }
 
@@ -224,10 +228,20 @@ impl World {
 
     pub fn schedule(&mut self, t: u64, ev: Event) {
         self.seq += 1;
+        let slot = match self.free.pop() {
+            Some(i) => {
+                self.slab[i as usize] = Some(ev);
+                i
+            }
+            None => {
+                self.slab.push(Some(ev));
+                (self.slab.len() - 1) as u32
+            }
+        };
         self.heap.push(Timed {
             t: t.max(self.now),
             seq: self.seq,
-            ev,
+            slot,
         });
     }
 
@@ -257,8 +271,12 @@ impl World {
             Some(e) if e.t <= limit => {}
             _ => return false,
         }
-        let Some(Timed { t, ev, .. }) = self.heap.pop() else {
+        let Some(Timed { t, slot, .. }) = self.heap.pop() else {
             return false;
+        };
+        self.free.push(slot);
+        let Some(ev) = self.slab.get_mut(slot as usize).and_then(Option::take) else {
+            return true;
         };
         self.now = self.now.max(t);
         match ev {
