@@ -59,6 +59,13 @@ pub struct ModelParams {
     /// Read completions combine at this many bytes. 128: KALIA-ATC16 (C_rc),
     /// §2.3 [V].
     pub read_cpl_bytes: u32,
+    /// QP contexts the NIC caches. 256: the low end of "a few hundred"
+    /// connected QPs before NIC state misses, KALIA-ATC16 §4.2.1 [V];
+    /// ScaleRPC notes ~400 on CX3 [S]. §2.3.
+    pub qpc_cache_qps: u32,
+    /// Bytes fetched on a QP-context miss. 256: placeholder [U] (the
+    /// context layout in FACTS §7.11 is 232 bytes of qpc, rounded up).
+    pub qpc_bytes: u32,
 }
 
 impl Default for ModelParams {
@@ -78,6 +85,8 @@ impl Default for ModelParams {
             tlp_req_overhead: 26,
             tlp_cpl_overhead: 22,
             read_cpl_bytes: 128,
+            qpc_cache_qps: 256,
+            qpc_bytes: 256,
         }
     }
 }
@@ -175,6 +184,8 @@ pub struct Counters {
     pub timeouts: u64,
     /// Doorbells ignored (unknown QP, QP not ready).
     pub ignored_doorbells: u64,
+    /// QP-context cache misses (context fetched by DMA read).
+    pub qpc_misses: u64,
 }
 
 impl Counters {
@@ -199,6 +210,7 @@ impl Counters {
         self.rnr_naks += o.rnr_naks;
         self.timeouts += o.timeouts;
         self.ignored_doorbells += o.ignored_doorbells;
+        self.qpc_misses += o.qpc_misses;
     }
     /// Records one DMA read of `n` bytes (one MRd, completions of
     /// `read_cpl_bytes` each).

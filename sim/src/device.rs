@@ -79,6 +79,9 @@ impl Fabric {
             events: Vec::new(),
             counters: Counters::default(),
             tx_free: 0,
+            lru_head: None,
+            lru_tail: None,
+            lru_len: 0,
         });
         Device {
             w: self.w.clone(),
@@ -494,6 +497,9 @@ impl Device {
             resp_cache: RespCache::default(),
             last_rx_ns: 0,
             counters: Counters::default(),
+            lru_prev: None,
+            lru_next: None,
+            in_qpc: false,
         }));
         drop(w);
         Ok(QpHandle {

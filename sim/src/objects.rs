@@ -196,6 +196,10 @@ pub(crate) struct Qp {
     /// Virtual time the responder last placed data.
     pub last_rx_ns: u64,
     pub counters: Counters,
+    /// QP-context cache links (intrusive LRU list of the device).
+    pub lru_prev: Option<u32>,
+    pub lru_next: Option<u32>,
+    pub in_qpc: bool,
 }
 
 /// An asynchronous event the device reports (the EQ is not modelled yet).

@@ -417,6 +417,16 @@ impl World {
                 first_in_batch = false;
             }
             cnt2(self, d, qi, |c, _| c.wqes += 1);
+            // QP-context cache: a miss costs one context read first.
+            let mut fetch = fetch;
+            if self.devs[d as usize].qpc_touch(qi, p.qpc_cache_qps) {
+                fetch += p.t_rd(p.qpc_bytes as u64);
+                let n = p.qpc_bytes as u64;
+                cnt2(self, d, qi, |c, p| {
+                    c.qpc_misses += 1;
+                    c.dma_read(p, n);
+                });
+            }
             self.exec_wqe(d, qi, &local[..take], idx, fetch, ring_bytes);
             self.scratch = local;
         }

@@ -87,3 +87,27 @@ fn loopback_rate_is_measured() {
     println!("loopback 64-byte WRITE: {cpu:.0} ops/CPU-s, {wall:.0} ops/wall-s");
     assert!(cpu > 0.0 && wall > 0.0);
 }
+
+#[test]
+fn qp_context_cache_misses_when_qps_exceed_capacity() {
+    let run = |cap: u32| {
+        let mut params = bareverbs_sim::ModelParams::default();
+        params.qpc_cache_qps = cap;
+        run_perf(&PerfConfig {
+            kind: TestKind::WriteBw,
+            size: 64,
+            iterations: 100,
+            num_qps: 4,
+            tx_depth: 1,
+            params,
+            ..PerfConfig::default()
+        })
+    };
+    let (small, big) = (run(2), run(8));
+    assert_eq!(small.completed_ok, 400);
+    // Round-robin over 4 QPs with room for 2 contexts: every WQE misses.
+    assert_eq!(small.requester.qpc_misses, 400);
+    // Room for all: only the first WQE of each QP misses.
+    assert_eq!(big.requester.qpc_misses, 4);
+    assert!(small.msg_rate_mpps < big.msg_rate_mpps);
+}
