@@ -91,8 +91,10 @@ fn loopback_rate_is_measured() {
 #[test]
 fn qp_context_cache_misses_when_qps_exceed_capacity() {
     let run = |cap: u32| {
-        let mut params = bareverbs_sim::ModelParams::default();
-        params.qpc_cache_qps = cap;
+        let params = bareverbs_sim::ModelParams {
+            qpc_cache_qps: cap,
+            ..Default::default()
+        };
         run_perf(&PerfConfig {
             kind: TestKind::WriteBw,
             size: 64,
