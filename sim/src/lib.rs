@@ -16,6 +16,27 @@
 //! | [`cost`] | cost-model parameters and counters |
 //! | [`harness`] | endpoints over the core's queues, connection helpers |
 //! | [`perf`] | perftest-like runs and the loopback rate |
+//!
+//! ```
+//! use bareverbs::qp::QpType;
+//! use bareverbs::sq::{SendFlags, SendOp, SendWr};
+//! use bareverbs_sim::harness::{connect, ConnOpts, EpConfig, Endpoint};
+//! use bareverbs_sim::Fabric;
+//!
+//! let fabric = Fabric::new(42); // seed of the fault plan's generator
+//! let (da, db) = (fabric.add_device(), fabric.add_device());
+//! let mut a: Endpoint = Endpoint::new(&da, &EpConfig::new(QpType::Rc)).unwrap();
+//! let mut b: Endpoint = Endpoint::new(&db, &EpConfig::new(QpType::Rc)).unwrap();
+//! connect(&mut a, &mut b, &ConnOpts::default()).unwrap(); // RESET → INIT → RTR → RTS
+//! a.write(0, b"hello");
+//! let sge = [a.sge(0, 5)];
+//! let op = SendOp::Write { remote_addr: b.addr(0), rkey: b.mr.rkey() };
+//! let wr = SendWr::new(1, op, &sge).with_flags(SendFlags::SIGNALED);
+//! a.qp.sq.post_send(&[wr], &[a.mr]).unwrap(); // doorbell → the device executes
+//! let wcs = a.drain(); // the core's CompletionQueue::poll over real mlx5 CQEs
+//! assert_eq!(wcs[0].wr_id, 1);
+//! assert_eq!(b.read(0, 5), b"hello");
+//! ```
 #![deny(missing_docs)]
 
 pub mod cost;
