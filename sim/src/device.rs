@@ -581,7 +581,7 @@ impl Device {
                 q.sq_blocked = false;
                 q.bf_index = None;
                 q.pend.clear();
-                q.timer_gen += 2;
+                q.timer_gen = (q.timer_gen | 1) + 1;
                 q.rnr_wait = false;
                 q.nak_sent = false;
                 q.resp_cache = RespCache::default();

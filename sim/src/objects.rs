@@ -187,6 +187,8 @@ pub(crate) struct Qp {
     pub pend: VecDeque<Pending>,
     pub retry_left: u8,
     pub rnr_left: u8,
+    /// Timer generation: odd = the timer of this generation is armed
+    /// (retransmission, or RNR with `rnr_wait`), even = no timer.
     pub timer_gen: u64,
     pub rnr_wait: bool,
     // Responder.

@@ -792,7 +792,7 @@ impl World {
         }
         let qpn = q.qpn;
         q.state = QpState::Err;
-        q.timer_gen += 1;
+        q.timer_gen = (q.timer_gen | 1) + 1; // no timer armed
         q.rnr_wait = false;
         self.any_error = true;
         self.trace(TraceKind::QpError, d, qpn, 0);
@@ -892,7 +892,7 @@ impl World {
         if q.timer_gen != gen || q.state != QpState::Rts || q.rnr_wait {
             return;
         }
-        q.timer_gen += 1; // disarmed
+        q.timer_gen = (q.timer_gen | 1) + 1; // disarmed
         let Some(first) = q.pend.iter().position(|p| !p.done && p.err.is_none()) else {
             return;
         };
@@ -917,7 +917,7 @@ impl World {
             return;
         }
         q.rnr_wait = false;
-        q.timer_gen += 1;
+        q.timer_gen = (q.timer_gen | 1) + 1;
         let qpn = q.qpn;
         let Some(first) = q.pend.iter().position(|p| !p.done && p.err.is_none()) else {
             return;

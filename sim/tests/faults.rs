@@ -103,3 +103,42 @@ fn delayed_and_duplicated_packets() {
     });
     write_all(&f, &mut a, &b, 32);
 }
+
+#[test]
+fn reset_and_reconnect_after_error_still_retransmits() {
+    use bareverbs::qp::{QpAttrMask as M, QpState};
+    use bareverbs_sim::QpAttr;
+    let f = Fabric::new(21);
+    f.set_auto_progress(false);
+    let (mut a, mut b) = setup(&f);
+    for e in [&mut a, &mut b] {
+        e.modify(
+            &QpAttr {
+                qp_state: QpState::Err,
+                ..QpAttr::default()
+            },
+            M::STATE,
+        )
+        .unwrap();
+        e.modify(
+            &QpAttr {
+                qp_state: QpState::Reset,
+                ..QpAttr::default()
+            },
+            M::STATE,
+        )
+        .unwrap();
+        let _ = e.drain();
+    }
+    connect(
+        &mut a,
+        &mut b,
+        &ConnOpts {
+            timeout: 5,
+            ..ConnOpts::default()
+        },
+    )
+    .unwrap();
+    f.set_faults(FaultPlan::lossy(0.2));
+    write_all(&f, &mut a, &b, 16);
+}
