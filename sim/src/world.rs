@@ -345,6 +345,17 @@ impl World {
         let Some(ev) = self.slab.get_mut(slot as usize).and_then(Option::take) else {
             return true;
         };
+        // A timer that was re-armed or disarmed since it was scheduled is
+        // dropped without moving the clock: idle time is not simulated.
+        if let Event::RetryTimer { dev, qi, gen } | Event::RnrTimer { dev, qi, gen } = ev {
+            let live = matches!(
+                self.devs.get(dev as usize).and_then(|d| d.qps.get(qi as usize)),
+                Some(Some(q)) if q.timer_gen == gen
+            );
+            if !live {
+                return true;
+            }
+        }
         self.now = self.now.max(t);
         match ev {
             Event::Deliver(p) => self.deliver(p),
