@@ -37,7 +37,7 @@
 //! assert_eq!(wcs[0].wr_id, 1);
 //! assert_eq!(b.read(0, 5), b"hello");
 //! ```
-#![deny(missing_docs)]
+#![deny(missing_docs, clippy::undocumented_unsafe_blocks)]
 
 pub mod cost;
 pub mod device;

@@ -361,8 +361,8 @@ impl World {
             let off = (idx as usize & (nbb as usize - 1)) * 64;
             // SAFETY: the ring was translated at QP creation to sq_nbb * 64
             // bytes of live DMA memory; off + 8 <= ring_bytes.
-            let ds = unsafe { std::ptr::read_volatile(q.sq_ring.add(off + 7)) } & 0x3f;
             let raw_ds = unsafe { std::ptr::read_volatile(q.sq_ring.add(off + 7)) };
+            let ds = raw_ds & 0x3f;
             let mut bbs = (ds as u32 * 16).div_ceil(64).max(1) as u16;
             if bbs as u32 > nbb {
                 // Larger than the whole ring: never complete. It fails as
