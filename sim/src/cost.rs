@@ -186,6 +186,9 @@ pub struct Counters {
     pub ignored_doorbells: u64,
     /// QP-context cache misses (context fetched by DMA read).
     pub qpc_misses: u64,
+    /// Doorbells whose WQE the doorbell record did not cover yet (the
+    /// record must be written before the MMIO, FACTS §4.3).
+    pub stale_dbrec: u64,
 }
 
 impl Counters {
@@ -211,6 +214,7 @@ impl Counters {
         self.timeouts += o.timeouts;
         self.ignored_doorbells += o.ignored_doorbells;
         self.qpc_misses += o.qpc_misses;
+        self.stale_dbrec += o.stale_dbrec;
     }
     /// Records one DMA read of `n` bytes (one MRd, completions of
     /// `read_cpl_bytes` each).

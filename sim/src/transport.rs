@@ -312,6 +312,16 @@ impl World {
             dv.bf_writes += 1;
             dv.bf_chunks += bf_chunks as u64;
         }
+        // The doorbell names the last WQE of the batch; the doorbell
+        // record must already cover it (FACTS §4.3 step 4 before step 6).
+        if let Some(q) = self.qp(d, qi) {
+            let pi = rd_be32(q.dbrec.wrapping_add(4)) as u16;
+            let ahead = pi.wrapping_sub(wqe_index);
+            if ahead == 0 || ahead > 0x8000 {
+                q.counters.stale_dbrec += 1;
+                self.devs[d as usize].counters.stale_dbrec += 1;
+            }
+        }
         self.process_sq(d, qi);
         self.settle();
         if self.auto_progress {

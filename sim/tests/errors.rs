@@ -460,3 +460,24 @@ fn state_machine_is_enforced() {
         .post_send(&[write_wr(&b, 1, &s, 0, true)], &[a.mr])
         .is_err());
 }
+
+#[test]
+fn doorbell_before_record_is_counted_and_not_executed() {
+    use bareverbs::platform::{Uar, BF_OFFSET};
+    let (_f, mut a, b) = pair();
+    // A correct post: the record covers the WQE.
+    let s = [a.sge(0, 8)];
+    a.qp.sq
+        .post_send(&[write_wr(&b, 1, &s, 0, true)], &[a.mr])
+        .unwrap();
+    assert_eq!(a.drain().len(), 1);
+    assert_eq!(a.dev.qp_counters(a.qpn).unwrap().stale_dbrec, 0);
+    // A doorbell for WQE index 1 while the record still says 1 (nothing
+    // new posted): counted, nothing executes.
+    let mut db = [0u8; 8];
+    db[..4].copy_from_slice(&((1u32 << 8) | 0x08).to_be_bytes());
+    db[4..].copy_from_slice(&((a.qpn << 8) | 3).to_be_bytes());
+    a.qp.sq.uar_mut().write64(BF_OFFSET, db);
+    assert!(a.drain().is_empty());
+    assert_eq!(a.dev.qp_counters(a.qpn).unwrap().stale_dbrec, 1);
+}
