@@ -603,6 +603,8 @@ impl Device {
                 q.retry_left = q.attr.retry_cnt;
                 q.rnr_left = q.attr.rnr_retry;
                 q.state = to;
+                // SQE → RTS resumes the send queue after the failed WQE.
+                q.sq_blocked = false;
                 // A doorbell rung before RTS is picked up now.
                 w.process_sq(d, qi);
                 w.settle();

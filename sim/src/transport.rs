@@ -727,9 +727,15 @@ impl World {
             let Some(head) = q.pend.front() else { return };
             if let Some(s) = head.err {
                 let h = q.pend.pop_front().expect("head");
-                let (qpn, uidx, scq) = (q.qpn, q.uidx, q.scq);
+                let (qpn, uidx, scq, ty) = (q.qpn, q.uidx, q.scq, q.ty);
                 self.emit_err(d, scq, true, qpn, uidx, h.opcode, h.wqe_counter, s);
-                self.qp_to_error(d, qi);
+                if matches!(ty, QpType::Ud | QpType::Uc) {
+                    // UD/UC send errors stop only the send queue (SQE);
+                    // receives keep working. IBA 10.3.1.
+                    self.qp_to_sqe(d, qi);
+                } else {
+                    self.qp_to_error(d, qi);
+                }
                 return;
             }
             if !head.done {
@@ -815,6 +821,29 @@ impl World {
         }
         self.flush_sq_posted(d, qi);
         self.flush_rq(d, qi);
+    }
+
+    /// Moves a UD/UC QP to SQE: the rest of the send queue is flushed in
+    /// order; the receive queue is untouched.
+    fn qp_to_sqe(&mut self, d: u16, qi: u32) {
+        let Some(q) = self.qp(d, qi) else { return };
+        q.state = QpState::Sqe;
+        q.timer_gen = (q.timer_gen | 1) + 1;
+        let pend: Vec<Pending> = q.pend.drain(..).collect();
+        let (qpn, uidx, scq) = (q.qpn, q.uidx, q.scq);
+        for h in pend {
+            self.emit_err(
+                d,
+                scq,
+                true,
+                qpn,
+                uidx,
+                h.opcode,
+                h.wqe_counter,
+                syn::WR_FLUSH,
+            );
+        }
+        self.flush_sq_posted(d, qi);
     }
 
     /// Flushes SQ WQEs posted (doorbell record) but not yet fetched.

@@ -109,7 +109,9 @@ fn bad_opcode_ds_and_type_give_local_qp_op_error() {
         } else {
             expect_err(&v[0], WcStatus::LocQpOpErr, vendor::LOCAL_QP_OP);
         }
-        assert_eq!(d.qp_state(a.qpn), Some(QpState::Err), "case {i}");
+        // RC: the QP goes to ERR; UD send errors stop the SQ only (SQE).
+        let want = if ty == QpType::Ud { QpState::Sqe } else { QpState::Err };
+        assert_eq!(d.qp_state(a.qpn), Some(want), "case {i}");
     }
 }
 
@@ -480,4 +482,86 @@ fn doorbell_before_record_is_counted_and_not_executed() {
     a.qp.sq.uar_mut().write64(BF_OFFSET, db);
     assert!(a.drain().is_empty());
     assert_eq!(a.dev.qp_counters(a.qpn).unwrap().stale_dbrec, 1);
+}
+
+#[test]
+fn ud_send_error_moves_to_sqe_and_receives_keep_working() {
+    use bareverbs::sq::UdDest;
+    use bareverbs::wqe::{AddressVector, Be16, Be32};
+    use bareverbs_sim::harness::ud_to_rts;
+    let f = Fabric::new(2);
+    let d = f.add_device();
+    let (mut a, mut b) = (ep(&d, QpType::Ud), ep(&d, QpType::Ud));
+    ud_to_rts(&mut a, 5).unwrap();
+    ud_to_rts(&mut b, 5).unwrap();
+    let av = AddressVector {
+        key: [0; 8],
+        dqp_dct: Be32::new(0),
+        stat_rate_sl: 0,
+        fl_mlid: 0,
+        rlid: Be16::new(d.lid()),
+        reserved0: [0; 4],
+        rmac: [0; 6],
+        tclass: 0,
+        hop_limit: 0,
+        grh_gid_fl: Be32::new(0),
+        rgid: [0; 16],
+    };
+    // b sends with a bad lkey: LOC_PROT, b's QP goes to SQE (not ERR).
+    let bad = [Sge {
+        addr: b.addr(0),
+        length: 8,
+        lkey: 0x4242,
+    }];
+    let wr = SendWr::new(1, SendOp::Send, &bad)
+        .with_flags(SendFlags::SIGNALED)
+        .with_ud(UdDest {
+            av: &av,
+            remote_qpn: a.qpn,
+            remote_qkey: 5,
+        });
+    // SAFETY: the device checks the SGE against its regions.
+    unsafe { b.qp.sq.post_send_raw(&[wr]) }.unwrap();
+    expect_err(&b.drain()[0], WcStatus::LocProtErr, vendor::LOCAL_PROT);
+    assert_eq!(b.dev.qp_state(b.qpn), Some(QpState::Sqe));
+    // b still receives.
+    recv(&mut b, 7, 0, 200);
+    a.write(0, b"still here");
+    let s = [a.sge(0, 10)];
+    let wr = SendWr::new(2, SendOp::Send, &s)
+        .with_flags(SendFlags::SIGNALED)
+        .with_ud(UdDest {
+            av: &av,
+            remote_qpn: b.qpn,
+            remote_qkey: 5,
+        });
+    a.qp.sq.post_send(&[wr], &[a.mr]).unwrap();
+    assert_eq!(a.drain()[0].status, WcStatus::Success);
+    let r = b.drain();
+    assert_eq!(
+        (r[0].wr_id, r[0].status, r[0].byte_len),
+        (7, WcStatus::Success, 50)
+    );
+    assert_eq!(b.read(40, 10), b"still here");
+    // SQE -> RTS: sending works again.
+    b.modify(
+        &QpAttr {
+            qp_state: QpState::Rts,
+            ..QpAttr::default()
+        },
+        M::STATE,
+    )
+    .unwrap();
+    recv(&mut a, 8, 100, 200);
+    let s = [b.sge(40, 10)];
+    let wr = SendWr::new(3, SendOp::Send, &s)
+        .with_flags(SendFlags::SIGNALED)
+        .with_ud(UdDest {
+            av: &av,
+            remote_qpn: a.qpn,
+            remote_qkey: 5,
+        });
+    b.qp.sq.post_send(&[wr], &[b.mr]).unwrap();
+    assert_eq!(b.drain()[0].status, WcStatus::Success);
+    assert_eq!(a.read(140, 10), b"still here");
 }
