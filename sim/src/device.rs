@@ -257,11 +257,14 @@ impl Device {
             bf: Vec::new(),
         }
     }
-    fn translate(&self, buf: &DmaBuf) -> Result<*mut u8, SimError> {
+    fn translate_iova(&self, iova: u64, len: usize) -> Result<*mut u8, SimError> {
         self.dma
-            .translate(buf.iova, buf.len)
+            .translate(iova, len)
             .map(|p| p.as_ptr())
             .ok_or(SimError::BadAddress)
+    }
+    fn translate(&self, buf: &DmaBuf) -> Result<*mut u8, SimError> {
+        self.translate_iova(buf.iova, buf.len)
     }
     /// Allocates a protection domain.
     pub fn alloc_pd(&self) -> Pd {
@@ -321,15 +324,41 @@ impl Device {
     }
 
     /// Creates a CQ of `ncqe` 64-byte entries (power of two ≥ 2) with CQE
-    /// version `cqe_version` (1: CQEs carry the user index).
+    /// version `cqe_version` (1: CQEs carry the user index), allocating its
+    /// ring and doorbell record.
     pub fn create_cq(&self, ncqe: u32, cqe_version: u8) -> Result<CqHandle, SimError> {
         if !pow2(ncqe) || !(2..=1 << 22).contains(&ncqe) {
             return Err(SimError::BadSize);
         }
         let ring = self.alloc(ncqe as usize * 64)?;
         let dbrec = self.alloc(8)?;
-        let rp = self.translate(&ring)?;
-        let dp = self.translate(&dbrec)?;
+        let cqn = self.create_cq_at(ncqe, cqe_version, ring.iova, dbrec.iova)?;
+        Ok(CqHandle {
+            cqn,
+            ring,
+            dbrec,
+            ncqe,
+        })
+    }
+
+    /// Creates a CQ over host-provided memory named by device addresses
+    /// (as CREATE_CQ names its pages): the ring at `ring_iova` (`ncqe` × 64
+    /// bytes) and the record at `dbrec_iova` (8 bytes). Both are resolved
+    /// through the DMA table; a range outside a live allocation is refused
+    /// with [`SimError::BadAddress`] and never touched. Every entry's
+    /// op_own is initialised to 0xF0.
+    pub fn create_cq_at(
+        &self,
+        ncqe: u32,
+        cqe_version: u8,
+        ring_iova: u64,
+        dbrec_iova: u64,
+    ) -> Result<u32, SimError> {
+        if !pow2(ncqe) || !(2..=1 << 22).contains(&ncqe) {
+            return Err(SimError::BadSize);
+        }
+        let rp = self.translate_iova(ring_iova, ncqe as usize * 64)?;
+        let dp = self.translate_iova(dbrec_iova, 8)?;
         for i in 0..ncqe as usize {
             // SAFETY: entry i's op_own byte lies inside the ring just
             // allocated and translated.
@@ -348,12 +377,7 @@ impl Device {
             armed: None,
             last_cqe_ns: 0,
         }));
-        Ok(CqHandle {
-            cqn,
-            ring,
-            dbrec,
-            ncqe,
-        })
+        Ok(cqn)
     }
 
     /// Whether CQ `cqn` is in error (overrun).
@@ -452,15 +476,74 @@ impl Device {
             None
         };
         let dbrec = self.alloc(8)?;
-        let sqp = match &sq_ring {
-            Some(b) => self.translate(b)?,
-            None => std::ptr::null_mut(),
+        let qpn = self.create_qp_at(
+            init,
+            sq_ring.map(|b| b.iova),
+            rq_ring.map(|b| b.iova),
+            dbrec.iova,
+        )?;
+        Ok(QpHandle {
+            qpn,
+            sq_ring,
+            rq_ring,
+            dbrec,
+            uar: self.uar(),
+        })
+    }
+
+    /// Creates a QP in RESET over host-provided memory named by device
+    /// addresses (as CREATE_QP names its pages and `dbr_addr`): the SQ ring
+    /// (`sq_wqebbs` × 64 bytes), the RQ ring (`rq_wqes << rq_wqe_shift`
+    /// bytes, unless the QP uses an SRQ) and the 8-byte doorbell record.
+    /// Each range is resolved through the DMA table; a bad one is refused
+    /// with [`SimError::BadAddress`] and never touched.
+    pub fn create_qp_at(
+        &self,
+        init: &QpInit,
+        sq_ring_iova: Option<u64>,
+        rq_ring_iova: Option<u64>,
+        dbrec_iova: u64,
+    ) -> Result<u32, SimError> {
+        if init.sq_wqebbs != 0 && (!pow2(init.sq_wqebbs) || init.sq_wqebbs > 1 << 16) {
+            return Err(SimError::BadSize);
+        }
+        let has_rq = init.srq.is_none() && init.rq_wqes != 0;
+        if has_rq
+            && (!pow2(init.rq_wqes)
+                || init.rq_wqes > 1 << 16
+                || !(4..=16).contains(&init.rq_wqe_shift))
+        {
+            return Err(SimError::BadSize);
+        }
+        {
+            let w = self.w.borrow();
+            let d = &w.devs[self.id as usize];
+            let ok_cq = |c: u32| matches!(d.cqs.get(c as usize), Some(Some(_)));
+            if !ok_cq(init.send_cq) || !ok_cq(init.recv_cq) {
+                return Err(SimError::NoSuchObject);
+            }
+            if let Some(s) = init.srq {
+                if !matches!(d.srqs.get(s as usize), Some(Some(_))) {
+                    return Err(SimError::NoSuchObject);
+                }
+            }
+            if init.pd.0 == 0 || init.pd.0 >= d.next_pd {
+                return Err(SimError::NoSuchObject);
+            }
+        }
+        let sqp = match (init.sq_wqebbs, sq_ring_iova) {
+            (0, _) => std::ptr::null_mut(),
+            (n, Some(a)) => self.translate_iova(a, n as usize * 64)?,
+            (_, None) => return Err(SimError::BadAddress),
         };
-        let rqp = match &rq_ring {
-            Some(b) => self.translate(b)?,
-            None => std::ptr::null_mut(),
+        let rqp = match (has_rq, rq_ring_iova) {
+            (false, _) => std::ptr::null_mut(),
+            (true, Some(a)) => {
+                self.translate_iova(a, (init.rq_wqes as usize) << init.rq_wqe_shift)?
+            }
+            (true, None) => return Err(SimError::BadAddress),
         };
-        let dp = self.translate(&dbrec)?;
+        let dp = self.translate_iova(dbrec_iova, 8)?;
         let mut w = self.w.borrow_mut();
         let d = &mut w.devs[self.id as usize];
         let qi = d.qps.len() as u32;
@@ -501,14 +584,7 @@ impl Device {
             lru_next: None,
             in_qpc: false,
         }));
-        drop(w);
-        Ok(QpHandle {
-            qpn,
-            sq_ring,
-            rq_ring,
-            dbrec,
-            uar: self.uar(),
-        })
+        Ok(qpn)
     }
 
     /// Modifies a QP: checks the transition (core `check_transition`),

@@ -110,7 +110,11 @@ fn bad_opcode_ds_and_type_give_local_qp_op_error() {
             expect_err(&v[0], WcStatus::LocQpOpErr, vendor::LOCAL_QP_OP);
         }
         // RC: the QP goes to ERR; UD send errors stop the SQ only (SQE).
-        let want = if ty == QpType::Ud { QpState::Sqe } else { QpState::Err };
+        let want = if ty == QpType::Ud {
+            QpState::Sqe
+        } else {
+            QpState::Err
+        };
         assert_eq!(d.qp_state(a.qpn), Some(want), "case {i}");
     }
 }
@@ -564,4 +568,64 @@ fn ud_send_error_moves_to_sqe_and_receives_keep_working() {
     b.qp.sq.post_send(&[wr], &[b.mr]).unwrap();
     assert_eq!(b.drain()[0].status, WcStatus::Success);
     assert_eq!(a.read(140, 10), b"still here");
+}
+
+#[test]
+fn objects_over_bad_device_addresses_are_refused() {
+    use bareverbs_sim::{Pd, QpInit};
+    let f = Fabric::new(1);
+    let d = f.add_device();
+    let pd = d.alloc_pd();
+    let ring = d.alloc(4096).unwrap();
+    let rec = d.alloc(8).unwrap();
+    // Inside allocations: accepted.
+    let cqn = d.create_cq_at(64, 1, ring.iova, rec.iova).unwrap();
+    // One byte past the ring's allocation, or an address nobody mapped.
+    assert_eq!(
+        d.create_cq_at(128, 1, ring.iova, rec.iova),
+        Err(SimError::BadAddress)
+    );
+    assert_eq!(
+        d.create_cq_at(64, 1, 0x1000, rec.iova),
+        Err(SimError::BadAddress)
+    );
+    let init = QpInit {
+        qp_type: QpType::Rc,
+        pd,
+        send_cq: cqn,
+        recv_cq: cqn,
+        srq: None,
+        sq_wqebbs: 64,
+        rq_wqes: 64,
+        rq_wqe_shift: 4,
+        uidx: 0,
+    };
+    let sq = d.alloc(64 * 64).unwrap();
+    let rq = d.alloc(64 * 16).unwrap();
+    let qrec = d.alloc(8).unwrap();
+    assert_eq!(
+        d.create_qp_at(&init, Some(sq.iova + 64), Some(rq.iova), qrec.iova),
+        Err(SimError::BadAddress)
+    );
+    assert_eq!(
+        d.create_qp_at(&init, Some(sq.iova), Some(rq.iova), 0xdead_0000),
+        Err(SimError::BadAddress)
+    );
+    assert_eq!(
+        d.create_qp_at(
+            &QpInit { pd: Pd(99), ..init },
+            Some(sq.iova),
+            Some(rq.iova),
+            qrec.iova
+        ),
+        Err(SimError::NoSuchObject)
+    );
+    assert!(d
+        .create_qp_at(&init, Some(sq.iova), Some(rq.iova), qrec.iova)
+        .is_ok());
+    // Memory regions too.
+    assert_eq!(
+        d.reg_mr_range(pd, ring.iova + 4000, 200, 1),
+        Err(SimError::BadAddress)
+    );
 }
