@@ -37,6 +37,28 @@
 //! assert_eq!(wcs[0].wr_id, 1);
 //! assert_eq!(b.read(0, 5), b"hello");
 //! ```
+//!
+//! # Model notes
+//!
+//! * **Time** is virtual (ns) and advances only through events; with
+//!   auto progress (default) a doorbell runs the world until idle, so a post
+//!   has completed when it returns. Stale timers never move the clock.
+//! * **Wire**: one event per message; a message of `len` bytes takes
+//!   `max(1, ceil(len / path_mtu))` PSNs. RC is go-back-N with one
+//!   sequence NAK per gap, the transport timer 4.096 µs × 2^timeout,
+//!   `retry_cnt`, RNR NAK with the IBA timer table and `rnr_retry` (7 =
+//!   infinite). UC drops on a gap; UD checks the Q_Key and puts 40 GRH bytes
+//!   in front of the payload (IBA).
+//! * **Errors**: local errors are reported when the failing WQE reaches
+//!   the head of the send queue, in order; RC QPs go to ERR (everything
+//!   outstanding and posted is flushed in order, RQ too), UD/UC send
+//!   errors go to SQE. Vendor syndromes: see [`world::vendor`] (only
+//!   WR_FLUSH's 0xF9 is confirmed from hardware logs).
+//! * **Atomics** operate on big-endian 64-bit memory (ConnectX order).
+//! * **Not modelled yet**: fences and `max_rd_atomic` limits, UMR / memory
+//!   windows / LOCAL_INV, XRC, raw packet QPs, 128-byte and compressed
+//!   CQEs, scatter-to-CQE, the EQ and the firmware command interface, the
+//!   WQE cache and the IOTLB (the QP-context cache is modelled).
 #![deny(missing_docs, clippy::undocumented_unsafe_blocks)]
 
 pub mod cost;
