@@ -151,8 +151,8 @@ fn poll_ring(data: &[u8], cqe_size: CqeSize, ncqe: usize, ci: u32, ne: usize) {
         iova: 0,
         len,
     };
-    // SAFETY: len < mem's byte length.
     let dbrec = DmaBuf {
+        // SAFETY: len < mem's byte length.
         cpu: unsafe { base.add(len) },
         iova: 0,
         len: 8,

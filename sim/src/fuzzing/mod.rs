@@ -2,4 +2,5 @@
 //! `sim/tests/` replay the committed corpora through them on stable Rust.
 
 pub mod cqe;
+pub mod rings;
 pub mod wqe;

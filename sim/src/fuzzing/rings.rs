@@ -1,0 +1,181 @@
+//! Fuzz body `sim_rings`: arbitrary bytes in SQ and RQ rings and arbitrary
+//! doorbell values (doorbell records, 8-byte doorbells, BlueFlame chunks,
+//! CQ arm writes) must never panic the simulator; bad WQEs must become
+//! error completions that the core's poller parses.
+//!
+//! Input layout (all optional, missing bytes read as zero):
+//! * byte 0: QP type of the first endpoint (RC / UC / UD) and flags;
+//! * 256 bytes: the first endpoint's SQ ring (4 WQEBBs);
+//! * 64 bytes: its RQ ring (4 × 16-byte WQEs);
+//! * then records of 12 bytes: op selector, 16-bit doorbell-record value,
+//!   8-byte MMIO value, 1 byte of extra.
+
+use crate::device::Fabric;
+use crate::harness::{connect, ud_to_rts, ConnOpts, Endpoint, EpConfig};
+use bareverbs::platform::{Uar, BF_OFFSET, CQ_DOORBELL};
+use bareverbs::qp::QpType;
+
+type Ep = Endpoint<4, 4, 16>;
+
+fn take<'a>(data: &mut &'a [u8], n: usize) -> &'a [u8] {
+    let k = n.min(data.len());
+    let (a, b) = data.split_at(k);
+    *data = b;
+    a
+}
+
+fn put(buf: bareverbs::platform::DmaBuf, off: usize, bytes: &[u8]) {
+    for (i, b) in bytes.iter().enumerate() {
+        let o = (off + i) % buf.len;
+        // SAFETY: `o < buf.len`: a raw byte store into live DMA memory
+        // owned by this fuzz run.
+        unsafe { *buf.cpu.as_ptr().add(o) = *b };
+    }
+}
+
+/// Device addresses and keys of the two endpoints `sim_rings` builds
+/// (deterministic), for seed generation: (a.buf iova, a lkey, b.buf iova,
+/// b rkey, a qpn, b qpn).
+pub fn layout(ty_byte: u8) -> Option<(u64, u32, u64, u32, u32, u32)> {
+    let f = Fabric::new(ty_byte as u64);
+    let d = f.add_device();
+    let cfg = EpConfig {
+        max_send_sge: 2,
+        max_inline: 32,
+        buf_len: 4096,
+        ..EpConfig::new(QpType::Rc)
+    };
+    let a = Ep::new(&d, &cfg).ok()?;
+    let b = Ep::new(&d, &cfg).ok()?;
+    Some((
+        a.buf.iova,
+        a.mr.lkey(),
+        b.buf.iova,
+        b.mr.rkey(),
+        a.qpn,
+        b.qpn,
+    ))
+}
+
+/// The fuzz body.
+pub fn sim_rings(data: &[u8]) {
+    let mut data = data;
+    let head = take(&mut data, 1).first().copied().unwrap_or(0);
+    let ty = match head % 3 {
+        0 => QpType::Rc,
+        1 => QpType::Uc,
+        _ => QpType::Ud,
+    };
+    let f = Fabric::new(head as u64);
+    f.set_horizon_ns(1_000_000);
+    if head & 0x80 != 0 {
+        f.set_faults(crate::fault::FaultPlan::lossy(0.3));
+    }
+    let d = f.add_device();
+    let cfg = EpConfig {
+        max_send_sge: 2,
+        max_inline: 32,
+        buf_len: 4096,
+        blueflame: head & 0x40 != 0,
+        ..EpConfig::new(ty)
+    };
+    let (Ok(mut a), Ok(mut b)) = (Ep::new(&d, &cfg), Ep::new(&d, &cfg)) else {
+        return;
+    };
+    let opts = ConnOpts {
+        timeout: 2,
+        retry_cnt: 1,
+        rnr_retry: (head >> 3) & 7,
+        min_rnr_timer: 1,
+        ..ConnOpts::default()
+    };
+    let ok = if ty == QpType::Ud {
+        ud_to_rts(&mut a, 0).is_ok() && ud_to_rts(&mut b, 0).is_ok()
+    } else {
+        connect(&mut a, &mut b, &opts).is_ok()
+    };
+    if !ok {
+        return;
+    }
+    put(a.sq_ring, 0, take(&mut data, 256));
+    put(a.rq_ring, 0, take(&mut data, 64));
+    put(b.rq_ring, 0, take(&mut data, 64));
+    let mut rounds = 0;
+    while !data.is_empty() && rounds < 64 {
+        rounds += 1;
+        let rec = take(&mut data, 12);
+        let mut r = [0u8; 12];
+        r[..rec.len()].copy_from_slice(rec);
+        let sel = r[0];
+        let dbv = u16::from_be_bytes([r[1], r[2]]);
+        let mut mmio = [0u8; 8];
+        mmio.copy_from_slice(&r[3..11]);
+        match sel % 8 {
+            0 | 1 => {
+                // Send doorbell record, then an 8-byte doorbell.
+                put(a.dbrec, 4, &(dbv as u32).to_be_bytes());
+                a.qp.sq
+                    .uar_mut()
+                    .write64(BF_OFFSET + (sel as usize & 0x100), mmio);
+            }
+            2 => {
+                // A BlueFlame write of 1..4 chunks copied from the ring.
+                put(a.dbrec, 4, &(dbv as u32).to_be_bytes());
+                let n = 1 + (r[11] as usize % 4);
+                let uar = a.qp.sq.uar_mut();
+                for k in 0..n {
+                    let mut chunk = [0u8; 64];
+                    // SAFETY: the SQ ring is 256 bytes; k < 4.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            a.sq_ring.cpu.as_ptr().add(k * 64),
+                            chunk.as_mut_ptr(),
+                            64,
+                        )
+                    };
+                    chunk[..8].copy_from_slice(&mmio);
+                    uar.write_bf(BF_OFFSET + k * 64, &chunk);
+                }
+                uar.flush();
+            }
+            3 => {
+                // Receive doorbell records of both QPs.
+                put(a.dbrec, 0, &(dbv as u32).to_be_bytes());
+                put(b.dbrec, 0, &((dbv >> 8) as u32).to_be_bytes());
+            }
+            4 => {
+                // CQ consumer index / arm.
+                let cq = a.cq.dbrec();
+                put(cq, 0, &(dbv as u32).to_be_bytes());
+                a.qp.sq.uar_mut().write64(CQ_DOORBELL, mmio);
+            }
+            5 => {
+                // Overwrite a ring byte range.
+                let off = r[1] as usize;
+                put(a.sq_ring, off, &r[3..11]);
+            }
+            6 => {
+                // Doorbell for the peer QP number or a random one.
+                let mut m = mmio;
+                let q = if r[11] & 1 == 0 {
+                    b.qpn
+                } else {
+                    u32::from_be_bytes([0, r[1], r[2], r[3]])
+                };
+                let ds = m[7] as u32 & 0x3f;
+                m[4..8].copy_from_slice(&((q << 8) | ds).to_be_bytes());
+                put(b.dbrec, 4, &(dbv as u32).to_be_bytes());
+                b.qp.sq.uar_mut().write64(BF_OFFSET, m);
+            }
+            _ => {
+                f.run_until_idle();
+                let _ = a.drain();
+                let _ = b.drain();
+            }
+        }
+    }
+    f.run_until_idle();
+    let _ = a.drain();
+    let _ = b.drain();
+    let _ = d.take_events();
+}

@@ -1,0 +1,231 @@
+//! Device-side object tables: memory regions (mkeys), completion queues,
+//! shared receive queues and QP contexts, as the firmware would keep them.
+//! Each table is indexed by the object number's low bits so a later
+//! command interface (CREATE_MKEY / CREATE_CQ / CREATE_QP / CREATE_SRQ) can
+//! fill the same slots.
+
+use crate::cost::Counters;
+use crate::transport::{Pending, RespCache};
+use bareverbs::qp::{QpState, QpType};
+use std::collections::VecDeque;
+
+/// `ibv_access_flags` bits the simulator checks.
+pub mod access {
+    /// IBV_ACCESS_LOCAL_WRITE.
+    pub const LOCAL_WRITE: u32 = 1;
+    /// IBV_ACCESS_REMOTE_WRITE.
+    pub const REMOTE_WRITE: u32 = 2;
+    /// IBV_ACCESS_REMOTE_READ.
+    pub const REMOTE_READ: u32 = 4;
+    /// IBV_ACCESS_REMOTE_ATOMIC.
+    pub const REMOTE_ATOMIC: u32 = 8;
+}
+
+/// A memory key (MR): protection domain, bounds, access, CPU mapping.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Mr {
+    pub key: u32,
+    pub pd: u32,
+    pub iova: u64,
+    pub len: u64,
+    /// CPU address of byte 0 (resolved through the DMA table at
+    /// registration; never an address taken from a WQE).
+    pub cpu: *mut u8,
+    pub access: u32,
+    /// Invalidated (SEND with invalidate / LOCAL_INV) or deregistered.
+    pub valid: bool,
+}
+
+impl Mr {
+    /// CPU pointer for `[addr, addr + len)` when it lies inside the region.
+    pub fn range(&self, addr: u64, len: u64) -> Option<*mut u8> {
+        let end = addr.checked_add(len)?;
+        if addr < self.iova || end > self.iova + self.len {
+            return None;
+        }
+        Some(self.cpu.wrapping_add((addr - self.iova) as usize))
+    }
+}
+
+/// A completion queue context.
+#[derive(Debug)]
+pub(crate) struct Cq {
+    pub ring: *mut u8,
+    pub ncqe: u32,
+    pub dbrec: *mut u8,
+    pub cqe_version: u8,
+    /// Producer index (free running, 24-bit arithmetic against SET_CI).
+    pub pi: u32,
+    /// Overrun detected: the CQ is in error and accepts no more CQEs.
+    pub error: bool,
+    /// Armed for a completion event (`Some(solicited_only)`).
+    pub armed: Option<bool>,
+    /// Virtual time of the last CQE written.
+    pub last_cqe_ns: u64,
+}
+
+/// A shared receive queue context.
+#[derive(Debug)]
+pub(crate) struct Srq {
+    pub ring: *mut u8,
+    pub nslots: u32,
+    pub shift: u32,
+    pub dbrec: *mut u8,
+    pub pd: u32,
+    /// Next slot the device consumes (follows `next_wqe_index`).
+    pub head_slot: u16,
+    /// WQEs consumed (16-bit, compared with the doorbell counter).
+    pub consumed: u16,
+    /// Limit for the SRQ-limit event (0 = disarmed).
+    pub limit: u32,
+    /// Error (a WQE whose next index leaves the ring).
+    pub error: bool,
+}
+
+/// Attributes of a QP as modify-QP sets them (ibv names and values).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QpAttr {
+    /// Target state (IBV_QP_STATE).
+    pub qp_state: QpState,
+    /// Asserted current state (IBV_QP_CUR_STATE).
+    pub cur_qp_state: QpState,
+    /// Remote access flags (IBV_QP_ACCESS_FLAGS): REMOTE_WRITE 2,
+    /// REMOTE_READ 4, REMOTE_ATOMIC 8.
+    pub qp_access_flags: u32,
+    /// P_Key index.
+    pub pkey_index: u16,
+    /// Port number (1-based).
+    pub port_num: u8,
+    /// Q_Key (UD).
+    pub qkey: u32,
+    /// Destination LID of the address vector (IBV_QP_AV).
+    pub dlid: u16,
+    /// The address vector carries a GRH.
+    pub grh: bool,
+    /// Path MTU as `ibv_mtu` (1 = 256 … 5 = 4096).
+    pub path_mtu: u8,
+    /// Local ACK timeout exponent: 4.096 µs × 2^timeout (0 = infinite).
+    pub timeout: u8,
+    /// Transport retry count (0–7).
+    pub retry_cnt: u8,
+    /// RNR retry count (7 = infinite).
+    pub rnr_retry: u8,
+    /// Receive PSN (24 bits).
+    pub rq_psn: u32,
+    /// Send PSN (24 bits).
+    pub sq_psn: u32,
+    /// Outstanding RDMA READ/atomic as initiator.
+    pub max_rd_atomic: u8,
+    /// Outstanding RDMA READ/atomic as responder.
+    pub max_dest_rd_atomic: u8,
+    /// Minimum RNR NAK timer code (0–31).
+    pub min_rnr_timer: u8,
+    /// Destination QP number.
+    pub dest_qp_num: u32,
+}
+
+impl Default for QpAttr {
+    fn default() -> Self {
+        QpAttr {
+            qp_state: QpState::Reset,
+            cur_qp_state: QpState::Reset,
+            qp_access_flags: 0,
+            pkey_index: 0,
+            port_num: 1,
+            qkey: 0,
+            dlid: 0,
+            grh: false,
+            path_mtu: 5,
+            timeout: 14,
+            retry_cnt: 7,
+            rnr_retry: 7,
+            rq_psn: 0,
+            sq_psn: 0,
+            max_rd_atomic: 16,
+            max_dest_rd_atomic: 16,
+            min_rnr_timer: 12,
+            dest_qp_num: 0,
+        }
+    }
+}
+
+impl QpAttr {
+    /// Path MTU in bytes.
+    pub fn mtu_bytes(&self) -> u32 {
+        256u32 << (self.path_mtu.clamp(1, 5) - 1)
+    }
+}
+
+/// A QP context.
+#[derive(Debug)]
+pub(crate) struct Qp {
+    pub qpn: u32,
+    pub uidx: u32,
+    pub ty: QpType,
+    pub state: QpState,
+    pub pd: u32,
+    pub sq_ring: *mut u8,
+    /// SQ ring size in WQEBBs (0 = no SQ).
+    pub sq_nbb: u32,
+    /// WQEBB counter of the next WQE to fetch (16-bit compared).
+    pub sq_fetched: u16,
+    /// WQE index delivered by the last BlueFlame write, if not yet fetched.
+    pub bf_index: Option<u16>,
+    /// The SQ stopped at a WQE that failed; nothing more is fetched.
+    pub sq_blocked: bool,
+    pub rq_ring: *mut u8,
+    pub rq_nwqe: u32,
+    pub rq_shift: u32,
+    pub rq_consumed: u16,
+    pub srq: Option<usize>,
+    pub dbrec: *mut u8,
+    pub scq: usize,
+    pub rcq: usize,
+    pub attr: QpAttr,
+    // Requester.
+    pub next_psn: u32,
+    pub pend: VecDeque<Pending>,
+    pub retry_left: u8,
+    pub rnr_left: u8,
+    /// Timer generation: odd = the timer of this generation is armed
+    /// (retransmission, or RNR with `rnr_wait`), even = no timer.
+    pub timer_gen: u64,
+    pub rnr_wait: bool,
+    // Responder.
+    pub epsn: u32,
+    pub nak_sent: bool,
+    pub resp_cache: RespCache,
+    /// Virtual time the responder last placed data.
+    pub last_rx_ns: u64,
+    pub counters: Counters,
+    /// QP-context cache links (intrusive LRU list of the device).
+    pub lru_prev: Option<u32>,
+    pub lru_next: Option<u32>,
+    pub in_qpc: bool,
+}
+
+/// An asynchronous event the device reports (the EQ is not modelled yet).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AsyncEvent {
+    /// A CQ overran: the consumer did not free room in time (CQ error).
+    CqError {
+        /// The CQ.
+        cqn: u32,
+    },
+    /// A QP entered ERR because of a CQ error or a transport error
+    /// (LOCAL_WQ_CATASTROPHIC_ERROR class).
+    QpFatal {
+        /// The QP.
+        qpn: u32,
+    },
+    /// An SRQ dropped below its limit.
+    SrqLimit {
+        /// The SRQ.
+        srqn: u32,
+    },
+    /// A completion event on an armed CQ.
+    Completion {
+        /// The CQ.
+        cqn: u32,
+    },
+}

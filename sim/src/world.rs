@@ -1,0 +1,493 @@
+//! The simulated world: devices, the fabric between their ports, the
+//! deterministic event queue on virtual time, the fault plan, and the CQE
+//! writer. Transport logic lives in [`crate::transport`].
+
+use crate::cost::{Counters, ModelParams};
+use crate::dma::HeapDma;
+use crate::fault::{Fate, FaultPlan, Rng};
+use crate::objects::{AsyncEvent, Cq, Mr, Qp, Srq};
+use crate::transport::Packet;
+use bareverbs::cqe::Cqe64;
+use bareverbs::qp::QpState;
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+use std::sync::Arc;
+
+/// Base of QP numbers on every device (qpn = base + table index).
+pub const QPN_BASE: u32 = 0x100;
+/// Vendor syndromes written in error CQEs, by syndrome.
+///
+/// Only WR_FLUSH_ERR's 0xF9 is confirmed from public logs of ConnectX
+/// hardware ("syndrome 0x5, vendor syndrome 0xf9", linux-nvme/nvme-cli
+/// issue #3268; "Work Request Flushed Error, vendor_err:0xf9",
+/// accelio/accelio issue #181). The others are model values, not taken
+/// from hardware: the vendor syndrome is opaque to verbs (FACTS §5.6:
+/// `wc.vendor_err = vendor_err_synd`).
+pub mod vendor {
+    /// WR_FLUSH_ERR (0x05) → 0xF9 (observed on hardware, see above).
+    pub const FLUSH: u8 = 0xf9;
+    /// LOCAL_LENGTH_ERR (0x01).
+    pub const LOCAL_LENGTH: u8 = 0x68;
+    /// LOCAL_QP_OP_ERR (0x02).
+    pub const LOCAL_QP_OP: u8 = 0x69;
+    /// LOCAL_PROT_ERR (0x04).
+    pub const LOCAL_PROT: u8 = 0x6a;
+    /// REMOTE_INVAL_REQ_ERR (0x12).
+    pub const REMOTE_INVAL_REQ: u8 = 0x8a;
+    /// REMOTE_ACCESS_ERR (0x13).
+    pub const REMOTE_ACCESS: u8 = 0x88;
+    /// REMOTE_OP_ERR (0x14).
+    pub const REMOTE_OP: u8 = 0x89;
+    /// TRANSPORT_RETRY_EXC_ERR (0x15).
+    pub const RETRY_EXC: u8 = 0x81;
+    /// RNR_RETRY_EXC_ERR (0x16).
+    pub const RNR_RETRY_EXC: u8 = 0x82;
+
+    /// The vendor syndrome for `syndrome`.
+    pub const fn of(syndrome: u8) -> u8 {
+        match syndrome {
+            0x01 => LOCAL_LENGTH,
+            0x02 => LOCAL_QP_OP,
+            0x04 => LOCAL_PROT,
+            0x05 => FLUSH,
+            0x12 => REMOTE_INVAL_REQ,
+            0x13 => REMOTE_ACCESS,
+            0x14 => REMOTE_OP,
+            0x15 => RETRY_EXC,
+            0x16 => RNR_RETRY_EXC,
+            _ => 0,
+        }
+    }
+}
+
+/// mlx5 error syndromes (FACTS §5.6).
+pub mod syndrome {
+    /// LOCAL_LENGTH_ERR.
+    pub const LOCAL_LENGTH: u8 = 0x01;
+    /// LOCAL_QP_OP_ERR.
+    pub const LOCAL_QP_OP: u8 = 0x02;
+    /// LOCAL_PROT_ERR.
+    pub const LOCAL_PROT: u8 = 0x04;
+    /// WR_FLUSH_ERR.
+    pub const WR_FLUSH: u8 = 0x05;
+    /// REMOTE_INVAL_REQ_ERR.
+    pub const REMOTE_INVAL_REQ: u8 = 0x12;
+    /// REMOTE_ACCESS_ERR.
+    pub const REMOTE_ACCESS: u8 = 0x13;
+    /// REMOTE_OP_ERR.
+    pub const REMOTE_OP: u8 = 0x14;
+    /// TRANSPORT_RETRY_EXC_ERR.
+    pub const RETRY_EXC: u8 = 0x15;
+    /// RNR_RETRY_EXC_ERR.
+    pub const RNR_RETRY_EXC: u8 = 0x16;
+}
+
+/// One entry of the event trace (for determinism checks and debugging).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TraceEvent {
+    /// Virtual time (ns).
+    pub t_ns: u64,
+    /// What happened.
+    pub kind: TraceKind,
+    /// Device index.
+    pub dev: u16,
+    /// QP number.
+    pub qpn: u32,
+    /// PSN or WQE counter, by kind.
+    pub arg: u32,
+}
+
+/// Kinds of trace entries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TraceKind {
+    /// A packet was sent.
+    Send,
+    /// A packet was lost.
+    Lost,
+    /// A packet arrived.
+    Arrive,
+    /// A retransmission timer fired.
+    Timeout,
+    /// An RNR timer fired.
+    RnrRetry,
+    /// A CQE was written (arg = wqe_counter | syndrome << 16).
+    Cqe,
+    /// A QP entered ERR.
+    QpError,
+    /// A CQ overran.
+    CqOverrun,
+}
+
+pub(crate) enum Event {
+    Deliver(Packet),
+    RetryTimer { dev: u16, qi: u32, gen: u64 },
+    RnrTimer { dev: u16, qi: u32, gen: u64 },
+}
+
+/// A heap entry: due time, tie-breaking sequence number and the slot of
+/// the event in the slab (kept small so heap operations move little).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Timed {
+    t: u64,
+    seq: u64,
+    slot: u32,
+}
+impl PartialOrd for Timed {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Timed {
+    fn cmp(&self, o: &Self) -> Ordering {
+        // BinaryHeap is a max-heap: reverse for earliest first.
+        (o.t, o.seq).cmp(&(self.t, self.seq))
+    }
+}
+
+/// One device's state.
+pub(crate) struct Dev {
+    #[allow(dead_code)] // kept for the command interface (page allocation)
+    pub dma: Arc<HeapDma>,
+    pub lid: u16,
+    pub qps: Vec<Option<Qp>>,
+    pub cqs: Vec<Option<Cq>>,
+    pub srqs: Vec<Option<Srq>>,
+    pub mrs: Vec<Option<Mr>>,
+    pub next_pd: u32,
+    pub events: Vec<AsyncEvent>,
+    pub counters: Counters,
+    /// Virtual time the port's transmitter is free again.
+    pub tx_free: u64,
+    /// QP-context cache: most recently used QP index first.
+    pub lru_head: Option<u32>,
+    pub lru_tail: Option<u32>,
+    pub lru_len: u32,
+}
+
+impl Dev {
+    fn unlink(&mut self, qi: u32) {
+        let (p, n) = match self.qps.get(qi as usize).and_then(|q| q.as_ref()) {
+            Some(q) => (q.lru_prev, q.lru_next),
+            None => return,
+        };
+        match p {
+            Some(p) => {
+                if let Some(Some(q)) = self.qps.get_mut(p as usize) {
+                    q.lru_next = n;
+                }
+            }
+            None => self.lru_head = n,
+        }
+        match n {
+            Some(n) => {
+                if let Some(Some(q)) = self.qps.get_mut(n as usize) {
+                    q.lru_prev = p;
+                }
+            }
+            None => self.lru_tail = p,
+        }
+    }
+
+    /// Touches QP `qi` in the QP-context cache of `capacity` entries;
+    /// returns true on a miss (the context had to be fetched).
+    pub fn qpc_touch(&mut self, qi: u32, capacity: u32) -> bool {
+        let hit = matches!(self.qps.get(qi as usize), Some(Some(q)) if q.in_qpc);
+        if hit {
+            if self.lru_head == Some(qi) {
+                return false;
+            }
+            self.unlink(qi);
+        } else {
+            self.lru_len += 1;
+        }
+        let old = self.lru_head;
+        if let Some(Some(q)) = self.qps.get_mut(qi as usize) {
+            q.in_qpc = true;
+            q.lru_prev = None;
+            q.lru_next = old;
+        }
+        if let Some(o) = old {
+            if let Some(Some(q)) = self.qps.get_mut(o as usize) {
+                q.lru_prev = Some(qi);
+            }
+        }
+        self.lru_head = Some(qi);
+        if self.lru_tail.is_none() {
+            self.lru_tail = Some(qi);
+        }
+        while self.lru_len > capacity.max(1) {
+            let Some(t) = self.lru_tail else { break };
+            self.unlink(t);
+            if let Some(Some(q)) = self.qps.get_mut(t as usize) {
+                q.in_qpc = false;
+                q.lru_prev = None;
+                q.lru_next = None;
+            }
+            self.lru_len -= 1;
+        }
+        !hit
+    }
+
+    pub fn mr(&self, key: u32) -> Option<&Mr> {
+        let m = self.mrs.get((key >> 8) as usize)?.as_ref()?;
+        (m.key == key && m.valid).then_some(m)
+    }
+}
+
+/// The whole simulation.
+pub(crate) struct World {
+    pub now: u64,
+    pub devs: Vec<Dev>,
+    heap: BinaryHeap<Timed>,
+    slab: Vec<Option<Event>>,
+    free: Vec<u32>,
+    seq: u64,
+    pub faults: FaultPlan,
+    pub rng: Rng,
+    pub params: ModelParams,
+    pub auto_progress: bool,
+    pub horizon_ns: u64,
+    pub trace: Option<Vec<TraceEvent>>,
+    /// QPs to move to ERR once the current step finishes.
+    pub to_error: Vec<(u16, u32)>,
+    /// Some QP may be in ERR (receive posts there must be flushed).
+    pub any_error: bool,
+    /// Scratch buffer for WQE copies.
+    pub scratch: Vec<u8>,
+    /// Recycled payload buffers.
+    pub buf_pool: Vec<Vec<u8>>,
+}
+
+impl World {
+    pub fn new(seed: u64) -> Self {
+        World {
+            now: 0,
+            devs: Vec::new(),
+            heap: BinaryHeap::new(),
+            slab: Vec::new(),
+            free: Vec::new(),
+            seq: 0,
+            faults: FaultPlan::default(),
+            rng: Rng::new(seed),
+            params: ModelParams::default(),
+            auto_progress: true,
+            horizon_ns: 1_000_000_000,
+            trace: None,
+            to_error: Vec::new(),
+            any_error: false,
+            scratch: Vec::new(),
+            buf_pool: Vec::new(),
+        }
+    }
+
+    #[inline]
+    pub fn trace(&mut self, kind: TraceKind, dev: u16, qpn: u32, arg: u32) {
+        if let Some(t) = self.trace.as_mut() {
+            t.push(TraceEvent {
+                t_ns: self.now,
+                kind,
+                dev,
+                qpn,
+                arg,
+            });
+        }
+    }
+
+    pub fn schedule(&mut self, t: u64, ev: Event) {
+        self.seq += 1;
+        let slot = match self.free.pop() {
+            Some(i) => {
+                self.slab[i as usize] = Some(ev);
+                i
+            }
+            None => {
+                self.slab.push(Some(ev));
+                (self.slab.len() - 1) as u32
+            }
+        };
+        self.heap.push(Timed {
+            t: t.max(self.now),
+            seq: self.seq,
+            slot,
+        });
+    }
+
+    /// Puts a packet on the wire at `depart`, subject to the fault plan.
+    pub fn transmit(&mut self, depart: u64, pkt: Packet) {
+        let (sd, dd) = (pkt.src_dev, pkt.dst_dev);
+        let arrive = depart + self.params.t_base_ns as u64;
+        let fate = self
+            .faults
+            .decide(&mut self.rng, depart, arrive, dd as usize);
+        match fate {
+            Fate::Lost => self.trace(TraceKind::Lost, sd, pkt.src_qpn, pkt.psn()),
+            Fate::Deliver { at, dup } => {
+                self.trace(TraceKind::Send, sd, pkt.src_qpn, pkt.psn());
+                if let Some(d) = dup {
+                    self.schedule(d, Event::Deliver(pkt.clone()));
+                }
+                self.schedule(at, Event::Deliver(pkt));
+            }
+        }
+    }
+
+    /// Processes the earliest event if it is due by `limit`. Returns false
+    /// when there is none.
+    pub fn step(&mut self, limit: u64) -> bool {
+        match self.heap.peek() {
+            Some(e) if e.t <= limit => {}
+            _ => return false,
+        }
+        let Some(Timed { t, slot, .. }) = self.heap.pop() else {
+            return false;
+        };
+        self.free.push(slot);
+        let Some(ev) = self.slab.get_mut(slot as usize).and_then(Option::take) else {
+            return true;
+        };
+        // A timer that was re-armed or disarmed since it was scheduled is
+        // dropped without moving the clock: idle time is not simulated.
+        if let Event::RetryTimer { dev, qi, gen } | Event::RnrTimer { dev, qi, gen } = ev {
+            let live = matches!(
+                self.devs.get(dev as usize).and_then(|d| d.qps.get(qi as usize)),
+                Some(Some(q)) if q.timer_gen == gen
+            );
+            if !live {
+                return true;
+            }
+        }
+        self.now = self.now.max(t);
+        match ev {
+            Event::Deliver(p) => self.deliver(p),
+            Event::RetryTimer { dev, qi, gen } => self.retry_timer(dev, qi, gen),
+            Event::RnrTimer { dev, qi, gen } => self.rnr_timer(dev, qi, gen),
+        }
+        self.settle();
+        true
+    }
+
+    /// Runs events until the queue is empty or the next event lies more
+    /// than the horizon past the start. Returns the number processed.
+    pub fn run_until_idle(&mut self) -> u64 {
+        self.scan_error_rqs();
+        let limit = self.now.saturating_add(self.horizon_ns);
+        let mut n = 0;
+        while self.step(limit) {
+            n += 1;
+        }
+        n
+    }
+
+    /// Runs every event due by `t` and advances the clock to `t`.
+    pub fn run_until(&mut self, t: u64) -> u64 {
+        self.scan_error_rqs();
+        let mut n = 0;
+        while self.step(t) {
+            n += 1;
+        }
+        self.now = self.now.max(t);
+        n
+    }
+
+    pub fn pending_events(&self) -> usize {
+        self.heap.len()
+    }
+
+    /// Moves every QP queued in `to_error` to ERR (flushing), repeatedly,
+    /// since flushing may overrun another CQ.
+    pub fn settle(&mut self) {
+        while let Some((d, qi)) = self.to_error.pop() {
+            self.qp_to_error(d, qi);
+        }
+    }
+
+    /// Receive WQEs posted to a QP already in ERR are flushed when the
+    /// device next looks (there is no receive doorbell register).
+    pub fn scan_error_rqs(&mut self) {
+        if !self.any_error {
+            return;
+        }
+        for d in 0..self.devs.len() {
+            for qi in 0..self.devs[d].qps.len() {
+                let is_err = matches!(&self.devs[d].qps[qi], Some(q) if q.state == QpState::Err);
+                if is_err {
+                    self.flush_rq(d as u16, qi as u32);
+                }
+            }
+        }
+        self.settle();
+    }
+
+    /// Writes one CQE (owner bit added here) into CQ `cqn` of device `d`.
+    /// Detects overrun against the consumer index in the doorbell record:
+    /// on overrun the CQ enters error, an async CQ error event is raised,
+    /// every QP reporting to it is queued for ERR, and `false` is returned.
+    pub fn write_cqe(&mut self, d: u16, cqn: usize, mut cqe: Cqe64, is_err: bool) -> bool {
+        let now = self.now;
+        let params = self.params;
+        let dev = &mut self.devs[d as usize];
+        let Some(Some(cq)) = dev.cqs.get_mut(cqn) else {
+            return false;
+        };
+        if cq.error {
+            return false;
+        }
+        // SAFETY: dbrec was translated at CQ creation to 8 bytes of live DMA
+        // memory; a raw volatile read of the SET_CI word.
+        let ci = u32::from_be_bytes(unsafe { std::ptr::read_volatile(cq.dbrec.cast::<[u8; 4]>()) })
+            & 0x00ff_ffff;
+        let used = cq.pi.wrapping_sub(ci) & 0x00ff_ffff;
+        if used >= cq.ncqe {
+            cq.error = true;
+            dev.events.push(AsyncEvent::CqError { cqn: cqn as u32 });
+            let mut victims = Vec::new();
+            for (qi, q) in dev.qps.iter().enumerate() {
+                if let Some(q) = q {
+                    if (q.scq == cqn || q.rcq == cqn) && q.state != QpState::Err {
+                        victims.push((d, qi as u32));
+                        dev.events.push(AsyncEvent::QpFatal { qpn: q.qpn });
+                    }
+                }
+            }
+            self.to_error.extend(victims);
+            self.trace(TraceKind::CqOverrun, d, cqn as u32, 0);
+            return false;
+        }
+        if cq.cqe_version == 0 {
+            // Version 0 CQEs carry the SRQ number, not the user index.
+            cqe.set_srqn_uidx(0);
+        }
+        let owner = u8::from(cq.pi & cq.ncqe != 0);
+        let op_own = cqe.op_own();
+        cqe.set_op_own((op_own & 0xfe) | owner);
+        if !is_err {
+            // Error CQEs use bytes 52..55 for the syndromes (FACTS §5.5).
+            cqe.set_timestamp(now);
+        }
+        let slot = (cq.pi & (cq.ncqe - 1)) as usize * 64;
+        let bytes = cqe.into_bytes();
+        // SAFETY: the ring was translated at creation to ncqe * 64 bytes of
+        // live DMA memory and slot + 64 <= ncqe * 64. Bytes 0..63 are
+        // written before the ownership byte, as the device must.
+        unsafe {
+            let p = cq.ring.add(slot);
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), p, 63);
+            std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
+            std::ptr::write_volatile(p.add(63), bytes[63]);
+        }
+        cq.pi = cq.pi.wrapping_add(1);
+        cq.last_cqe_ns = now;
+        if let Some(_sol) = cq.armed.take() {
+            dev.events.push(AsyncEvent::Completion { cqn: cqn as u32 });
+        }
+        dev.counters.cqes += 1;
+        if is_err {
+            dev.counters.err_cqes += 1;
+        }
+        dev.counters.dma_write(&params, 64);
+        let wc = cqe.wqe_counter() as u32 | (cqe.syndrome() as u32) << 16;
+        let qpn = cqe.sop_drop_qpn() & 0xff_ffff;
+        self.trace(TraceKind::Cqe, d, qpn, wc);
+        true
+    }
+}
