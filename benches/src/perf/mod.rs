@@ -7,3 +7,4 @@ pub mod poll;
 pub mod post;
 pub mod probe;
 pub mod run;
+pub mod sim_backend;
