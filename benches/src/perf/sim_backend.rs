@@ -54,7 +54,7 @@ impl PerfBackend for SimBackend {
             inline: cfg.inline,
             loss: cfg.loss,
             seed: cfg.seed,
-            params: self.params.clone(),
+            params: self.params,
         };
         let r = run_perf(&pc);
         let test = cfg.test;
