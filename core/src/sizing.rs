@@ -1534,9 +1534,7 @@ impl<C: ConstCaps, const WR: u32, const SGE: u32, const INLINE: u32>
 
 #[cfg(test)]
 mod tests {
-    extern crate std;
     use super::*;
-    use std::string::ToString;
 
     const F39: DeviceCaps = DeviceCaps {
         max_sq_desc_sz: 512,
