@@ -51,7 +51,7 @@ cargo +nightly miri test -p bareverbs --lib
 
 if [ -d fuzz/fuzz_targets ] && ls fuzz/fuzz_targets/*.rs >/dev/null 2>&1; then
   step "fuzz smoke runs (time-boxed)"
-  secs=${FUZZ_SECONDS:-15}
+  secs=${FUZZ_SECONDS:-10}
   for t in fuzz/fuzz_targets/*.rs; do
     name=$(basename "$t" .rs)
     (cd fuzz && cargo +nightly fuzz run "$name" -- -max_total_time="$secs" -rss_limit_mb=4096 2>&1 | tail -n 3)
