@@ -137,21 +137,41 @@ pub enum SendOp {
     },
     /// Bind a memory window (a UMR WQE).
     BindMw {
-        /// The window's current rkey.
+        /// The window's current rkey (carried in the control segment).
         mw_rkey: u32,
-        /// Window type.
-        mw_type: MwType,
-        /// The new rkey (its low byte is the new key variant).
-        new_rkey: u32,
-        /// lkey of the memory region the window is bound to.
-        mr_lkey: u32,
-        /// Start address of the window.
-        addr: u64,
-        /// Length of the window (0 = unbind).
-        length: u64,
-        /// Access flags ([`mw_access`]).
-        access: u32,
+        /// What to bind.
+        bind: MwBind,
     },
+}
+
+/// The binding a [`SendOp::BindMw`] establishes (FACTS §1.5, UMR WQEs).
+/// A local invalidate is the unbind of a type-2 window: [`MwBind::UNBIND`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MwBind {
+    /// Window type.
+    pub mw_type: MwType,
+    /// The new rkey (its low byte is the new key variant).
+    pub new_rkey: u32,
+    /// lkey of the memory region the window is bound to.
+    pub mr_lkey: u32,
+    /// Start address of the window.
+    pub addr: u64,
+    /// Length of the window (0 = unbind).
+    pub length: u64,
+    /// Access flags ([`mw_access`]).
+    pub access: u32,
+}
+
+impl MwBind {
+    /// The unbind a LOCAL_INV performs.
+    pub const UNBIND: MwBind = MwBind {
+        mw_type: MwType::Type2,
+        new_rkey: 0,
+        mr_lkey: 0,
+        addr: 0,
+        length: 0,
+        access: 0,
+    };
 }
 
 impl SendOp {
@@ -1023,7 +1043,11 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
     /// Checks of the rarer shapes: UMR WQEs, UD destinations, oversize.
     #[inline(never)]
     fn check_rare(&self, wr: &SendWr<'_>, mut ds: u32) -> Result<(), PostErrorKind> {
-        if let SendOp::BindMw { length, .. } = wr.op {
+        if let SendOp::BindMw {
+            bind: MwBind { length, .. },
+            ..
+        } = wr.op
+        {
             if length > 1 << 31 {
                 return Err(PostErrorKind::BindTooLong { length });
             }
@@ -1166,22 +1190,12 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
                 }
                 SendOp::LocalInv { invalidate_rkey } => {
                     imm = invalidate_rkey;
-                    self.umr(&mut off, &mut ds, MwType::Type2, 0, 0, 0, 0, 0);
+                    self.umr(&mut off, &mut ds, &MwBind::UNBIND);
                     wr_data = 6;
                 }
-                SendOp::BindMw {
-                    mw_rkey,
-                    mw_type,
-                    new_rkey,
-                    mr_lkey,
-                    addr,
-                    length,
-                    access,
-                } => {
+                SendOp::BindMw { mw_rkey, bind } => {
                     imm = mw_rkey;
-                    self.umr(
-                        &mut off, &mut ds, mw_type, new_rkey, mr_lkey, addr, length, access,
-                    );
+                    self.umr(&mut off, &mut ds, &bind);
                     wr_data = 5;
                 }
             }
@@ -1273,19 +1287,16 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
     ///
     /// # Safety
     /// `*off` is a 16-aligned ring offset with room for the UMR segments.
-    #[allow(clippy::too_many_arguments)]
     #[inline(never)]
-    unsafe fn umr(
-        &self,
-        off: &mut usize,
-        ds: &mut u32,
-        mw_type: MwType,
-        new_rkey: u32,
-        mr_lkey: u32,
-        addr: u64,
-        length: u64,
-        access: u32,
-    ) {
+    unsafe fn umr(&self, off: &mut usize, ds: &mut u32, b: &MwBind) {
+        let MwBind {
+            mw_type,
+            new_rkey,
+            mr_lkey,
+            addr,
+            length,
+            access,
+        } = *b;
         let bind = length != 0;
         // UMR control segment (48 bytes, all written).
         let mut flags: u8 = 0x80 | 0x10; // INLINE | TRANSLATION_OFFSET
@@ -1600,12 +1611,12 @@ mod tests {
                     1,
                     SendOp::BindMw {
                         mw_rkey: 1,
-                        mw_type: MwType::Type2,
-                        new_rkey: 2,
-                        mr_lkey: 3,
-                        addr: 0,
-                        length: 1 << 32,
-                        access: 0,
+                        bind: MwBind {
+                            length: 1 << 32,
+                            new_rkey: 2,
+                            mr_lkey: 3,
+                            ..MwBind::UNBIND
+                        },
                     },
                     &[],
                 ),

@@ -7,7 +7,7 @@ use bareverbs::platform::{DmaAllocator, DmaBuf, MemUar};
 use bareverbs::qp::QpType;
 use bareverbs::rq::{RecvQueue, RecvWr, RqConfig, SharedReceiveQueue, SrqConfig};
 use bareverbs::sq::{
-    BlueFlame, MwType, SendFlags, SendOp, SendQueue, SendWr, Sge, SqConfig, UdDest,
+    BlueFlame, MwBind, MwType, SendFlags, SendOp, SendQueue, SendWr, Sge, SqConfig, UdDest,
 };
 use bareverbs::wqe::{AddressVector, Segment};
 use bareverbs_sim::dma::HeapDma;
@@ -84,16 +84,18 @@ fn op_of(wr: &vw::SendWr) -> Result<Option<SendOp>> {
             let b = wr.bind_mw.context("bind_mw fields missing")?;
             SendOp::BindMw {
                 mw_rkey: b.mw_rkey,
-                mw_type: if b.mw_type == 1 {
-                    MwType::Type1
-                } else {
-                    MwType::Type2
+                bind: MwBind {
+                    mw_type: if b.mw_type == 1 {
+                        MwType::Type1
+                    } else {
+                        MwType::Type2
+                    },
+                    new_rkey: b.new_rkey,
+                    mr_lkey: b.mr_lkey,
+                    addr: b.addr,
+                    length: b.length,
+                    access: b.access_flags,
                 },
-                new_rkey: b.new_rkey,
-                mr_lkey: b.mr_lkey,
-                addr: b.addr,
-                length: b.length,
-                access: b.access_flags,
             }
         }
         9 => SendOp::SendInv {
@@ -129,9 +131,7 @@ impl SqWorld {
         })
     }
     fn ring_bytes(&self) -> Vec<u8> {
-        // SAFETY: the ring is live DMA memory owned by `self.dma`; no queue
-        // is posting while we copy it.
-        unsafe { std::slice::from_raw_parts(self.ring.cpu.as_ptr(), self.ring.len).to_vec() }
+        read_dma(self.ring, self.ring.len)
     }
     fn fill_ring(&self, b: u8) {
         // SAFETY: as above; raw write of the whole ring.
@@ -399,6 +399,38 @@ fn recv_sgl(w: &crate::vectors::recv::RecvWr) -> Vec<Sge> {
     v
 }
 
+/// A copy of `len` bytes of live DMA memory.
+fn read_dma(buf: DmaBuf, len: usize) -> Vec<u8> {
+    // SAFETY: `buf` is a live allocation of at least `len` bytes owned by the
+    // caller's allocator, and no queue is running while it is copied.
+    unsafe { std::slice::from_raw_parts(buf.cpu.as_ptr(), len).to_vec() }
+}
+
+/// Posts the case's WRs with `post` and reads back the outcome: return
+/// value, bad WR index, the whole ring and the 4-byte doorbell record.
+fn post_case(
+    case: &RecvCase,
+    ring: DmaBuf,
+    dbrec: DmaBuf,
+    post: impl FnOnce(&[RecvWr<'_>]) -> Result<(), bareverbs::rq::RecvError>,
+) -> (i32, Option<usize>, Vec<u8>, Vec<u8>) {
+    let sgls: Vec<Vec<Sge>> = case.wrs.iter().map(recv_sgl).collect();
+    let wrs: Vec<RecvWr> = case
+        .wrs
+        .iter()
+        .zip(&sgls)
+        .map(|(w, s)| RecvWr {
+            wr_id: w.wr_id,
+            sgl: s,
+        })
+        .collect();
+    let (ret, bad_wr) = match post(&wrs) {
+        Ok(()) => (0, None),
+        Err(e) => (e.kind.errno(), Some(e.index)),
+    };
+    (ret, bad_wr, read_dma(ring, ring.len), read_dma(dbrec, 4))
+}
+
 fn run_rq<const N: usize>(case: &RecvCase, ring_fill: Option<u8>) -> Result<RecvOutcome> {
     let g = case.rq.as_ref().context("RQ geometry")?;
     let dma = HeapDma::new();
@@ -448,29 +480,9 @@ fn run_rq<const N: usize>(case: &RecvCase, ring_fill: Option<u8>) -> Result<Recv
         // SAFETY: raw fill of the live ring.
         unsafe { std::ptr::write_bytes(ring.cpu.as_ptr(), b, ring.len) };
     }
-    let sgls: Vec<Vec<Sge>> = case.wrs.iter().map(recv_sgl).collect();
-    let wrs: Vec<RecvWr> = case
-        .wrs
-        .iter()
-        .zip(&sgls)
-        .map(|(w, s)| RecvWr {
-            wr_id: w.wr_id,
-            sgl: s,
-        })
-        .collect();
-    // SAFETY: as above.
-    let r = unsafe { rq.post_recv_raw(&wrs) };
-    let (ret, bad_wr) = match r {
-        Ok(()) => (0, None),
-        Err(e) => (e.kind.errno(), Some(e.index)),
-    };
-    // SAFETY: reading back live DMA memory owned by `dma`.
-    let (ring_bytes, db) = unsafe {
-        (
-            std::slice::from_raw_parts(ring.cpu.as_ptr(), ring.len).to_vec(),
-            std::slice::from_raw_parts(dbrec.cpu.as_ptr(), 4).to_vec(),
-        )
-    };
+    // SAFETY: the memory-backed ring is never executed by a device.
+    let (ret, bad_wr, ring_bytes, db) =
+        post_case(case, ring, dbrec, |w| unsafe { rq.post_recv_raw(w) });
     Ok(RecvOutcome {
         ret,
         bad_wr,
@@ -576,29 +588,9 @@ fn run_srq<const N: usize>(case: &RecvCase, ring_fill: Option<u8>) -> Result<Rec
             }
         }
     }
-    let sgls: Vec<Vec<Sge>> = case.wrs.iter().map(recv_sgl).collect();
-    let wrs: Vec<RecvWr> = case
-        .wrs
-        .iter()
-        .zip(&sgls)
-        .map(|(w, s)| RecvWr {
-            wr_id: w.wr_id,
-            sgl: s,
-        })
-        .collect();
-    // SAFETY: memory-backed ring, never executed.
-    let r = unsafe { srq.post_recv_raw(&wrs) };
-    let (ret, bad_wr) = match r {
-        Ok(()) => (0, None),
-        Err(e) => (e.kind.errno(), Some(e.index)),
-    };
-    // SAFETY: reading back live DMA memory owned by `dma`.
-    let (ring_bytes, db) = unsafe {
-        (
-            std::slice::from_raw_parts(ring.cpu.as_ptr(), ring.len).to_vec(),
-            std::slice::from_raw_parts(dbrec.cpu.as_ptr(), 4).to_vec(),
-        )
-    };
+    // SAFETY: the memory-backed ring is never executed by a device.
+    let (ret, bad_wr, ring_bytes, db) =
+        post_case(case, ring, dbrec, |w| unsafe { srq.post_recv_raw(w) });
     Ok(RecvOutcome {
         ret,
         bad_wr,

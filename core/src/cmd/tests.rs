@@ -9,18 +9,22 @@ use super::ops::*;
 use super::queue::*;
 use super::*;
 use crate::platform::{DmaAllocator, DmaBuf};
-use std::alloc::{alloc_zeroed, dealloc, Layout};
-use std::cell::RefCell;
-use std::ptr::NonNull;
+use core::cell::RefCell;
+use core::ptr::NonNull;
 
-struct TestDma(RefCell<Vec<(usize, Layout)>>);
-// SAFETY: fresh zeroed heap memory per allocation; iova = cpu address.
+/// Test DMA memory: zeroed `u64` buffers (over-allocated so each block can
+/// start at the requested alignment), IOVA = CPU address. `free` drops
+/// the block, so the table shows what is still allocated.
+struct TestDma(RefCell<Vec<(usize, Vec<u64>)>>);
+// SAFETY: every block is fresh zeroed memory of the requested length and
+// alignment, owned by the allocator and never handed out twice.
 unsafe impl DmaAllocator for TestDma {
     fn alloc(&self, len: usize, align: usize) -> Option<DmaBuf> {
-        let l = Layout::from_size_align(len.max(1), align.max(4096)).ok()?;
-        // SAFETY: non-zero size.
-        let p = unsafe { alloc_zeroed(l) };
-        self.0.borrow_mut().push((p as usize, l));
+        let align = align.max(4096);
+        let mut buf = vec![0u64; (len.max(1) + align).div_ceil(8)];
+        let base = buf.as_mut_ptr().cast::<u8>();
+        let p = base.wrapping_add(base.align_offset(align));
+        self.0.borrow_mut().push((p as usize, buf));
         Some(DmaBuf {
             cpu: NonNull::new(p)?,
             iova: p as u64,
@@ -30,9 +34,7 @@ unsafe impl DmaAllocator for TestDma {
     unsafe fn free(&self, buf: DmaBuf) {
         let mut v = self.0.borrow_mut();
         if let Some(i) = v.iter().position(|(p, _)| *p == buf.cpu.as_ptr() as usize) {
-            let (p, l) = v.swap_remove(i);
-            // SAFETY: allocated above with this layout.
-            unsafe { dealloc(p as *mut u8, l) };
+            v.swap_remove(i);
         }
     }
 }
