@@ -22,6 +22,7 @@ use crate::cmd::queue::{dma_write, CmdQueue, CmdqSetupError, SlotKind, MAX_MSG};
 use crate::cmd::{op, Bar0, Clock, CmdError};
 use crate::cq::{CompletionQueue, CqError};
 use crate::cqe::CqeSize;
+use crate::mr::{Access, MemoryRegion};
 use crate::platform::{DmaAllocator, DmaBuf, Uar, EQ_DOORBELL_ARM, EQ_DOORBELL_NO_ARM};
 use crate::rq::{RecvQueue, RqConfig, SharedReceiveQueue, SrqConfig};
 use crate::sq::{SendQueue, SqConfig};
@@ -232,6 +233,48 @@ pub struct Mkey {
     pub addr: u64,
     /// Length in bytes.
     pub len: u64,
+    /// Access rights granted.
+    pub access: MkeyAccess,
+}
+
+impl Mkey {
+    /// The rights as `ibv_access_flags` bits (local read is implied).
+    pub const fn access_flags(&self) -> Access {
+        let a = self.access;
+        Access(
+            (a.local_write as u32 * Access::LOCAL_WRITE)
+                | (a.remote_write as u32 * Access::REMOTE_WRITE)
+                | (a.remote_read as u32 * Access::REMOTE_READ)
+                | (a.atomic as u32 * Access::REMOTE_ATOMIC),
+        )
+    }
+
+    /// The data-path view of this key over `buf`, for
+    /// [`SendQueue::post_send`](crate::sq::SendQueue::post_send)'s SGE
+    /// checks: lkey = rkey = [`Mkey::key`], addresses from [`Mkey::addr`].
+    /// `None` when `buf` is not the range the key covers.
+    ///
+    /// # Safety
+    /// `buf` must be the buffer this key was created over, and it must stay
+    /// allocated while the region (or a WR naming it) is in use.
+    pub unsafe fn memory_region(&self, buf: &DmaBuf) -> Option<MemoryRegion> {
+        if buf.iova != self.addr || buf.len as u64 != self.len {
+            return None;
+        }
+        // SAFETY: `buf` is live DMA memory (DmaAllocator contract) that the
+        // device reaches at `addr + i` under `key` (CREATE_MKEY over exactly
+        // this range); the caller keeps it allocated while in use.
+        Some(unsafe {
+            MemoryRegion::new(
+                buf.cpu,
+                self.addr,
+                self.len,
+                self.key,
+                self.key,
+                self.access_flags(),
+            )
+        })
+    }
 }
 
 /// A completion queue created by command, with its ring and doorbell record.
@@ -1097,6 +1140,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
             key: index << 8,
             addr: buf.iova,
             len: buf.len as u64,
+            access,
         })
     }
     /// DESTROY_MKEY.

@@ -39,6 +39,8 @@ pub enum SimError {
     CurStateMismatch,
     /// Out of memory in the DMA allocator.
     NoMemory,
+    /// The object number asked for is taken or out of the table's range.
+    NumberUnavailable,
 }
 
 impl fmt::Display for SimError {
@@ -65,9 +67,14 @@ impl Fabric {
     }
     /// Adds a device (one port, LID = index + 1).
     pub fn add_device(&self) -> Device {
+        self.add_device_with_dma(Arc::new(HeapDma::new()))
+    }
+    /// Adds a device whose DMA address space is `dma` (shared with a
+    /// firmware model, so command-created objects and the data path see
+    /// the same memory).
+    pub fn add_device_with_dma(&self, dma: Arc<HeapDma>) -> Device {
         let mut w = self.w.borrow_mut();
         let id = w.devs.len();
-        let dma = Arc::new(HeapDma::new());
         w.devs.push(Dev {
             dma: dma.clone(),
             lid: id as u16 + 1,
@@ -231,6 +238,40 @@ fn pow2(n: u32) -> bool {
     n != 0 && n.is_power_of_two()
 }
 
+/// Largest table index an explicitly numbered object may take.
+pub const MAX_PLACED_INDEX: usize = 1 << 16;
+
+/// Puts `t` at index `idx` of a table (growing it), or at its end when
+/// `idx` is `None`; refuses a live slot or an index past
+/// [`MAX_PLACED_INDEX`]. Returns the index used.
+fn place<T>(
+    v: &mut Vec<Option<T>>,
+    idx: Option<usize>,
+    t: T,
+    live: impl Fn(&T) -> bool,
+) -> Result<usize, SimError> {
+    let i = idx.unwrap_or(v.len());
+    if i > MAX_PLACED_INDEX {
+        return Err(SimError::NumberUnavailable);
+    }
+    if v.len() <= i {
+        v.resize_with(i + 1, || None);
+    }
+    if matches!(&v[i], Some(x) if live(x)) {
+        return Err(SimError::NumberUnavailable);
+    }
+    v[i] = Some(t);
+    Ok(i)
+}
+
+/// The GID the simulator gives the port with LID `lid`: link-local
+/// `fe80::<lid>`. An address path with a GRH and no LID is routed to the
+/// device whose GID this is.
+pub const fn sim_gid(lid: u16) -> [u8; 16] {
+    let l = lid.to_be_bytes();
+    [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, l[0], l[1]]
+}
+
 impl Device {
     /// Index of the device in the fabric.
     pub fn index(&self) -> usize {
@@ -274,6 +315,14 @@ impl Device {
         Pd(d.next_pd - 1)
     }
 
+    /// Makes PD number `pd` (allocated elsewhere, e.g. by ALLOC_PD) valid
+    /// on this device.
+    pub fn adopt_pd(&self, pd: Pd) {
+        let mut w = self.w.borrow_mut();
+        let d = &mut w.devs[self.id as usize];
+        d.next_pd = d.next_pd.max(pd.0.saturating_add(1));
+    }
+
     /// Registers `[iova, iova + len)` of this device's DMA space under a
     /// new key (lkey = rkey) with `access` (`ibv_access_flags`). Returns
     /// the key.
@@ -297,6 +346,46 @@ impl Device {
             valid: true,
         }));
         Ok(key)
+    }
+
+    /// Registers a memory key chosen by the caller (as CREATE_MKEY does):
+    /// WQEs name bytes `[va, va + len)` under `key`; they live at device
+    /// address `dev_addr`, which must lie inside one live DMA allocation.
+    /// The key's index (`key >> 8`) must be free.
+    pub fn reg_mr_as(
+        &self,
+        key: u32,
+        pd: Pd,
+        va: u64,
+        len: u64,
+        dev_addr: u64,
+        access: u32,
+    ) -> Result<(), SimError> {
+        let cpu = self
+            .dma
+            .translate(dev_addr, len as usize)
+            .ok_or(SimError::BadAddress)?;
+        let mut w = self.w.borrow_mut();
+        let d = &mut w.devs[self.id as usize];
+        let mr = Mr {
+            key,
+            pd: pd.0,
+            iova: va,
+            len,
+            cpu: cpu.as_ptr(),
+            access,
+            valid: true,
+        };
+        place(&mut d.mrs, Some((key >> 8) as usize), mr, |m| m.valid)?;
+        Ok(())
+    }
+
+    /// Removes the memory key with index `index` (DESTROY_MKEY).
+    pub fn destroy_mr_index(&self, index: u32) {
+        let mut w = self.w.borrow_mut();
+        if let Some(slot) = w.devs[self.id as usize].mrs.get_mut(index as usize) {
+            *slot = None;
+        }
     }
 
     /// Registers a whole DMA buffer and returns the core's
@@ -354,6 +443,31 @@ impl Device {
         ring_iova: u64,
         dbrec_iova: u64,
     ) -> Result<u32, SimError> {
+        self.cq_at(None, ncqe, cqe_version, ring_iova, dbrec_iova)
+    }
+
+    /// [`create_cq_at`](Self::create_cq_at) under the CQ number `cqn`
+    /// chosen by the caller (CREATE_CQ's firmware), which must be free.
+    pub fn create_cq_as(
+        &self,
+        cqn: u32,
+        ncqe: u32,
+        cqe_version: u8,
+        ring_iova: u64,
+        dbrec_iova: u64,
+    ) -> Result<(), SimError> {
+        self.cq_at(Some(cqn), ncqe, cqe_version, ring_iova, dbrec_iova)
+            .map(|_| ())
+    }
+
+    fn cq_at(
+        &self,
+        cqn: Option<u32>,
+        ncqe: u32,
+        cqe_version: u8,
+        ring_iova: u64,
+        dbrec_iova: u64,
+    ) -> Result<u32, SimError> {
         if !pow2(ncqe) || !(2..=1 << 22).contains(&ncqe) {
             return Err(SimError::BadSize);
         }
@@ -366,8 +480,7 @@ impl Device {
         }
         let mut w = self.w.borrow_mut();
         let d = &mut w.devs[self.id as usize];
-        let cqn = d.cqs.len() as u32;
-        d.cqs.push(Some(Cq {
+        let cq = Cq {
             ring: rp,
             ncqe,
             dbrec: dp,
@@ -376,8 +489,18 @@ impl Device {
             error: false,
             armed: None,
             last_cqe_ns: 0,
-        }));
-        Ok(cqn)
+        };
+        let i = place(&mut d.cqs, cqn.map(|n| n as usize), cq, |_| true)?;
+        Ok(i as u32)
+    }
+
+    /// Removes CQ `cqn` (DESTROY_CQ). Firmware refuses to destroy a CQ a
+    /// QP still reports to, so no QP is left pointing at it.
+    pub fn destroy_cq(&self, cqn: u32) {
+        let mut w = self.w.borrow_mut();
+        if let Some(slot) = w.devs[self.id as usize].cqs.get_mut(cqn as usize) {
+            *slot = None;
+        }
     }
 
     /// Whether CQ `cqn` is in error (overrun).
@@ -426,6 +549,49 @@ impl Device {
             error: false,
         }));
         Ok(SrqHandle { srqn, ring, dbrec })
+    }
+
+    /// Creates SRQ `srqn` (chosen by the caller, as CREATE_SRQ's firmware
+    /// does) over host memory named by device addresses: the ring at
+    /// `ring_iova` (`nslots << wqe_shift` bytes) and the 4-byte record at
+    /// `dbrec_iova`, both resolved through the DMA table.
+    pub fn create_srq_as(
+        &self,
+        srqn: u32,
+        pd: Pd,
+        nslots: u32,
+        wqe_shift: u32,
+        ring_iova: u64,
+        dbrec_iova: u64,
+    ) -> Result<(), SimError> {
+        if !pow2(nslots) || !(4..=16).contains(&wqe_shift) {
+            return Err(SimError::BadSize);
+        }
+        let rp = self.translate_iova(ring_iova, (nslots as usize) << wqe_shift)?;
+        let dp = self.translate_iova(dbrec_iova, 4)?;
+        let mut w = self.w.borrow_mut();
+        let d = &mut w.devs[self.id as usize];
+        let srq = Srq {
+            ring: rp,
+            nslots,
+            shift: wqe_shift,
+            dbrec: dp,
+            pd: pd.0,
+            head_slot: 0,
+            consumed: 0,
+            limit: 0,
+            error: false,
+        };
+        place(&mut d.srqs, Some(srqn as usize), srq, |_| true)?;
+        Ok(())
+    }
+
+    /// Removes SRQ `srqn` (DESTROY_SRQ; firmware refuses while a QP uses it).
+    pub fn destroy_srq(&self, srqn: u32) {
+        let mut w = self.w.borrow_mut();
+        if let Some(slot) = w.devs[self.id as usize].srqs.get_mut(srqn as usize) {
+            *slot = None;
+        }
     }
 
     /// Re-arms the SRQ limit event.
@@ -504,6 +670,49 @@ impl Device {
         rq_ring_iova: Option<u64>,
         dbrec_iova: u64,
     ) -> Result<u32, SimError> {
+        self.qp_at(None, init, sq_ring_iova, rq_ring_iova, dbrec_iova)
+    }
+
+    /// [`create_qp_at`](Self::create_qp_at) under the QP number `qpn`
+    /// chosen by the caller (CREATE_QP's firmware); it must be free and at
+    /// least [`QPN_BASE`].
+    pub fn create_qp_as(
+        &self,
+        qpn: u32,
+        init: &QpInit,
+        sq_ring_iova: Option<u64>,
+        rq_ring_iova: Option<u64>,
+        dbrec_iova: u64,
+    ) -> Result<(), SimError> {
+        let qi = qpn
+            .checked_sub(QPN_BASE)
+            .ok_or(SimError::NumberUnavailable)?;
+        self.qp_at(Some(qi), init, sq_ring_iova, rq_ring_iova, dbrec_iova)
+            .map(|_| ())
+    }
+
+    /// Removes QP `qpn` (DESTROY_QP): it leaves the QP-context cache, and
+    /// packets or timers still naming it are dropped on arrival.
+    pub fn destroy_qp(&self, qpn: u32) {
+        let Some(qi) = qpn.checked_sub(QPN_BASE) else {
+            return;
+        };
+        let mut w = self.w.borrow_mut();
+        let d = &mut w.devs[self.id as usize];
+        d.qpc_forget(qi);
+        if let Some(slot) = d.qps.get_mut(qi as usize) {
+            *slot = None;
+        }
+    }
+
+    fn qp_at(
+        &self,
+        qi: Option<u32>,
+        init: &QpInit,
+        sq_ring_iova: Option<u64>,
+        rq_ring_iova: Option<u64>,
+        dbrec_iova: u64,
+    ) -> Result<u32, SimError> {
         if init.sq_wqebbs != 0 && (!pow2(init.sq_wqebbs) || init.sq_wqebbs > 1 << 16) {
             return Err(SimError::BadSize);
         }
@@ -546,10 +755,18 @@ impl Device {
         let dp = self.translate_iova(dbrec_iova, 8)?;
         let mut w = self.w.borrow_mut();
         let d = &mut w.devs[self.id as usize];
-        let qi = d.qps.len() as u32;
+        let qi = match qi {
+            Some(i) => {
+                if matches!(d.qps.get(i as usize), Some(Some(_))) || i as usize > MAX_PLACED_INDEX {
+                    return Err(SimError::NumberUnavailable);
+                }
+                i
+            }
+            None => d.qps.len() as u32,
+        };
         let qpn = QPN_BASE + qi;
         let attr = QpAttr::default();
-        d.qps.push(Some(Qp {
+        let qp = Qp {
             qpn,
             uidx: init.uidx,
             ty: init.qp_type,
@@ -583,7 +800,8 @@ impl Device {
             lru_prev: None,
             lru_next: None,
             in_qpc: false,
-        }));
+        };
+        place(&mut d.qps, Some(qi as usize), qp, |_| true)?;
         Ok(qpn)
     }
 

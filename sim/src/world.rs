@@ -188,6 +188,19 @@ impl Dev {
         }
     }
 
+    /// Drops QP `qi` from the QP-context cache (before it is destroyed).
+    pub fn qpc_forget(&mut self, qi: u32) {
+        if matches!(self.qps.get(qi as usize), Some(Some(q)) if q.in_qpc) {
+            self.unlink(qi);
+            self.lru_len -= 1;
+            if let Some(Some(q)) = self.qps.get_mut(qi as usize) {
+                q.in_qpc = false;
+                q.lru_prev = None;
+                q.lru_next = None;
+            }
+        }
+    }
+
     /// Touches QP `qi` in the QP-context cache of `capacity` entries;
     /// returns true on a miss (the context had to be fetched).
     pub fn qpc_touch(&mut self, qi: u32, capacity: u32) -> bool {

@@ -191,8 +191,9 @@ fn devinfo_matches_facts_typical_values() {
 #[derive(Default)]
 struct Recorder(Arc<Mutex<Vec<ObjectEvent>>>);
 impl DataPath for Recorder {
-    fn object_event(&mut self, ev: &ObjectEvent) {
+    fn object_event(&mut self, ev: &ObjectEvent) -> Result<(), &'static str> {
         self.0.lock().unwrap().push(ev.clone());
+        Ok(())
     }
     fn uar_write(&mut self, _uar: u32, _offset: usize, _bytes: &[u8]) {}
 }

@@ -56,6 +56,9 @@ pub mod reason {
     pub const SIZE: u8 = 0x0c;
     /// Driver refused pages (MANAGE_PAGES CANT_GIVE).
     pub const CANT_GIVE: u8 = 0x0d;
+    /// The connected data path cannot execute this object (see
+    /// [`super::SimFirmware::refusals`] for its reason).
+    pub const DATA_PATH: u8 = 0x0e;
 }
 
 /// The syndrome the model reports for `opcode` failing for `reason`.
@@ -287,9 +290,25 @@ impl SimFirmware {
         Ok(())
     }
 
+    /// Announces a committed change (destroys).
     fn notify(&mut self, ev: ObjectEvent) {
         if let Some(h) = self.hook.as_mut() {
-            h.object_event(&ev);
+            let _ = h.object_event(&ev);
+        }
+    }
+
+    /// Offers a change to the data path before committing it; a refusal
+    /// is logged in `refusals`.
+    fn admit(&mut self, ev: ObjectEvent) -> bool {
+        let Some(h) = self.hook.as_mut() else {
+            return true;
+        };
+        match h.object_event(&ev) {
+            Ok(()) => true,
+            Err(why) => {
+                self.refusals.push(why);
+                false
+            }
         }
     }
 
@@ -518,7 +537,14 @@ impl SimFirmware {
                 for c in objs.cqs.keys() {
                     self.notify(ObjectEvent::CqDestroyed(*c));
                 }
+                for s in objs.srqs.keys() {
+                    self.notify(ObjectEvent::SrqDestroyed(*s));
+                }
+                for m in objs.mkeys.keys() {
+                    self.notify(ObjectEvent::MkeyDestroyed(*m));
+                }
                 self.objects.next_id = objs.next_id;
+                self.objects.next_qpn = objs.next_qpn;
                 self.charged_objects = 0;
                 self.hca = HcaState::TornDown;
                 Outcome::Ok(ok(16))
@@ -750,8 +776,11 @@ impl SimFirmware {
             access: [acc(10), acc(11), acc(12), acc(13), acc(14)],
             pages: pas,
         };
-        self.objects.mkeys.insert(index, m.clone());
-        self.notify(ObjectEvent::MkeyCreated(m));
+        if !self.admit(ObjectEvent::MkeyCreated(m.clone())) {
+            self.uncharge();
+            return Fail(st::BAD_PARAM, reason::DATA_PATH);
+        }
+        self.objects.mkeys.insert(index, m);
         let mut o = ok(16);
         set_bits(&mut o, 0, 2, 23, 0, index);
         Outcome::Ok(o)
@@ -834,8 +863,11 @@ impl SimFirmware {
             dbr_addr: dbr,
             pages,
         };
-        self.objects.cqs.insert(cqn, c.clone());
-        self.notify(ObjectEvent::CqCreated(c));
+        if !self.admit(ObjectEvent::CqCreated(c.clone())) {
+            self.uncharge();
+            return Fail(st::BAD_PARAM, reason::DATA_PATH);
+        }
+        self.objects.cqs.insert(cqn, c);
         let mut o = ok(16);
         set_bits(&mut o, 0, 2, 23, 0, cqn);
         Outcome::Ok(o)
@@ -894,7 +926,7 @@ impl SimFirmware {
         if let Err(n) = self.charge() {
             return NeedPages(n);
         }
-        let qpn = self.objects.fresh();
+        let qpn = self.objects.fresh_qpn();
         let q = QpObj {
             qpn,
             st: stype,
@@ -926,9 +958,17 @@ impl SimFirmware {
             retry_count: 0,
             rnr_retry: 0,
             ack_timeout: 0,
+            rlid: 0,
+            grh: false,
+            rgid: [0; 16],
+            log_rra_max: 0,
+            log_sra_max: 0,
         };
-        self.objects.qps.insert(qpn, q.clone());
-        self.notify(ObjectEvent::QpCreated(q));
+        if !self.admit(ObjectEvent::QpCreated(q.clone())) {
+            self.uncharge();
+            return Fail(st::BAD_PARAM, reason::DATA_PATH);
+        }
+        self.objects.qps.insert(qpn, q);
         let mut o = ok(16);
         set_bits(&mut o, 0, 2, 23, 0, qpn);
         Outcome::Ok(o)
@@ -942,7 +982,7 @@ impl SimFirmware {
             return Fail(st::BAD_INPUT_LEN, reason::INPUT_LEN);
         }
         let num_ports = cur.num_ports;
-        let Some(q) = self.objects.qps.get_mut(&qpn) else {
+        let Some(mut q) = self.objects.qps.get(&qpn).cloned() else {
             return Fail(st::BAD_RESOURCE, reason::UNKNOWN_OBJECT);
         };
         let (from, to): (&[S], S) = match opcode {
@@ -983,13 +1023,22 @@ impl SimFirmware {
                 q.remote_qpn = g(5, 23, 0);
                 q.rq_psn = g(37, 23, 0);
                 q.min_rnr_nak = g(37, 28, 24) as u8;
+                q.log_rra_max = g(36, 23, 21) as u8;
                 q.fl = p(0, 31, 31) != 0;
+                q.grh = p(1, 23, 23) != 0;
+                q.rlid = p(1, 15, 0) as u16;
+                q.rgid.copy_from_slice(
+                    input
+                        .get(QPC_PATH + 0x10..QPC_PATH + 0x20)
+                        .unwrap_or(&[0; 16]),
+                );
             }
             op::RTR2RTS_QP => {
                 q.sq_psn = g(30, 23, 0);
                 q.retry_count = g(28, 18, 16) as u8;
                 q.rnr_retry = g(28, 15, 13) as u8;
                 q.ack_timeout = p(2, 31, 27) as u8;
+                q.log_sra_max = g(28, 23, 21) as u8;
             }
             _ => {}
         }
@@ -997,8 +1046,10 @@ impl SimFirmware {
         if to == S::Reset {
             q.remote_qpn = 0;
         }
-        let q = q.clone();
-        self.notify(ObjectEvent::QpModified(q));
+        if !self.admit(ObjectEvent::QpModified(q.clone())) {
+            return Fail(st::BAD_PARAM, reason::DATA_PATH);
+        }
+        self.objects.qps.insert(qpn, q);
         Outcome::Ok(ok(16))
     }
 
@@ -1039,8 +1090,11 @@ impl SimFirmware {
             dbr_addr: dbr,
             pages,
         };
-        self.objects.srqs.insert(srqn, s.clone());
-        self.notify(ObjectEvent::SrqCreated(s));
+        if !self.admit(ObjectEvent::SrqCreated(s.clone())) {
+            self.uncharge();
+            return Fail(st::BAD_PARAM, reason::DATA_PATH);
+        }
+        self.objects.srqs.insert(srqn, s);
         let mut o = ok(16);
         set_bits(&mut o, 0, 2, 23, 0, srqn);
         Outcome::Ok(o)

@@ -18,9 +18,12 @@
 //! command pending until MANAGE_PAGES supplies the pages (on another slot),
 //! as real firmware does.
 //!
-//! The data path (another module's device model) connects through
-//! [`objects::DataPath`]; see that module.
+//! The data path connects through [`objects::DataPath`];
+//! [`datapath::FabricPath`] connects it to a simulated device on a
+//! [`Fabric`](crate::Fabric), and [`bring_up_on`] assembles the whole
+//! function (firmware, BAR0, data path, the core's bring-up).
 
+pub mod datapath;
 mod exec;
 pub mod fuzz;
 pub mod objects;
@@ -30,9 +33,12 @@ use bareverbs::cmd::initseg;
 use bareverbs::cmd::{Bar0, Clock};
 use bareverbs::device::{DevInfo, Device, DeviceConfig, DeviceError, UarMap};
 use bareverbs::platform::{DmaAllocator, DmaBuf, Uar};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::cell::{RefCell, RefMut};
+use std::rc::Rc;
+use std::sync::Arc;
 
 use crate::dma::HeapDma;
+pub use datapath::{bring_up_on, FabricPath};
 pub use exec::{reason, syndrome};
 pub use objects::{DataPath, ObjectEvent, ObjectTable};
 
@@ -191,6 +197,9 @@ pub struct SimFirmware {
     pub slot_log: Vec<(u8, u16)>,
     /// Doorbell writes seen on UAR pages: (uar, offset, value bytes).
     pub uar_writes: Vec<(u32, usize, Vec<u8>)>,
+    /// Why the data path refused objects (commands failed with
+    /// [`reason::DATA_PATH`]), in order.
+    pub refusals: Vec<&'static str>,
 }
 
 impl SimFirmware {
@@ -220,6 +229,7 @@ impl SimFirmware {
             log: Vec::new(),
             slot_log: Vec::new(),
             uar_writes: Vec::new(),
+            refusals: Vec::new(),
         }
     }
     /// Connects a data-path model (see [`objects`]).
@@ -314,9 +324,19 @@ impl SimFirmware {
                 eq.ci = v & 0x00ff_ffff;
             }
         }
-        self.uar_writes.push((uar, offset, bytes.to_vec()));
+        if self.hook.is_none() {
+            // Kept only without a data path: a benchmark's doorbells would
+            // otherwise grow this log without bound.
+            self.uar_writes.push((uar, offset, bytes.to_vec()));
+        }
         if let Some(h) = self.hook.as_mut() {
             h.uar_write(uar, offset, bytes);
+        }
+    }
+
+    fn uar_flush(&mut self, uar: u32) {
+        if let Some(h) = self.hook.as_mut() {
+            h.uar_flush(uar);
         }
     }
 }
@@ -324,27 +344,26 @@ impl SimFirmware {
 /// The emulated BAR0: a handle to the shared firmware model.
 #[derive(Clone)]
 pub struct SimBar {
-    fw: Arc<Mutex<SimFirmware>>,
+    fw: Rc<RefCell<SimFirmware>>,
 }
 
 impl SimBar {
     /// A BAR over a fresh firmware model.
     pub fn new(dma: Arc<HeapDma>, cfg: FwConfig) -> Self {
         SimBar {
-            fw: Arc::new(Mutex::new(SimFirmware::new(dma, cfg))),
+            fw: Rc::new(RefCell::new(SimFirmware::new(dma, cfg))),
         }
     }
-    /// Locks the firmware model (to inject faults or inspect objects).
-    pub fn fw(&self) -> MutexGuard<'_, SimFirmware> {
-        match self.fw.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        }
+    /// The firmware model (to inject faults or inspect objects). The
+    /// borrow must end before the driver touches the BAR again.
+    pub fn fw(&self) -> RefMut<'_, SimFirmware> {
+        self.fw.borrow_mut()
     }
 }
 
-// SAFETY: every access is one 32-bit register operation on the model under
-// its lock; out-of-range reads return all-ones and writes are ignored.
+// SAFETY: every access is one whole 32-bit register operation on the model
+// (one borrow each, single-threaded: SimBar is neither Send nor Sync);
+// out-of-range reads return all-ones and writes are ignored.
 unsafe impl Bar0 for SimBar {
     fn read32(&self, off: usize) -> u32 {
         self.fw().read_reg(off)
@@ -371,22 +390,22 @@ impl UarMap for SimBar {
 /// model (EQ doorbells) and the data-path hook.
 #[derive(Clone)]
 pub struct SimUar {
-    fw: Arc<Mutex<SimFirmware>>,
+    fw: Rc<RefCell<SimFirmware>>,
     index: u32,
 }
 
 impl SimUar {
+    fn fw(&self) -> RefMut<'_, SimFirmware> {
+        self.fw.borrow_mut()
+    }
     fn store(&mut self, offset: usize, bytes: &[u8]) {
-        let mut g = match self.fw.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        };
-        g.uar_store(self.index, offset, bytes);
+        let index = self.index;
+        self.fw().uar_store(index, offset, bytes);
     }
 }
 
-// SAFETY: every store is delivered whole and in program order under the
-// model's lock.
+// SAFETY: every store is delivered whole and in program order to the model
+// (one borrow each, single-threaded).
 unsafe impl Uar for SimUar {
     fn write64(&mut self, offset: usize, bytes: [u8; 8]) {
         self.store(offset, &bytes)
@@ -396,6 +415,10 @@ unsafe impl Uar for SimUar {
     }
     fn write_bf(&mut self, offset: usize, chunk: &[u8; 64]) {
         self.store(offset, chunk)
+    }
+    fn flush(&mut self) {
+        let index = self.index;
+        self.fw().uar_flush(index);
     }
 }
 

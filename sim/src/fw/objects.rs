@@ -138,6 +138,16 @@ pub struct QpObj {
     pub rnr_retry: u8,
     /// ACK timeout (RTR2RTS).
     pub ack_timeout: u8,
+    /// Remote LID of the primary path (INIT2RTR).
+    pub rlid: u16,
+    /// The primary path carries a GRH (INIT2RTR).
+    pub grh: bool,
+    /// Remote GID of the primary path (INIT2RTR).
+    pub rgid: [u8; 16],
+    /// log2 max_dest_rd_atomic (INIT2RTR `log_rra_max`).
+    pub log_rra_max: u8,
+    /// log2 max_rd_atomic (RTR2RTS `log_sra_max`).
+    pub log_sra_max: u8,
 }
 
 /// A shared receive queue (CREATE_SRQ).
@@ -181,12 +191,25 @@ pub enum ObjectEvent {
 }
 
 /// The hook connecting firmware objects to a data-path model.
-pub trait DataPath: Send {
-    /// Called after every successful object change.
-    fn object_event(&mut self, ev: &ObjectEvent);
-    /// Called for every store to a UAR page (`bytes` as stored, big-endian).
+///
+/// Creates and modifies are offered to the data path *before* firmware
+/// commits them: a refusal (`Err` with a reason text) makes the command
+/// fail with BAD_PARAM and [`super::reason::DATA_PATH`], and the object
+/// does not exist. Destroys are only announced.
+pub trait DataPath {
+    /// Called for every object change firmware is about to commit (creates,
+    /// modifies) or has committed (destroys).
+    fn object_event(&mut self, ev: &ObjectEvent) -> Result<(), &'static str>;
+    /// Called for every store to a UAR page (`bytes` as stored, big-endian:
+    /// 4 or 8 bytes for doorbells, 64 for a BlueFlame chunk).
     fn uar_write(&mut self, uar: u32, offset: usize, bytes: &[u8]);
+    /// Called when the host flushes its write-combining buffer after a
+    /// BlueFlame copy (`Uar::flush`).
+    fn uar_flush(&mut self, _uar: u32) {}
 }
+
+/// The first QP number firmware hands out.
+pub const FIRST_QPN: u32 = 0x100;
 
 /// All firmware objects.
 #[derive(Clone, Debug, Default)]
@@ -206,6 +229,7 @@ pub struct ObjectTable {
     /// SRQs by number.
     pub srqs: BTreeMap<u32, SrqObj>,
     pub(crate) next_id: u32,
+    pub(crate) next_qpn: u32,
 }
 
 impl ObjectTable {
@@ -216,6 +240,16 @@ impl ObjectTable {
             self.next_id = 1;
         }
         self.next_id
+    }
+    /// A fresh QP number: QPNs have their own 24-bit space, starting at
+    /// [`FIRST_QPN`] (0 and 1 are the special QPs in InfiniBand).
+    pub(crate) fn fresh_qpn(&mut self) -> u32 {
+        if self.next_qpn < FIRST_QPN || self.next_qpn >= 0x00ff_ffff {
+            self.next_qpn = FIRST_QPN;
+        } else {
+            self.next_qpn += 1;
+        }
+        self.next_qpn
     }
     /// Whether anything but UARs is alive.
     pub fn is_empty(&self) -> bool {
