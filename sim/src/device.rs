@@ -2,8 +2,9 @@
 //! queue, fault plan, cost model) joining simulated [`Device`]s, each with
 //! a DMA address space, object tables and UAR pages ([`SimUar`]).
 //!
-//! Objects are created through a Rust API on the device for now (a later
-//! firmware-command model fills the same tables). Every ring, doorbell
+//! Objects are created through a Rust API on the device, or by firmware
+//! commands ([`crate::fw::bring_up_on`], which fills the same tables under
+//! the numbers firmware chose: the `*_as` methods). Every ring, doorbell
 //! record and memory region is resolved through the device's DMA table
 //! ([`HeapDma::translate`]) when it is created: an address that is not
 //! inside a live allocation is refused and never dereferenced, and every

@@ -16,6 +16,7 @@
 //! | [`cost`] | cost-model parameters and counters |
 //! | [`harness`] | endpoints over the core's queues, connection helpers |
 //! | [`perf`] | perftest-like runs and the loopback rate |
+//! | [`fw`] | firmware behind an emulated BAR0: the command interface, pages, EQs; [`fw::bring_up_on`] puts command-created objects on the data path |
 //!
 //! ```
 //! use bareverbs::qp::QpType;
@@ -55,10 +56,15 @@
 //!   errors go to SQE. Vendor syndromes: see [`world::vendor`] (only
 //!   WR_FLUSH's 0xF9 is confirmed from hardware logs).
 //! * **Atomics** operate on big-endian 64-bit memory (ConnectX order).
+//! * **Two ways to create objects**: the Rust API of [`Device`] (tests,
+//!   benchmarks), or the firmware command interface ([`fw`]): the core's
+//!   `Device::bring_up` and CREATE_MKEY / CREATE_CQ / CREATE_QP / modify-QP
+//!   commands over an emulated BAR0, whose objects [`fw::FabricPath`] makes
+//!   the ones the data path executes (same numbers, rings and records).
 //! * **Not modelled yet**: fences and `max_rd_atomic` limits, UMR / memory
 //!   windows / LOCAL_INV, XRC, raw packet QPs, 128-byte and compressed
-//!   CQEs, scatter-to-CQE, the EQ and the firmware command interface, the
-//!   WQE cache and the IOTLB (the QP-context cache is modelled).
+//!   CQEs, scatter-to-CQE, completion events through EQs, the WQE cache
+//!   and the IOTLB (the QP-context cache is modelled).
 #![deny(missing_docs, clippy::undocumented_unsafe_blocks)]
 
 pub mod cost;
