@@ -12,5 +12,6 @@ pub mod devinfo;
 pub mod model;
 pub mod perf;
 pub mod perftest;
+pub mod selftest;
 pub mod sweep;
 pub mod vectors;

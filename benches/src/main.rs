@@ -27,6 +27,13 @@ enum Cli {
         /// Print one JSON object.
         #[arg(long)]
         json: bool,
+        /// Also run the loopback self-test: WRITE, SEND/RECV and READ
+        /// between two RC QPs looped back on port 1, every byte verified.
+        #[arg(long)]
+        selftest: bool,
+        /// With --selftest: ring doorbells through BlueFlame.
+        #[arg(long)]
+        blueflame: bool,
     },
     /// Exact mlx5 queue memory per QP and per node (FACTS §3).
     Budget(bareverbs_bench::budget::BudgetArgs),
@@ -151,15 +158,33 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let s = bareverbs_bench::decode::cqe::decode_cqe(&bytes, json, ci, ncqe)?;
             println!("{s}");
         }
-        Cli::Devinfo { device, json } => {
+        Cli::Devinfo {
+            device,
+            json,
+            selftest,
+            blueflame,
+        } => {
             let d = bareverbs_bench::devinfo::query(&device)?;
+            let opts = bareverbs::selftest::SelfTestOptions {
+                blueflame,
+                ..Default::default()
+            };
+            let st = if selftest {
+                Some(bareverbs_bench::selftest::run(&device, opts)?)
+            } else {
+                None
+            };
             if json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&bareverbs_bench::devinfo::to_json(&d, &device))?
-                );
+                let mut v = bareverbs_bench::devinfo::to_json(&d, &device);
+                if let Some(r) = &st {
+                    v["selftest"] = bareverbs_bench::selftest::to_json(r, &device, &opts);
+                }
+                println!("{}", serde_json::to_string_pretty(&v)?);
             } else {
                 print!("{}", bareverbs_bench::devinfo::to_text(&d, &device));
+                if let Some(r) = &st {
+                    print!("{}", bareverbs_bench::selftest::to_text(r, &device, &opts));
+                }
             }
         }
         Cli::Budget(args) => {

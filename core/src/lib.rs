@@ -41,6 +41,7 @@ pub mod qp;
 pub mod queue_pair;
 pub mod ring;
 pub mod rq;
+pub mod selftest;
 pub mod sizing;
 pub mod sq;
 pub mod wqe;

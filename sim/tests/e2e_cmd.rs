@@ -497,3 +497,91 @@ fn objects_the_data_path_cannot_run_are_refused_by_command() {
     let (rep, ..) = d.teardown();
     assert_eq!(rep.first_error, None);
 }
+
+mod selftest {
+    use super::*;
+    use bareverbs::selftest::{SelfTestError, SelfTestOptions, Step};
+    use bareverbs_sim::FaultPlan;
+
+    fn no_objects_left(d: &SimDevice) {
+        let bar = d.bar();
+        let f = bar.fw();
+        let o = f.objects();
+        assert!(o.qps.is_empty() && o.cqs.is_empty() && o.mkeys.is_empty() && o.pds.is_empty());
+    }
+
+    #[test]
+    fn loopback_selftest_moves_and_verifies_bytes_with_doorbell_and_blueflame() {
+        for bf in [false, true] {
+            let fabric = Fabric::new(1);
+            let (mut d, nic) =
+                bring_up_on(&fabric, FwConfig::default(), DeviceConfig::default()).unwrap();
+            let before = d.allocator().0.allocated_bytes();
+            let opts = SelfTestOptions {
+                blueflame: bf,
+                ..Default::default()
+            };
+            let r = d.loopback_selftest(opts).unwrap();
+            assert_eq!(r.verified_bytes, (4096, 1000, 4096));
+            assert_eq!(r.completions, 4);
+            assert_ne!(r.qpns.0, r.qpns.1);
+            // The traffic really crossed the simulated NIC: 4096 B WRITE +
+            // 1000 B SEND + 4096 B READ response were placed by it.
+            let c = nic.counters();
+            assert!(c.cqes >= 4, "{c:?}");
+            assert_eq!(c.bf_writes > 0, bf, "BlueFlame used iff asked ({c:?})");
+            no_objects_left(&d);
+            assert_eq!(d.allocator().0.allocated_bytes(), before, "buffers freed");
+            let (rep, ..) = d.teardown();
+            assert_eq!(rep.first_error, None);
+        }
+    }
+
+    #[test]
+    fn a_port_that_drops_everything_fails_the_write_step_typed_and_cleans_up() {
+        let fabric = Fabric::new(2);
+        fabric.set_faults(FaultPlan::lossy(1.0));
+        let (mut d, _nic) =
+            bring_up_on(&fabric, FwConfig::default(), DeviceConfig::default()).unwrap();
+        let e = d.loopback_selftest(SelfTestOptions::default()).unwrap_err();
+        match e {
+            SelfTestError::Completion { step, wc } => {
+                assert_eq!(step, Step::Write);
+                // retry_count 7 exhausted (FACTS §5.6 TRANSPORT_RETRY_EXC).
+                assert_eq!(wc.status, WcStatus::RetryExcErr);
+            }
+            other => panic!("unexpected {other}"),
+        }
+        assert!(
+            e.to_string()
+                .starts_with("RDMA WRITE: completion RETRY_EXC_ERR"),
+            "{e}"
+        );
+        no_objects_left(&d);
+    }
+
+    #[test]
+    fn a_device_that_never_completes_times_out_on_the_device_clock() {
+        let fabric = Fabric::new(3);
+        fabric.set_auto_progress(false); // nothing runs unless driven
+        let (mut d, _nic) =
+            bring_up_on(&fabric, FwConfig::default(), DeviceConfig::default()).unwrap();
+        let opts = SelfTestOptions {
+            timeout_us: 500,
+            ..Default::default()
+        };
+        let e = d.loopback_selftest(opts).unwrap_err();
+        match e {
+            SelfTestError::Timeout {
+                step,
+                what,
+                waited_us,
+            } => {
+                assert_eq!((step, what), (Step::Write, "WRITE"));
+                assert!(waited_us >= 500);
+            }
+            other => panic!("unexpected {other}"),
+        }
+        no_objects_left(&d);
+    }
+}

@@ -98,6 +98,8 @@ pub enum VfioHostError {
     },
     /// The core's bring-up or a command failed.
     Device(DeviceError),
+    /// The loopback self-test failed (the device came up).
+    SelfTest(bareverbs::selftest::SelfTestError),
     /// VFIO is Linux-only.
     Unsupported,
 }
@@ -194,6 +196,7 @@ impl fmt::Display for VfioHostError {
             Vfio { what, detail } => write!(f, "VFIO: {what} failed: {detail}"),
             Io { path, err } => write!(f, "reading {}: {err}", path.display()),
             Device(e) => write!(f, "device: {e}"),
+            SelfTest(e) => write!(f, "loopback self-test: {e}"),
             Unsupported => write!(f, "VFIO is only available on Linux"),
         }
     }

@@ -29,6 +29,15 @@ pub use linux::*;
 pub use bdf::Bdf;
 pub use error::VfioHostError;
 
+/// The loopback self-test over VFIO (Linux only).
+#[cfg(not(target_os = "linux"))]
+pub fn selftest_vfio(
+    _bdf: &str,
+    _opts: bareverbs::selftest::SelfTestOptions,
+) -> Result<bareverbs::selftest::SelfTestReport, VfioHostError> {
+    Err(VfioHostError::Unsupported)
+}
+
 /// `bareverbs devinfo` over VFIO (Linux only).
 #[cfg(not(target_os = "linux"))]
 pub fn devinfo_vfio(_bdf: &str) -> Result<bareverbs::device::DevInfo, VfioHostError> {

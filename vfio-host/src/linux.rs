@@ -486,3 +486,22 @@ pub fn devinfo_vfio(bdf: &str) -> Result<DevInfo, VfioHostError> {
     }
     Ok(info)
 }
+
+/// The loopback self-test on real hardware: bring-up, then
+/// [`Device::loopback_selftest`] (WRITE, SEND/RECV, READ between two RC
+/// QPs looped back on the port, bytes verified), then teardown.
+pub fn selftest_vfio(
+    bdf: &str,
+    opts: bareverbs::selftest::SelfTestOptions,
+) -> Result<bareverbs::selftest::SelfTestReport, VfioHostError> {
+    let (_nic, mut d) = bring_up_vfio(bdf, DeviceConfig::default())?;
+    let r = d.loopback_selftest(opts);
+    let (rep, ..) = d.teardown();
+    let r = r.map_err(VfioHostError::SelfTest)?;
+    if let Some(e) = rep.first_error {
+        return Err(VfioHostError::Device(bareverbs::device::DeviceError::Cmd(
+            e,
+        )));
+    }
+    Ok(r)
+}

@@ -39,3 +39,22 @@ fn hw_bring_up_objects_teardown() {
     assert_eq!(rep.first_error, None, "{rep:?}");
     assert_eq!(rep.pages_leaked, 0);
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+#[ignore = "needs a ConnectX bound to vfio-pci (BAREVERBS_VFIO_BDF)"]
+fn hw_loopback_selftest() {
+    let Some(bdf) = bdf() else {
+        eprintln!("BAREVERBS_VFIO_BDF not set; skipping");
+        return;
+    };
+    for blueflame in [false, true] {
+        let opts = bareverbs::selftest::SelfTestOptions {
+            blueflame,
+            ..Default::default()
+        };
+        let r = bareverbs_vfio::selftest_vfio(&bdf, opts).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(r.verified_bytes, (4096, 1000, 4096));
+        eprintln!("blueflame {blueflame}: {r:?}");
+    }
+}
