@@ -2,6 +2,7 @@
 //! like `ibv_devinfo -v`, obtained by running the real bring-up and
 //! QUERY_HCA_CAP / port queries through the command interface (FACTS §7).
 
+use bareverbs::cmd::ops::IbMtu;
 use bareverbs::device::{DevInfo, LinkLayer, PortState};
 use serde_json::json;
 
@@ -23,6 +24,12 @@ fn state(s: PortState) -> String {
         PortState::Active => "PORT_ACTIVE".into(),
         PortState::Other(v) => format!("PORT_STATE_{v}"),
     }
+}
+
+/// An MTU as `ibv_devinfo` prints it: bytes and the `ibv_mtu` code,
+/// `4096 (5)`; `None` for an unknown MTU.
+fn mtu(m: Option<IbMtu>) -> Option<String> {
+    m.map(|m| format!("{} ({})", m.bytes(), m.code()))
 }
 
 fn link(l: LinkLayer) -> String {
@@ -51,7 +58,8 @@ pub fn to_json(d: &DevInfo, device: &str) -> serde_json::Value {
             "port": p.port,
             "state": state(p.state),
             "link_layer": link(p.link_layer),
-            "active_mtu": p.active_mtu,
+            "max_mtu": mtu(p.max_ib_mtu()),
+            "active_mtu": mtu(p.active_ib_mtu()),
         })).collect::<Vec<_>>(),
     })
 }
@@ -80,10 +88,14 @@ pub fn to_text(d: &DevInfo, device: &str) -> String {
     for p in &d.ports {
         s += &format!("\t\tport:\t{}\n", p.port);
         s += &format!("\t\t\tstate:\t\t\t{}\n", state(p.state));
+        let unknown = || "unknown".to_string();
+        s += &format!(
+            "\t\t\tmax_mtu:\t\t{}\n",
+            mtu(p.max_ib_mtu()).unwrap_or_else(unknown)
+        );
         s += &format!(
             "\t\t\tactive_mtu:\t\t{}\n",
-            p.active_mtu
-                .map_or("unknown".to_string(), |m| m.to_string())
+            mtu(p.active_ib_mtu()).unwrap_or_else(unknown)
         );
         s += &format!("\t\t\tlink_layer:\t\t{}\n", link(p.link_layer));
     }
@@ -105,5 +117,25 @@ mod tests {
         assert_eq!(j["max_qp_wr"], 1 << 15);
         assert_eq!(j["max_cqe"], (1 << 22) - 1);
         assert!(!j["ports"].as_array().unwrap().is_empty());
+        // The default model port is Ethernet with a 1522-byte hardware MTU
+        // (1500-byte netdev): RoCE MTU 1024, ibv_mtu code 3.
+        assert_eq!(j["ports"][0]["active_mtu"], "1024 (3)");
+        let t = to_text(&d, "sim");
+        assert!(t.contains("\tactive_mtu:\t\t1024 (3)\n"), "{t}");
+    }
+
+    /// Unknown MTUs print as `null` / `unknown`.
+    #[test]
+    fn unknown_mtu_prints_unknown() {
+        let mut d = query("sim").unwrap();
+        for p in d.ports.iter_mut() {
+            p.active_mtu = None;
+            p.max_mtu = None;
+        }
+        let j = to_json(&d, "sim");
+        assert!(j["ports"][0]["active_mtu"].is_null());
+        let t = to_text(&d, "sim");
+        assert!(t.contains("\tactive_mtu:\t\tunknown\n"), "{t}");
+        assert_eq!(mtu(Some(IbMtu::Mtu4096)).unwrap(), "4096 (5)");
     }
 }

@@ -472,8 +472,40 @@ pub struct PortInfo {
     pub state: PortState,
     /// Link layer.
     pub link_layer: LinkLayer,
-    /// Active MTU in bytes, when known (needs the PMTU register; not queried yet).
+    /// Active MTU in bytes (an IB MTU, 256 … 4096), from the PMTU
+    /// register's `oper_mtu`: on an InfiniBand port the IB MTU it names, on
+    /// an Ethernet (RoCE) port the RoCE MTU of its netdev MTU
+    /// ([`ops::roce_mtu_of_hw_mtu`]). `None` when the firmware rejects the
+    /// PMTU read (older firmware) or reports a value with no IB MTU.
     pub active_mtu: Option<u32>,
+    /// Maximum MTU in bytes, from PMTU `max_mtu` by the same rule as
+    /// `active_mtu`.
+    pub max_mtu: Option<u32>,
+}
+
+impl PortInfo {
+    /// `active_mtu` as an [`ops::IbMtu`] (for its enum code, as
+    /// `ibv_devinfo` prints `4096 (5)`).
+    pub fn active_ib_mtu(&self) -> Option<ops::IbMtu> {
+        self.active_mtu.and_then(ops::IbMtu::from_bytes)
+    }
+    /// `max_mtu` as an [`ops::IbMtu`].
+    pub fn max_ib_mtu(&self) -> Option<ops::IbMtu> {
+        self.max_mtu.and_then(ops::IbMtu::from_bytes)
+    }
+}
+
+/// The IB MTU a port reports for a PMTU value (bytes): on an InfiniBand
+/// port the IB MTU of exactly that size (linux `mlx5_ib` main.c
+/// mlx5_mtu_to_ib_mtu), on an Ethernet port the RoCE MTU of the hardware
+/// MTU ([`ops::roce_mtu_of_hw_mtu`], linux iboe_get_mtu). Other link layers:
+/// `None`.
+pub fn port_mtu(link_layer: LinkLayer, pmtu_bytes: u16) -> Option<ops::IbMtu> {
+    match link_layer {
+        LinkLayer::InfiniBand => ops::IbMtu::from_bytes(pmtu_bytes as u32),
+        LinkLayer::Ethernet => ops::roce_mtu_of_hw_mtu(pmtu_bytes as u32),
+        LinkLayer::Other(_) => None,
+    }
 }
 
 /// What `bareverbs devinfo` prints, from QUERY_HCA_CAP and port queries.
@@ -1491,9 +1523,19 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         Ok(ops::parse_query_vport_state(&self.outb))
     }
 
-    /// Device information for `bareverbs devinfo`, from the capabilities
-    /// and one QUERY_VPORT_STATE (the function's vport, reported for each
-    /// port).
+    /// ACCESS_REG read of the PMTU register of 1-based `port`
+    /// ([`ops::query_pmtu`]).
+    pub fn query_pmtu(&mut self, port: u8) -> Result<ops::Pmtu, DeviceError> {
+        let r = ops::query_pmtu(&mut self.inb, port);
+        self.exec(r)?;
+        Ok(ops::parse_pmtu(&self.outb))
+    }
+
+    /// Device information for `bareverbs devinfo`, from the capabilities,
+    /// one QUERY_VPORT_STATE (the function's vport, reported for each port)
+    /// and a PMTU read per port for the MTUs. A PMTU read the firmware
+    /// fails (nonzero status, e.g. older firmware) leaves that port's MTUs
+    /// `None`; any other command error fails `devinfo`.
     pub fn devinfo(&mut self) -> Result<DevInfo, DeviceError> {
         let c = self.hca;
         let (state, _) = self.query_vport_state()?;
@@ -1509,11 +1551,20 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         };
         let mut ports = heapless::Vec::new();
         for p in 1..=c.num_ports.clamp(1, 4) {
+            let (active_mtu, max_mtu) = match self.query_pmtu(p) {
+                Ok(r) => (
+                    port_mtu(link_layer, r.oper_mtu).map(ops::IbMtu::bytes),
+                    port_mtu(link_layer, r.max_mtu).map(ops::IbMtu::bytes),
+                ),
+                Err(DeviceError::Cmd(CmdError::Failed { .. })) => (None, None),
+                Err(e) => return Err(e),
+            };
             let _ = ports.push(PortInfo {
                 port: p,
                 state,
                 link_layer,
-                active_mtu: None,
+                active_mtu,
+                max_mtu,
             });
         }
         Ok(DevInfo {

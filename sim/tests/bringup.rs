@@ -17,8 +17,8 @@ use bareverbs::sizing::QpType;
 use bareverbs::sq::{BlueFlame, SqConfig};
 use bareverbs_sim::fw::objects::{DataPath, ObjectEvent};
 use bareverbs_sim::fw::{
-    bring_up_sim, bring_up_sim_with, default_caps, devinfo_sim, reason, syndrome, FwConfig,
-    HcaState, SimDevice,
+    bring_up_sim, bring_up_sim_with, default_caps, devinfo_sim, devinfo_sim_with, reason, syndrome,
+    FwConfig, HcaState, SimDevice,
 };
 use std::sync::{Arc, Mutex};
 
@@ -186,6 +186,109 @@ fn devinfo_matches_facts_typical_values() {
     assert_eq!(info.ports.len(), 1);
     assert_eq!(info.ports[0].state, PortState::Active);
     assert_eq!(info.ports[0].link_layer, LinkLayer::Ethernet);
+    // Default model port: Ethernet, PMTU 1522 (1500-byte netdev):
+    // 1500 − 96 = 1404 → RoCE MTU 1024; max 10000 − 22 − 96 → 4096.
+    assert_eq!(info.ports[0].active_mtu, Some(1024));
+    assert_eq!(info.ports[0].max_mtu, Some(4096));
+}
+
+fn ib_config(port_mtu: u16) -> FwConfig {
+    let mut cfg = FwConfig {
+        port_mtu,
+        port_max_mtu: 4096,
+        ..FwConfig::default()
+    };
+    cfg.caps.port_type = 0;
+    cfg
+}
+
+/// devinfo's MTUs come from the PMTU register (ACCESS_REG 0x5003) the
+/// firmware configuration sets: IB ports report the IB MTU itself; Ethernet
+/// ports the RoCE MTU of netdev MTU = PMTU − 22, minus 96 bytes of RoCE
+/// headers, rounded down to an IB MTU (expected values worked by hand).
+#[test]
+fn devinfo_reports_the_pmtu_the_firmware_reports() {
+    let info = devinfo_sim_with(ib_config(4096)).unwrap();
+    assert_eq!(info.ports[0].link_layer, LinkLayer::InfiniBand);
+    assert_eq!(info.ports[0].active_mtu, Some(4096));
+    assert_eq!(info.ports[0].max_mtu, Some(4096));
+    assert_eq!(info.ports[0].active_ib_mtu().map(|m| m.code()), Some(5));
+    let info = devinfo_sim_with(ib_config(2048)).unwrap();
+    assert_eq!(info.ports[0].active_mtu, Some(2048));
+    // An IB port reporting a non-IB size: unknown, not rounded.
+    let info = devinfo_sim_with(ib_config(1500)).unwrap();
+    assert_eq!(info.ports[0].active_mtu, None);
+
+    for (pmtu, want) in [(1522u16, 1024u32), (9022, 4096), (4214, 4096), (4213, 2048)] {
+        let info = devinfo_sim_with(FwConfig {
+            port_mtu: pmtu,
+            ..FwConfig::default()
+        })
+        .unwrap();
+        assert_eq!(info.ports[0].link_layer, LinkLayer::Ethernet);
+        assert_eq!(info.ports[0].active_mtu, Some(want), "PMTU {pmtu}");
+    }
+
+    // Two ports: one PMTU read per port, local_port 1 then 2, all read
+    // (op_mod 1) and successful.
+    let mut cfg = FwConfig::default();
+    cfg.caps.num_ports = 2;
+    let mut d = bring_up_sim(cfg).unwrap();
+    let before = d.bar().fw().log.len();
+    let info = d.devinfo().unwrap();
+    assert_eq!(info.ports.len(), 2);
+    assert!(info.ports.iter().all(|p| p.active_mtu == Some(1024)));
+    let log: Vec<(u16, u8)> = d.bar().fw().log[before..].to_vec();
+    assert_eq!(
+        log,
+        vec![
+            (op::QUERY_VPORT_STATE, 0),
+            (op::ACCESS_REG, 0),
+            (op::ACCESS_REG, 0)
+        ]
+    );
+    // The firmware rejects a local_port beyond num_ports with BAD_PARAM.
+    let e = d.query_pmtu(3).unwrap_err();
+    assert_eq!(
+        e,
+        DeviceError::Cmd(CmdError::Failed {
+            opcode: op::ACCESS_REG,
+            status: CmdStatus::BadParam,
+            syndrome: syndrome(op::ACCESS_REG, reason::FIELD),
+        })
+    );
+    assert_eq!(CmdStatus::BadParam.code(), 0x03);
+    let e = d.query_pmtu(0).unwrap_err();
+    assert!(matches!(
+        e,
+        DeviceError::Cmd(CmdError::Failed {
+            status: CmdStatus::BadParam,
+            ..
+        })
+    ));
+    assert_eq!(d.query_pmtu(2).unwrap().local_port, 2);
+    d.teardown();
+}
+
+/// Older firmware that rejects the PMTU register: devinfo still succeeds,
+/// with the MTUs unknown.
+#[test]
+fn devinfo_without_pmtu_reports_unknown_mtu() {
+    let cfg = FwConfig {
+        pmtu_supported: false,
+        ..FwConfig::default()
+    };
+    let mut d = bring_up_sim(cfg).unwrap();
+    let info = d.devinfo().unwrap();
+    assert_eq!(info.ports[0].state, PortState::Active);
+    assert_eq!(info.ports[0].active_mtu, None);
+    assert_eq!(info.ports[0].max_mtu, None);
+    assert_eq!(
+        d.bar().fw().log.last(),
+        Some(&(op::ACCESS_REG, 0x03)),
+        "the PMTU read was sent and failed with BAD_PARAM"
+    );
+    d.teardown();
 }
 
 #[derive(Default)]

@@ -880,3 +880,175 @@ pub fn parse_query_vport_state(out: &[u8]) -> (u8, u8) {
     let v = out.get(0x0f).copied().unwrap_or(0);
     (v & 0xf, v >> 4)
 }
+
+// ---- port MTU (PMTU register) -----------------------------------------
+
+/// ACCESS_REG op_mod for a register write (linux `mlx5_ifc.h`
+/// access_register_in; FACTS §7.6 step 7).
+pub const ACCESS_REG_WRITE: u16 = 0;
+/// ACCESS_REG op_mod for a register read (linux `mlx5_ifc.h`
+/// access_register_in).
+pub const ACCESS_REG_READ: u16 = 1;
+/// Offset of the register data in ACCESS_REG input and output (FACTS §7.6
+/// step 7; linux `mlx5_ifc.h` access_register_in/out).
+pub const REG_DATA: usize = 0x10;
+
+/// Register id of PMTU, the port MTU register (linux
+/// `include/linux/mlx5/driver.h` MLX5_REG_PMTU).
+pub const REG_PMTU: u16 = 0x5003;
+/// Bytes of the PMTU register (linux `mlx5_ifc.h` pmtu_reg: four dwords).
+pub const PMTU_LEN: usize = 0x10;
+
+/// ACCESS_REG (0x805) read of PMTU for 1-based `port`, as linux
+/// `drivers/net/ethernet/mellanox/mlx5/core/port.c` (mlx5_query_port_mtu)
+/// issues it: op_mod 1 (read), register_id 0x5003 at byte 0x0a, argument 0
+/// at 0x0c, register data from 0x10 with `local_port` in dw0[23:16]
+/// (byte 0x11). Output: header, then the register image at 0x10, parsed by
+/// [`parse_pmtu`].
+pub fn query_pmtu(b: &mut [u8], port: u8) -> Req {
+    let in_len = REG_DATA + PMTU_LEN;
+    hdr(b, op::ACCESS_REG, ACCESS_REG_READ, in_len);
+    put16(b, 0x0a, REG_PMTU);
+    put32(b, 0x0c, 0);
+    set_bits(b, REG_DATA, 0, 23, 16, port as u32);
+    Req {
+        opcode: op::ACCESS_REG,
+        in_len,
+        out_len: REG_DATA + PMTU_LEN,
+    }
+}
+
+/// The PMTU register (linux `mlx5_ifc.h` pmtu_reg). All MTUs are in bytes;
+/// on an Ethernet port they are hardware MTUs (netdev MTU + 22, see
+/// [`ETH_HW_MTU_OVERHEAD`]), on an InfiniBand port the IB MTU.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pmtu {
+    /// 1-based local port (dw0[23:16]).
+    pub local_port: u8,
+    /// Largest MTU the port supports (dw1[31:16]).
+    pub max_mtu: u16,
+    /// MTU the administrator configured (dw2[31:16]).
+    pub admin_mtu: u16,
+    /// MTU in effect (dw3[31:16]).
+    pub oper_mtu: u16,
+}
+
+/// Parses an ACCESS_REG PMTU read output (register image at byte 0x10;
+/// layout of linux `mlx5_ifc.h` pmtu_reg). Short outputs read as zero.
+pub fn parse_pmtu(out: &[u8]) -> Pmtu {
+    Pmtu {
+        local_port: get_bits(out, REG_DATA, 0, 23, 16) as u8,
+        max_mtu: get_bits(out, REG_DATA, 1, 31, 16) as u16,
+        admin_mtu: get_bits(out, REG_DATA, 2, 31, 16) as u16,
+        oper_mtu: get_bits(out, REG_DATA, 3, 31, 16) as u16,
+    }
+}
+
+/// An InfiniBand MTU, `enum ib_mtu` / `ibv_mtu` (1 = 256 … 5 = 4096; the
+/// qpc.mtu encoding of FACTS §7.11).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(u8)]
+pub enum IbMtu {
+    /// 256 bytes (1).
+    Mtu256 = 1,
+    /// 512 bytes (2).
+    Mtu512 = 2,
+    /// 1024 bytes (3).
+    Mtu1024 = 3,
+    /// 2048 bytes (4).
+    Mtu2048 = 4,
+    /// 4096 bytes (5).
+    Mtu4096 = 5,
+}
+
+impl IbMtu {
+    /// Every IB MTU, smallest first.
+    pub const ALL: [IbMtu; 5] = [
+        IbMtu::Mtu256,
+        IbMtu::Mtu512,
+        IbMtu::Mtu1024,
+        IbMtu::Mtu2048,
+        IbMtu::Mtu4096,
+    ];
+
+    /// The enum value (1 … 5), as `ibv_devinfo` prints it in parentheses.
+    pub const fn code(self) -> u8 {
+        self as u8
+    }
+
+    /// The MTU in bytes: `256 << (code − 1)`.
+    pub const fn bytes(self) -> u32 {
+        256 << (self as u8 - 1)
+    }
+
+    /// The IB MTU of exactly `bytes` bytes, `None` for any other size (as
+    /// linux `mlx5_mtu_to_ib_mtu` in `drivers/infiniband/hw/mlx5/main.c`
+    /// treats an IB port's PMTU value).
+    pub const fn from_bytes(bytes: u32) -> Option<IbMtu> {
+        match bytes {
+            256 => Some(IbMtu::Mtu256),
+            512 => Some(IbMtu::Mtu512),
+            1024 => Some(IbMtu::Mtu1024),
+            2048 => Some(IbMtu::Mtu2048),
+            4096 => Some(IbMtu::Mtu4096),
+            _ => None,
+        }
+    }
+
+    /// The IB MTU of code `c` (1 … 5), `None` otherwise.
+    pub const fn from_code(c: u8) -> Option<IbMtu> {
+        match c {
+            1 => Some(IbMtu::Mtu256),
+            2 => Some(IbMtu::Mtu512),
+            3 => Some(IbMtu::Mtu1024),
+            4 => Some(IbMtu::Mtu2048),
+            5 => Some(IbMtu::Mtu4096),
+            _ => None,
+        }
+    }
+
+    /// The largest IB MTU not above `bytes` (capped at 4096), `None` below
+    /// 256.
+    pub const fn at_most(bytes: u32) -> Option<IbMtu> {
+        if bytes >= 4096 {
+            Some(IbMtu::Mtu4096)
+        } else if bytes >= 2048 {
+            Some(IbMtu::Mtu2048)
+        } else if bytes >= 1024 {
+            Some(IbMtu::Mtu1024)
+        } else if bytes >= 512 {
+            Some(IbMtu::Mtu512)
+        } else if bytes >= 256 {
+            Some(IbMtu::Mtu256)
+        } else {
+            None
+        }
+    }
+}
+
+/// Bytes an Ethernet port's hardware MTU (what PMTU reports) adds to the
+/// netdev MTU: ETH_HLEN 14 + VLAN_HLEN 4 + ETH_FCS_LEN 4 (linux mlx5e
+/// `MLX5E_SW2HW_MTU`).
+pub const ETH_HW_MTU_OVERHEAD: u32 = 14 + 4 + 4;
+
+/// RoCE headers a RoCE MTU must leave room for inside the netdev MTU:
+/// GRH 40 + UDP 8 + BTH 12 + XRC extension 4 + AtomicETH 28 + ICRC 4
+/// (linux `include/rdma/ib_addr.h` iboe_get_mtu).
+pub const ROCE_HEADERS: u32 = 40 + 8 + 12 + 4 + 28 + 4;
+
+/// The RoCE MTU of a netdev MTU: the largest IB MTU not above
+/// `netdev_mtu − 96` ([`ROCE_HEADERS`]), at most 4096; `None` when not even
+/// 256 bytes fit (the rule of linux iboe_get_mtu, which mlx5_ib uses for a
+/// RoCE port's active MTU).
+pub const fn roce_mtu(netdev_mtu: u32) -> Option<IbMtu> {
+    IbMtu::at_most(netdev_mtu.saturating_sub(ROCE_HEADERS))
+}
+
+/// The RoCE MTU of an Ethernet port whose PMTU reports hardware MTU
+/// `hw_mtu`: [`roce_mtu`] of `hw_mtu − 22` ([`ETH_HW_MTU_OVERHEAD`]).
+pub const fn roce_mtu_of_hw_mtu(hw_mtu: u32) -> Option<IbMtu> {
+    if hw_mtu < ETH_HW_MTU_OVERHEAD {
+        return None;
+    }
+    roce_mtu(hw_mtu - ETH_HW_MTU_OVERHEAD)
+}

@@ -504,3 +504,167 @@ fn eqe_owner_and_page_request() {
     assert_eq!(Eqe::parse(&e), Eqe::Command { slots: 0x8000_0001 });
     assert!(matches!(Eqe::parse(&[]), Eqe::Completion { cqn: 0 }));
 }
+
+/// ACCESS_REG PMTU read, byte image computed by hand from the layout
+/// (linux `mlx5_ifc.h` access_register_in + pmtu_reg): opcode 0x0805 at
+/// bytes 0–1, op_mod 1 (read) at 6–7, register_id 0x5003 at 0x0a–0x0b,
+/// argument 0 at 0x0c, local_port dw0[23:16] of the register = byte 0x11.
+#[test]
+fn query_pmtu_builder_bytes() {
+    let mut b = [0xa5u8; 0x40];
+    let r = query_pmtu(&mut b, 1);
+    assert_eq!(
+        r,
+        Req {
+            opcode: 0x805,
+            in_len: 0x20,
+            out_len: 0x20
+        }
+    );
+    #[rustfmt::skip]
+    let want: [u8; 0x20] = [
+        0x08, 0x05, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01,
+        0x00, 0x00, 0x50, 0x03, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+    ];
+    assert_eq!(b[..0x20], want);
+    assert!(
+        b[0x20..].iter().all(|&x| x == 0xa5),
+        "beyond in_len untouched"
+    );
+    // Port 2 changes only byte 0x11.
+    let mut b2 = [0u8; 0x20];
+    query_pmtu(&mut b2, 2);
+    let mut want2 = want;
+    want2[0x11] = 0x02;
+    assert_eq!(b2, want2);
+    // A short buffer does not panic.
+    let mut tiny = [0u8; 4];
+    query_pmtu(&mut tiny, 1);
+    assert_eq!(tiny, [0x08, 0x05, 0, 0]);
+}
+
+/// PMTU output parsed from a hand-written image: header (status 0), then
+/// local_port 1 (byte 0x11), max_mtu 10000 = 0x2710 (bytes 0x14–0x15),
+/// admin_mtu 9022 = 0x233e (0x18–0x19), oper_mtu 1522 = 0x05f2 (0x1c–0x1d).
+/// Reserved bits are set to 1 to show the parser masks them out.
+#[test]
+fn parse_pmtu_reads_the_register_image() {
+    #[rustfmt::skip]
+    let out: [u8; 0x20] = [
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0xff, 0x01, 0xff, 0xff, 0x27, 0x10, 0xff, 0xff,
+        0x23, 0x3e, 0xff, 0xff, 0x05, 0xf2, 0xff, 0xff,
+    ];
+    assert_eq!(
+        parse_pmtu(&out),
+        Pmtu {
+            local_port: 1,
+            max_mtu: 10000,
+            admin_mtu: 9022,
+            oper_mtu: 1522
+        }
+    );
+    // Truncated outputs read missing fields as 0 instead of panicking.
+    assert_eq!(
+        parse_pmtu(&out[..0x1c]),
+        Pmtu {
+            local_port: 1,
+            max_mtu: 10000,
+            admin_mtu: 9022,
+            oper_mtu: 0
+        }
+    );
+    assert_eq!(parse_pmtu(&[]), Pmtu::default());
+}
+
+/// IB MTU enum (`ibv_mtu`: 1 = 256 … 5 = 4096) and the IB-port rule: only
+/// an exact IB MTU maps; anything else is unknown.
+#[test]
+fn ib_mtu_table() {
+    let table = [(256u32, 1u8), (512, 2), (1024, 3), (2048, 4), (4096, 5)];
+    for (bytes, code) in table {
+        let m = IbMtu::from_bytes(bytes).unwrap();
+        assert_eq!((m.bytes(), m.code()), (bytes, code));
+        assert_eq!(IbMtu::from_code(code), Some(m));
+        assert_eq!(
+            crate::device::port_mtu(crate::device::LinkLayer::InfiniBand, bytes as u16),
+            Some(m)
+        );
+    }
+    assert_eq!(IbMtu::ALL.map(IbMtu::bytes), [256, 512, 1024, 2048, 4096]);
+    for bytes in [0u32, 1, 255, 257, 1500, 4095, 4097, 8192, 65535] {
+        assert_eq!(IbMtu::from_bytes(bytes), None, "{bytes}");
+    }
+    assert_eq!(IbMtu::from_code(0), None);
+    assert_eq!(IbMtu::from_code(6), None);
+    assert_eq!(
+        crate::device::port_mtu(crate::device::LinkLayer::InfiniBand, 1522),
+        None
+    );
+    assert_eq!(
+        crate::device::port_mtu(crate::device::LinkLayer::Other(7), 4096),
+        None
+    );
+}
+
+/// RoCE rule (linux iboe_get_mtu): largest IB MTU ≤ netdev MTU − 96
+/// (GRH 40 + UDP 8 + BTH 12 + XRC 4 + AtomicETH 28 + ICRC 4), capped at
+/// 4096; PMTU on Ethernet reports netdev MTU + 22. Expected values worked
+/// by hand, including both sides of every boundary (IB MTU + 96).
+#[test]
+fn roce_mtu_table() {
+    assert_eq!(ROCE_HEADERS, 96);
+    assert_eq!(ETH_HW_MTU_OVERHEAD, 22);
+    // (netdev MTU, expected RoCE MTU in bytes; 0 = none)
+    let netdev = [
+        (9000u32, 4096u32), // 8904 → 4096
+        (4200, 4096),       // 4104 → 4096
+        (4192, 4096),       // 4096 exactly
+        (4191, 2048),       // 4095
+        (2144, 2048),       // 2048 exactly
+        (2143, 1024),       // 2047
+        (1500, 1024),       // 1404
+        (1120, 1024),       // 1024 exactly
+        (1119, 512),        // 1023
+        (608, 512),         // 512 exactly
+        (607, 256),         // 511
+        (352, 256),         // 256 exactly
+        (351, 0),           // 255
+        (96, 0),
+        (0, 0),
+        (65535, 4096),
+    ];
+    for (mtu, want) in netdev {
+        assert_eq!(roce_mtu(mtu).map_or(0, IbMtu::bytes), want, "netdev {mtu}");
+        // The same through the PMTU (hardware) value.
+        assert_eq!(
+            roce_mtu_of_hw_mtu(mtu + 22).map_or(0, IbMtu::bytes),
+            want,
+            "hw {}",
+            mtu + 22
+        );
+    }
+    // PMTU values as the sim and a real port report them.
+    let hw = [
+        (1522u16, 1024u32),
+        (9022, 4096),
+        (4214, 4096),
+        (4213, 2048),
+        (2166, 2048),
+        (2165, 1024),
+        (374, 256),
+        (373, 0),
+        (21, 0),
+        (0, 0),
+        (u16::MAX, 4096),
+    ];
+    for (pmtu, want) in hw {
+        let got = crate::device::port_mtu(crate::device::LinkLayer::Ethernet, pmtu);
+        assert_eq!(got.map_or(0, IbMtu::bytes), want, "pmtu {pmtu}");
+    }
+    assert_eq!(roce_mtu_of_hw_mtu(1522).map(IbMtu::code), Some(3));
+    assert_eq!(roce_mtu_of_hw_mtu(9022).map(IbMtu::code), Some(5));
+}

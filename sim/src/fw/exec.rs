@@ -6,7 +6,7 @@ use super::{HcaState, SimFirmware, BAR0_SIZE, FIRST_UAR};
 use bareverbs::cmd::bits::{get16, get32, get64, get_bits, put16, put32, put64, set_bits};
 use bareverbs::cmd::caps::{self, HcaCaps};
 use bareverbs::cmd::op;
-use bareverbs::cmd::ops::{HwQpState, CQC, EQC, MKC, PAS_OFFSET, QPC, QPC_PATH, SRQC};
+use bareverbs::cmd::ops::{self, HwQpState, CQC, EQC, MKC, PAS_OFFSET, QPC, QPC_PATH, SRQC};
 use bareverbs::cmd::queue::{layout, mailbox, MAILBOX_BYTES, MAILBOX_DATA};
 
 /// Largest message the model accepts (1 MiB); longer is a length error.
@@ -445,15 +445,36 @@ impl SimFirmware {
                 }
             }
             op::ACCESS_REG => {
+                // Register id at byte 0x0a, data from 0x10 (FACTS §7.6
+                // step 7; op_mod 0 = write, 1 = read). HOST_ENDIANNESS
+                // (write only) and PMTU (read only, linux `mlx5_ifc.h`
+                // pmtu_reg) are modelled; any other register or direction is
+                // BAD_PARAM.
                 require!(enabled, st::BAD_SYS_STATE, reason::HCA_STATE);
                 require!(need_in(0x20), st::BAD_INPUT_LEN, reason::INPUT_LEN);
-                require!(
-                    get16(input, 0x0a) == bareverbs::cmd::ops::REG_HOST_ENDIANNESS && op_mod == 0,
-                    st::BAD_PARAM,
-                    reason::FIELD
-                );
-                self.host_endianness = Some(input[0x10]);
-                Outcome::Ok(ok(0x20.min(outlen)))
+                match (get16(input, 0x0a), op_mod) {
+                    (ops::REG_HOST_ENDIANNESS, ops::ACCESS_REG_WRITE) => {
+                        self.host_endianness = Some(input[0x10]);
+                        Outcome::Ok(ok(0x20.min(outlen)))
+                    }
+                    (ops::REG_PMTU, ops::ACCESS_REG_READ) if self.cfg.pmtu_supported => {
+                        require!(outlen >= 0x20, st::BAD_OUTPUT_LEN, reason::OUTPUT_LEN);
+                        let port = get_bits(input, ops::REG_DATA, 0, 23, 16);
+                        require!(
+                            (1..=cur.num_ports.max(1) as u32).contains(&port),
+                            st::BAD_PARAM,
+                            reason::FIELD
+                        );
+                        let mut o = ok(0x20);
+                        let r = ops::REG_DATA;
+                        set_bits(&mut o, r, 0, 23, 16, port);
+                        set_bits(&mut o, r, 1, 31, 16, self.cfg.port_max_mtu as u32);
+                        set_bits(&mut o, r, 2, 31, 16, self.cfg.port_mtu as u32);
+                        set_bits(&mut o, r, 3, 31, 16, self.cfg.port_mtu as u32);
+                        Outcome::Ok(o)
+                    }
+                    _ => Fail(st::BAD_PARAM, reason::FIELD),
+                }
             }
             op::QUERY_HCA_CAP => {
                 require!(enabled, st::BAD_SYS_STATE, reason::HCA_STATE);

@@ -77,6 +77,20 @@ pub struct FwConfig {
     /// If set, QUERY_PAGES INIT reports this instead of the true need (a
     /// lying firmware, to test INIT_HCA failing for lack of pages).
     pub init_pages_reported: Option<u32>,
+    /// MTU in bytes the PMTU register (ACCESS_REG 0x5003) reports as
+    /// `oper_mtu` and `admin_mtu` for every port. On an Ethernet port
+    /// (`caps.port_type` 1) it is the hardware MTU, netdev MTU + 22
+    /// (ETH_HLEN 14 + VLAN 4 + FCS 4): the default 1522 is a 1500-byte
+    /// netdev. On an InfiniBand port (`port_type` 0) it is the IB MTU
+    /// (256 … 4096); set it (and `port_max_mtu`) for IB configurations.
+    pub port_mtu: u16,
+    /// MTU in bytes PMTU reports as `max_mtu` (same units as `port_mtu`).
+    /// Default 10000, a model value (a 9978-byte netdev MTU + 22); an IB
+    /// configuration should set it to an IB MTU (e.g. 4096).
+    pub port_max_mtu: u16,
+    /// Whether ACCESS_REG answers PMTU reads; `false` models older
+    /// firmware that rejects the register with BAD_PARAM.
+    pub pmtu_supported: bool,
 }
 
 impl Default for FwConfig {
@@ -95,6 +109,9 @@ impl Default for FwConfig {
             caps: default_caps(),
             port_state: 1,
             init_pages_reported: None,
+            port_mtu: 1522,
+            port_max_mtu: 10000,
+            pmtu_supported: true,
         }
     }
 }
@@ -473,7 +490,8 @@ pub fn bring_up_sim_with(fw: FwConfig, dev: DeviceConfig) -> Result<SimDevice, D
 }
 
 /// `bareverbs devinfo` on the simulator: bring-up, QUERY_HCA_CAP,
-/// QUERY_VPORT_STATE and teardown against the firmware model.
+/// QUERY_VPORT_STATE, a PMTU read (ACCESS_REG) per port and teardown
+/// against the firmware model.
 pub fn devinfo_sim() -> Result<DevInfo, DeviceError> {
     devinfo_sim_with(FwConfig::default())
 }
