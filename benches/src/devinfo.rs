@@ -58,8 +58,11 @@ pub fn to_json(d: &DevInfo, device: &str) -> serde_json::Value {
             "port": p.port,
             "state": state(p.state),
             "link_layer": link(p.link_layer),
-            "max_mtu": mtu(p.max_ib_mtu()),
-            "active_mtu": mtu(p.active_ib_mtu()),
+            // Bytes (numbers, for programs) and ibv_mtu codes.
+            "max_mtu": p.max_mtu,
+            "max_mtu_enum": p.max_ib_mtu().map(|m| m as u8),
+            "active_mtu": p.active_mtu,
+            "active_mtu_enum": p.active_ib_mtu().map(|m| m as u8),
         })).collect::<Vec<_>>(),
     })
 }
@@ -119,7 +122,8 @@ mod tests {
         assert!(!j["ports"].as_array().unwrap().is_empty());
         // The default model port is Ethernet with a 1522-byte hardware MTU
         // (1500-byte netdev): RoCE MTU 1024, ibv_mtu code 3.
-        assert_eq!(j["ports"][0]["active_mtu"], "1024 (3)");
+        assert_eq!(j["ports"][0]["active_mtu"], 1024);
+        assert_eq!(j["ports"][0]["active_mtu_enum"], 3);
         let t = to_text(&d, "sim");
         assert!(t.contains("\tactive_mtu:\t\t1024 (3)\n"), "{t}");
     }
