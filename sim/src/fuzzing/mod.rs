@@ -2,5 +2,6 @@
 //! `sim/tests/` replay the committed corpora through them on stable Rust.
 
 pub mod cqe;
+pub mod fw;
 pub mod rings;
 pub mod wqe;
