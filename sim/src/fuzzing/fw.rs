@@ -225,11 +225,13 @@ pub fn seeds() -> Vec<Vec<u8>> {
     let m = |off: u64| (MARK as u64) << 32 | off;
     let uar = d.uar_index();
     let pd = cmd(&mut d, &mut out, &|b| ops::alloc_pd(b));
-    let mut all = MkeyAccess::default();
-    all.local_read = true;
-    all.local_write = true;
-    all.remote_read = true;
-    all.remote_write = true;
+    let all = MkeyAccess {
+        local_read: true,
+        local_write: true,
+        remote_read: true,
+        remote_write: true,
+        atomic: false,
+    };
     let _mk = cmd(&mut d, &mut out, &|b| {
         ops::create_mkey(
             b,
