@@ -531,7 +531,7 @@ pub fn header(s: &Sweep, args: &SweepArgs) -> String {
     if let Some(on) = &s.measured_on {
         let _ = writeln!(
             o,
-            "meas_ns: write-lat (one-way, perftest t_typical of {} iterations) with each row's QP, through bareverbs' command path on {on}",
+            "meas_ns: one-way write-lat latency with each row's QP (perftest t_typical, {} iterations per row), by {on}",
             args.lat_iters
         );
     }
@@ -1272,7 +1272,7 @@ mod tests {
         assert!(j["rows"][0]["measured_latency_ns"].as_f64().is_some());
         let t = main_table(&s, &a);
         assert!(t.contains("meas_ns"), "{t}");
-        assert!(header(&s, &a).contains("command path on bareverbs-cmd on fw-sim"));
+        assert!(header(&s, &a).contains("by bareverbs-cmd on fw-sim"));
         // Without --device the JSON key is there, null, and the table has no
         // measured column.
         let s = run_sweep(
