@@ -8,10 +8,20 @@
 //! NIC side from a [`NicModel`]: bytes fetched, PCIe reads, BlueFlame,
 //! modeled latency. Then the two published tables (PERF_AND_SIM §2) side
 //! by side with the exact figures, and an SVG chart.
+//!
+//! With `--device fw-sim` or `--device vfio:BDF` every row whose QP the
+//! device can create also gets a latency *measured* through bareverbs'
+//! own command path ([`crate::perf::cmd_backend`]): `write-lat` with the
+//! row's max_send_wr, max_send_sge, posted SGEs, send-op set and inline
+//! setting (on the simulator in virtual time, on hardware in wall-clock
+//! time).
 
 use crate::budget::load_caps;
 use crate::model::{load_model, NicCost, NicModel, WqeOp, WqeShape};
+use crate::perf::cmd_backend::{self as cmd, CmdOptions, QpRejected};
 use crate::perf::probe::{probe, ProbeSpec};
+use crate::perf::run::{Conn, PerfBackend, PerfRunConfig, PerfTest};
+use crate::perftest::stats::lat_stats_from_posted;
 use bareverbs::qp::QpType as SqQpType;
 use bareverbs::sizing::{sq_layout, DeviceCaps, QpCaps, QpType, SendOps, SqLayout};
 use std::fmt::Write as _;
@@ -59,6 +69,18 @@ pub struct SweepArgs {
     /// full and the other sizes as a compact memory/feasibility grid).
     #[arg(long)]
     pub all: bool,
+    /// `model` (default: latency from the NIC model only), `fw-sim` or
+    /// `vfio:BDF`: also measure each feasible row's write latency through
+    /// bareverbs' command path on that device.
+    #[arg(long, default_value = "model")]
+    pub device: String,
+    /// write-lat iterations per row when measuring (--device fw-sim|vfio:BDF).
+    #[arg(long, default_value_t = 200)]
+    pub lat_iters: u64,
+    /// When measuring: copy single inline WQEs through BlueFlame (default:
+    /// 8-byte doorbells only).
+    #[arg(long)]
+    pub blueflame: bool,
 }
 
 /// One sweep point.
@@ -101,6 +123,11 @@ pub struct SweepRow {
     pub modeled_rate_mpps: Option<f64>,
     /// Why the QP cannot be created.
     pub error: Option<String>,
+    /// One-way RDMA WRITE latency, ns, measured through the command path
+    /// with `--device fw-sim|vfio:BDF` (perftest's t_typical of
+    /// `write-lat`); `None` with `--device model` or when the device
+    /// cannot create the row's QP.
+    pub measured_latency_ns: Option<f64>,
 }
 
 /// The result of a sweep.
@@ -115,6 +142,8 @@ pub struct Sweep {
     pub model_name: String,
     /// Wall time of the sweep.
     pub secs: f64,
+    /// Where `measured_latency_ns` was measured (None: not measured).
+    pub measured_on: Option<String>,
 }
 
 /// Probe cache key: ring BBs, slot, posted SGEs, rdma-only, inline, max_post.
@@ -206,6 +235,78 @@ impl Progress {
     }
 }
 
+/// The command-path backend `--device` names (None for `model`).
+fn measuring_backend(args: &SweepArgs) -> anyhow::Result<Option<Box<dyn PerfBackend>>> {
+    let mut opts = CmdOptions::new(&args.device);
+    opts.blueflame = args.blueflame;
+    if let Some(bdf) = args.device.strip_prefix("vfio:") {
+        return cmd::vfio(bdf, opts).map(Some);
+    }
+    match args.device.as_str() {
+        "model" => Ok(None),
+        "fw-sim" => cmd::fw_sim(1, opts).map(Some),
+        d => anyhow::bail!("unknown --device {d:?} (expected model, fw-sim or vfio:BDF)"),
+    }
+}
+
+/// Measures one row's one-way WRITE latency (ns, perftest t_typical)
+/// through the command path; `None` when the device cannot create the QP.
+fn measure_row(
+    be: &mut dyn PerfBackend,
+    args: &SweepArgs,
+    caps: DeviceCaps,
+    row: &SweepRow,
+) -> anyhow::Result<Option<f64>> {
+    let rdma = row.send_ops == "rdma";
+    let cfg = PerfRunConfig {
+        test: PerfTest::WriteLat,
+        size: args.size as u64,
+        iters: args.lat_iters,
+        qps: 1,
+        tx_depth: 1,
+        post_list: 1,
+        cq_mod: 100,
+        inline_size: if row.inline { args.size } else { 0 },
+        inline: row.inline,
+        conn: Conn::Rc,
+        sge: row.posted_sge,
+        max_send_sge: row.max_send_sge,
+        max_send_wr: row.max_send_wr,
+        send_ops: rdma.then_some(SendOps::RDMA_ONLY),
+        send_ops_name: row.send_ops.to_string(),
+        loss: 0.0,
+        seed: 1,
+        duration: None,
+        mtu: 4096,
+        caps,
+    };
+    let rep = match be.run(&cfg) {
+        Ok(r) => r,
+        Err(e) if e.downcast_ref::<QpRejected>().is_some() => return Ok(None),
+        Err(e) => {
+            return Err(e.context(format!(
+                "measuring wr {} sge {} posted {} ops {} inline {}",
+                row.max_send_wr,
+                row.max_send_sge,
+                row.posted_sge,
+                row.send_ops,
+                if row.inline { "on" } else { "off" }
+            )))
+        }
+    };
+    anyhow::ensure!(
+        rep.completed_err == 0 && rep.mismatches == 0,
+        "wr {} sge {}: {} error completions, {} bytes arrived wrong",
+        row.max_send_wr,
+        row.max_send_sge,
+        rep.completed_err,
+        rep.mismatches
+    );
+    let s = lat_stats_from_posted(&rep.tposted, rep.tick_hz / 1e6, 2)
+        .ok_or_else(|| anyhow::anyhow!("--lat-iters {} gives too few samples", args.lat_iters))?;
+    Ok(Some(s.t_typical * 1000.0))
+}
+
 /// Runs the sweep.
 pub fn run_sweep(
     args: &SweepArgs,
@@ -213,6 +314,16 @@ pub fn run_sweep(
     caps: DeviceCaps,
 ) -> anyhow::Result<Sweep> {
     let t0 = Instant::now();
+    let mut be = measuring_backend(args)?;
+    if be.is_some() {
+        anyhow::ensure!(
+            args.lat_iters >= 5,
+            "--lat-iters must be at least 5 (perftest MIN_ITER)"
+        );
+    }
+    let measured_on = be
+        .as_ref()
+        .map(|b| format!("{} -- {}", b.name(), b.timing_note()));
     let mut points = Vec::new();
     for &wr in &args.wr {
         for &sge in &args.sge {
@@ -253,6 +364,7 @@ pub fn run_sweep(
             modeled_latency_ns: None,
             modeled_rate_mpps: None,
             error: None,
+            measured_latency_ns: None,
         };
         match sq_layout(&req, &caps) {
             Err(e) => row.error = Some(e.to_string()),
@@ -299,6 +411,9 @@ pub fn run_sweep(
                 row.bf_eligible = Some(c.bf_eligible);
                 row.modeled_latency_ns = Some(c.latency_ns);
                 row.modeled_rate_mpps = Some(c.rate_bound_mpps);
+                if let Some(b) = be.as_deref_mut() {
+                    row.measured_latency_ns = measure_row(b, args, caps, &row)?;
+                }
             }
         }
         progress.tick(&format!("wr {wr} sge {sge}/{posted}"));
@@ -311,6 +426,7 @@ pub fn run_sweep(
         model_lines: model.describe(),
         model_name: model.name().to_string(),
         secs: t0.elapsed().as_secs_f64(),
+        measured_on,
     })
 }
 
@@ -412,6 +528,13 @@ pub fn header(s: &Sweep, args: &SweepArgs) -> String {
         "post_ns: MEASURED on this CPU, memory-backed SQ of the exact ring geometry, full doorbell sequence into a RAM UAR (best of {} x {} WRs)",
         args.reps, args.iters
     );
+    if let Some(on) = &s.measured_on {
+        let _ = writeln!(
+            o,
+            "meas_ns: one-way write-lat latency with each row's QP (perftest t_typical, {} iterations per row), by {on}",
+            args.lat_iters
+        );
+    }
     let _ = writeln!(o, "sweep took {:.1} s, {} points", s.secs, s.rows.len());
     o
 }
@@ -419,12 +542,17 @@ pub fn header(s: &Sweep, args: &SweepArgs) -> String {
 /// The main table.
 pub fn main_table(s: &Sweep, args: &SweepArgs) -> String {
     let mut o = String::new();
-    let _ = writeln!(
+    let meas = s.measured_on.is_some();
+    let _ = write!(
         o,
         "\n{:>6} {:>4} {:>4} {:<7} {:<3} | {:>8} {:>5} {:>5} | {:>4} {:>3} {:>7} | {:>5} {:>5} {:>5} {:<2} | {:>8} {:>6}",
         "wr", "sge", "post", "ops", "inl", "ring", "slot", "maxpo", "wqeB", "BBs", "post_ns", "fetch", "paylB", "rdPCI", "BF", "lat_ns", "Mpps"
     );
-    let _ = writeln!(o, "{}", "-".repeat(118));
+    if meas {
+        let _ = write!(o, " | {:>8}", "meas_ns");
+    }
+    let _ = writeln!(o);
+    let _ = writeln!(o, "{}", "-".repeat(if meas { 129 } else { 118 }));
     let mut last_wr = 0;
     for r in &s.rows {
         if !args.all && r.max_send_wr != 1024 {
@@ -463,6 +591,15 @@ pub fn main_table(s: &Sweep, args: &SweepArgs) -> String {
                     r.modeled_latency_ns.unwrap_or(0.0),
                     r.modeled_rate_mpps.unwrap_or(0.0),
                 );
+                if meas {
+                    // Replace the line break: the measured column follows.
+                    o.pop();
+                    let m = r
+                        .measured_latency_ns
+                        .map(|v| format!("{v:.0}"))
+                        .unwrap_or_else(|| "-".into());
+                    let _ = writeln!(o, " | {m:>8}");
+                }
             }
         }
     }
@@ -500,6 +637,12 @@ pub fn main_table(s: &Sweep, args: &SweepArgs) -> String {
         "columns: ring/slot/maxpo = exact provider sizing (FACTS 3.3-3.4); wqeB/BBs = DS read back from the posted WQE; \
          fetch/paylB/rdPCI/BF/lat_ns/Mpps = NIC model; post_ns = measured"
     );
+    if meas {
+        let _ = writeln!(
+            o,
+            "meas_ns = one-way write latency through the command path ('-' = the device cannot create this QP)"
+        );
+    }
     o
 }
 
@@ -937,6 +1080,9 @@ mod tests {
             json: None,
             svg: None,
             all: false,
+            device: "model".into(),
+            lat_iters: 200,
+            blueflame: false,
         }
     }
 
@@ -1078,6 +1224,69 @@ mod tests {
         assert_eq!(r.bf_eligible, Some(true));
         assert_eq!(r.nic_fetch_bytes, Some(0));
         assert_eq!(r.pcie_reads, Some(0.0));
+    }
+
+    /// `--device fw-sim`: each row the device can create gets a write
+    /// latency measured through the command path; the rest do not.
+    #[test]
+    fn fw_sim_measures_feasible_rows() {
+        let a = SweepArgs {
+            wr: vec![128],
+            sge: vec![1, 16, 60],
+            iters: 0,
+            lat_iters: 20,
+            device: "fw-sim".into(),
+            ..args()
+        };
+        let s = run_sweep(&a, &PcieModel::default(), DeviceCaps::DEFAULT).unwrap();
+        assert!(s.measured_on.as_deref().unwrap().contains("fw-sim"));
+        // 20 rows: sge 1 (posted 1) x 2 op sets x inline off/on = 4, sge 16
+        // and sge 60 (posted 1 and k) = 8 each. With 1024 B descriptors,
+        // classic ops (192 B overhead) leave room for (1024 - 192) / 16 =
+        // 52 SGEs: the 4 classic sge-60 rows are rejected; rdma-only (32 B)
+        // leaves 62: 32 + 60 * 16 = 992 -> 1024 B slots, 128 x 1 KiB =
+        // 2048 WQEBBs, feasible. So 16 rows are measured.
+        assert_eq!(s.rows.len(), 20);
+        let mut feasible = 0;
+        for r in &s.rows {
+            let rejected = r.max_send_sge == 60 && r.send_ops == "classic";
+            assert_eq!(r.error.is_some(), rejected, "{r:?}");
+            if rejected {
+                assert!(r.measured_latency_ns.is_none(), "{r:?}");
+            } else {
+                feasible += 1;
+                let m = r.measured_latency_ns.unwrap_or_else(|| panic!("{r:?}"));
+                assert!(m > 0.0, "{r:?}");
+            }
+        }
+        assert_eq!(feasible, 16);
+        // Posting 16 SGEs costs more than 1 on the same QP.
+        let m = |p| {
+            find(&s, 128, 16, p, "rdma", false)
+                .unwrap()
+                .measured_latency_ns
+                .unwrap()
+        };
+        assert!(m(16) > m(1), "{} vs {}", m(16), m(1));
+        let j = to_json(&s);
+        assert!(j["rows"][0]["measured_latency_ns"].as_f64().is_some());
+        let t = main_table(&s, &a);
+        assert!(t.contains("meas_ns"), "{t}");
+        assert!(header(&s, &a).contains("by bareverbs-cmd on fw-sim"));
+        // Without --device the JSON key is there, null, and the table has no
+        // measured column.
+        let s = run_sweep(
+            &SweepArgs {
+                wr: vec![128],
+                sge: vec![1],
+                ..args()
+            },
+            &PcieModel::default(),
+            DeviceCaps::DEFAULT,
+        )
+        .unwrap();
+        assert!(to_json(&s)["rows"][0]["measured_latency_ns"].is_null());
+        assert!(!main_table(&s, &args()).contains("meas_ns"));
     }
 
     #[test]

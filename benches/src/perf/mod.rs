@@ -2,6 +2,7 @@
 //! (`post`, `poll`, `compare-c`), and perftest-style transfers.
 
 pub mod cli;
+pub mod cmd_backend;
 pub mod cpost;
 pub mod poll;
 pub mod post;
