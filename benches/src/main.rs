@@ -123,7 +123,20 @@ enum Decode {
 }
 
 fn main() -> ExitCode {
-    match run(Cli::parse()) {
+    // perf and sweep build send queues of up to 32768 WQEBBs whose
+    // bookkeeping (13 bytes per WQEBB) is inline in the const-generic type;
+    // unoptimized builds copy it by value, so give the work a large stack.
+    let cli = Cli::parse();
+    let worker = std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(move || run(cli));
+    let result = match worker {
+        Ok(h) => h
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("the worker thread panicked"))),
+        Err(e) => Err(anyhow::anyhow!("cannot start the worker thread: {e}")),
+    };
+    match result {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");

@@ -696,9 +696,10 @@ pub fn blog_latency_table(s: &Sweep, caps512: &DeviceCaps) -> String {
         o,
         "\nPublished RDMA WRITE latency vs max_send_sge (max_send_wr 1024, non-inline) vs the model (one-way ns)"
     );
-    let _ = writeln!(
+    let measured = s.rows.iter().any(|r| r.measured_latency_ns.is_some());
+    let _ = write!(
         o,
-        "{:>4} | {:>5} {:>6} | {:>9} {:>6} | {:>9} {:>6} | {:>5} {:>4} | {:>9} | {:<24}",
+        "{:>4} | {:>5} {:>6} | {:>9} {:>6} | {:>9} {:>6} | {:>5} {:>4} | {:>9} | {:<38}",
         "sge",
         "blog",
         "delta",
@@ -711,7 +712,16 @@ pub fn blog_latency_table(s: &Sweep, caps512: &DeviceCaps) -> String {
         "ring",
         "512 B-descriptor device"
     );
+    if measured {
+        let _ = write!(
+            o,
+            " | {:>7} {:>6} | {:>7} {:>6}",
+            "meas=1", "delta", "meas=k", "delta"
+        );
+    }
+    let _ = writeln!(o);
     let base1 = find(s, 1024, 1, 1, "classic", false).and_then(|r| r.modeled_latency_ns);
+    let mbase = find(s, 1024, 1, 1, "classic", false).and_then(|r| r.measured_latency_ns);
     for (sge, us) in BLOG_LATENCY_US {
         let p1 = find(s, 1024, sge, 1, "classic", false);
         let pk = find(s, 1024, sge, sge, "classic", false);
@@ -729,9 +739,9 @@ pub fn blog_latency_table(s: &Sweep, caps512: &DeviceCaps) -> String {
             Ok(l) => format!("ok, slot {} B", l.wqe_size),
             Err(e) => short_err(&e.to_string()),
         };
-        let _ = writeln!(
+        let _ = write!(
             o,
-            "{sge:>4} | {us:>5.2} {:>6} | {:>9} {:>6} | {:>9} {:>6} | {:>5} {:>4} | {:>9} | {on512:<24}",
+            "{sge:>4} | {us:>5.2} {:>6} | {:>9} {:>6} | {:>9} {:>6} | {:>5} {:>4} | {:>9} | {on512:<38}",
             format!("{:+.0}", (us - 2.01) * 1000.0),
             f(l1),
             d(l1),
@@ -741,6 +751,23 @@ pub fn blog_latency_table(s: &Sweep, caps512: &DeviceCaps) -> String {
             opt(pk.and_then(|r| r.wqebbs)),
             pk.and_then(|r| r.ring_bytes).map(kib).unwrap_or_else(|| "-".into()),
         );
+        if measured {
+            let m1 = p1.and_then(|r| r.measured_latency_ns);
+            let mk = pk.and_then(|r| r.measured_latency_ns);
+            let md = |l: Option<f64>| match (l, mbase) {
+                (Some(a), Some(b)) => format!("{:+.0}", a - b),
+                _ => "-".into(),
+            };
+            let _ = write!(
+                o,
+                " | {:>7} {:>6} | {:>7} {:>6}",
+                f(m1),
+                md(m1),
+                f(mk),
+                md(mk)
+            );
+        }
+        let _ = writeln!(o);
     }
     let _ = writeln!(o, "where and why they differ:");
     let _ = writeln!(o, "- intercept: the model's absolute level depends on link and host (t_base, t_rd0); only deltas are comparable (blog intercept fits RoCE without BlueFlame, PERF_AND_SIM 2.2).");
@@ -749,6 +776,9 @@ pub fn blog_latency_table(s: &Sweep, caps512: &DeviceCaps) -> String {
         match (a, base1) { (Some(a), Some(b)) => format!("{:.0} ns at sge 16", a - b), _ => "-".into() }
     });
     let _ = writeln!(o, "- posted=k: +16 B of WQE and one more gather DMA per SGE reproduce the blog's trend (t_sge fitted, PERF_AND_SIM 2.3); k >= 15 also rules out BlueFlame (WQE > 256 B).");
+    if measured {
+        let _ = writeln!(o, "- meas=1/meas=k: write-lat run with that QP through the command path (see meas_ns above); the simulator executes the posted WQEs with the same cost parameters but models no IOTLB, so meas=1 stays flat while meas=k grows with the gather DMAs.");
+    }
     let _ = writeln!(o, "- sge 32: rejected on a 512 B-descriptor device (kernel-advertised max 30; rdma-core checks max_sq_desc_sz), accepted only when the FW cap exceeds 512 B, as here ({} B).", s.caps.max_sq_desc_sz);
     o
 }
@@ -832,10 +862,22 @@ pub fn svg(s: &Sweep, wr: u32, sges: &[u32]) -> String {
                 .map(|&k| (k as f64, wr as f64 * (64.0 + 16.0 * k as f64) / 1024.0))
                 .collect();
         }
+        // Measured (command path) latency, classic ops, k posted SGEs.
+        let meas: Vec<(f64, f64)> = if pi == 0 {
+            sges.iter()
+                .filter_map(|&k| {
+                    let r = find(s, wr, k, k, "classic", false)?;
+                    Some((k as f64, r.measured_latency_ns?))
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let all_y: Vec<f64> = pts
             .iter()
             .flat_map(|(_, v)| v.iter().map(|p| p.1))
             .chain(extra.iter().map(|p| p.1))
+            .chain(meas.iter().map(|p| p.1))
             .collect();
         let ymax_raw = all_y.iter().cloned().fold(1.0, f64::max);
         let ymin_raw = if pi == 0 {
@@ -922,6 +964,25 @@ pub fn svg(s: &Sweep, wr: u32, sges: &[u32]) -> String {
                 );
             }
         }
+        if !meas.is_empty() {
+            let path: Vec<String> = meas
+                .iter()
+                .map(|&(x, y)| format!("{:.1},{:.1}", sx(x), sy(y)))
+                .collect();
+            let _ = writeln!(
+                o,
+                r##"<polyline points="{}" fill="none" stroke="#9467bd" stroke-width="2"/>"##,
+                path.join(" ")
+            );
+            for &(x, y) in &meas {
+                let _ = writeln!(
+                    o,
+                    r##"<circle cx="{:.1}" cy="{:.1}" r="5" fill="white" stroke="#9467bd" stroke-width="2"/>"##,
+                    sx(x),
+                    sy(y)
+                );
+            }
+        }
         // Reference (blog) series: black squares, dotted.
         let path: Vec<String> = extra
             .iter()
@@ -982,6 +1043,21 @@ pub fn svg(s: &Sweep, wr: u32, sges: &[u32]) -> String {
         lx += 265.0;
     }
     let ly2 = ly + 22.0;
+    if let Some(on) = s.measured_on.as_deref() {
+        let _ = writeln!(
+            o,
+            r##"<circle cx="{}" cy="{}" r="5" fill="white" stroke="#9467bd" stroke-width="2"/><text x="{}" y="{}" font-size="12">write-lat measured on {}, classic, k posted</text>"##,
+            w - 390.0,
+            ly2 + 22.0,
+            w - 380.0,
+            ly2 + 26.0,
+            xml(on
+                .split(" (")
+                .next()
+                .and_then(|x| x.rsplit(" on ").next())
+                .unwrap_or(on))
+        );
+    }
     let _ = writeln!(
         o,
         r#"<rect x="40" y="{}" width="8" height="8" fill="black"/><text x="54" y="{}" font-size="12">published: left = blog latency (shifted to the model's 1-SGE level), right = blog estimate wr x (64 B + 16 B x sge)</text>"#,
@@ -1224,6 +1300,50 @@ mod tests {
         assert_eq!(r.bf_eligible, Some(true));
         assert_eq!(r.nic_fetch_bytes, Some(0));
         assert_eq!(r.pcie_reads, Some(0.0));
+    }
+
+    /// With measurements, the published latency table gets meas=1 /
+    /// meas=k columns whose deltas come from the measured rows: flat with
+    /// one posted SGE, growing with k posted SGEs.
+    #[test]
+    fn blog_table_shows_measured_deltas_with_fw_sim() {
+        // Send queues of up to 16384 WQEBBs keep 13 bytes per WQEBB inline
+        // (const-generic arrays): debug builds copy them by value a few
+        // times, more than a test thread's 2 MiB stack holds.
+        std::thread::Builder::new()
+            .stack_size(64 << 20)
+            .spawn(blog_table_body)
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+
+    fn blog_table_body() {
+        let a = SweepArgs {
+            wr: vec![1024],
+            sge: vec![1, 4, 16, 32],
+            iters: 0,
+            lat_iters: 10,
+            device: "fw-sim".into(),
+            ..args()
+        };
+        let s = run_sweep(&a, &PcieModel::default(), DeviceCaps::DEFAULT).unwrap();
+        let t = blog_latency_table(&s, &DeviceCaps::DEFAULT);
+        assert!(t.contains("meas=1") && t.contains("meas=k"), "{t}");
+        let line = t.lines().find(|l| l.starts_with("  16 |")).unwrap();
+        let last: f64 = line.split_whitespace().last().unwrap().parse().unwrap();
+        let m = |p| {
+            find(&s, 1024, 16, p, "classic", false)
+                .unwrap()
+                .measured_latency_ns
+                .unwrap()
+        };
+        let base = find(&s, 1024, 1, 1, "classic", false)
+            .unwrap()
+            .measured_latency_ns
+            .unwrap();
+        assert_eq!(last, (m(16) - base).round(), "{line}");
+        assert!(last > 0.0, "{line}");
     }
 
     /// `--device fw-sim`: each row the device can create gets a write
