@@ -63,6 +63,9 @@ pub struct DeviceConfig {
     /// Most pages the driver lends firmware in total (default 65536 = 256 MiB,
     /// the pool's capacity); a larger request fails with `TooManyPages`.
     pub max_fw_pages: u32,
+    /// On an Ethernet port with RoCE capability, set the vport's `roce_en`
+    /// after INIT_HCA (FACTS §7.6; the NIC refuses RDMA QPs otherwise).
+    pub enable_roce: bool,
 }
 
 impl Default for DeviceConfig {
@@ -77,9 +80,13 @@ impl Default for DeviceConfig {
             cache_line_size: 64,
             set_host_endianness: true,
             max_fw_pages: (crate::cmd::pages::MAX_CHUNKS * crate::cmd::pages::CHUNK_PAGES) as u32,
+            enable_roce: true,
         }
     }
 }
+
+/// `cap.port_type` of an Ethernet port (FACTS §3.11).
+pub const PORT_TYPE_ETHERNET: u8 = 1;
 
 /// The bring-up step that failed (FACTS §7.6 numbering).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,6 +109,8 @@ pub enum Step {
     InitPages,
     /// 10: INIT_HCA.
     InitHca,
+    /// After INIT_HCA on Ethernet ports: MODIFY_NIC_VPORT_CONTEXT roce_en.
+    EnableRoce,
     /// 12: ALLOC_UAR.
     AllocUar,
     /// 12: async EQ.
@@ -747,6 +756,11 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         let r = ops::query_hca_cap(&mut self.inb, CapType::General, true);
         self.exec(r).map_err(bu(Step::HcaCaps))?;
         self.hca = HcaCaps::parse(&self.outb[ops::CAP_OFFSET..ops::CAP_OFFSET + GENERAL_CAP_LEN]);
+        // Ethernet ports: RoCE must be enabled on the vport (FACTS §7.6).
+        if self.cfg.enable_roce && self.hca.port_type == PORT_TYPE_ETHERNET && self.hca.roce {
+            let r = ops::modify_nic_vport_roce(&mut self.inb, true);
+            self.exec(r).map_err(bu(Step::EnableRoce))?;
+        }
         // (12) UAR.
         let r = ops::alloc_uar(&mut self.inb);
         self.exec(r).map_err(bu(Step::AllocUar))?;

@@ -161,13 +161,90 @@ fn bring_up_fills_device_caps_from_query_hca_cap() {
             op::MANAGE_PAGES,
             op::INIT_HCA,
             op::QUERY_HCA_CAP,
+            // Ethernet port with RoCE capability (FwConfig default
+            // port_type 1, roce): roce_en after INIT_HCA (FACTS §7.6).
+            op::MODIFY_NIC_VPORT_CONTEXT,
             op::ALLOC_UAR,
             op::CREATE_EQ,
         ]
     );
     assert!(f.log.iter().all(|(_, s)| *s == 0));
+    assert!(f.roce_en);
     // Little-endian host → he = 0x00 (FACTS §7.6 step 7).
     assert_eq!(f.host_endianness, Some(0x00));
+}
+
+/// RoCE enable: sent only for Ethernet ports with the RoCE capability;
+/// without it a QP cannot be attached to an Ethernet port; the vport
+/// context reads back what was set.
+#[test]
+fn roce_is_enabled_on_ethernet_ports_only_and_qps_need_it() {
+    // InfiniBand port: no MODIFY_NIC_VPORT_CONTEXT.
+    let mut ib = FwConfig::default();
+    ib.caps.port_type = 0;
+    let d = bring_up_sim(ib).unwrap();
+    assert!(!d
+        .bar()
+        .fw()
+        .log
+        .iter()
+        .any(|(o, _)| *o == op::MODIFY_NIC_VPORT_CONTEXT));
+    drop(d);
+
+    // Ethernet port, driver told not to enable RoCE: RST2INIT refused.
+    let dev = DeviceConfig {
+        enable_roce: false,
+        ..DeviceConfig::default()
+    };
+    let mut d = bring_up_sim_with(FwConfig::default(), dev).unwrap();
+    let cq = d.create_cq(64, CqeSize::B64).unwrap();
+    let spec = rc_spec(&mut d, cq.cqn);
+    let mut q = d.create_qp(spec).unwrap();
+    let e = d
+        .rst2init(
+            &mut q,
+            &Rst2Init {
+                port: 1,
+                ..Default::default()
+            },
+        )
+        .unwrap_err();
+    assert_eq!(
+        e,
+        DeviceError::Cmd(CmdError::Failed {
+            opcode: op::RST2INIT_QP,
+            status: CmdStatus::BadParam,
+            syndrome: syndrome(op::RST2INIT_QP, reason::ROCE_DISABLED),
+        })
+    );
+    // Enabling it by command makes the same transition legal, and the
+    // vport context reads back roce_en = 1, the MTU and the MAC.
+    let r = ops::modify_nic_vport_roce(d.input(), true);
+    d.run(r).unwrap();
+    let r = ops::query_nic_vport_context(d.input());
+    let out = d.run(r).unwrap().to_vec();
+    let ctx = ops::parse_nic_vport_context(&out[ops::QUERY_VPORT_CTX_OFFSET..]);
+    let cfg = FwConfig::default();
+    assert_eq!(
+        ctx,
+        ops::NicVportContext {
+            roce_en: true,
+            mtu: cfg.port_mtu,
+            permanent_mac: cfg.mac,
+        }
+    );
+    d.rst2init(
+        &mut q,
+        &Rst2Init {
+            port: 1,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    // A field other than roce_en is refused by the model (not implemented).
+    let r = ops::modify_nic_vport_roce(d.input(), true);
+    d.input()[0x0f] |= 0x04; // field_select.addresses_list
+    assert!(d.run(r).is_err());
 }
 
 #[test]

@@ -127,6 +127,10 @@ pub mod op {
     pub const QUERY_SRQ: u16 = 0x702;
     /// QUERY_VPORT_STATE.
     pub const QUERY_VPORT_STATE: u16 = 0x750;
+    /// QUERY_NIC_VPORT_CONTEXT.
+    pub const QUERY_NIC_VPORT_CONTEXT: u16 = 0x754;
+    /// MODIFY_NIC_VPORT_CONTEXT.
+    pub const MODIFY_NIC_VPORT_CONTEXT: u16 = 0x755;
     /// ALLOC_PD.
     pub const ALLOC_PD: u16 = 0x800;
     /// DEALLOC_PD.
@@ -179,6 +183,8 @@ pub fn opcode_name(opcode: u16) -> &'static str {
         op::DESTROY_SRQ => "DESTROY_SRQ",
         op::QUERY_SRQ => "QUERY_SRQ",
         op::QUERY_VPORT_STATE => "QUERY_VPORT_STATE",
+        op::QUERY_NIC_VPORT_CONTEXT => "QUERY_NIC_VPORT_CONTEXT",
+        op::MODIFY_NIC_VPORT_CONTEXT => "MODIFY_NIC_VPORT_CONTEXT",
         op::ALLOC_PD => "ALLOC_PD",
         op::DEALLOC_PD => "DEALLOC_PD",
         op::ALLOC_UAR => "ALLOC_UAR",

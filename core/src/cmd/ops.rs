@@ -881,6 +881,69 @@ pub fn parse_query_vport_state(out: &[u8]) -> (u8, u8) {
     (v & 0xf, v >> 4)
 }
 
+// ---- NIC vport context (RoCE enable) ------------------------------------
+
+/// Byte offset of `nic_vport_context` in MODIFY_NIC_VPORT_CONTEXT's input
+/// (after the 0x780-bit reserved area; linux `mlx5_ifc.h`
+/// modify_nic_vport_context_in).
+pub const MODIFY_VPORT_CTX_OFFSET: usize = 0x100;
+/// Byte offset of `nic_vport_context` in QUERY_NIC_VPORT_CONTEXT's output.
+pub const QUERY_VPORT_CTX_OFFSET: usize = 0x10;
+/// Bytes of `nic_vport_context` without its trailing address list.
+pub const VPORT_CTX_LEN: usize = 0x100;
+/// `field_select.roce_en` (bit 1 of the BE32 at byte 0x0c).
+pub const FIELD_SELECT_ROCE_EN: u32 = 1 << 1;
+
+/// MODIFY_NIC_VPORT_CONTEXT (0x755) setting only `roce_en` of the own
+/// vport: field_select.roce_en at 0x0c, nic_vport_context at 0x100 with
+/// roce_en in bit 0 of its first dword (linux `mlx5_ifc.h`
+/// modify_nic_vport_context_in / nic_vport_context; FACTS §7.6: VFIO sets
+/// roce_en = 1 on Ethernet ports after INIT_HCA — without it the NIC
+/// refuses RDMA QPs on the port and treats RoCE packets as plain Ethernet).
+pub fn modify_nic_vport_roce(b: &mut [u8], enable: bool) -> Req {
+    let in_len = MODIFY_VPORT_CTX_OFFSET + VPORT_CTX_LEN;
+    hdr(b, op::MODIFY_NIC_VPORT_CONTEXT, 0, in_len);
+    put32(b, 0x0c, FIELD_SELECT_ROCE_EN);
+    put32(b, MODIFY_VPORT_CTX_OFFSET, enable as u32);
+    Req {
+        opcode: op::MODIFY_NIC_VPORT_CONTEXT,
+        in_len,
+        out_len: HDR_LEN,
+    }
+}
+
+/// QUERY_NIC_VPORT_CONTEXT (0x754) of the own vport.
+pub fn query_nic_vport_context(b: &mut [u8]) -> Req {
+    hdr(b, op::QUERY_NIC_VPORT_CONTEXT, 0, HDR_LEN);
+    Req {
+        opcode: op::QUERY_NIC_VPORT_CONTEXT,
+        in_len: HDR_LEN,
+        out_len: QUERY_VPORT_CTX_OFFSET + VPORT_CTX_LEN,
+    }
+}
+
+/// The `nic_vport_context` fields the driver uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NicVportContext {
+    /// RoCE enabled on the vport (dw0 bit 0).
+    pub roce_en: bool,
+    /// Port MTU (bytes; bits 15:0 at byte 0x24).
+    pub mtu: u16,
+    /// Permanent MAC address (mac_47_32 at 0xF6, mac_31_0 at 0xF8).
+    pub permanent_mac: [u8; 6],
+}
+
+/// Parses a `nic_vport_context` (starting at byte 0 of `ctx`); short input
+/// reads as zeros.
+pub fn parse_nic_vport_context(ctx: &[u8]) -> NicVportContext {
+    let b = |i: usize| ctx.get(i).copied().unwrap_or(0);
+    NicVportContext {
+        roce_en: b(3) & 1 != 0,
+        mtu: u16::from_be_bytes([b(0x26), b(0x27)]),
+        permanent_mac: [b(0xf6), b(0xf7), b(0xf8), b(0xf9), b(0xfa), b(0xfb)],
+    }
+}
+
 // ---- port MTU (PMTU register) -----------------------------------------
 
 /// ACCESS_REG op_mod for a register write (linux `mlx5_ifc.h`

@@ -668,3 +668,42 @@ fn roce_mtu_table() {
     assert_eq!(roce_mtu_of_hw_mtu(1522).map(IbMtu::code), Some(3));
     assert_eq!(roce_mtu_of_hw_mtu(9022).map(IbMtu::code), Some(5));
 }
+
+/// MODIFY_NIC_VPORT_CONTEXT roce_en: bytes from linux `mlx5_ifc.h`
+/// (modify_nic_vport_context_in: field_select dword at 0x0c with roce_en =
+/// bit 1; nic_vport_context at 0x100 with roce_en = bit 0 of its dword 0;
+/// input 0x100 + 0x100 bytes).
+#[test]
+fn modify_nic_vport_roce_bytes() {
+    let mut b = [0xffu8; 0x300];
+    let r = modify_nic_vport_roce(&mut b, true);
+    assert_eq!((r.opcode, r.in_len, r.out_len), (0x755, 0x200, 0x10));
+    let mut want = [0u8; 0x200];
+    want[0] = 0x07;
+    want[1] = 0x55;
+    want[0x0f] = 0x02;
+    want[0x103] = 0x01;
+    assert_eq!(&b[..0x200], &want[..]);
+    assert!(b[0x200..].iter().all(|&x| x == 0xff), "nothing past in_len");
+    modify_nic_vport_roce(&mut b, false);
+    assert_eq!(b[0x103], 0);
+    assert_eq!(b[0x0f], 0x02, "the field is still selected");
+}
+
+/// nic_vport_context parse: roce_en dw0 bit 0, mtu bits 15:0 at 0x26,
+/// permanent MAC at 0xF6..0xFC (offsets from the ifc bit layout).
+#[test]
+fn parse_nic_vport_context_fields() {
+    let mut c = [0u8; 0x100];
+    c[3] = 0x07; // roce_en plus the two local-loopback-disable bits
+    c[0x26] = 0x05;
+    c[0x27] = 0xf2;
+    c[0xf6..0xfc].copy_from_slice(&[0x0c, 0x42, 0xa1, 0x00, 0x00, 0x01]);
+    let v = parse_nic_vport_context(&c);
+    assert!(v.roce_en);
+    assert_eq!(v.mtu, 1522);
+    assert_eq!(v.permanent_mac, [0x0c, 0x42, 0xa1, 0x00, 0x00, 0x01]);
+    c[3] = 0x06;
+    assert!(!parse_nic_vport_context(&c).roce_en);
+    assert_eq!(parse_nic_vport_context(&c[..4]), NicVportContext::default());
+}

@@ -59,6 +59,9 @@ pub mod reason {
     /// The connected data path cannot execute this object (see
     /// [`super::SimFirmware::refusals`] for its reason).
     pub const DATA_PATH: u8 = 0x0e;
+    /// A QP was attached to an Ethernet port whose vport has RoCE disabled
+    /// (the model's choice of status; real firmware refuses such QPs).
+    pub const ROCE_DISABLED: u8 = 0x0f;
 }
 
 /// The syndrome the model reports for `opcode` failing for `reason`.
@@ -738,6 +741,30 @@ impl SimFirmware {
                 o[0x0f] = (1 << 4) | (self.cfg.port_state & 0xf);
                 Outcome::Ok(o)
             }
+            op::MODIFY_NIC_VPORT_CONTEXT => {
+                let need = ops::MODIFY_VPORT_CTX_OFFSET + 4;
+                require!(input.len() >= need, st::BAD_INPUT_LEN, reason::INPUT_LEN);
+                let select = get32(input, 0x0c);
+                require!(
+                    select & !ops::FIELD_SELECT_ROCE_EN == 0,
+                    st::BAD_PARAM,
+                    reason::FIELD
+                );
+                if select & ops::FIELD_SELECT_ROCE_EN != 0 {
+                    self.roce_en = get32(input, ops::MODIFY_VPORT_CTX_OFFSET) & 1 != 0;
+                }
+                Outcome::Ok(ok(16))
+            }
+            op::QUERY_NIC_VPORT_CONTEXT => {
+                let c = ops::QUERY_VPORT_CTX_OFFSET;
+                require!(outlen >= c + 0x100, st::BAD_OUTPUT_LEN, reason::OUTPUT_LEN);
+                let mut o = ok(c + 0x100);
+                o[c + 3] = self.roce_en as u8;
+                // The vport MTU is the hardware MTU, as PMTU reports it.
+                o[c + 0x26..c + 0x28].copy_from_slice(&self.cfg.port_mtu.to_be_bytes());
+                o[c + 0xf6..c + 0xfc].copy_from_slice(&self.cfg.mac);
+                Outcome::Ok(o)
+            }
             _ => Fail(st::BAD_OP, reason::UNKNOWN_OPCODE),
         }
     }
@@ -1027,6 +1054,9 @@ impl SimFirmware {
                 let port = p(9, 23, 16) as u8;
                 if port == 0 || port > num_ports {
                     return Fail(st::BAD_PARAM, reason::FIELD);
+                }
+                if cur.port_type == bareverbs::device::PORT_TYPE_ETHERNET && !self.roce_en {
+                    return Fail(st::BAD_PARAM, reason::ROCE_DISABLED);
                 }
                 q.port = port;
                 q.pkey_index = p(0, 15, 0) as u16;

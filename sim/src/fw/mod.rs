@@ -84,6 +84,8 @@ pub struct FwConfig {
     /// netdev. On an InfiniBand port (`port_type` 0) it is the IB MTU
     /// (256 … 4096); set it (and `port_max_mtu`) for IB configurations.
     pub port_mtu: u16,
+    /// Permanent MAC address of the port (QUERY_NIC_VPORT_CONTEXT).
+    pub mac: [u8; 6],
     /// MTU in bytes PMTU reports as `max_mtu` (same units as `port_mtu`).
     /// Default 10000, a model value (a 9978-byte netdev MTU + 22); an IB
     /// configuration should set it to an IB MTU (e.g. 4096).
@@ -109,6 +111,7 @@ impl Default for FwConfig {
             caps: default_caps(),
             port_state: 1,
             init_pages_reported: None,
+            mac: [0x02, 0x00, 0x00, 0x00, 0x00, 0x01],
             port_mtu: 1522,
             port_max_mtu: 10000,
             pmtu_supported: true,
@@ -199,6 +202,9 @@ pub struct SimFirmware {
     pub(crate) issi: u16,
     /// HOST_ENDIANNESS `he` byte written with ACCESS_REG, if any.
     pub host_endianness: Option<u8>,
+    /// The vport's `roce_en` (MODIFY_NIC_VPORT_CONTEXT). On an Ethernet
+    /// port, RST2INIT fails while it is off.
+    pub roce_en: bool,
     pub(crate) cur_caps: [u8; 256],
     pub(crate) pages: Vec<u64>,
     pub(crate) charged_objects: u32,
@@ -235,6 +241,7 @@ impl SimFirmware {
             hca: HcaState::Disabled,
             issi: 0,
             host_endianness: None,
+            roce_en: false,
             cur_caps,
             pages: Vec::new(),
             charged_objects: 0,
