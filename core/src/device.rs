@@ -602,6 +602,8 @@ pub struct Device<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> {
     fw: FwVersion,
     issi: u16,
     hca: HcaCaps,
+    roce: Option<ops::RoceCaps>,
+    roce_enabled: bool,
     uar: u32,
     eq: Option<(EventQueue, B::Uar)>,
     objs: heapless::Vec<Obj, { 5 * MAX_OBJECTS }>,
@@ -673,6 +675,8 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
             fw,
             issi: 0,
             hca: HcaCaps::default(),
+            roce: None,
+            roce_enabled: false,
             uar: 0,
             eq: None,
             objs: heapless::Vec::new(),
@@ -757,9 +761,27 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         self.exec(r).map_err(bu(Step::HcaCaps))?;
         self.hca = HcaCaps::parse(&self.outb[ops::CAP_OFFSET..ops::CAP_OFFSET + GENERAL_CAP_LEN]);
         // Ethernet ports: RoCE must be enabled on the vport (FACTS §7.6).
-        if self.cfg.enable_roce && self.hca.port_type == PORT_TYPE_ETHERNET && self.hca.roce {
-            let r = ops::modify_nic_vport_roce(&mut self.inb, true);
-            self.exec(r).map_err(bu(Step::EnableRoce))?;
+        if self.hca.port_type == PORT_TYPE_ETHERNET && self.hca.roce {
+            if self.cfg.enable_roce {
+                let r = ops::modify_nic_vport_roce(&mut self.inb, true);
+                self.exec(r).map_err(bu(Step::EnableRoce))?;
+                self.roce_enabled = true;
+            }
+            // RoCE caps (which loopback QPs firmware allows); firmware
+            // without the page leaves them unknown.
+            let r = ops::query_hca_cap(&mut self.inb, CapType::Roce, true);
+            match self.exec(r) {
+                Ok(_) => {
+                    self.roce = Some(ops::parse_roce_caps(&self.outb[ops::CAP_OFFSET..]));
+                }
+                Err(CmdError::Failed { .. }) => self.roce = None,
+                Err(e) => {
+                    return Err(DeviceError::BringUp {
+                        step: Step::HcaCaps,
+                        err: e,
+                    })
+                }
+            }
         }
         // (12) UAR.
         let r = ops::alloc_uar(&mut self.inb);
@@ -1050,6 +1072,23 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
     /// The clock.
     pub fn clock_mut(&mut self) -> &mut C {
         &mut self.clock
+    }
+    /// RoCE capabilities (Ethernet ports with RoCE; `None` otherwise or
+    /// when firmware does not report them).
+    pub fn roce_caps(&self) -> Option<ops::RoceCaps> {
+        self.roce
+    }
+    /// Whether RC QPs may use the force-loopback path (`fl = 1`) on this
+    /// device: on an Ethernet port the RoCE capability for the vport's
+    /// RoCE state decides; `None` when unknown (InfiniBand ports, or no
+    /// RoCE capability page).
+    pub fn force_loopback_rc(&self) -> Option<bool> {
+        let r = self.roce?;
+        Some(if self.roce_enabled {
+            r.fl_rc_qp_when_roce_enabled
+        } else {
+            r.fl_rc_qp_when_roce_disabled
+        })
     }
     /// The DMA allocator.
     pub fn allocator(&self) -> &A {

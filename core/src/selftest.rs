@@ -120,6 +120,10 @@ impl Step {
 /// Why the self-test failed.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum SelfTestError {
+    /// The device does not allow force-loopback RC QPs in its current
+    /// RoCE state (RoCE capability `fl_rc_qp_when_roce_enabled` /
+    /// `_disabled` = 0); nothing was created.
+    LoopbackUnsupported,
     /// A command or allocation failed.
     Device(Step, DeviceError),
     /// The data-path queues refused the created objects' memory (`what`).
@@ -162,6 +166,10 @@ pub enum SelfTestError {
 impl fmt::Display for SelfTestError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            SelfTestError::LoopbackUnsupported => f.write_str(
+                "setup: this device does not allow force-loopback RC QPs in its RoCE state \
+                 (RoCE capability fl_rc_qp_when_roce_enabled/_disabled = 0)",
+            ),
             SelfTestError::Device(s, e) => write!(f, "{}: {e}", s.name()),
             SelfTestError::Queue(w) => write!(f, "setup: the {w} queue refused its memory"),
             SelfTestError::Post(s, e) => write!(f, "{}: post refused: {e}", s.name()),
@@ -230,6 +238,9 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         &mut self,
         opts: SelfTestOptions,
     ) -> Result<SelfTestReport, SelfTestError> {
+        if self.force_loopback_rc() == Some(false) {
+            return Err(SelfTestError::LoopbackUnsupported);
+        }
         let mut made = Made {
             pd: None,
             buf: None,

@@ -164,6 +164,8 @@ fn bring_up_fills_device_caps_from_query_hca_cap() {
             // Ethernet port with RoCE capability (FwConfig default
             // port_type 1, roce): roce_en after INIT_HCA (FACTS §7.6).
             op::MODIFY_NIC_VPORT_CONTEXT,
+            // RoCE capability page (current), for the loopback rules.
+            op::QUERY_HCA_CAP,
             op::ALLOC_UAR,
             op::CREATE_EQ,
         ]
@@ -172,6 +174,11 @@ fn bring_up_fills_device_caps_from_query_hca_cap() {
     assert!(f.roce_en);
     // Little-endian host → he = 0x00 (FACTS §7.6 step 7).
     assert_eq!(f.host_endianness, Some(0x00));
+    drop(f);
+    // FwConfig's RoCE page byte 0x0e: fl allowed with RoCE on and off.
+    let rc = d.roce_caps().unwrap();
+    assert!(rc.fl_rc_qp_when_roce_enabled && rc.fl_rc_qp_when_roce_disabled);
+    assert_eq!(d.force_loopback_rc(), Some(true));
 }
 
 /// RoCE enable: sent only for Ethernet ports with the RoCE capability;

@@ -561,6 +561,23 @@ mod selftest {
     }
 
     #[test]
+    fn a_device_without_force_loopback_rc_is_refused_before_anything_is_created() {
+        let fabric = Fabric::new(4);
+        let fw = FwConfig {
+            roce_cap_byte0: 0x0c, // fl only while RoCE is disabled
+            ..FwConfig::default()
+        };
+        let (mut d, _nic) = bring_up_on(&fabric, fw, DeviceConfig::default()).unwrap();
+        assert_eq!(d.force_loopback_rc(), Some(false));
+        let before = d.bar().fw().log.len();
+        let e = d.loopback_selftest(SelfTestOptions::default()).unwrap_err();
+        assert_eq!(e, SelfTestError::LoopbackUnsupported);
+        assert!(e.to_string().contains("fl_rc_qp_when_roce_enabled"), "{e}");
+        assert_eq!(d.bar().fw().log.len(), before, "no command was sent");
+        no_objects_left(&d);
+    }
+
+    #[test]
     fn a_device_that_never_completes_times_out_on_the_device_clock() {
         let fabric = Fabric::new(3);
         fabric.set_auto_progress(false); // nothing runs unless driven

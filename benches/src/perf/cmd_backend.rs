@@ -754,6 +754,13 @@ fn connect<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(
 ) -> anyhow::Result<()> {
     let rc = plan.st == QpServiceType::Rc;
     let ud = plan.st == QpServiceType::Ud;
+    if rc && dev.force_loopback_rc() == Some(false) {
+        bail!(
+            "this device does not allow force-loopback RC QPs in its RoCE state \
+             (RoCE capability fl_rc_qp_when_roce_enabled/_disabled = 0); \
+             the single-device perf tests need them"
+        );
+    }
     let qpn = qp.qpn;
     let ctx = |step: &str, e: DeviceError| anyhow!("{step} of QP {qpn:#x}: {e}");
     dev.rst2init(

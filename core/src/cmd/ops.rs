@@ -271,6 +271,30 @@ pub enum CapType {
     General2 = 0x20,
 }
 
+/// The RoCE capability bits the driver uses (cap type 4, dword 0; linux
+/// `mlx5_ifc.h` roce_cap: roce_apm bit 31, sw_r_roce_src_udp_port bit 27,
+/// fl_rc_qp_when_roce_disabled bit 26, fl_rc_qp_when_roce_enabled bit 25).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RoceCaps {
+    /// The RoCE UDP source port may be set by software.
+    pub sw_r_roce_src_udp_port: bool,
+    /// RC QPs may use force-loopback (`fl`) while RoCE is disabled.
+    pub fl_rc_qp_when_roce_disabled: bool,
+    /// RC QPs may use force-loopback (`fl`) while RoCE is enabled.
+    pub fl_rc_qp_when_roce_enabled: bool,
+}
+
+/// Parses the RoCE capability area (QUERY_HCA_CAP output from
+/// [`CAP_OFFSET`]); short input reads as zeros.
+pub fn parse_roce_caps(cap: &[u8]) -> RoceCaps {
+    let b0 = cap.first().copied().unwrap_or(0);
+    RoceCaps {
+        sw_r_roce_src_udp_port: b0 & 0x08 != 0,
+        fl_rc_qp_when_roce_disabled: b0 & 0x04 != 0,
+        fl_rc_qp_when_roce_enabled: b0 & 0x02 != 0,
+    }
+}
+
 /// QUERY_HCA_CAP (0x100), op_mod = (type << 1) | current. FACTS §7.6.
 pub fn query_hca_cap(b: &mut [u8], cap: CapType, current: bool) -> Req {
     let mut r = simple(b, op::QUERY_HCA_CAP, ((cap as u16) << 1) | current as u16);

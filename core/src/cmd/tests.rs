@@ -707,3 +707,17 @@ fn parse_nic_vport_context_fields() {
     assert!(!parse_nic_vport_context(&c).roce_en);
     assert_eq!(parse_nic_vport_context(&c[..4]), NicVportContext::default());
 }
+
+/// RoCE caps dword 0 (linux `mlx5_ifc.h` roce_cap: roce_apm bit 31,
+/// reserved 30..28, sw_r_roce_src_udp_port 27, fl_rc_qp_when_roce_disabled
+/// 26, fl_rc_qp_when_roce_enabled 25): byte 0 bits 3, 2, 1.
+#[test]
+fn parse_roce_caps_bits() {
+    let r = parse_roce_caps(&[0x02, 0, 0, 0]);
+    assert!(r.fl_rc_qp_when_roce_enabled && !r.fl_rc_qp_when_roce_disabled);
+    assert!(!r.sw_r_roce_src_udp_port);
+    let r = parse_roce_caps(&[0x80 | 0x08 | 0x04]);
+    assert!(r.sw_r_roce_src_udp_port && r.fl_rc_qp_when_roce_disabled);
+    assert!(!r.fl_rc_qp_when_roce_enabled, "roce_apm (bit 31) is not fl");
+    assert_eq!(parse_roce_caps(&[]), RoceCaps::default());
+}

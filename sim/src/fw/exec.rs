@@ -479,6 +479,14 @@ impl SimFirmware {
                     _ => Fail(st::BAD_PARAM, reason::FIELD),
                 }
             }
+            op::QUERY_HCA_CAP if op_mod >> 1 == ops::CapType::Roce as u16 => {
+                require!(enabled, st::BAD_SYS_STATE, reason::HCA_STATE);
+                require!(self.cfg.caps.roce, st::BAD_PARAM, reason::FIELD);
+                require!(outlen >= 0x110, st::BAD_OUTPUT_LEN, reason::OUTPUT_LEN);
+                let mut o = ok(0x1010.min(outlen));
+                o[0x10] = self.cfg.roce_cap_byte0;
+                Outcome::Ok(o)
+            }
             op::QUERY_HCA_CAP => {
                 require!(enabled, st::BAD_SYS_STATE, reason::HCA_STATE);
                 require!(op_mod >> 1 == 0, st::BAD_PARAM, reason::FIELD);

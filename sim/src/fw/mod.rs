@@ -86,6 +86,10 @@ pub struct FwConfig {
     pub port_mtu: u16,
     /// Permanent MAC address of the port (QUERY_NIC_VPORT_CONTEXT).
     pub mac: [u8; 6],
+    /// Byte 0 of the RoCE capability page (QUERY_HCA_CAP type 4): 0x08
+    /// sw_r_roce_src_udp_port, 0x04 fl_rc_qp_when_roce_disabled, 0x02
+    /// fl_rc_qp_when_roce_enabled. Default 0x0e (all three).
+    pub roce_cap_byte0: u8,
     /// MTU in bytes PMTU reports as `max_mtu` (same units as `port_mtu`).
     /// Default 10000, a model value (a 9978-byte netdev MTU + 22); an IB
     /// configuration should set it to an IB MTU (e.g. 4096).
@@ -112,6 +116,7 @@ impl Default for FwConfig {
             port_state: 1,
             init_pages_reported: None,
             mac: [0x02, 0x00, 0x00, 0x00, 0x00, 0x01],
+            roce_cap_byte0: 0x0e,
             port_mtu: 1522,
             port_max_mtu: 10000,
             pmtu_supported: true,
