@@ -603,8 +603,9 @@ impl Device {
         }
     }
 
-    /// Creates a QP in RESET, allocating its rings and doorbell record.
-    pub fn create_qp(&self, init: &QpInit) -> Result<QpHandle, SimError> {
+    /// Checks a QP request against the device's tables: ring sizes,
+    /// existing CQs / SRQ / PD. Returns whether the QP has its own RQ.
+    fn check_qp_init(&self, init: &QpInit) -> Result<bool, SimError> {
         if init.sq_wqebbs != 0 && (!pow2(init.sq_wqebbs) || init.sq_wqebbs > 1 << 16) {
             return Err(SimError::BadSize);
         }
@@ -632,6 +633,12 @@ impl Device {
                 return Err(SimError::NoSuchObject);
             }
         }
+        Ok(has_rq)
+    }
+
+    /// Creates a QP in RESET, allocating its rings and doorbell record.
+    pub fn create_qp(&self, init: &QpInit) -> Result<QpHandle, SimError> {
+        let has_rq = self.check_qp_init(init)?;
         let sq_ring = if init.sq_wqebbs > 0 {
             Some(self.alloc(init.sq_wqebbs as usize * 64)?)
         } else {
@@ -714,33 +721,7 @@ impl Device {
         rq_ring_iova: Option<u64>,
         dbrec_iova: u64,
     ) -> Result<u32, SimError> {
-        if init.sq_wqebbs != 0 && (!pow2(init.sq_wqebbs) || init.sq_wqebbs > 1 << 16) {
-            return Err(SimError::BadSize);
-        }
-        let has_rq = init.srq.is_none() && init.rq_wqes != 0;
-        if has_rq
-            && (!pow2(init.rq_wqes)
-                || init.rq_wqes > 1 << 16
-                || !(4..=16).contains(&init.rq_wqe_shift))
-        {
-            return Err(SimError::BadSize);
-        }
-        {
-            let w = self.w.borrow();
-            let d = &w.devs[self.id as usize];
-            let ok_cq = |c: u32| matches!(d.cqs.get(c as usize), Some(Some(_)));
-            if !ok_cq(init.send_cq) || !ok_cq(init.recv_cq) {
-                return Err(SimError::NoSuchObject);
-            }
-            if let Some(s) = init.srq {
-                if !matches!(d.srqs.get(s as usize), Some(Some(_))) {
-                    return Err(SimError::NoSuchObject);
-                }
-            }
-            if init.pd.0 == 0 || init.pd.0 >= d.next_pd {
-                return Err(SimError::NoSuchObject);
-            }
-        }
+        let has_rq = self.check_qp_init(init)?;
         let sqp = match (init.sq_wqebbs, sq_ring_iova) {
             (0, _) => std::ptr::null_mut(),
             (n, Some(a)) => self.translate_iova(a, n as usize * 64)?,
