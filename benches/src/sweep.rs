@@ -128,6 +128,21 @@ pub struct SweepRow {
     /// `write-lat`); `None` with `--device model` or when the device
     /// cannot create the row's QP.
     pub measured_latency_ns: Option<f64>,
+    /// WQE bytes the simulated NIC fetched per WQE during that run
+    /// (`--device fw-sim`: its counters; `None` otherwise).
+    pub sim_fetch_bytes: Option<f64>,
+    /// PCIe reads the simulated NIC issued per WQE during that run (WQE
+    /// fetch and payload gather; `--device fw-sim` only).
+    pub sim_pcie_reads: Option<f64>,
+}
+
+/// What measuring one row gave.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Measured {
+    /// perftest t_typical of write-lat, ns (one-way).
+    pub latency_ns: f64,
+    /// Simulator counters per WQE: WQE bytes fetched, PCIe reads.
+    pub per_wqe: Option<(f64, f64)>,
 }
 
 /// The result of a sweep.
@@ -256,7 +271,7 @@ fn measure_row(
     args: &SweepArgs,
     caps: DeviceCaps,
     row: &SweepRow,
-) -> anyhow::Result<Option<f64>> {
+) -> anyhow::Result<Option<Measured>> {
     let rdma = row.send_ops == "rdma";
     let cfg = PerfRunConfig {
         test: PerfTest::WriteLat,
@@ -304,7 +319,19 @@ fn measure_row(
     );
     let s = lat_stats_from_posted(&rep.tposted, rep.tick_hz / 1e6, 2)
         .ok_or_else(|| anyhow::anyhow!("--lat-iters {} gives too few samples", args.lat_iters))?;
-    Ok(Some(s.t_typical * 1000.0))
+    let c = |k: &str| rep.counters.get(k).copied();
+    let per_wqe = match (
+        c("nic.wqes"),
+        c("nic.wqe_bytes_fetched"),
+        c("nic.pcie_reads"),
+    ) {
+        (Some(n), Some(b), Some(r)) if n > 0.0 => Some((b / n, r / n)),
+        _ => None,
+    };
+    Ok(Some(Measured {
+        latency_ns: s.t_typical * 1000.0,
+        per_wqe,
+    }))
 }
 
 /// Runs the sweep.
@@ -365,6 +392,8 @@ pub fn run_sweep(
             modeled_rate_mpps: None,
             error: None,
             measured_latency_ns: None,
+            sim_fetch_bytes: None,
+            sim_pcie_reads: None,
         };
         match sq_layout(&req, &caps) {
             Err(e) => row.error = Some(e.to_string()),
@@ -412,7 +441,11 @@ pub fn run_sweep(
                 row.modeled_latency_ns = Some(c.latency_ns);
                 row.modeled_rate_mpps = Some(c.rate_bound_mpps);
                 if let Some(b) = be.as_deref_mut() {
-                    row.measured_latency_ns = measure_row(b, args, caps, &row)?;
+                    if let Some(m) = measure_row(b, args, caps, &row)? {
+                        row.measured_latency_ns = Some(m.latency_ns);
+                        row.sim_fetch_bytes = m.per_wqe.map(|p| p.0);
+                        row.sim_pcie_reads = m.per_wqe.map(|p| p.1);
+                    }
                 }
             }
         }
@@ -549,10 +582,10 @@ pub fn main_table(s: &Sweep, args: &SweepArgs) -> String {
         "wr", "sge", "post", "ops", "inl", "ring", "slot", "maxpo", "wqeB", "BBs", "post_ns", "fetch", "paylB", "rdPCI", "BF", "lat_ns", "Mpps"
     );
     if meas {
-        let _ = write!(o, " | {:>8}", "meas_ns");
+        let _ = write!(o, " | {:>8} {:>5} {:>5}", "meas_ns", "simF", "simRd");
     }
     let _ = writeln!(o);
-    let _ = writeln!(o, "{}", "-".repeat(if meas { 129 } else { 118 }));
+    let _ = writeln!(o, "{}", "-".repeat(if meas { 141 } else { 118 }));
     let mut last_wr = 0;
     for r in &s.rows {
         if !args.all && r.max_send_wr != 1024 {
@@ -598,7 +631,14 @@ pub fn main_table(s: &Sweep, args: &SweepArgs) -> String {
                         .measured_latency_ns
                         .map(|v| format!("{v:.0}"))
                         .unwrap_or_else(|| "-".into());
-                    let _ = writeln!(o, " | {m:>8}");
+                    let f =
+                        |v: Option<f64>| v.map(|v| format!("{v:.0}")).unwrap_or_else(|| "-".into());
+                    let _ = writeln!(
+                        o,
+                        " | {m:>8} {:>5} {:>5}",
+                        f(r.sim_fetch_bytes),
+                        f(r.sim_pcie_reads)
+                    );
                 }
             }
         }
@@ -640,7 +680,8 @@ pub fn main_table(s: &Sweep, args: &SweepArgs) -> String {
     if meas {
         let _ = writeln!(
             o,
-            "meas_ns = one-way write latency through the command path ('-' = the device cannot create this QP)"
+            "meas_ns = one-way write latency through the command path ('-' = the device cannot create this QP); \
+             simF/simRd = WQE bytes fetched and PCIe reads per WQE, counted by the simulated NIC (fw-sim only)"
         );
     }
     o
@@ -1377,6 +1418,14 @@ mod tests {
                 feasible += 1;
                 let m = r.measured_latency_ns.unwrap_or_else(|| panic!("{r:?}"));
                 assert!(m > 0.0, "{r:?}");
+                // The simulated NIC fetched whole WQEBBs of the WQE really
+                // posted (8-byte doorbells: no BlueFlame copy), and read at
+                // least the WQE plus one gather per posted SGE.
+                let fetched = r.sim_fetch_bytes.unwrap_or_else(|| panic!("{r:?}"));
+                assert_eq!(fetched, 64.0 * r.wqebbs.unwrap() as f64, "{r:?}");
+                let reads = r.sim_pcie_reads.unwrap();
+                let gathers = if r.inline { 0 } else { r.posted_sge };
+                assert!(reads >= 1.0 + gathers as f64, "{r:?}");
             }
         }
         assert_eq!(feasible, 16);

@@ -106,7 +106,9 @@ pub trait Timer {
     /// Applies the run's packet-loss setting (an error where loss cannot
     /// be injected).
     fn set_loss(&mut self, loss: f64) -> anyhow::Result<()>;
-    /// Extra counters for the report.
+    /// A run starts: counters reported afterwards count from here.
+    fn begin_run(&mut self) {}
+    /// Extra counters for the report (this run's only).
     fn counters(&self, out: &mut BTreeMap<String, f64>) {
         let _ = out;
     }
@@ -159,12 +161,30 @@ impl Timer for WallTimer {
 pub struct FabricTimer {
     fabric: bareverbs_sim::Fabric,
     nic: bareverbs_sim::Device,
+    base: BTreeMap<String, f64>,
 }
 
 impl FabricTimer {
     /// A timer over `fabric`, reporting the counters of `nic`.
     pub fn new(fabric: bareverbs_sim::Fabric, nic: bareverbs_sim::Device) -> Self {
-        FabricTimer { fabric, nic }
+        FabricTimer {
+            fabric,
+            nic,
+            base: BTreeMap::new(),
+        }
+    }
+
+    /// The NIC's cumulative counters by name.
+    fn totals(&self) -> BTreeMap<String, f64> {
+        let mut out = BTreeMap::new();
+        if let Ok(serde_json::Value::Object(m)) = serde_json::to_value(self.nic.counters()) {
+            for (k, v) in m {
+                if let Some(x) = v.as_f64() {
+                    out.insert(k, x);
+                }
+            }
+        }
+        out
     }
 }
 
@@ -197,13 +217,13 @@ impl Timer for FabricTimer {
             .set_faults(bareverbs_sim::FaultPlan::lossy(loss.clamp(0.0, 1.0)));
         Ok(())
     }
+    fn begin_run(&mut self) {
+        self.base = self.totals();
+    }
     fn counters(&self, out: &mut BTreeMap<String, f64>) {
-        if let Ok(serde_json::Value::Object(m)) = serde_json::to_value(self.nic.counters()) {
-            for (k, v) in m {
-                if let Some(x) = v.as_f64() {
-                    out.insert(format!("nic.{k}"), x);
-                }
-            }
+        for (k, v) in self.totals() {
+            let since = v - self.base.get(&k).copied().unwrap_or(0.0);
+            out.insert(format!("nic.{k}"), since);
         }
     }
 }
@@ -361,6 +381,7 @@ where
             .ok_or_else(|| anyhow!("the device was torn down"))?;
         let plan = Plan::new(cfg, dev)?;
         self.timer.set_loss(cfg.loss)?;
+        self.timer.begin_run();
         let mut objs = Objects::default();
         let r = execute(dev, &mut self.timer, &self.opts, cfg, &plan, &mut objs);
         let c = objs.destroy(dev);
