@@ -134,7 +134,9 @@ fn main() -> ExitCode {
         Ok(h) => h
             .join()
             .unwrap_or_else(|_| Err(anyhow::anyhow!("the worker thread panicked"))),
-        Err(e) => Err(anyhow::anyhow!("cannot start the worker thread: {e}")),
+        // No room for a big stack (e.g. a tight `ulimit -v`): run here;
+        // only the largest queues of unoptimized builds need the stack.
+        Err(_) => run(Cli::parse()),
     };
     match result {
         Ok(code) => code,
