@@ -24,6 +24,7 @@ use crate::cq::{CompletionQueue, CqError};
 use crate::cqe::CqeSize;
 use crate::mr::{Access, MemoryRegion};
 use crate::platform::{DmaAllocator, DmaBuf, Uar, EQ_DOORBELL_ARM, EQ_DOORBELL_NO_ARM};
+use crate::queue_pair::QueuePair;
 use crate::rq::{RecvQueue, RqConfig, SharedReceiveQueue, SrqConfig};
 use crate::sq::{SendQueue, SqConfig};
 use core::fmt;
@@ -249,13 +250,7 @@ pub struct Mkey {
 impl Mkey {
     /// The rights as `ibv_access_flags` bits (local read is implied).
     pub const fn access_flags(&self) -> Access {
-        let a = self.access;
-        Access(
-            (a.local_write as u32 * Access::LOCAL_WRITE)
-                | (a.remote_write as u32 * Access::REMOTE_WRITE)
-                | (a.remote_read as u32 * Access::REMOTE_READ)
-                | (a.atomic as u32 * Access::REMOTE_ATOMIC),
-        )
+        self.access.ibv_flags()
     }
 
     /// The data-path view of this key over `buf`, for
@@ -409,6 +404,34 @@ impl QpHandle {
     pub unsafe fn recv_queue<const N: usize>(&self, cfg: RqConfig) -> Option<RecvQueue<N>> {
         // SAFETY: as in `send_queue`.
         unsafe { RecvQueue::new(self.rq, self.dbrec, cfg) }
+    }
+    /// The data-path queue pair over this QP: its send queue, its receive
+    /// queue (none when the QP receives through an SRQ), the QPN and the
+    /// user index CQEs carry. Both queues start disabled: enable them as
+    /// the QP reaches INIT (receive) and RTS (send).
+    ///
+    /// # Safety
+    /// As [`QpHandle::send_queue`]; do not also call `send_queue` or
+    /// `recv_queue` on this handle.
+    pub unsafe fn queue_pair<U: Uar, const SQ: usize, const RQ: usize>(
+        &self,
+        uar: U,
+        sq: SqConfig,
+        rq: RqConfig,
+    ) -> Option<QueuePair<U, SQ, RQ>> {
+        // SAFETY: forwarded: one queue object per handle and queue.
+        let send = unsafe { self.send_queue::<U, SQ>(uar, sq) }?;
+        let recv = match self.spec.srqn {
+            Some(_) => None,
+            // SAFETY: as above.
+            None => Some(unsafe { self.recv_queue::<RQ>(rq) }?),
+        };
+        Some(QueuePair {
+            qpn: self.qpn,
+            uidx: self.spec.user_index,
+            sq: send,
+            rq: recv,
+        })
     }
 }
 

@@ -519,28 +519,20 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         };
         // SAFETY: one queue object per handle (each side is built once);
         // the queues are dropped before cleanup destroys the objects.
-        let (sq, rq, cq) = unsafe {
+        let (qpair, cq) = unsafe {
             (
-                qp.send_queue::<_, SQ_BBS>(uar, sqc),
-                qp.recv_queue::<RQ_WQES>(rqc),
+                qp.queue_pair::<_, SQ_BBS, RQ_WQES>(uar, sqc, rqc),
                 cqh.completion_queue::<CQES>(),
             )
         };
-        let mut sq = sq.ok_or(SelfTestError::Queue("send"))?;
-        let mut rq = rq.ok_or(SelfTestError::Queue("receive"))?;
+        let mut qpair = qpair.ok_or(SelfTestError::Queue("send or receive"))?;
         let mut cq = cq.map_err(|_| SelfTestError::Queue("completion"))?;
         cq.init_ring();
-        sq.enable();
-        rq.enable();
-        Ok(Side {
-            qp: QueuePair {
-                qpn: qp.qpn,
-                uidx: qp.spec.user_index,
-                sq,
-                rq: Some(rq),
-            },
-            cq,
-        })
+        qpair.sq.enable();
+        if let Some(rq) = qpair.rq.as_mut() {
+            rq.enable();
+        }
+        Ok(Side { qp: qpair, cq })
     }
 
     fn selftest_wait(

@@ -17,7 +17,7 @@ use bareverbs::sizing::QpType;
 use bareverbs::sq::{BlueFlame, SqConfig};
 use bareverbs_sim::fw::objects::{DataPath, ObjectEvent};
 use bareverbs_sim::fw::{
-    bring_up_sim, bring_up_sim_with, default_caps, devinfo_sim, devinfo_sim_with, reason, syndrome,
+    bring_up_sim, bring_up_sim_with, default_caps, devinfo_sim, devinfo_sim_with, failure, reason,
     FwConfig, HcaState, SimDevice,
 };
 use std::sync::{Arc, Mutex};
@@ -218,11 +218,11 @@ fn roce_is_enabled_on_ethernet_ports_only_and_qps_need_it() {
         .unwrap_err();
     assert_eq!(
         e,
-        DeviceError::Cmd(CmdError::Failed {
-            opcode: op::RST2INIT_QP,
-            status: CmdStatus::BadParam,
-            syndrome: syndrome(op::RST2INIT_QP, reason::ROCE_DISABLED),
-        })
+        DeviceError::Cmd(failure(
+            op::RST2INIT_QP,
+            CmdStatus::BadParam,
+            reason::ROCE_DISABLED
+        ))
     );
     // Enabling it by command makes the same transition legal, and the
     // vport context reads back roce_en = 1, the MTU and the MAC.
@@ -335,11 +335,7 @@ fn devinfo_reports_the_pmtu_the_firmware_reports() {
     let e = d.query_pmtu(3).unwrap_err();
     assert_eq!(
         e,
-        DeviceError::Cmd(CmdError::Failed {
-            opcode: op::ACCESS_REG,
-            status: CmdStatus::BadParam,
-            syndrome: syndrome(op::ACCESS_REG, reason::FIELD),
-        })
+        DeviceError::Cmd(failure(op::ACCESS_REG, CmdStatus::BadParam, reason::FIELD))
     );
     assert_eq!(CmdStatus::BadParam.code(), 0x03);
     let e = d.query_pmtu(0).unwrap_err();
@@ -581,11 +577,11 @@ fn bad_parameter_bad_opcode_and_wrong_state() {
     let e = d.modify_unchecked(&mut q, r, HwQpState::Rts).unwrap_err();
     assert_eq!(
         e,
-        DeviceError::Cmd(CmdError::Failed {
-            opcode: op::RTR2RTS_QP,
-            status: CmdStatus::BadQpState,
-            syndrome: syndrome(op::RTR2RTS_QP, reason::QP_STATE),
-        })
+        DeviceError::Cmd(failure(
+            op::RTR2RTS_QP,
+            CmdStatus::BadQpState,
+            reason::QP_STATE
+        ))
     );
     assert_eq!(CmdStatus::BadQpState.code(), 0x10);
 
@@ -593,11 +589,7 @@ fn bad_parameter_bad_opcode_and_wrong_state() {
     let e = d.rst2init(&mut q, &Rst2Init::default()).unwrap_err();
     assert_eq!(
         e,
-        DeviceError::Cmd(CmdError::Failed {
-            opcode: op::RST2INIT_QP,
-            status: CmdStatus::BadParam,
-            syndrome: syndrome(op::RST2INIT_QP, reason::FIELD),
-        })
+        DeviceError::Cmd(failure(op::RST2INIT_QP, CmdStatus::BadParam, reason::FIELD))
     );
     assert_eq!(q.state, HwQpState::Reset, "failed command leaves the state");
     d.rst2init(
@@ -656,11 +648,11 @@ fn exceeded_limit_when_qp_table_full() {
     let e = d.create_qp(spec).unwrap_err();
     assert_eq!(
         e,
-        DeviceError::Cmd(CmdError::Failed {
-            opcode: op::CREATE_QP,
-            status: CmdStatus::ExceedLimit,
-            syndrome: syndrome(op::CREATE_QP, reason::LIMIT),
-        })
+        DeviceError::Cmd(failure(
+            op::CREATE_QP,
+            CmdStatus::ExceedLimit,
+            reason::LIMIT
+        ))
     );
     assert_eq!(CmdStatus::ExceedLimit.code(), 0x08);
     let (rep, ..) = d.teardown();
@@ -683,11 +675,11 @@ fn missing_pages_fail_without_eq_and_are_requested_with_eq() {
     let e = d.create_cq(64, CqeSize::B64).unwrap_err();
     assert_eq!(
         e,
-        DeviceError::Cmd(CmdError::Failed {
-            opcode: op::CREATE_CQ,
-            status: CmdStatus::NoResources,
-            syndrome: syndrome(op::CREATE_CQ, reason::PAGES),
-        })
+        DeviceError::Cmd(failure(
+            op::CREATE_CQ,
+            CmdStatus::NoResources,
+            reason::PAGES
+        ))
     );
     assert_eq!(CmdStatus::NoResources.code(), 0x0f);
     d.teardown();
@@ -733,11 +725,7 @@ fn missing_pages_fail_without_eq_and_are_requested_with_eq() {
         e,
         DeviceError::BringUp {
             step: Step::InitHca,
-            err: CmdError::Failed {
-                opcode: op::INIT_HCA,
-                status: CmdStatus::NoResources,
-                syndrome: syndrome(op::INIT_HCA, reason::PAGES),
-            }
+            err: failure(op::INIT_HCA, CmdStatus::NoResources, reason::PAGES)
         }
     );
 }

@@ -12,7 +12,7 @@
 //! states, §6.1) — never from the driver's own output.
 
 use bareverbs::cmd::ops::HwQpState;
-use bareverbs::cmd::{op, CmdError, CmdStatus};
+use bareverbs::cmd::{op, CmdStatus};
 use bareverbs::cq::CompletionQueue;
 use bareverbs::cqe::{CqeSize, WcOpcode, WcStatus, WorkCompletion};
 use bareverbs::device::{
@@ -25,7 +25,7 @@ use bareverbs::queue_pair::QueuePair;
 use bareverbs::rq::{RecvWr, RqConfig};
 use bareverbs::sizing::QpType;
 use bareverbs::sq::{BlueFlame, SendFlags, SendOp, SendWr, SqConfig};
-use bareverbs_sim::fw::{bring_up_on, reason, syndrome, FwConfig, SimDevice, SimUar};
+use bareverbs_sim::fw::{bring_up_on, failure, reason, FwConfig, SimDevice, SimUar};
 use bareverbs_sim::{Device as SimNic, Fabric};
 
 const BUF: usize = 64 * 1024;
@@ -116,19 +116,10 @@ fn queues(s: &mut Side) -> Queues {
     // SAFETY: one queue object per handle; the queues are dropped before
     // the objects are destroyed (teardown happens after `drop`).
     unsafe {
-        let sq = s.qp.send_queue::<_, 64>(uar, sqc).unwrap();
-        let rq = s.qp.recv_queue::<64>(rqc).unwrap();
+        let qp = s.qp.queue_pair::<_, 64, 64>(uar, sqc, rqc).unwrap();
         let mut cq = s.cq.completion_queue::<256>().unwrap();
         cq.init_ring();
-        Queues {
-            qp: QueuePair {
-                qpn: s.qp.qpn,
-                uidx: s.qp.spec.user_index,
-                sq,
-                rq: Some(rq),
-            },
-            cq,
-        }
+        Queues { qp, cq }
     }
 }
 
@@ -220,6 +211,31 @@ fn post(s: &Side, q: &mut Queues, wr: SendWr<'_>) {
     q.qp.sq.post_send(&[wr], &[s.mr]).unwrap();
 }
 
+/// Posts one signaled WR whose single SGE is `[off, off + len)` of the
+/// side's buffer.
+fn post_signaled(s: &Side, q: &mut Queues, wr_id: u64, op: SendOp, off: u64, len: u32) {
+    let sge = [s.mr.sge(off, len).unwrap()];
+    post(
+        s,
+        q,
+        SendWr::new(wr_id, op, &sge).with_flags(SendFlags::SIGNALED),
+    );
+}
+
+/// RDMA WRITE / READ naming `off` of the peer's key.
+fn write_to(peer: &Side, off: u64) -> SendOp {
+    SendOp::Write {
+        remote_addr: peer.mkey.addr + off,
+        rkey: peer.mkey.key,
+    }
+}
+fn read_from(peer: &Side, off: u64) -> SendOp {
+    SendOp::Read {
+        remote_addr: peer.mkey.addr + off,
+        rkey: peer.mkey.key,
+    }
+}
+
 fn recv(s: &Side, q: &mut Queues, wr_id: u64, off: u64, len: u32) {
     let sge = [s.mr.sge(off, len).unwrap()];
     // SAFETY: the SGE lies inside the registered, live buffer.
@@ -271,16 +287,7 @@ fn write_send_read_error_reset_reuse_teardown_by_command() {
     // RDMA WRITE, 5000 bytes: A[0..] → B[8192..].
     let data = pattern(1, 5000);
     put(&a, 0, &data);
-    let sge = [a.mr.sge(0, 5000).unwrap()];
-    let op = SendOp::Write {
-        remote_addr: b.mkey.addr + 8192,
-        rkey: b.mkey.key,
-    };
-    post(
-        &a,
-        &mut qa,
-        SendWr::new(11, op, &sge).with_flags(SendFlags::SIGNALED),
-    );
+    post_signaled(&a, &mut qa, 11, write_to(&b, 8192), 0, 5000);
     let wc = one(&mut qa);
     assert_eq!(
         (wc.wr_id, wc.status, wc.opcode),
@@ -292,12 +299,7 @@ fn write_send_read_error_reset_reuse_teardown_by_command() {
     recv(&b, &mut qb, 21, 16384, 4096);
     let data = pattern(2, 3000);
     put(&a, 4096 * 2, &data);
-    let sge = [a.mr.sge(8192, 3000).unwrap()];
-    post(
-        &a,
-        &mut qa,
-        SendWr::new(12, SendOp::Send, &sge).with_flags(SendFlags::SIGNALED),
-    );
+    post_signaled(&a, &mut qa, 12, SendOp::Send, 8192, 3000);
     let wc = one(&mut qa);
     assert_eq!(
         (wc.wr_id, wc.status, wc.opcode),
@@ -317,16 +319,7 @@ fn write_send_read_error_reset_reuse_teardown_by_command() {
     // RDMA READ, 2000 bytes: B[24576..] → A[32768..].
     let data = pattern(3, 2000);
     put(&b, 24576, &data);
-    let sge = [a.mr.sge(32768, 2000).unwrap()];
-    let op = SendOp::Read {
-        remote_addr: b.mkey.addr + 24576,
-        rkey: b.mkey.key,
-    };
-    post(
-        &a,
-        &mut qa,
-        SendWr::new(13, op, &sge).with_flags(SendFlags::SIGNALED),
-    );
+    post_signaled(&a, &mut qa, 13, read_from(&b, 24576), 32768, 2000);
     let wc = one(&mut qa);
     assert_eq!(
         (wc.wr_id, wc.status, wc.opcode, wc.byte_len),
@@ -339,11 +332,8 @@ fn write_send_read_error_reset_reuse_teardown_by_command() {
     let data = pattern(4, 48);
     put(&a, 40960, &data);
     let sge = [a.mr.sge(40960, 48).unwrap()];
-    let op = SendOp::Write {
-        remote_addr: b.mkey.addr + 49152,
-        rkey: b.mkey.key,
-    };
-    let wr = SendWr::new(14, op, &sge).with_flags(SendFlags::SIGNALED | SendFlags::INLINE);
+    let wr = SendWr::new(14, write_to(&b, 49152), &sge)
+        .with_flags(SendFlags::SIGNALED | SendFlags::INLINE);
     post(&a, &mut qa, wr);
     assert_eq!(one(&mut qa).status, WcStatus::Success);
     assert_eq!(get(&b, 49152, 48), data, "inline WRITE via BlueFlame");
@@ -355,16 +345,7 @@ fn write_send_read_error_reset_reuse_teardown_by_command() {
     // WR_FLUSH_ERR (FACTS §5.6), in posting order per queue.
     fabric.set_auto_progress(false);
     recv(&a, &mut qa, 31, 0, 64);
-    let sge = [a.mr.sge(0, 64).unwrap()];
-    let op = SendOp::Write {
-        remote_addr: b.mkey.addr,
-        rkey: b.mkey.key,
-    };
-    post(
-        &a,
-        &mut qa,
-        SendWr::new(32, op, &sge).with_flags(SendFlags::SIGNALED),
-    );
+    post_signaled(&a, &mut qa, 32, write_to(&b, 0), 0, 64);
     a.d.qp_to_err(&mut a.qp).unwrap();
     fabric.set_auto_progress(true);
     fabric.run_until_idle();
@@ -390,12 +371,7 @@ fn write_send_read_error_reset_reuse_teardown_by_command() {
     recv(&a, &mut qa, 41, 0, 4096);
     let data = pattern(5, 1500);
     put(&b, 0, &data);
-    let sge = [b.mr.sge(0, 1500).unwrap()];
-    post(
-        &b,
-        &mut qb,
-        SendWr::new(42, SendOp::Send, &sge).with_flags(SendFlags::SIGNALED),
-    );
+    post_signaled(&b, &mut qb, 42, SendOp::Send, 0, 1500);
     assert_eq!(one(&mut qb).status, WcStatus::Success);
     let wc = one(&mut qa);
     assert_eq!(
@@ -437,28 +413,11 @@ fn remote_rights_of_a_command_created_key_are_enforced() {
     // READ is granted (rr), WRITE is not (no rw): REM_ACCESS_ERR, and the
     // target bytes stay as they were.
     put(&b, 0, &[7u8; 256]);
-    let sge = [a.mr.sge(0, 256).unwrap()];
-    let rd = SendOp::Read {
-        remote_addr: b.mkey.addr,
-        rkey: b.mkey.key,
-    };
-    post(
-        &a,
-        &mut qa,
-        SendWr::new(1, rd, &sge).with_flags(SendFlags::SIGNALED),
-    );
+    post_signaled(&a, &mut qa, 1, read_from(&b, 0), 0, 256);
     assert_eq!(one(&mut qa).status, WcStatus::Success);
     assert_eq!(get(&a, 0, 256), vec![7u8; 256]);
     put(&a, 0, &[9u8; 256]);
-    let wr = SendOp::Write {
-        remote_addr: b.mkey.addr,
-        rkey: b.mkey.key,
-    };
-    post(
-        &a,
-        &mut qa,
-        SendWr::new(2, wr, &sge).with_flags(SendFlags::SIGNALED),
-    );
+    post_signaled(&a, &mut qa, 2, write_to(&b, 0), 0, 256);
     let wc = one(&mut qa);
     assert_eq!((wc.wr_id, wc.status), (2, WcStatus::RemAccessErr));
     assert_eq!(
@@ -480,11 +439,11 @@ fn objects_the_data_path_cannot_run_are_refused_by_command() {
     let e = d.create_cq(64, CqeSize::B128).unwrap_err();
     assert_eq!(
         e,
-        DeviceError::Cmd(CmdError::Failed {
-            opcode: op::CREATE_CQ,
-            status: CmdStatus::BadParam,
-            syndrome: syndrome(op::CREATE_CQ, reason::DATA_PATH),
-        })
+        DeviceError::Cmd(failure(
+            op::CREATE_CQ,
+            CmdStatus::BadParam,
+            reason::DATA_PATH
+        ))
     );
     {
         let bar = d.bar();

@@ -419,14 +419,9 @@ struct Plan {
 }
 
 fn mtu_enum(mtu: u32) -> anyhow::Result<u8> {
-    Ok(match mtu {
-        256 => 1,
-        512 => 2,
-        1024 => 3,
-        2048 => 4,
-        4096 => 5,
-        m => bail!("-m {m}: the MTU must be 256, 512, 1024, 2048 or 4096"),
-    })
+    bareverbs::cmd::ops::IbMtu::from_bytes(mtu)
+        .map(bareverbs::cmd::ops::IbMtu::code)
+        .ok_or_else(|| anyhow!("-m {mtu}: the MTU must be 256, 512, 1024, 2048 or 4096"))
 }
 
 impl Plan {
@@ -730,10 +725,9 @@ fn make_side<U: Uar + 'static, const N: usize>(
     // SAFETY: one queue object per handle; the returned side is dropped
     // before the QP and CQ are destroyed (execute returns before
     // Objects::destroy runs).
-    let (sq, rq, mut cqq) = unsafe {
+    let (qpair, mut cqq) = unsafe {
         (
-            qp.send_queue::<U, N>(uar, sqc),
-            qp.recv_queue::<RQ_WQES>(rqc),
+            qp.queue_pair::<U, N, RQ_WQES>(uar, sqc, rqc),
             CompletionQueue::<0>::with_entries(
                 cq.ncqe as usize,
                 cq.ring,
@@ -744,20 +738,17 @@ fn make_side<U: Uar + 'static, const N: usize>(
             ),
         )
     };
-    let mut sq = sq.ok_or_else(|| anyhow!("send queue geometry refused by the core"))?;
-    let mut rq = rq.ok_or_else(|| anyhow!("receive queue geometry refused by the core"))?;
+    let mut qpair =
+        qpair.ok_or_else(|| anyhow!("send or receive queue geometry refused by the core"))?;
     let cqq_ok = cqq.as_mut().map_err(|e| anyhow!("CQ: {e}"))?;
     cqq_ok.init_ring();
     // The QP is in RTS already: both queues may post.
-    sq.enable();
-    rq.enable();
+    qpair.sq.enable();
+    if let Some(rq) = qpair.rq.as_mut() {
+        rq.enable();
+    }
     Ok(Box::new(Side {
-        qp: QueuePair {
-            qpn: qp.qpn,
-            uidx: qp.spec.user_index,
-            sq,
-            rq: Some(rq),
-        },
+        qp: qpair,
         cq: cqq.map_err(|e| anyhow!("CQ: {e}"))?,
         mrs,
         ring: qp.sq,

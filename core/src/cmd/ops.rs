@@ -365,6 +365,19 @@ pub struct MkeyAccess {
     pub atomic: bool,
 }
 
+impl MkeyAccess {
+    /// The rights as `ibv_access_flags` bits (local read is implied).
+    pub const fn ibv_flags(self) -> crate::mr::Access {
+        use crate::mr::Access;
+        Access(
+            (self.local_write as u32 * Access::LOCAL_WRITE)
+                | (self.remote_write as u32 * Access::REMOTE_WRITE)
+                | (self.remote_read as u32 * Access::REMOTE_READ)
+                | (self.atomic as u32 * Access::REMOTE_ATOMIC),
+        )
+    }
+}
+
 /// CREATE_MKEY parameters for an MTT key over a contiguous 4 KiB-paged
 /// buffer. FACTS §7.12.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -68,12 +68,7 @@ impl FabricPath {
         let need = ((m.start & 0xfff) + m.len).div_ceil(4096) as usize;
         let first = contiguous(&m.pages[..need.min(m.pages.len())])
             .ok_or("memory key pages are not one contiguous device range")?;
-        let [lr, lw, rr, rw, a] = m.access;
-        let _ = lr; // local read is always granted
-        let access = (lw as u32 * Access::LOCAL_WRITE)
-            | (rw as u32 * Access::REMOTE_WRITE)
-            | (rr as u32 * Access::REMOTE_READ)
-            | (a as u32 * Access::REMOTE_ATOMIC);
+        let access = m.access.ibv_flags().0;
         self.nic.adopt_pd(Pd(m.pd));
         let key = m.index << 8 | m.variant as u32;
         self.nic

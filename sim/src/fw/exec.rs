@@ -829,7 +829,13 @@ impl SimFirmware {
             pd,
             start,
             len,
-            access: [acc(10), acc(11), acc(12), acc(13), acc(14)],
+            access: ops::MkeyAccess {
+                local_read: acc(10),
+                local_write: acc(11),
+                remote_read: acc(12),
+                remote_write: acc(13),
+                atomic: acc(14),
+            },
             pages: pas,
         };
         if !self.admit(ObjectEvent::MkeyCreated(m.clone())) {

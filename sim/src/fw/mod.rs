@@ -40,6 +40,21 @@ use std::sync::Arc;
 use crate::dma::HeapDma;
 pub use datapath::{bring_up_on, FabricPath};
 pub use exec::{reason, syndrome};
+
+/// The error the driver reports when this model fails `opcode` with
+/// `status` for `reason` (the syndrome is [`syndrome`]`(opcode, reason)`):
+/// what tests against the model expect.
+pub fn failure(
+    opcode: u16,
+    status: bareverbs::cmd::CmdStatus,
+    reason: u8,
+) -> bareverbs::cmd::CmdError {
+    bareverbs::cmd::CmdError::Failed {
+        opcode,
+        status,
+        syndrome: syndrome(opcode, reason),
+    }
+}
 pub use objects::{DataPath, ObjectEvent, ObjectTable};
 
 /// Size of the emulated BAR0 (UAR indices must stay inside it).

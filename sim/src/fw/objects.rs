@@ -13,7 +13,7 @@
 //! write CQEs is in [`QpObj`], [`CqObj`], [`SrqObj`] and [`MkeyObj`]; the
 //! table itself is readable through [`super::SimFirmware::objects`].
 
-use bareverbs::cmd::ops::HwQpState;
+use bareverbs::cmd::ops::{HwQpState, MkeyAccess};
 use std::collections::BTreeMap;
 
 /// A memory key (CREATE_MKEY, FACTS §7.12).
@@ -29,8 +29,8 @@ pub struct MkeyObj {
     pub start: u64,
     /// Length.
     pub len: u64,
-    /// Access bits: lr, lw, rr, rw, a.
-    pub access: [bool; 5],
+    /// Access rights (mkc `lr`, `lw`, `rr`, `rw`, `a`).
+    pub access: MkeyAccess,
     /// MTT page addresses (flags stripped).
     pub pages: Vec<u64>,
 }
