@@ -84,3 +84,8 @@ pub use device::{CqHandle, Device, Fabric, Pd, QpHandle, QpInit, SimError, SimUa
 pub use fault::{FaultPlan, Rng, Stall, Window};
 pub use objects::{access, AsyncEvent, QpAttr};
 pub use world::{syndrome, vendor, TraceEvent, TraceKind};
+
+/// The README's code blocks, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

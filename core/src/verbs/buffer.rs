@@ -19,7 +19,10 @@ use core::fmt;
 /// [`write`]: DmaBuffer::write
 /// [`read`]: DmaBuffer::read
 pub struct DmaBuffer<'a> {
+    /// The whole allocation (whole pages).
     raw: DmaBuf,
+    /// Bytes the user asked for (`<= raw.len`).
+    len: usize,
     owner: &'a dyn Owner,
     /// Live memory keys over this buffer.
     regs: Cell<u32>,
@@ -31,7 +34,7 @@ impl fmt::Debug for DmaBuffer<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DmaBuffer")
             .field("iova", &self.raw.iova)
-            .field("len", &self.raw.len)
+            .field("len", &self.len)
             .field("keys", &self.regs.get())
             .finish()
     }
@@ -43,9 +46,11 @@ impl<'a> DmaBuffer<'a> {
     /// # Safety
     /// `raw` was just allocated from `owner`'s allocator, is not yet known
     /// to the device, and nothing else refers to it.
-    pub(crate) unsafe fn from_raw(raw: DmaBuf, owner: &'a dyn Owner) -> Self {
+    /// `len <= raw.len` is the usable length.
+    pub(crate) unsafe fn from_raw(raw: DmaBuf, len: usize, owner: &'a dyn Owner) -> Self {
         DmaBuffer {
             raw,
+            len: len.min(raw.len),
             owner,
             regs: Cell::new(0),
             pinned: Cell::new(false),
@@ -54,11 +59,11 @@ impl<'a> DmaBuffer<'a> {
 
     /// Length in bytes.
     pub fn len(&self) -> usize {
-        self.raw.len
+        self.len
     }
     /// Whether the buffer is empty.
     pub fn is_empty(&self) -> bool {
-        self.raw.len == 0
+        self.len == 0
     }
     /// Device (IO virtual) address of the first byte.
     pub fn iova(&self) -> u64 {
@@ -71,11 +76,11 @@ impl<'a> DmaBuffer<'a> {
 
     fn check(&self, offset: usize, len: usize) -> Result<(), super::Error> {
         match offset.checked_add(len) {
-            Some(end) if end <= self.raw.len => Ok(()),
+            Some(end) if end <= self.len => Ok(()),
             _ => Err(super::Error::OutOfBounds {
                 offset: offset as u64,
                 len: len as u64,
-                size: self.raw.len as u64,
+                size: self.len as u64,
             }),
         }
     }
@@ -115,9 +120,12 @@ impl<'a> DmaBuffer<'a> {
         Ok(())
     }
 
-    /// The raw description, for the key registration.
+    /// The usable range, for the key registration.
     pub(crate) fn raw(&self) -> DmaBuf {
-        self.raw
+        DmaBuf {
+            len: self.len,
+            ..self.raw
+        }
     }
     /// A key now covers the buffer.
     pub(crate) fn add_key(&self) {

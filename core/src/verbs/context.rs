@@ -83,18 +83,22 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Context<B, C, A> {
         Ok(ProtectionDomain::new(pd, self))
     }
 
-    /// Allocates `len` bytes of zeroed DMA memory (4 KiB aligned), owned by
-    /// the returned buffer.
+    /// Allocates `len` bytes of zeroed DMA memory (whole 4 KiB pages,
+    /// page aligned), owned by the returned buffer.
     pub fn alloc_buffer(&self, len: usize) -> Result<DmaBuffer<'_>, Error> {
+        let pages = len
+            .max(1)
+            .checked_next_multiple_of(4096)
+            .ok_or(DeviceError::OutOfDmaMemory { what: "buffer" })?;
         let raw = self
             .dev
             .borrow()
             .allocator()
-            .alloc(len.max(1), 4096)
+            .alloc(pages, 4096)
             .ok_or(DeviceError::OutOfDmaMemory { what: "buffer" })?;
         // SAFETY: freshly allocated from this context's allocator, unknown
-        // to the device, referenced by nothing else.
-        Ok(unsafe { DmaBuffer::from_raw(raw, self) })
+        // to the device, referenced by nothing else; `len <= pages`.
+        Ok(unsafe { DmaBuffer::from_raw(raw, len, self) })
     }
 
     /// Registers `buf` in `pd` with `access` (CREATE_MKEY): the region

@@ -48,6 +48,129 @@
 //!     Ok(())
 //! }
 //! ```
+//!
+//! # What the compiler refuses
+//!
+//! Each refusal below is a `compile_fail` test, next to the same code
+//! without the mistake, which compiles. The prelude shared by all of them:
+//! a function generic over the platform, handed a [`Context`].
+//!
+//! **A region cannot outlive its buffer** (the buffer cannot be freed while
+//! a key covers it):
+//!
+//! ```compile_fail,E0505
+//! # use bareverbs::verbs::*; use bareverbs::cmd::{Bar0, Clock};
+//! # use bareverbs::device::UarMap; use bareverbs::platform::DmaAllocator;
+//! fn f<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(ctx: &Context<B, C, A>) -> Result<(), Error> {
+//!     let pd = ctx.alloc_pd()?;
+//!     let buf = ctx.alloc_buffer(4096)?;
+//!     let mr = ctx.reg_mr(&pd, &buf, Access::LOCAL_WRITE)?;
+//!     drop(buf); // error[E0505]: cannot move out of `buf` because it is borrowed
+//!     let _ = mr.lkey();
+//!     Ok(())
+//! }
+//! ```
+//! ```
+//! # use bareverbs::verbs::*; use bareverbs::cmd::{Bar0, Clock};
+//! # use bareverbs::device::UarMap; use bareverbs::platform::DmaAllocator;
+//! fn f<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(ctx: &Context<B, C, A>) -> Result<(), Error> {
+//!     let pd = ctx.alloc_pd()?;
+//!     let buf = ctx.alloc_buffer(4096)?;
+//!     let mr = ctx.reg_mr(&pd, &buf, Access::LOCAL_WRITE)?;
+//!     let _ = mr.lkey();
+//!     drop(mr); // the key is destroyed first ...
+//!     drop(buf); // ... then the memory is freed
+//!     Ok(())
+//! }
+//! ```
+//!
+//! **No queue outlives its device** (the context cannot be dropped or
+//! moved while an object borrows it):
+//!
+//! ```compile_fail,E0505
+//! # use bareverbs::verbs::*; use bareverbs::cmd::{Bar0, Clock};
+//! # use bareverbs::device::UarMap; use bareverbs::platform::DmaAllocator;
+//! fn f<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(ctx: Context<B, C, A>) -> Result<(), Error> {
+//!     let cq = ctx.create_cq(16)?;
+//!     drop(ctx); // error[E0505]: cannot move out of `ctx` because it is borrowed
+//!     let _ = cq.cqn();
+//!     Ok(())
+//! }
+//! ```
+//! ```
+//! # use bareverbs::verbs::*; use bareverbs::cmd::{Bar0, Clock};
+//! # use bareverbs::device::UarMap; use bareverbs::platform::DmaAllocator;
+//! fn f<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(ctx: Context<B, C, A>) -> Result<(), Error> {
+//!     let cq = ctx.create_cq(16)?;
+//!     let _ = cq.cqn();
+//!     drop(cq);
+//!     drop(ctx); // tears the device down
+//!     Ok(())
+//! }
+//! ```
+//!
+//! **A posted work request cannot outlive the memory it names** (every
+//! region a QP's WRs use outlives the QP, whose drop destroys it on the
+//! device first):
+//!
+//! ```compile_fail,E0597
+//! # use bareverbs::verbs::*; use bareverbs::cmd::{Bar0, Clock};
+//! # use bareverbs::device::UarMap; use bareverbs::platform::DmaAllocator;
+//! # use bareverbs::sizing::QpType;
+//! fn f<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(ctx: &Context<B, C, A>) -> Result<(), Error> {
+//!     let pd = ctx.alloc_pd()?;
+//!     let cq = ctx.create_cq(64)?;
+//!     let attr = QpInitAttr::new(QpType::Rc, &cq, &cq, QpCap::new(16, 16, 1, 1));
+//!     let mut qp = ctx.create_qp::<64, 16>(&pd, &attr)?;
+//!     {
+//!         let buf = ctx.alloc_buffer(4096)?;
+//!         let mr = ctx.reg_mr(&pd, &buf, Access::LOCAL_WRITE)?;
+//!         let _ = qp.post_recv(&[RecvWr::new(1, &[mr.sge(0, 64).unwrap()])]);
+//!     } // error[E0597]: `mr` does not live long enough
+//!     drop(qp);
+//!     Ok(())
+//! }
+//! ```
+//! ```
+//! # use bareverbs::verbs::*; use bareverbs::cmd::{Bar0, Clock};
+//! # use bareverbs::device::UarMap; use bareverbs::platform::DmaAllocator;
+//! # use bareverbs::sizing::QpType;
+//! fn f<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(ctx: &Context<B, C, A>) -> Result<(), Error> {
+//!     let pd = ctx.alloc_pd()?;
+//!     let cq = ctx.create_cq(64)?;
+//!     let buf = ctx.alloc_buffer(4096)?;
+//!     let mr = ctx.reg_mr(&pd, &buf, Access::LOCAL_WRITE)?;
+//!     let attr = QpInitAttr::new(QpType::Rc, &cq, &cq, QpCap::new(16, 16, 1, 1));
+//!     let mut qp = ctx.create_qp::<64, 16>(&pd, &attr)?;
+//!     let _ = qp.post_recv(&[RecvWr::new(1, &[mr.sge(0, 64).unwrap()])]);
+//!     drop(qp); // DESTROY_QP first; the region and buffer go after
+//!     Ok(())
+//! }
+//! ```
+//!
+//! **No key can be registered over a driver ring**: registration takes a
+//! [`DmaBuffer`], which only [`Context::alloc_buffer`] makes; rings,
+//! doorbell records and raw [`DmaBuf`] descriptions are not buffers:
+//!
+//! ```compile_fail,E0308
+//! # use bareverbs::verbs::*; use bareverbs::cmd::{Bar0, Clock};
+//! # use bareverbs::device::UarMap; use bareverbs::platform::{DmaAllocator, DmaBuf};
+//! fn f<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(ctx: &Context<B, C, A>, ring: DmaBuf) -> Result<(), Error> {
+//!     let pd = ctx.alloc_pd()?;
+//!     let _ = ctx.reg_mr(&pd, &ring, Access::REMOTE_WRITE)?; // error[E0308]: mismatched types
+//!     Ok(())
+//! }
+//! ```
+//! ```
+//! # use bareverbs::verbs::*; use bareverbs::cmd::{Bar0, Clock};
+//! # use bareverbs::device::UarMap; use bareverbs::platform::{DmaAllocator, DmaBuf};
+//! fn f<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(ctx: &Context<B, C, A>, _ring: DmaBuf) -> Result<(), Error> {
+//!     let pd = ctx.alloc_pd()?;
+//!     let buf = ctx.alloc_buffer(4096)?;
+//!     let _ = ctx.reg_mr(&pd, &buf, Access::REMOTE_WRITE)?;
+//!     Ok(())
+//! }
+//! ```
 
 mod buffer;
 mod context;
