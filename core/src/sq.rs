@@ -1858,4 +1858,177 @@ mod tests {
         // ctrl + AV + data = 5 DS → 2 WQEBBs (FACTS §1.7).
         assert_eq!(q.cur_post(), 2);
     }
+
+    fn send_wr(wr_id: u64, sgl: &[Sge]) -> SendWr<'_> {
+        SendWr::new(wr_id, SendOp::Send, sgl).with_flags(SendFlags::SIGNALED)
+    }
+
+    #[test]
+    fn retire_accepts_only_the_first_wqebb_of_a_wqe_in_flight() {
+        let mut f = Fixture {
+            ring: [0; N * 8],
+            db: [0],
+        };
+        let mut q = queue(&mut f, cfg(QpType::Rc, 4, 4, 0));
+        let s1 = [Sge {
+            addr: 0x10,
+            length: 8,
+            lkey: 1,
+        }];
+        // 4 SGEs: ctrl + 4 data = 5 DS = 2 WQEBBs.
+        let s4 = [s1[0]; 4];
+        // WR 1 at counter 0 (1 WQEBB), WR 2 at counter 1 (2 WQEBBs), WR 3
+        // at counter 3.
+        // SAFETY: memory-only ring; SGEs never dereferenced.
+        unsafe { q.post_send_raw(&[send_wr(1, &s1), send_wr(2, &s4), send_wr(3, &s1)]) }
+            .unwrap();
+        assert_eq!((q.cur_post(), q.head(), q.tail()), (4, 3, 0));
+        // SAFETY (all retire calls): memory-only ring, never executed.
+        unsafe {
+            // Never posted: counter 4 (beyond the producer), 9 (slot 1 a lap
+            // on), 2 (second WQEBB of WR 2).
+            for c in [4u16, 9, 2, 0xffff] {
+                assert_eq!(q.retire(c), Err(CompletionReject::NotInFlight), "{c}");
+                assert_eq!(q.tail(), 0, "{c}");
+            }
+            assert_eq!(q.retire(1).map(|r| r.wr_id), Ok(2));
+            assert_eq!(q.tail(), 2);
+            // Repeated and stale counters retire nothing; tail never moves
+            // backwards.
+            assert_eq!(q.retire(1), Err(CompletionReject::NotInFlight));
+            assert_eq!(q.retire(0), Err(CompletionReject::NotInFlight));
+            assert_eq!(q.tail(), 2);
+            assert_eq!(q.retire(3).map(|r| r.wr_id), Ok(3));
+            assert_eq!(q.outstanding(), 0);
+            assert_eq!(q.retire(3), Err(CompletionReject::NotInFlight));
+        }
+    }
+
+    #[test]
+    fn reset_forgets_every_slot() {
+        let mut f = Fixture {
+            ring: [0; N * 8],
+            db: [0],
+        };
+        let mut q = queue(&mut f, cfg(QpType::Rc, 4, 4, 0));
+        let s1 = [Sge {
+            addr: 0x10,
+            length: 8,
+            lkey: 1,
+        }];
+        let s4 = [s1[0]; 4];
+        // SAFETY: memory-only ring; SGEs never dereferenced.
+        unsafe { q.post_send_raw(&[send_wr(1, &s1), send_wr(2, &s1), send_wr(3, &s1)]) }
+            .unwrap();
+        q.reset();
+        q.enable();
+        // New life: WR 10 at counter 0 (2 WQEBBs), WR 11 at counter 2.
+        // SAFETY: as above.
+        unsafe { q.post_send_raw(&[send_wr(10, &s4), send_wr(11, &s1)]) }.unwrap();
+        // SAFETY: memory-only ring, never executed.
+        unsafe {
+            // Slot 1 still holds WR 2 of the old life (sequence 1, which is
+            // inside the new [tail, head)): a stale CQE for it is refused.
+            assert_eq!(q.retire(1), Err(CompletionReject::NotInFlight));
+            assert_eq!(q.tail(), 0);
+            assert_eq!(q.retire(2).map(|r| r.wr_id), Ok(11));
+        }
+        // set_counters forgets too.
+        // SAFETY: memory-only ring.
+        unsafe { q.set_counters(5, 7, 0) };
+        // SAFETY: as above.
+        unsafe { assert_eq!(q.retire(2), Err(CompletionReject::NotInFlight)) };
+    }
+
+    #[test]
+    fn umr_ending_at_the_ring_end_wraps_before_inline_data() {
+        let mut f = Fixture {
+            ring: [0; N * 8],
+            db: [0],
+        };
+        let mut q = queue(&mut f, cfg(QpType::Rc, 1, 4, 64));
+        // LOCAL_INV at WQEBB 6: ctrl 0x180, UMR control 0x190..0x1c0, mkey
+        // context 0x1c0..0x200 = the ring end; the inline data must start
+        // at offset 0 (before the fix: off == RING_BYTES, `room`
+        // underflowed — a debug panic, a write past the ring in release).
+        // SAFETY: memory-only ring, never executed by a device.
+        unsafe { q.set_counters(6, 6, 0) };
+        let payload: [u8; 8] = core::array::from_fn(|i| 0xa0 + i as u8);
+        let sgl = [Sge {
+            addr: payload.as_ptr().expose_provenance() as u64,
+            length: 8,
+            lkey: 0,
+        }];
+        let wr = SendWr::new(
+            1,
+            SendOp::LocalInv {
+                invalidate_rkey: 0x1234,
+            },
+            &sgl,
+        )
+        .with_flags(SendFlags::INLINE | SendFlags::SIGNALED);
+        // SAFETY: the inline SGE points at `payload`, alive and readable.
+        unsafe { q.post_send_raw(&[wr]) }.unwrap();
+        let r = ring_bytes(&f);
+        assert_eq!(r[0..4], (8u32 | 0x8000_0000).to_be_bytes());
+        assert_eq!(r[4..12], payload);
+        // ctrl 1 + UMR 3 + mkey 4 + inline 1 = 9 DS → 3 WQEBBs.
+        assert_eq!(r[0x187] & 0x3f, 9);
+        assert_eq!(q.cur_post(), 9);
+    }
+
+    #[test]
+    fn atomic_result_sge_must_cover_eight_writable_bytes() {
+        let mut f = Fixture {
+            ring: [0; N * 8],
+            db: [0],
+        };
+        let mut q = queue(&mut f, cfg(QpType::Rc, 4, 1, 0));
+        let mut mem = [0u64; 2];
+        let cpu = NonNull::new(mem.as_mut_ptr().cast::<u8>()).unwrap();
+        // SAFETY: `mem` outlives the region; the ring is never executed, so
+        // nothing writes through it.
+        let mr = unsafe {
+            crate::mr::MemoryRegion::new(
+                cpu,
+                0x9000,
+                16,
+                7,
+                7,
+                crate::mr::Access(crate::mr::Access::LOCAL_WRITE),
+            )
+        };
+        let op = SendOp::FetchAdd {
+            remote_addr: 0x5000,
+            rkey: 3,
+            add: 1,
+        };
+        // 4 bytes at offset 12 are inside the region, but the device
+        // writes 8 bytes there (4 past its end).
+        let bad = [Sge {
+            addr: 0x900c,
+            length: 4,
+            lkey: 7,
+        }];
+        let e = q.post_send(&[SendWr::new(1, op, &bad)], &[mr]).unwrap_err();
+        assert_eq!(e.kind, PostErrorKind::SgeOutOfBounds { sge: 0 });
+        assert_eq!(q.head(), 0);
+        let good = [Sge {
+            addr: 0x9008,
+            length: 4,
+            lkey: 7,
+        }];
+        q.post_send(&[SendWr::new(2, op, &good)], &[mr]).unwrap();
+        assert_eq!(q.head(), 1);
+        // A read-only region is refused even when the 8 bytes fit.
+        // SAFETY: as above.
+        let ro = unsafe { crate::mr::MemoryRegion::new(cpu, 0x9000, 16, 8, 8, crate::mr::Access(0)) };
+        let sg = [Sge {
+            addr: 0x9000,
+            length: 8,
+            lkey: 8,
+        }];
+        let e = q.post_send(&[SendWr::new(3, op, &sg)], &[ro]).unwrap_err();
+        assert_eq!(e.kind, PostErrorKind::SgeOutOfBounds { sge: 0 });
+    }
 }
