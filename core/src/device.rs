@@ -367,6 +367,9 @@ pub struct QpHandle {
     pub spec: QpSpec,
     /// State the driver believes the QP is in (FACTS §6.1).
     pub state: HwQpState,
+    /// CQE version of the device's CQs (1: completions carry the user
+    /// index): how [`QpHandle::queue_pair`] routes completions.
+    pub cqe_version: u8,
 }
 
 impl QpHandle {
@@ -429,6 +432,7 @@ impl QpHandle {
         Some(QueuePair {
             qpn: self.qpn,
             uidx: self.spec.user_index,
+            cqe_version: self.cqe_version,
             sq: send,
             rq: recv,
         })
@@ -1445,6 +1449,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
             uar_index: self.uar,
             spec,
             state: HwQpState::Reset,
+            cqe_version: self.hca.cqe_version.min(1),
         })
     }
 

@@ -170,6 +170,7 @@ impl<const SQ: usize, const RQ: usize, const CQ: usize> Endpoint<SQ, RQ, CQ> {
             qp: QueuePair {
                 qpn,
                 uidx: qpn,
+                cqe_version: 1,
                 sq,
                 rq: Some(rq),
             },
@@ -209,7 +210,8 @@ impl<const SQ: usize, const RQ: usize, const CQ: usize> Endpoint<SQ, RQ, CQ> {
     /// Writes raw WQE bytes at the send queue's producer position, updates
     /// the doorbell record and rings an 8-byte doorbell, bypassing the
     /// core's checks (for testing the device's validation). The host
-    /// queue's counters advance as if one WR of `bbs` WQEBBs was posted.
+    /// queue's counters advance as if one WR (`wr_id` 0) of `bbs` WQEBBs
+    /// was posted; it is outstanding until its completion is polled.
     pub fn post_raw_wqe(&mut self, wqe: &[u8], bbs: u32) {
         use bareverbs::platform::Uar;
         let cur = self.qp.sq.cur_post();
@@ -229,9 +231,9 @@ impl<const SQ: usize, const RQ: usize, const CQ: usize> Endpoint<SQ, RQ, CQ> {
                 (next & 0xffff).to_be_bytes(),
             )
         };
-        let head = self.qp.sq.head();
-        let bf = self.qp.sq.bf_offset();
-        self.qp.sq.set_counters(next, head.wrapping_add(1), bf);
+        // SAFETY: the WQE of `bbs` WQEBBs was written at the producer index
+        // just above; the device's validation is what these tests exercise.
+        unsafe { self.qp.sq.record_raw_post(0, bbs) };
         let mut first = [0u8; 8];
         let k = wqe.len().min(8);
         first[..k].copy_from_slice(&wqe[..k]);

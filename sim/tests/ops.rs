@@ -553,6 +553,7 @@ fn srq_receives_and_limit_event() {
     let mut qps = [QueuePair::<_, 64, 1> {
         qpn: qh.qpn,
         uidx: qh.qpn,
+        cqe_version: 1,
         sq,
         rq: None,
     }];

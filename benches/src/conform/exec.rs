@@ -238,7 +238,8 @@ fn run_sq<const N: usize>(
                 // Retire everything (tail = head).
                 let _ = start;
                 let head = sq.head();
-                sq.set_counters(sq.cur_post(), head, sq.bf_offset());
+                // SAFETY: memory-backed ring that no device executes.
+                unsafe { sq.set_counters(sq.cur_post(), head, sq.bf_offset()) };
             }
         }
     }
@@ -252,11 +253,14 @@ fn run_sq<const N: usize>(
         || sq.bf_offset() as u32 != case.bf_offset_before
     {
         // The prep is described only in words: position the counters.
-        sq.set_counters(
-            case.cur_post_before,
-            case.head_before,
-            case.bf_offset_before as usize,
-        );
+        // SAFETY: memory-backed ring that no device executes.
+        unsafe {
+            sq.set_counters(
+                case.cur_post_before,
+                case.head_before,
+                case.bf_offset_before as usize,
+            )
+        };
     }
     let _ = tail;
     if let Some(b) = ring_fill {
@@ -468,13 +472,15 @@ fn run_rq<const N: usize>(case: &RecvCase, ring_fill: Option<u8>) -> Result<Recv
             unsafe { rq.post_recv_raw(&[wr]) }.map_err(|e| anyhow::anyhow!("filler: {e}"))?;
             if k < *completed {
                 let c = rq.head().wrapping_sub(1) as u16;
-                rq.retire(c);
+                // SAFETY: memory-backed ring that no device executes.
+                let _ = unsafe { rq.retire(c) };
             }
         }
     }
     let tail_before = case.rq_tail.unwrap_or(rq.tail());
     if rq.head() != case.head_before || rq.tail() != tail_before {
-        rq.set_counters(case.head_before, tail_before);
+        // SAFETY: memory-backed ring that no device executes.
+        unsafe { rq.set_counters(case.head_before, tail_before) };
     }
     if let Some(b) = ring_fill {
         // SAFETY: raw fill of the live ring.
@@ -538,7 +544,8 @@ fn run_srq<const N: usize>(case: &RecvCase, ring_fill: Option<u8>) -> Result<Rec
                         };
                     }
                     SrqPrepOp::Free(i) => {
-                        srq.retire(*i as u16);
+                        // SAFETY: memory-backed ring, never executed.
+                        let _ = unsafe { srq.retire(*i as u16) };
                     }
                 }
             }
@@ -555,7 +562,8 @@ fn run_srq<const N: usize>(case: &RecvCase, ring_fill: Option<u8>) -> Result<Rec
                     }])
                 }
                 .map_err(|e| anyhow::anyhow!("cycle post: {e}"))?;
-                srq.retire(slot);
+                // SAFETY: memory-backed ring, never executed.
+                let _ = unsafe { srq.retire(slot) };
             }
         }
         _ => {}
