@@ -358,3 +358,42 @@ fn transition_attributes_are_range_checked() {
     // RTS straight from INIT is refused by the driver's state table.
     assert!(qp.to_rts(&RtsAttr::new(0)).is_err());
 }
+
+#[test]
+fn error_reset_reuse_with_stale_completions_in_the_cq() {
+    let fabric = Fabric::new(1);
+    let d = dev(&fabric);
+    let lid = d.nic.lid();
+    let ctx = Context::new(d.dev);
+    let pd = ctx.alloc_pd().unwrap();
+    let buf = ctx.alloc_buffer(4096).unwrap();
+    let mr = ctx
+        .reg_mr(&pd, &buf, Access::LOCAL_WRITE | Access::REMOTE_WRITE)
+        .unwrap();
+    let cq = ctx.create_cq(64).unwrap();
+    let mut qp: Qp = ctx.create_qp(&pd, &rc_attr(&cq)).unwrap();
+    up(&mut qp, lid);
+    let sg = [mr.sge(0, 64).unwrap()];
+    for id in 10..20 {
+        qp.post_recv(&[RecvWr::new(id, &sg)]).unwrap();
+    }
+    // ERR flushes the ten receives into the CQ; nobody polls them.
+    qp.to_err().unwrap();
+    qp.to_reset().unwrap();
+    assert_eq!(qp.state(), HwQpState::Reset);
+    up(&mut qp, lid);
+    // Reused: the full receive queue is available again.
+    for id in 30..46 {
+        qp.post_recv(&[RecvWr::new(id, &sg)]).unwrap();
+    }
+    let t = mr.remote(1024, 64).unwrap();
+    let write = SendOp::Write {
+        remote_addr: t.addr,
+        rkey: t.rkey,
+    };
+    qp.post_send(&[SendWr::new(77, write, &sg).signaled()]).unwrap();
+    let mut wc = [WorkCompletion::default(); 32];
+    let n = cq.poll(&mut qp, &mut wc).unwrap();
+    assert_eq!(n, 1, "only the new WRITE completes: stale flushes were dropped");
+    assert_eq!((wc[0].wr_id, wc[0].status), (77, WcStatus::Success));
+}

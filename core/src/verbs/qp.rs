@@ -4,7 +4,7 @@
 
 use super::{Access, CompletionQueue, Error, LocalSge, Owner, ProtectionDomain};
 use crate::cmd::ops::{AddressPath, HwQpState, IbMtu, Init2Rtr, Rst2Init, Rtr2Rts};
-use crate::cq::{RecvDone, SendDone, WrResolver};
+use crate::cq::{CompletionReject, RecvDone, SendDone, WrResolver};
 use crate::device::QpHandle;
 use crate::platform::Uar;
 use crate::rq::{RecvError, RecvErrorKind};
@@ -474,11 +474,22 @@ impl<'a, U: Uar, const SQ: usize, const RQ: usize> QueuePair<'a, U, SQ, RQ> {
         self.modify(Modify::Err)
     }
 
-    /// Any state → RESET: the queues forget every WR (their completions,
-    /// if still in a CQ, are no longer reported), posting stops until the
-    /// QP is brought up again.
+    /// Any state → RESET: this QP's completions still in its CQs are
+    /// dropped, the queues forget every WR, and posting stops until the QP
+    /// is brought up again (error → reset → reuse).
     pub fn to_reset(&mut self) -> Result<(), Error> {
         self.modify(Modify::Reset)?;
+        // The QP's completions still in its CQs are dropped (as
+        // `mlx5_cq_clean` does at reset), then the queues forget their WRs.
+        let key = if self.inner.cqe_version == 1 {
+            self.inner.uidx
+        } else {
+            self.inner.qpn
+        };
+        self.send_cq.cq.borrow_mut().clean(key);
+        if !core::ptr::eq(self.send_cq, self.recv_cq) {
+            self.recv_cq.cq.borrow_mut().clean(key);
+        }
         self.inner.sq.reset();
         if let Some(rq) = self.inner.rq.as_mut() {
             rq.reset();
@@ -651,10 +662,10 @@ impl<'a, U: Uar, const SQ: usize, const RQ: usize> QueuePair<'a, U, SQ, RQ> {
 }
 
 impl<U: Uar, const SQ: usize, const RQ: usize> WrResolver for QueuePair<'_, U, SQ, RQ> {
-    fn send_done(&mut self, qp: u32, wqe_counter: u16) -> Option<SendDone> {
+    fn send_done(&mut self, qp: u32, wqe_counter: u16) -> Result<SendDone, CompletionReject> {
         self.inner.send_done(qp, wqe_counter)
     }
-    fn recv_done(&mut self, qp: u32, wqe_counter: u16) -> Option<RecvDone> {
+    fn recv_done(&mut self, qp: u32, wqe_counter: u16) -> Result<RecvDone, CompletionReject> {
         self.inner.recv_done(qp, wqe_counter)
     }
     fn scatter_to_send(&mut self, qp: u32, wqe_counter: u16, data: &[u8]) -> bool {
