@@ -391,9 +391,107 @@ fn error_reset_reuse_with_stale_completions_in_the_cq() {
         remote_addr: t.addr,
         rkey: t.rkey,
     };
-    qp.post_send(&[SendWr::new(77, write, &sg).signaled()]).unwrap();
+    qp.post_send(&[SendWr::new(77, write, &sg).signaled()])
+        .unwrap();
     let mut wc = [WorkCompletion::default(); 32];
     let n = cq.poll(&mut qp, &mut wc).unwrap();
-    assert_eq!(n, 1, "only the new WRITE completes: stale flushes were dropped");
+    assert_eq!(
+        n, 1,
+        "only the new WRITE completes: stale flushes were dropped"
+    );
     assert_eq!((wc[0].wr_id, wc[0].status), (77, WcStatus::Success));
+}
+
+#[test]
+fn an_srq_shared_by_two_qps() {
+    let fabric = Fabric::new(1);
+    let d = dev(&fabric);
+    let (lid, bar) = (d.nic.lid(), d.bar.clone());
+    let ctx = Context::new(d.dev);
+    let pd = ctx.alloc_pd().unwrap();
+    let buf = ctx.alloc_buffer(8192).unwrap();
+    let mr = ctx.reg_mr(&pd, &buf, Access::LOCAL_WRITE).unwrap();
+    let cq = ctx.create_cq(64).unwrap();
+    // max_wr 16: 2 × 16 + 1 = 33 fits the device, so the SRQ gets a wait
+    // queue and rup2(33) = 64 slots; read back max_wr = rup2(17) − 1 = 31
+    // (FACTS §3.8).
+    let srq = ctx.create_srq::<64>(&pd, 16, 1).unwrap();
+    assert_eq!((srq.max_wr(), srq.max_sge()), (31, 1));
+    let attr = rc_attr(&cq).with_srq(&srq);
+    let mut q1: Qp = ctx.create_qp(&pd, &attr).unwrap();
+    let mut q2: Qp = ctx.create_qp(&pd, &attr).unwrap();
+    up(&mut q1, lid);
+    up(&mut q2, lid);
+    let slots: Vec<_> = (0..4u64).map(|i| mr.sge(i * 256, 256).unwrap()).collect();
+    for (i, s) in slots.iter().enumerate() {
+        srq.post_recv(&[RecvWr::new(100 + i as u64, std::slice::from_ref(s))])
+            .unwrap();
+    }
+    // A refused receive: nothing posted.
+    let ro_buf = ctx.alloc_buffer(4096).unwrap();
+    let ro = ctx.reg_mr(&pd, &ro_buf, Access::REMOTE_READ).unwrap();
+    let e = srq
+        .post_recv(&[RecvWr::new(9, &[ro.sge(0, 8).unwrap()])])
+        .unwrap_err();
+    assert_eq!(e.kind, RecvErrorKind::SgeOutOfBounds { sge: 0 });
+    buf.write(4096, &[0x11; 64]).unwrap();
+    let src = [mr.sge(4096, 64).unwrap()];
+    for (k, q) in [&mut q1, &mut q2].into_iter().enumerate() {
+        for j in 0..2 {
+            q.post_send(&[SendWr::new(10 * k as u64 + j, SendOp::Send, &src).signaled()])
+                .unwrap();
+        }
+    }
+    let mut wc = [WorkCompletion::default(); 16];
+    let n = cq.poll_any(&mut [&mut q1, &mut q2], &mut wc).unwrap();
+    assert_eq!(n, 8, "4 sends + 4 receives");
+    let mut recv: Vec<u64> = wc[..n]
+        .iter()
+        .filter(|w| w.wr_id >= 100)
+        .map(|w| {
+            assert_eq!((w.status, w.byte_len), (WcStatus::Success, 64));
+            w.wr_id
+        })
+        .collect();
+    recv.sort();
+    assert_eq!(recv, [100, 101, 102, 103], "each receive exactly once");
+    drop((q1, q2));
+    drop(srq);
+    assert!(bar.fw().objects().srqs.is_empty(), "DESTROY_SRQ on drop");
+}
+
+#[test]
+fn a_cq_refuses_completions_for_a_qp_that_does_not_report_to_it() {
+    let fabric = Fabric::new(1);
+    let (da, db) = (dev(&fabric), dev(&fabric));
+    let lid_b = db.nic.lid();
+    let (a, b) = (Context::new(da.dev), Context::new(db.dev));
+    let (pa, pb) = (a.alloc_pd().unwrap(), b.alloc_pd().unwrap());
+    let bb = b.alloc_buffer(4096).unwrap();
+    let mb = b
+        .reg_mr(&pb, &bb, Access::LOCAL_WRITE | Access::REMOTE_WRITE)
+        .unwrap();
+    let (ca, cb) = (a.create_cq(32).unwrap(), b.create_cq(32).unwrap());
+    let mut qa: Qp = a.create_qp(&pa, &rc_attr(&ca)).unwrap();
+    let mut qb: Qp = b.create_qp(&pb, &rc_attr(&cb)).unwrap();
+    // Two functions: the same QPN and user index on each.
+    assert_eq!(qa.qp_num(), qb.qp_num());
+    up(&mut qb, lid_b);
+    let t = mb.remote(1024, 64).unwrap();
+    let write = SendOp::Write {
+        remote_addr: t.addr,
+        rkey: t.rkey,
+    };
+    qb.post_send(&[SendWr::new(5, write, &[mb.sge(0, 64).unwrap()]).signaled()])
+        .unwrap();
+    let mut wc = [WorkCompletion::default(); 4];
+    let e = cb.poll(&mut qa, &mut wc).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            bareverbs::cq::PollError::UnknownQp { completions: 0, .. }
+        ),
+        "{e:?}"
+    );
+    assert_eq!(qb.send_outstanding(), 1, "nothing of B's QP was retired");
 }

@@ -3,17 +3,18 @@
 use super::qp::Modify;
 use super::{
     Access, CompletionQueue, DmaBuffer, Error, MemoryRegion, Owner, ProtectionDomain, QpCap,
-    QpInitAttr, QueuePair,
+    QpInitAttr, QueuePair, SharedReceiveQueue,
 };
 use crate::cmd::ops::QpServiceType;
 use crate::cmd::{Bar0, Clock};
 use crate::cq::DynCompletionQueue;
 use crate::cqe::CqeSize;
 use crate::device::{
-    CqHandle, Device, DeviceError, Mkey, Pd, QpHandle, QpSpec, TeardownReport, UarMap,
+    CqHandle, Device, DeviceError, Mkey, Pd, QpHandle, QpSpec, SrqHandle, SrqSpec, TeardownReport,
+    UarMap,
 };
 use crate::platform::{DmaAllocator, DmaBuf, BF_OFFSET};
-use crate::rq::RqConfig;
+use crate::rq::{RqConfig, SrqConfig};
 use crate::sizing::{self, QpCaps, QpType};
 use crate::sq::{BlueFlame, SqConfig};
 use core::cell::{Cell, RefCell};
@@ -151,6 +152,54 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Context<B, C, A> {
         }
     }
 
+    /// Creates a shared receive queue for `max_wr` receives of `max_sge`
+    /// scatter entries (`ibv_create_srq`), sized as the vendor's provider
+    /// sizes it ([`sizing::srq_provider_layout`]); `N` is its WQE slots
+    /// (a mismatch is refused with the number to use). The read-back
+    /// `max_wr`/`max_sge` are reported by the SRQ.
+    pub fn create_srq<'a, const N: usize>(
+        &'a self,
+        pd: &'a ProtectionDomain<'a>,
+        max_wr: u32,
+        max_sge: u32,
+    ) -> Result<SharedReceiveQueue<'a, N>, Error> {
+        let l = sizing::srq_provider_layout(max_wr, max_sge.max(1), &self.device_caps())?;
+        if l.srq_max as usize != N {
+            return Err(Error::Storage {
+                queue: "shared receive",
+                need: l.srq_max,
+                have: N as u32,
+            });
+        }
+        let h = self.dev.borrow_mut().create_srq(SrqSpec {
+            pd: pd.pd,
+            log_size: log2(l.srq_max),
+            wqe_shift: l.wqe_shift as u8,
+        })?;
+        let cfg = SrqConfig {
+            wqe_shift: l.wqe_shift,
+            max_gs: l.max_gs,
+            nwqes: l.nwqes,
+            wait_queue: l.waitq.is_some(),
+        };
+        // SAFETY: one queue object over this handle's ring, kept with the
+        // handle by the returned value, which destroys the SRQ (freeing the
+        // ring) only in its own drop.
+        let Some(q) = (unsafe { h.shared_receive_queue::<N>(cfg) }) else {
+            self.destroy_srq(h);
+            return Err(Error::Unsupported {
+                what: "an SRQ geometry the data path rejects",
+            });
+        };
+        Ok(SharedReceiveQueue::new(
+            q,
+            h,
+            l.ret_max_wr,
+            l.ret_max_sge,
+            self,
+        ))
+    }
+
     /// Creates a queue pair from verbs capabilities: sizes it exactly as
     /// the vendor's provider does ([`sizing::qp_layout`] over this device's
     /// limits), creates it by command in RESET (refused when its CQs cannot
@@ -174,11 +223,18 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Context<B, C, A> {
                 })
             }
         };
-        let req = QpCaps::new(attr.qp_type)
+        let srq = attr.srq;
+        let mut req = QpCaps::new(attr.qp_type)
             .send(c.max_send_wr, c.max_send_sge, c.max_inline_data)
             .recv(c.max_recv_wr.max(1), c.max_recv_sge.max(1));
+        req.uses_srq = srq.is_some();
         let l = sizing::qp_layout(&req, &self.device_caps())?;
-        for (queue, need, have) in [("send", l.sq.wqe_cnt, SQ), ("receive", l.rq.wqe_cnt, RQ)] {
+        let rq_need = if srq.is_some() {
+            RQ as u32
+        } else {
+            l.rq.wqe_cnt
+        };
+        for (queue, need, have) in [("send", l.sq.wqe_cnt, SQ), ("receive", rq_need, RQ)] {
             if need as usize != have {
                 return Err(Error::Storage {
                     queue,
@@ -198,8 +254,8 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Context<B, C, A> {
             recv_cqn: attr.recv_cq.cqn(),
             log_sq_size: log2(l.sq.wqe_cnt),
             log_rq_size: log2(l.rq.wqe_cnt),
-            rq_wqe_shift: l.rq.wqe_shift as u8,
-            srqn: None,
+            rq_wqe_shift: (l.rq.wqe_shift as u8).max(4),
+            srqn: srq.map(|s| s.0.srqn()),
             user_index: uidx,
             max_send_wr: l.sq.max_post,
             max_recv_wr: l.rq.max_post,
@@ -224,7 +280,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Context<B, C, A> {
             bf: BlueFlame::doorbell_only(BF_OFFSET),
         };
         let rqc = RqConfig {
-            wqe_shift: l.rq.wqe_shift,
+            wqe_shift: l.rq.wqe_shift.max(4),
             max_gs: l.rq.max_gs,
             max_post: l.rq.max_post,
         };
@@ -252,6 +308,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Context<B, C, A> {
             hca.log_max_msg,
             attr.send_cq,
             attr.recv_cq,
+            srq,
             self,
         ))
     }
@@ -284,6 +341,11 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Owner for Context<B, C, A> {
         self.dev
             .try_borrow_mut()
             .is_ok_and(|mut d| d.destroy_qp(h).is_ok())
+    }
+    fn destroy_srq(&self, h: SrqHandle) -> bool {
+        self.dev
+            .try_borrow_mut()
+            .is_ok_and(|mut d| d.destroy_srq(h).is_ok())
     }
     fn modify_qp(&self, h: &mut QpHandle, m: Modify) -> Result<(), DeviceError> {
         let mut d = self.dev.borrow_mut();

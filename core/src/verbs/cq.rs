@@ -2,9 +2,11 @@
 //! validated poll path, destroyed on drop.
 
 use super::Owner;
-use crate::cq::{DynCompletionQueue, PollError, WrResolver};
+use super::QueuePair;
+use crate::cq::{CompletionReject, DynCompletionQueue, PollError, RecvDone, SendDone, WrResolver};
 use crate::cqe::WorkCompletion;
 use crate::device::CqHandle;
+use crate::platform::Uar;
 use core::cell::{Cell, RefCell};
 use core::fmt;
 
@@ -56,18 +58,72 @@ impl<'a> CompletionQueue<'a> {
         self.cqe
     }
 
-    /// Polls up to `out.len()` completions of the QPs `r` resolves (a
-    /// [`QueuePair`](super::QueuePair), or a slice of them). Every CQE is
-    /// validated against the work in flight before it retires anything; a
-    /// CQE that fails is consumed and reported as a [`PollError`] after the
-    /// completions before it (`PollError::completions`), and the next call
-    /// continues after it.
-    pub fn poll<R: WrResolver + ?Sized>(
+    /// Polls up to `out.len()` completions of `qp` (which must report to
+    /// this CQ). Every CQE is validated against the work in flight before it
+    /// retires anything: a CQE that fails (for another QP, a WQE not in
+    /// flight, a receive not outstanding …) is consumed and reported as a
+    /// [`PollError`] after the completions before it
+    /// ([`PollError::completions`]); the next call continues after it.
+    pub fn poll<U: Uar, const SQ: usize, const RQ: usize>(
         &self,
-        r: &mut R,
+        qp: &mut QueuePair<'_, U, SQ, RQ>,
         out: &mut [WorkCompletion],
     ) -> Result<usize, PollError> {
-        self.cq.borrow_mut().poll(r, out)
+        self.poll_any(&mut [qp], out)
+    }
+
+    /// As [`poll`](Self::poll) for several QPs reporting to this CQ:
+    /// completions are routed by QP (user index with CQE version 1, else
+    /// QPN), and only to the side (send/receive) a QP reports here.
+    pub fn poll_any<U: Uar, const SQ: usize, const RQ: usize>(
+        &self,
+        qps: &mut [&mut QueuePair<'_, U, SQ, RQ>],
+        out: &mut [WorkCompletion],
+    ) -> Result<usize, PollError> {
+        let mut r = Bound {
+            qps,
+            cq: self as *const Self as *const (),
+        };
+        self.cq.borrow_mut().poll(&mut r, out)
+    }
+}
+
+/// Routes one CQ's completions to the verbs QPs that really report to it.
+struct Bound<'q, 'r, 'c, U: Uar, const SQ: usize, const RQ: usize> {
+    qps: &'q mut [&'r mut QueuePair<'c, U, SQ, RQ>],
+    /// The CQ being polled (compared by address only).
+    cq: *const (),
+}
+
+impl<U: Uar, const SQ: usize, const RQ: usize> Bound<'_, '_, '_, U, SQ, RQ> {
+    /// The QP named `qp` whose `send` (or receive) side reports here.
+    fn find(&self, qp: u32, send: bool) -> Result<usize, CompletionReject> {
+        self.qps
+            .iter()
+            .position(|q| {
+                let side = if send { q.send_cq } else { q.recv_cq };
+                q.named(qp) && core::ptr::eq(side as *const CompletionQueue as *const (), self.cq)
+            })
+            .ok_or(CompletionReject::UnknownQp)
+    }
+}
+
+impl<U: Uar, const SQ: usize, const RQ: usize> WrResolver for Bound<'_, '_, '_, U, SQ, RQ> {
+    fn send_done(&mut self, qp: u32, c: u16) -> Result<SendDone, CompletionReject> {
+        let i = self.find(qp, true)?;
+        self.qps[i].send_done(qp, c)
+    }
+    fn recv_done(&mut self, qp: u32, c: u16) -> Result<RecvDone, CompletionReject> {
+        let i = self.find(qp, false)?;
+        self.qps[i].recv_done(qp, c)
+    }
+    // bareverbs creates QPs with scatter-to-CQE off: data in a CQE is not
+    // copied anywhere (LOC_LEN_ERR), as the core's own resolvers do.
+    fn scatter_to_send(&mut self, _qp: u32, _c: u16, _data: &[u8]) -> bool {
+        false
+    }
+    fn scatter_to_recv(&mut self, _qp: u32, _c: u16, _data: &[u8]) -> bool {
+        false
     }
 }
 

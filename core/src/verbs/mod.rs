@@ -178,6 +178,7 @@ mod cq;
 mod error;
 mod mr;
 mod qp;
+mod srq;
 
 pub use buffer::DmaBuffer;
 pub use context::Context;
@@ -188,8 +189,9 @@ pub use qp::{
     AddressHandle, GlobalRoute, InitAttr, QpCap, QpInitAttr, QueuePair, RecvWr, RtrAttr, RtsAttr,
     SendWr,
 };
+pub use srq::{SharedReceiveQueue, SrqLink};
 
-use crate::device::{CqHandle, DeviceError, Mkey, Pd, QpHandle};
+use crate::device::{CqHandle, DeviceError, Mkey, Pd, QpHandle, SrqHandle};
 use crate::platform::DmaBuf;
 
 /// What the objects ask of the context that made them (type-erased so the
@@ -210,6 +212,8 @@ pub(crate) trait Owner {
     fn destroy_cq(&self, h: CqHandle) -> bool;
     /// DESTROY_QP and free its buffer; `false` if it failed (leaked).
     fn destroy_qp(&self, h: QpHandle) -> bool;
+    /// DESTROY_SRQ and free its ring; `false` if it failed (leaked).
+    fn destroy_srq(&self, h: SrqHandle) -> bool;
     /// A QP state transition by command.
     fn modify_qp(&self, h: &mut QpHandle, m: qp::Modify) -> Result<(), DeviceError>;
 }

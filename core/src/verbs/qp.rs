@@ -2,6 +2,7 @@
 //! states with verbs attributes, posting and completing through checked,
 //! safe calls.
 
+use super::srq::SrqLink;
 use super::{Access, CompletionQueue, Error, LocalSge, Owner, ProtectionDomain};
 use crate::cmd::ops::{AddressPath, HwQpState, IbMtu, Init2Rtr, Rst2Init, Rtr2Rts};
 use crate::cq::{CompletionReject, RecvDone, SendDone, WrResolver};
@@ -65,6 +66,9 @@ pub struct QpInitAttr<'a> {
     pub cap: QpCap,
     /// Every send WR generates a completion (`sq_sig_all`).
     pub sq_sig_all: bool,
+    /// Receive through this SRQ instead of an own receive queue
+    /// ([`QpInitAttr::with_srq`]).
+    pub srq: Option<SrqLink<'a>>,
 }
 
 impl<'a> QpInitAttr<'a> {
@@ -81,7 +85,14 @@ impl<'a> QpInitAttr<'a> {
             recv_cq,
             cap,
             sq_sig_all: false,
+            srq: None,
         }
+    }
+    /// The same attributes, receiving through `srq` (`max_recv_wr` and
+    /// `max_recv_sge` are then ignored).
+    pub fn with_srq<const N: usize>(mut self, srq: &'a super::SharedReceiveQueue<'a, N>) -> Self {
+        self.srq = Some(srq.link());
+        self
     }
 }
 
@@ -317,8 +328,9 @@ pub struct QueuePair<'a, U: Uar, const SQ: usize, const RQ: usize> {
     qp_type: QpType,
     cap: QpCap,
     log_msg_max: u8,
-    send_cq: &'a CompletionQueue<'a>,
-    recv_cq: &'a CompletionQueue<'a>,
+    pub(crate) send_cq: &'a CompletionQueue<'a>,
+    pub(crate) recv_cq: &'a CompletionQueue<'a>,
+    srq: Option<SrqLink<'a>>,
     owner: &'a dyn Owner,
     _pd: PhantomData<&'a ProtectionDomain<'a>>,
 }
@@ -360,10 +372,15 @@ impl<'a, U: Uar, const SQ: usize, const RQ: usize> QueuePair<'a, U, SQ, RQ> {
         log_msg_max: u8,
         send_cq: &'a CompletionQueue<'a>,
         recv_cq: &'a CompletionQueue<'a>,
+        srq: Option<SrqLink<'a>>,
         owner: &'a dyn Owner,
     ) -> Self {
         send_cq.attached.set(send_cq.attached.get() + 1);
         recv_cq.attached.set(recv_cq.attached.get() + 1);
+        if let Some(l) = srq {
+            let a = l.0.attached();
+            a.set(a.get() + 1);
+        }
         QueuePair {
             inner,
             handle: Some(handle),
@@ -372,6 +389,7 @@ impl<'a, U: Uar, const SQ: usize, const RQ: usize> QueuePair<'a, U, SQ, RQ> {
             log_msg_max,
             send_cq,
             recv_cq,
+            srq,
             owner,
             _pd: PhantomData,
         }
@@ -601,6 +619,7 @@ impl<'a, U: Uar, const SQ: usize, const RQ: usize> QueuePair<'a, U, SQ, RQ> {
     /// nothing, the WRs before it are posted.
     pub fn post_recv(&mut self, wrs: &[RecvWr<'_, 'a>]) -> Result<(), RecvError> {
         let Some(rq) = self.inner.rq.as_mut() else {
+            // Receives go through the SRQ: post them there.
             return Err(RecvError {
                 index: 0,
                 kind: RecvErrorKind::TooManySges {
@@ -661,18 +680,28 @@ impl<'a, U: Uar, const SQ: usize, const RQ: usize> QueuePair<'a, U, SQ, RQ> {
     }
 }
 
-impl<U: Uar, const SQ: usize, const RQ: usize> WrResolver for QueuePair<'_, U, SQ, RQ> {
-    fn send_done(&mut self, qp: u32, wqe_counter: u16) -> Result<SendDone, CompletionReject> {
-        self.inner.send_done(qp, wqe_counter)
+impl<U: Uar, const SQ: usize, const RQ: usize> QueuePair<'_, U, SQ, RQ> {
+    /// Whether a CQE's QP field names this QP (user index with CQE
+    /// version 1, else QPN).
+    pub(crate) fn named(&self, qp: u32) -> bool {
+        self.inner.is(qp)
     }
-    fn recv_done(&mut self, qp: u32, wqe_counter: u16) -> Result<RecvDone, CompletionReject> {
-        self.inner.recv_done(qp, wqe_counter)
+    /// A requester CQE for this QP.
+    pub(crate) fn send_done(&mut self, qp: u32, c: u16) -> Result<SendDone, CompletionReject> {
+        self.inner.send_done(qp, c)
     }
-    fn scatter_to_send(&mut self, qp: u32, wqe_counter: u16, data: &[u8]) -> bool {
-        self.inner.scatter_to_send(qp, wqe_counter, data)
-    }
-    fn scatter_to_recv(&mut self, qp: u32, wqe_counter: u16, data: &[u8]) -> bool {
-        self.inner.scatter_to_recv(qp, wqe_counter, data)
+    /// A responder CQE for this QP: its own RQ or its SRQ.
+    pub(crate) fn recv_done(&mut self, qp: u32, c: u16) -> Result<RecvDone, CompletionReject> {
+        match self.srq {
+            // SAFETY: called by the CQ poller for a responder CQE of this
+            // QP, which receives through this SRQ; `retire` checks that
+            // the slot holds a posted WQE.
+            Some(l) => unsafe { l.0.retire(c) }.map(|wr_id| RecvDone {
+                wr_id,
+                rx_csum: false,
+            }),
+            None => self.inner.recv_done(qp, c),
+        }
     }
 }
 
@@ -685,6 +714,10 @@ impl<U: Uar, const SQ: usize, const RQ: usize> Drop for QueuePair<'_, U, SQ, RQ>
                 self.send_cq.attached.set(s.saturating_sub(1));
                 let r = self.recv_cq.attached.get();
                 self.recv_cq.attached.set(r.saturating_sub(1));
+                if let Some(l) = self.srq {
+                    let a = l.0.attached();
+                    a.set(a.get().saturating_sub(1));
+                }
             }
         }
     }
