@@ -1205,6 +1205,22 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
     /// Settings of `B` that only affect how the host side issues its own
     /// accesses (or a simulator's fault injection, which models a device
     /// the driver must survive anyway) are fine.
+    ///
+    /// Not callable outside `unsafe` (this does not compile):
+    ///
+    /// ```compile_fail,E0133
+    /// use bareverbs::cmd::{ops::Req, Bar0, Clock};
+    /// use bareverbs::device::{Device, HwQpState, QpHandle, UarMap};
+    /// use bareverbs::platform::DmaAllocator;
+    /// fn f<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(
+    ///     d: &mut Device<B, C, A>,
+    ///     q: &mut QpHandle,
+    ///     r: Req,
+    /// ) {
+    ///     let _ = d.bar_mut();
+    ///     let _ = (q, r);
+    /// }
+    /// ```
     pub unsafe fn bar_mut(&mut self) -> &mut B {
         &mut self.bar
     }
@@ -1336,6 +1352,38 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
     /// meet the rules above. Commands that only change state the driver
     /// caches without relying on it for memory safety (e.g. the vport's
     /// `roce_en`) are allowed; the cached view may then be stale.
+    ///
+    /// It is `unsafe` to call (this does not compile):
+    ///
+    /// ```compile_fail,E0133
+    /// use bareverbs::cmd::{ops::Req, Bar0, Clock};
+    /// use bareverbs::device::{Device, HwQpState, QpHandle, UarMap};
+    /// use bareverbs::platform::DmaAllocator;
+    /// fn f<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(
+    ///     d: &mut Device<B, C, A>,
+    ///     q: &mut QpHandle,
+    ///     r: Req,
+    /// ) {
+    ///     let _ = d.run(r);
+    /// }
+    /// ```
+    ///
+    /// while the same call in an `unsafe` block, under the contract, does:
+    ///
+    /// ```
+    /// use bareverbs::cmd::{ops::Req, Bar0, Clock};
+    /// use bareverbs::device::{Device, HwQpState, QpHandle, UarMap};
+    /// use bareverbs::platform::DmaAllocator;
+    /// fn f<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(
+    ///     d: &mut Device<B, C, A>,
+    ///     q: &mut QpHandle,
+    ///     r: Req,
+    /// ) {
+    ///     // SAFETY: (the caller's reasoning under the contract above)
+    ///     let _ = unsafe { d.run(r) };
+    ///     let _ = q;
+    /// }
+    /// ```
     pub unsafe fn run(&mut self, r: Req) -> Result<&[u8], CmdError> {
         let n = self.exec(r)?;
         Ok(&self.outb[..n])
@@ -1695,6 +1743,21 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
     /// of the QP state must stay true, because the data-path queues over
     /// the QP and its later transitions and destruction are decided on it.
     /// Any other command is subject to the contract of [`Device::run`].
+    ///
+    /// Not callable outside `unsafe` (this does not compile):
+    ///
+    /// ```compile_fail,E0133
+    /// use bareverbs::cmd::{ops::Req, Bar0, Clock};
+    /// use bareverbs::device::{Device, HwQpState, QpHandle, UarMap};
+    /// use bareverbs::platform::DmaAllocator;
+    /// fn f<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(
+    ///     d: &mut Device<B, C, A>,
+    ///     q: &mut QpHandle,
+    ///     r: Req,
+    /// ) {
+    ///     let _ = d.modify_unchecked(q, r, HwQpState::Rts);
+    /// }
+    /// ```
     pub unsafe fn modify_unchecked(
         &mut self,
         qp: &mut QpHandle,

@@ -77,7 +77,7 @@ be_impl!(Be64, u64);
 /// assertion, so an implementation that overrides `SIZE` with anything
 /// else fails to compile as soon as a method is used:
 ///
-/// ```compile_fail
+/// ```compile_fail,E0080
 /// use bareverbs::wqe::{Be64, Segment};
 /// #[repr(C)]
 /// #[derive(Clone, Copy)]
@@ -90,6 +90,19 @@ be_impl!(Be64, u64);
 ///     const SIZE: usize = 8; // but size_of::<Wrong>() == 16
 /// }
 /// let _ = Wrong::parse(&[0u8; 16]);
+/// ```
+///
+/// Nor can the trait be implemented without `unsafe` (the promise above
+/// must be made explicitly):
+///
+/// ```compile_fail,E0200
+/// use bareverbs::wqe::{Be64, Segment};
+/// #[repr(C)]
+/// #[derive(Clone, Copy)]
+/// struct Plain {
+///     a: Be64,
+/// }
+/// impl Segment for Plain {}
 /// ```
 ///
 /// The same type with the default `SIZE` compiles:

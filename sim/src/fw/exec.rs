@@ -203,6 +203,7 @@ impl SimFirmware {
                 let creates = matches!(
                     opcode,
                     op::ALLOC_PD
+                        | op::ALLOC_UAR
                         | op::CREATE_MKEY
                         | op::CREATE_CQ
                         | op::CREATE_QP

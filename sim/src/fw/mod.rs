@@ -200,7 +200,7 @@ pub struct Faults {
     pub corrupt_out_block_num: bool,
     /// The health counter stops ticking.
     pub health_stuck: bool,
-    /// A lying firmware: the next successful ALLOC_PD, CREATE_MKEY,
+    /// A lying firmware: the next successful ALLOC_PD, ALLOC_UAR, CREATE_MKEY,
     /// CREATE_CQ, CREATE_QP or CREATE_SRQ reports this whole word as the
     /// object number (output dw2, reserved bits 31:24 included) instead of
     /// the number the model assigned; the model keeps its real object.
