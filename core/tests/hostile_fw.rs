@@ -8,7 +8,9 @@
 //! §3.5 RQ sizing) or from the arithmetic of the request, never from the
 //! driver's own output.
 
-use bareverbs::cmd::initseg::{CmdqGeometry, InitSeg, InitSegError, CMDQ_ADDR_L_SZ, CMDIF_REV_FW_SUB};
+use bareverbs::cmd::initseg::{
+    CmdqGeometry, InitSeg, InitSegError, CMDIF_REV_FW_SUB, CMDQ_ADDR_L_SZ,
+};
 use bareverbs::cmd::queue::{CmdQueue, CmdqSetupError, SlotKind};
 use bareverbs::cmd::Bar0;
 use bareverbs::platform::{DmaAllocator, DmaBuf, MemUar, Uar};
@@ -133,7 +135,10 @@ fn cmdq_new_accepts_the_boundary_geometries_with_distinct_slots() {
         let dma = Dma::default();
         let mut bar = Regs::with_geometry(0, 0);
         let q = CmdQueue::new(&dma, &mut bar, CmdqGeometry { log_sz, log_stride }).unwrap();
-        let (r, p) = (q.slot_index(SlotKind::Regular), q.slot_index(SlotKind::Pages));
+        let (r, p) = (
+            q.slot_index(SlotKind::Regular),
+            q.slot_index(SlotKind::Pages),
+        );
         assert_eq!(r, 0);
         assert_eq!(p, (1u8 << log_sz) - 1, "page slot = last slot (FACTS §7.2)");
         assert_ne!(r, p);
@@ -310,7 +315,10 @@ fn rq_of_u32_max_wrs_is_a_typed_error() {
     assert_eq!((l.wqe_cnt, l.max_post, l.wqe_size), (1 << 31, 1 << 31, 16));
     // And the QP layout passes the error through.
     let req = QpCaps::new(QpType::Rc).recv(u32::MAX, 1);
-    assert_eq!(qp_layout(&req, &caps).unwrap_err().limit, Limit::SizeOverflow);
+    assert_eq!(
+        qp_layout(&req, &caps).unwrap_err().limit,
+        Limit::SizeOverflow
+    );
 }
 
 /// SRQ sizing at `max_wr = u32::MAX` with unlimited caps: a typed error
@@ -348,8 +356,14 @@ fn page_size_zero_is_a_typed_error() {
         let req = QpCaps::new(QpType::Rc).send(16, 1, 0).recv(16, 1);
         let e = qp_layout(&req, &caps).unwrap_err();
         assert_eq!((e.limit, e.requested), (Limit::PageSize, page as u64));
-        assert_eq!(cq_layout(100, 64, &caps).unwrap_err().limit, Limit::PageSize);
-        assert_eq!(srq_layout(100, 1, &caps).unwrap_err().limit, Limit::PageSize);
+        assert_eq!(
+            cq_layout(100, 64, &caps).unwrap_err().limit,
+            Limit::PageSize
+        );
+        assert_eq!(
+            srq_layout(100, 1, &caps).unwrap_err().limit,
+            Limit::PageSize
+        );
         assert!(e.to_string().contains("page size"));
     }
     // Powers of two still work (4 KiB and 64 KiB pages).
@@ -374,7 +388,14 @@ fn page_size_zero_is_a_typed_error() {
 #[test]
 fn mem_uar_ignores_offsets_that_overflow() {
     let mut u = MemUar::filled(0xee);
-    for off in [usize::MAX, usize::MAX - 3, usize::MAX - 7, usize::MAX - 63, 4096, 4093] {
+    for off in [
+        usize::MAX,
+        usize::MAX - 3,
+        usize::MAX - 7,
+        usize::MAX - 63,
+        4096,
+        4093,
+    ] {
         u.write64(off, [1; 8]);
         u.write32(off, [2; 4]);
         u.write_bf(off, &[3; 64]);

@@ -254,8 +254,8 @@ fn roce_is_enabled_on_ethernet_ports_only_and_qps_need_it() {
     // A field other than roce_en is refused by the model (not implemented).
     let r = ops::modify_nic_vport_roce(d.input(), true);
     d.input()[0x0f] |= 0x04; // field_select.addresses_list
-    // SAFETY: vport context only (no object, page or DMA address); even
-    // if accepted it would change nothing the driver relies on.
+                             // SAFETY: vport context only (no object, page or DMA address); even
+                             // if accepted it would change nothing the driver relies on.
     assert!(unsafe { d.run(r) }.is_err());
 }
 
