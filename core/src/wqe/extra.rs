@@ -269,7 +269,7 @@ pub struct RecvSigSeg {
     pub rsvd1: [u8; 11],
 }
 
-// SAFETY (all nine): `#[repr(C)]` structs of `u8`, byte arrays and the
+// SAFETY: (this and the eight below) `#[repr(C)]` structs of `u8`, byte arrays and the
 // `Be16`/`Be32`/`Be64` byte-array wrappers only: alignment 1, hence no
 // padding (sizes pinned below), every bit pattern valid, no interior
 // mutability; `SIZE` is left at its default.

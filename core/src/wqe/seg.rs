@@ -356,7 +356,7 @@ pub struct AddressVector {
 /// Datagram segment = one address vector (48 bytes). FACTS §1.5.
 pub type DatagramSeg = AddressVector;
 
-// SAFETY (all six): `#[repr(C)]` structs whose fields are `u8`, byte
+// SAFETY: (this and the five below) `#[repr(C)]` structs whose fields are `u8`, byte
 // arrays and the `Be16`/`Be32`/`Be64` byte-array wrappers: alignment 1, so
 // no padding (the sizes below equal the sums of the fields), every bit
 // pattern valid, no interior mutability; `SIZE` is left at its default.
