@@ -411,11 +411,15 @@ fn create_objects_connect_two_qps_error_reset_reuse_teardown() {
             },
         )
         .unwrap();
-    assert_eq!(mr.key, mr.index << 8);
     {
         let bar = d.bar();
         let f = bar.fw();
         let m = &f.objects().mkeys[&mr.index];
+        // lkey/rkey = index << 8 | mkey_7_0 (FACTS §7.12), with the variant
+        // byte the command programmed (it rotates per key, nonzero; it was
+        // always 0 before, when this read `mr.key == mr.index << 8`).
+        assert_eq!(mr.key, mr.index << 8 | m.variant as u32);
+        assert_ne!(m.variant, 0);
         assert_eq!((m.start, m.len, m.pd), (buf.iova, 3 * 4096, pd.0));
         assert_eq!(m.pages, vec![buf.iova, buf.iova + 4096, buf.iova + 8192]);
     }
