@@ -184,6 +184,39 @@ pub enum DeviceError {
     },
     /// A CQ could not be wired to the data path.
     Cq(CqError),
+    /// The device returned an object number that is already live for that
+    /// kind (two objects cannot share a QPN, CQN, SRQN, PD or mkey index).
+    ///
+    /// The new object is neither tracked nor handed out, and nothing is
+    /// destroyed: destroying "that number" would destroy the live object
+    /// the driver already owns. Whatever firmware created stays with
+    /// firmware, and the DMA memory given in the create command (ring and
+    /// doorbell record) is deliberately leaked, not freed, because the
+    /// device may still write it.
+    DuplicateObjectNumber {
+        /// Object kind (`"QP"`, `"CQ"`, `"SRQ"`, `"PD"`, `"mkey"`).
+        what: &'static str,
+        /// The number returned.
+        number: u32,
+    },
+    /// The device returned an object number that does not fit its 24-bit
+    /// field ([`ops::OBJ_NUMBER_MAX`]); handled as
+    /// [`DeviceError::DuplicateObjectNumber`] (nothing tracked, nothing
+    /// destroyed, the create command's DMA memory leaked).
+    BadObjectNumber {
+        /// Object kind (`"QP"`, `"CQ"`, `"SRQ"`, `"PD"`, `"mkey"`, `"UAR"`).
+        what: &'static str,
+        /// The whole 32-bit word returned.
+        number: u32,
+    },
+    /// A memory key over this many bytes from this IOVA does not fit the
+    /// 64-bit address space.
+    MkeyRange {
+        /// IOVA of the buffer.
+        iova: u64,
+        /// Length of the buffer.
+        len: usize,
+    },
 }
 
 impl From<CmdError> for DeviceError {
@@ -224,6 +257,18 @@ impl fmt::Display for DeviceError {
                 transition,
             } => write!(f, "QP 0x{qpn:x} is in {state:?}, cannot {transition}"),
             DeviceError::Cq(e) => write!(f, "CQ: {e}"),
+            DeviceError::DuplicateObjectNumber { what, number } => write!(
+                f,
+                "device returned {what} number 0x{number:x}, which is already live"
+            ),
+            DeviceError::BadObjectNumber { what, number } => write!(
+                f,
+                "device returned {what} number 0x{number:x}, which does not fit 24 bits"
+            ),
+            DeviceError::MkeyRange { iova, len } => write!(
+                f,
+                "a memory key over {len} bytes at 0x{iova:x} exceeds the address space"
+            ),
         }
     }
 }
@@ -573,6 +618,17 @@ pub struct DevInfo {
     pub ports: heapless::Vec<PortInfo, 4>,
 }
 
+/// What one [`Device::serve_events`] call did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EventsServed {
+    /// EQEs taken from the ring (at most the EQ's size).
+    pub handled: usize,
+    /// The per-call bound stopped the call while the next EQE already
+    /// looked valid: call again (a device flooding the EQ cannot keep one
+    /// call running forever).
+    pub more: bool,
+}
+
 /// Most live objects of each kind the device tracks.
 pub const MAX_OBJECTS: usize = 64;
 
@@ -583,6 +639,20 @@ enum Obj {
     Cq(u32, DmaBuf, DmaBuf, CqLoad),
     Qp(u32, DmaBuf, DmaBuf, QpLoad),
     Srq(u32, DmaBuf, DmaBuf),
+}
+
+impl Obj {
+    /// Kind and number: the key of the object table (numbers are unique
+    /// per kind, not across kinds).
+    fn id(&self) -> (&'static str, u32) {
+        match self {
+            Obj::Pd(n) => ("PD", *n),
+            Obj::Mkey(n) => ("mkey", *n),
+            Obj::Cq(n, ..) => ("CQ", *n),
+            Obj::Qp(n, ..) => ("QP", *n),
+            Obj::Srq(n, ..) => ("SRQ", *n),
+        }
+    }
 }
 
 /// A CQ's capacity and the outstanding WRs of the QPs reporting to it.
@@ -667,6 +737,8 @@ pub struct Device<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> {
     page_events: u64,
     health_last: u32,
     health_misses: u8,
+    /// Variant byte (`mkey_7_0`) of the last memory key created.
+    mkey_variant: u8,
 }
 
 impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> fmt::Debug for Device<B, C, A> {
@@ -740,6 +812,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
             page_events: 0,
             health_last: 0,
             health_misses: 0,
+            mkey_variant: 0,
         };
         match d.bring_up_steps() {
             Ok(()) => Ok(d),
@@ -843,7 +916,14 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         // (12) UAR.
         let r = ops::alloc_uar(&mut self.inb);
         self.exec(r).map_err(bu(Step::AllocUar))?;
-        self.uar = ops::parse_obj_id(&self.outb);
+        let uar = ops::parse_obj_id(&self.outb);
+        if uar > ops::OBJ_NUMBER_MAX {
+            return Err(DeviceError::BadObjectNumber {
+                what: "UAR",
+                number: uar,
+            });
+        }
+        self.uar = uar;
         if self.cfg.async_eq {
             self.create_async_eq()?;
         }
@@ -1019,21 +1099,37 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         self.cmdq.complete(slot, out)
     }
 
-    /// Drains the async EQ and answers page requests on the page slot
-    /// (FACTS §7.7). Returns the number of events handled.
-    pub fn serve_events(&mut self) -> usize {
-        let mut handled = 0;
+    /// Serves the async EQ: answers page requests on the page slot (FACTS
+    /// §7.7), at most one EQ's worth of entries per call.
+    ///
+    /// The bound matters because the EQ ring is device-writable: a device
+    /// that keeps producing EQEs (or keeps every owner bit looking valid)
+    /// would otherwise keep this loop, and the command wait that calls it,
+    /// spinning forever. After `nent` entries the call stops, publishes
+    /// the consumer index and re-arms the EQ (FACTS §4.6), and reports
+    /// [`EventsServed::more`] so the caller knows to call again; the
+    /// remaining entries stay in the ring for the next call.
+    pub fn serve_events(&mut self) -> EventsServed {
+        let mut served = EventsServed::default();
+        let budget = match self.eq.as_ref() {
+            Some((eq, _)) => eq.nent() as usize,
+            None => return served,
+        };
         loop {
             let Some((eq, _)) = self.eq.as_mut() else {
-                return handled;
+                return served;
             };
+            if served.handled >= budget {
+                served.more = eq.peek_valid();
+                break;
+            }
             let Some(ev) = eq.poll() else {
                 break;
             };
-            handled += 1;
+            served.handled += 1;
             // Publish the consumer index (no re-arm) at least every 0x80
             // EQEs while draining (FACTS §4.6).
-            if handled % NUM_SPARE_EQE as usize == 0 {
+            if served.handled % NUM_SPARE_EQE as usize == 0 {
                 if let Some((eq, uar)) = self.eq.as_mut() {
                     uar.write32(EQ_DOORBELL_NO_ARM, eq.doorbell());
                 }
@@ -1060,7 +1156,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         if let Some((eq, uar)) = self.eq.as_mut() {
             uar.write32(EQ_DOORBELL_ARM, eq.doorbell());
         }
-        handled
+        served
     }
 
     /// One health poll (FACTS §7.1 health checks): link down, NIC interface
@@ -1122,8 +1218,44 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
     pub fn bar(&self) -> &B {
         &self.bar
     }
-    /// The BAR, mutably (the simulator uses it to reach its firmware model).
-    pub fn bar_mut(&mut self) -> &mut B {
+    /// The BAR, mutably (for host-specific settings of `B`, such as a
+    /// benchmark's BlueFlame switch). Read-only uses need only
+    /// [`Device::bar`].
+    ///
+    /// # Safety
+    /// The driver owns the function's command interface and relies on the
+    /// BAR state it programmed. Through the returned reference the caller
+    /// must not:
+    /// * write the command-queue registers (`cmdq_addr_h`,
+    ///   `cmdq_addr_l_sz`) or the command doorbell (`cmd_dbell`): the device
+    ///   would fetch commands, and DMA outputs, at addresses the driver does
+    ///   not own, or execute half-written entries;
+    /// * request a NIC-interface state (reset, disable) or otherwise reset
+    ///   the function: the driver would keep using and freeing memory the
+    ///   device's view of which it no longer knows;
+    /// * change any state of `B` that makes the device (or the model behind
+    ///   `B`) read or write memory other than what the driver gave it.
+    ///
+    /// Settings of `B` that only affect how the host side issues its own
+    /// accesses (or a simulator's fault injection, which models a device
+    /// the driver must survive anyway) are fine.
+    ///
+    /// Not callable outside `unsafe` (this does not compile):
+    ///
+    /// ```compile_fail,E0133
+    /// use bareverbs::cmd::{ops::Req, Bar0, Clock};
+    /// use bareverbs::device::{Device, HwQpState, QpHandle, UarMap};
+    /// use bareverbs::platform::DmaAllocator;
+    /// fn f<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(
+    ///     d: &mut Device<B, C, A>,
+    ///     q: &mut QpHandle,
+    ///     r: Req,
+    /// ) {
+    ///     let _ = d.bar_mut();
+    ///     let _ = (q, r);
+    /// }
+    /// ```
+    pub unsafe fn bar_mut(&mut self) -> &mut B {
         &mut self.bar
     }
     /// The clock.
@@ -1152,7 +1284,22 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         &self.alloc
     }
 
+    /// Records an object the device just created, keyed by the number the
+    /// device returned — which is not trusted: a number above 24 bits
+    /// ([`DeviceError::BadObjectNumber`]) or one already live for the same
+    /// kind ([`DeviceError::DuplicateObjectNumber`]) is refused and nothing
+    /// is recorded. The caller then returns that error without handing out
+    /// a handle and without freeing the create command's DMA memory (the
+    /// device may use it: leaked on purpose) or destroying anything (the
+    /// number names an object the driver already owns).
     fn track(&mut self, o: Obj) -> Result<(), DeviceError> {
+        let (what, number) = o.id();
+        if number > ops::OBJ_NUMBER_MAX {
+            return Err(DeviceError::BadObjectNumber { what, number });
+        }
+        if self.objs.iter().any(|x| x.id() == (what, number)) {
+            return Err(DeviceError::DuplicateObjectNumber { what, number });
+        }
         self.objs
             .push(o)
             .map_err(|_| DeviceError::TableFull { what: "objects" })
@@ -1214,11 +1361,73 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
     /// Runs an arbitrary prepared command (input built with an [`ops`]
     /// builder into the buffer returned by [`Device::input`]) and returns
     /// the output bytes.
-    pub fn run(&mut self, r: Req) -> Result<&[u8], CmdError> {
+    ///
+    /// # Safety
+    /// The driver tracks every object, page and state it made the device
+    /// hold and frees DMA memory on that basis; a raw command bypasses all
+    /// of it. The caller must ensure the command does not:
+    /// * destroy or modify an object this `Device` created (QP, CQ, SRQ,
+    ///   memory key, PD, UAR, EQ), nor change a QP's state: the driver's
+    ///   view (e.g. [`QpHandle::state`], the CQ load table) would be wrong,
+    ///   and a later destroy could free memory the device still uses or act
+    ///   on an object number firmware has since given to someone else;
+    /// * create an object, give pages (MANAGE_PAGES GIVE) or name any DMA
+    ///   address unless that memory stays allocated, and is used by nothing
+    ///   else, for as long as the device may access it (the device will
+    ///   write there);
+    /// * change the HCA life cycle (ENABLE/DISABLE/INIT/TEARDOWN_HCA),
+    ///   take pages back (MANAGE_PAGES TAKE) or change capabilities
+    ///   (SET_HCA_CAP): the page pool and command queue would be freed or
+    ///   kept on a false premise.
+    ///
+    /// Queries, NOP and commands firmware is expected to refuse (unknown
+    /// opcodes, unknown object numbers: the output is then an error) are
+    /// fine, as long as a command that unexpectedly succeeds would also
+    /// meet the rules above. Commands that only change state the driver
+    /// caches without relying on it for memory safety (e.g. the vport's
+    /// `roce_en`) are allowed; the cached view may then be stale.
+    ///
+    /// It is `unsafe` to call (this does not compile):
+    ///
+    /// ```compile_fail,E0133
+    /// use bareverbs::cmd::{ops::Req, Bar0, Clock};
+    /// use bareverbs::device::{Device, HwQpState, QpHandle, UarMap};
+    /// use bareverbs::platform::DmaAllocator;
+    /// fn f<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(
+    ///     d: &mut Device<B, C, A>,
+    ///     q: &mut QpHandle,
+    ///     r: Req,
+    /// ) {
+    ///     let _ = d.run(r);
+    /// }
+    /// ```
+    ///
+    /// while the same call in an `unsafe` block, under the contract, does:
+    ///
+    /// ```
+    /// use bareverbs::cmd::{ops::Req, Bar0, Clock};
+    /// use bareverbs::device::{Device, HwQpState, QpHandle, UarMap};
+    /// use bareverbs::platform::DmaAllocator;
+    /// fn f<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(
+    ///     d: &mut Device<B, C, A>,
+    ///     q: &mut QpHandle,
+    ///     r: Req,
+    /// ) {
+    ///     // SAFETY: (the caller's reasoning under the contract above)
+    ///     let _ = unsafe { d.run(r) };
+    ///     let _ = q;
+    /// }
+    /// ```
+    pub unsafe fn run(&mut self, r: Req) -> Result<&[u8], CmdError> {
         let n = self.exec(r)?;
         Ok(&self.outb[..n])
     }
     /// The regular-slot input buffer, for [`Device::run`].
+    ///
+    /// Safe on its own: every command the driver sends is rebuilt from
+    /// scratch over the first `in_len` bytes by its builder (which zeroes
+    /// them first), so bytes left here never reach the device except
+    /// through the `unsafe` [`Device::run`] / [`Device::modify_unchecked`].
     pub fn input(&mut self) -> &mut [u8; MAX_MSG] {
         &mut self.inb
     }
@@ -1244,8 +1453,22 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         Ok(())
     }
 
-    /// CREATE_MKEY over `buf` (which must be 4 KiB aligned), addressed by
-    /// its IOVA (FACTS §7.12).
+    /// CREATE_MKEY over `buf`, addressed by its IOVA (FACTS §7.12).
+    ///
+    /// `buf` need not be 4 KiB aligned: the MTT lists every 4 KiB page the
+    /// range touches, counted from the IOVA's offset in its first page
+    /// (`((iova & 0xfff) + len)` rounded up to pages), starting at the page
+    /// holding `iova`.
+    ///
+    /// The key's low byte (`mkey_7_0`, the variant) rotates on every
+    /// creation through 1..=255: firmware may hand a destroyed key's index
+    /// to a new key, and the new key must not answer to the old lkey/rkey
+    /// (a stale key then fails on access instead of reaching the new
+    /// buffer). Firmware chooses the index only after the variant is sent,
+    /// so the rotation is per device rather than per index: a stale key
+    /// aliases a new one only if its index comes back after a multiple of
+    /// 255 creations. Variant 0 is skipped, so no key is ever 0x100
+    /// (MLX5_INVALID_LKEY, FACTS §2.1) or has a zero low byte.
     pub fn create_mkey(
         &mut self,
         pd: Pd,
@@ -1255,15 +1478,28 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         if self.objs.is_full() {
             return Err(DeviceError::TableFull { what: "objects" });
         }
-        let npages = buf.len.div_ceil(4096);
+        let range = DeviceError::MkeyRange {
+            iova: buf.iova,
+            len: buf.len,
+        };
+        // The last byte must be addressable: iova + len − 1 ≤ u64::MAX.
+        if buf.len > 0 && buf.iova.checked_add(buf.len as u64 - 1).is_none() {
+            return Err(range);
+        }
+        let npages = ((buf.iova & 0xfff) as u128 + buf.len as u128).div_ceil(4096);
         let max = (MAX_MSG - ops::PAS_OFFSET) / 8;
-        if npages > max {
+        if npages > max as u128 {
             return Err(DeviceError::Limit {
                 what: "memory key pages",
-                requested: npages as u64,
+                requested: npages.min(u64::MAX as u128) as u64,
                 max: max as u64,
             });
         }
+        let npages = npages as usize;
+        let variant = match self.mkey_variant {
+            255 => 1,
+            v => v + 1,
+        };
         let p = ops::MkeyParams {
             pd: pd.0,
             access,
@@ -1271,15 +1507,18 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
             len: buf.len as u64,
             pages_iova: buf.iova & !0xfff,
             npages,
-            variant: 0,
+            variant,
         };
         let r = ops::create_mkey(&mut self.inb, &p);
         self.exec(r)?;
+        // Consumed even if the answer is refused below: firmware may have
+        // created a key with this variant.
+        self.mkey_variant = variant;
         let index = ops::parse_obj_id(&self.outb);
         self.track(Obj::Mkey(index))?;
         Ok(Mkey {
             index,
-            key: index << 8,
+            key: (index << 8) | variant as u32,
             addr: buf.iova,
             len: buf.len as u64,
             access,
@@ -1533,8 +1772,32 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         self.transition(qp, true, HwQpState::Reset, "2RST", r)
     }
     /// Sends a modify command without the driver-side state check (for
-    /// testing firmware's own checks).
-    pub fn modify_unchecked(
+    /// testing firmware's own checks). On success the driver records `to`
+    /// as the QP's state.
+    ///
+    /// # Safety
+    /// `r` must be a QP modify command (RST2INIT … 2RST, FACTS §6.3) built
+    /// into [`Device::input`] for `qp.qpn`, and `to` must be the state that
+    /// command leaves the QP in when firmware accepts it: the driver's view
+    /// of the QP state must stay true, because the data-path queues over
+    /// the QP and its later transitions and destruction are decided on it.
+    /// Any other command is subject to the contract of [`Device::run`].
+    ///
+    /// Not callable outside `unsafe` (this does not compile):
+    ///
+    /// ```compile_fail,E0133
+    /// use bareverbs::cmd::{ops::Req, Bar0, Clock};
+    /// use bareverbs::device::{Device, HwQpState, QpHandle, UarMap};
+    /// use bareverbs::platform::DmaAllocator;
+    /// fn f<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(
+    ///     d: &mut Device<B, C, A>,
+    ///     q: &mut QpHandle,
+    ///     r: Req,
+    /// ) {
+    ///     let _ = d.modify_unchecked(q, r, HwQpState::Rts);
+    /// }
+    /// ```
+    pub unsafe fn modify_unchecked(
         &mut self,
         qp: &mut QpHandle,
         r: Req,

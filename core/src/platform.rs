@@ -165,9 +165,15 @@ impl MemUar {
     pub fn bytes(&self) -> &[u8; 4096] {
         &self.page
     }
+    /// One volatile N-byte store at `offset`; ignored (nothing written, no
+    /// panic) when `[offset, offset + N)` is not inside the page, including
+    /// when `offset + N` overflows.
     #[inline(always)]
     fn store<const N: usize>(&mut self, offset: usize, bytes: &[u8; N]) {
-        if let Some(dst) = self.page.get_mut(offset..offset + N) {
+        let Some(end) = offset.checked_add(N) else {
+            return;
+        };
+        if let Some(dst) = self.page.get_mut(offset..end) {
             let p = dst.as_mut_ptr().cast::<[u8; N]>();
             // SAFETY: `dst` is exactly N bytes inside `self.page`; a volatile
             // store keeps the write from being elided, as on MMIO.

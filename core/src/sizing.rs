@@ -433,6 +433,13 @@ pub enum Limit {
     KernelSrqSge,
     /// A CQ's usable entries are fewer than the WRs that may be outstanding on it.
     CqCoverage,
+    /// A derived count or size does not fit the 32-bit field that holds it
+    /// (e.g. an RQ of more than 2^31 WQEs, or a receive WQE above 2^31
+    /// bytes, from caps near `u32::MAX`): refused instead of wrapping.
+    SizeOverflow,
+    /// `DeviceCaps::page_size` is not a power of two (0 included): queue
+    /// allocations cannot be aligned to it.
+    PageSize,
 }
 
 impl Limit {
@@ -455,6 +462,8 @@ impl Limit {
             Limit::KernelSrqWr => "kernel_srq_max_wr",
             Limit::KernelSrqSge => "kernel_srq_max_sge",
             Limit::CqCoverage => "cq_coverage",
+            Limit::SizeOverflow => "size_overflow",
+            Limit::PageSize => "page_size",
         }
     }
 }
@@ -610,6 +619,11 @@ impl fmt::Display for SizingError {
                 "SRQ needs {r} WQEs in the kernel command; the device allows fewer than {a}"
             ),
             Limit::KernelSrqSge => write!(f, "SRQ WQEs hold {r} SGEs; the kernel allows {a}"),
+            Limit::SizeOverflow => write!(
+                f,
+                "a derived size of {r} exceeds the largest representable value {a}"
+            ),
+            Limit::PageSize => write!(f, "page size {r} is not a power of two"),
             Limit::CqCoverage => {
                 let (s, rc) = match self.detail {
                     Detail::Outstanding { send, recv } => (send, recv),
@@ -630,9 +644,32 @@ impl core::error::Error for SizingError {}
 // Small const helpers
 // ---------------------------------------------------------------------------------------------
 
-/// Round up to a multiple of `a` (a > 0).
+/// Round up to a multiple of `a`. Total: `a == 0` means no alignment
+/// (returns `x`), and a result beyond `u64::MAX` saturates there.
 pub const fn align_up(x: u64, a: u64) -> u64 {
-    x.div_ceil(a) * a
+    if a == 0 {
+        return x;
+    }
+    match x.div_ceil(a).checked_mul(a) {
+        Some(v) => v,
+        None => u64::MAX,
+    }
+}
+
+/// Largest power-of-two count or byte size a 32-bit sizing field holds.
+const MAX_POW2_U32: u64 = 1 << 31;
+
+/// `caps.page_size` must be a power of two to align allocations to.
+const fn check_page_size(stage: Stage, caps: &DeviceCaps) -> Result<u64, SizingError> {
+    if !caps.page_size.is_power_of_two() {
+        return Err(SizingError::new(
+            stage,
+            Limit::PageSize,
+            caps.page_size as u64,
+            MAX_POW2_U32,
+        ));
+    }
+    Ok(caps.page_size as u64)
 }
 
 /// Round up to a power of two (`rup2`, FACTS §0); `rup2(0) = 1`.
@@ -910,7 +947,27 @@ pub const fn rq_layout(req: &QpCaps, caps: &DeviceCaps) -> Result<RqLayout, Sizi
         ));
     }
     let wqe = rup2(raw);
-    let mut wq_size = rup2(req.max_recv_wr as u64) * wqe;
+    // With caps near u32::MAX the rounded values need not fit the 32-bit
+    // layout fields (wqe_size, wqe_cnt, max_post): refuse, never wrap.
+    if wqe > MAX_POW2_U32 {
+        return Err(SizingError::new(
+            Stage::Rq,
+            Limit::SizeOverflow,
+            wqe,
+            MAX_POW2_U32,
+        ));
+    }
+    let wrs = rup2(req.max_recv_wr as u64);
+    if wrs > MAX_POW2_U32 {
+        return Err(SizingError::new(
+            Stage::Rq,
+            Limit::SizeOverflow,
+            wrs,
+            MAX_POW2_U32,
+        ));
+    }
+    // Both factors ≤ 2^31: the product fits u64.
+    let mut wq_size = wrs * wqe;
     if wq_size < 64 {
         wq_size = 64;
     }
@@ -974,7 +1031,17 @@ pub const fn qp_layout(req: &QpCaps, caps: &DeviceCaps) -> Result<QpLayout, Sizi
             }))
         }
     };
-    let page = caps.page_size as u64;
+    let page = match check_page_size(Stage::Sq, caps) {
+        Ok(p) => p,
+        Err(e) => {
+            return Err(e.with_detail(Detail::Qp {
+                sq_overhead: sq.overhead,
+                send_wqe_size: sq.wqe_size,
+                max_send_wr: req.max_send_wr,
+                max_recv_wr: req.max_recv_wr,
+            }))
+        }
+    };
     let total = sq.buf_bytes + rq.buf_bytes;
     let (sq_offset, alloc) = match req.qp_type {
         QpType::RawPacket => (
@@ -1056,12 +1123,16 @@ pub const fn cq_provider_layout(
             PROVIDER_MAX_CQ_BUF,
         ));
     }
+    let page = match check_page_size(Stage::Cq, caps) {
+        Ok(p) => p,
+        Err(e) => return Err(e),
+    };
     Ok(CqLayout {
         ncqe: ncqe as u32,
         reported_cqe: (ncqe - 1) as u32,
         cqe_size,
         buf_bytes: buf,
-        alloc_bytes: align_up(buf, caps.page_size as u64),
+        alloc_bytes: align_up(buf, page),
         init_op_own: CQE_INIT_OP_OWN,
     })
 }
@@ -1237,6 +1308,19 @@ pub const fn srq_provider_layout(
         ));
     }
     let srq_max = rup2(wr);
+    // max_wr near u32::MAX: srq_max (≤ 2^33) would not fit its u32 field.
+    if srq_max > MAX_POW2_U32 {
+        return Err(SizingError::new(
+            Stage::Srq,
+            Limit::SizeOverflow,
+            srq_max,
+            MAX_POW2_U32,
+        ));
+    }
+    let page = match check_page_size(Stage::Srq, caps) {
+        Ok(p) => p,
+        Err(e) => return Err(e),
+    };
     let tail = rup2(max_wr as u64 + 1) - 1;
     let nwqes = tail + 1;
     let waitq = if have_waitq && srq_max > nwqes {
@@ -1260,7 +1344,7 @@ pub const fn srq_provider_layout(
         ret_max_wr: tail as u32,
         ret_max_sge: max_gs,
         buf_bytes: buf,
-        alloc_bytes: align_up(buf, caps.page_size as u64),
+        alloc_bytes: align_up(buf, page),
     })
 }
 

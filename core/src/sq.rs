@@ -1532,7 +1532,9 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
     }
 }
 
-impl Segment for Be64 {}
+// SAFETY: `Be64` is `#[repr(transparent)]` over `[u8; 8]`: no padding,
+// every bit pattern valid; `SIZE` is left at its default.
+unsafe impl Segment for Be64 {}
 
 #[cfg(test)]
 mod tests {

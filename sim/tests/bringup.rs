@@ -227,9 +227,12 @@ fn roce_is_enabled_on_ethernet_ports_only_and_qps_need_it() {
     // Enabling it by command makes the same transition legal, and the
     // vport context reads back roce_en = 1, the MTU and the MAC.
     let r = ops::modify_nic_vport_roce(d.input(), true);
-    d.run(r).unwrap();
+    // SAFETY: sets the vport's roce_en, no object, page or DMA address is
+    // involved (Device::run allows cached-state-only changes).
+    unsafe { d.run(r) }.unwrap();
     let r = ops::query_nic_vport_context(d.input());
-    let out = d.run(r).unwrap().to_vec();
+    // SAFETY: a query: changes nothing on the device.
+    let out = unsafe { d.run(r) }.unwrap().to_vec();
     let ctx = ops::parse_nic_vport_context(&out[ops::QUERY_VPORT_CTX_OFFSET..]);
     let cfg = FwConfig::default();
     assert_eq!(
@@ -251,7 +254,9 @@ fn roce_is_enabled_on_ethernet_ports_only_and_qps_need_it() {
     // A field other than roce_en is refused by the model (not implemented).
     let r = ops::modify_nic_vport_roce(d.input(), true);
     d.input()[0x0f] |= 0x04; // field_select.addresses_list
-    assert!(d.run(r).is_err());
+                             // SAFETY: vport context only (no object, page or DMA address); even
+                             // if accepted it would change nothing the driver relies on.
+    assert!(unsafe { d.run(r) }.is_err());
 }
 
 #[test]
@@ -406,11 +411,15 @@ fn create_objects_connect_two_qps_error_reset_reuse_teardown() {
             },
         )
         .unwrap();
-    assert_eq!(mr.key, mr.index << 8);
     {
         let bar = d.bar();
         let f = bar.fw();
         let m = &f.objects().mkeys[&mr.index];
+        // lkey/rkey = index << 8 | mkey_7_0 (FACTS §7.12), with the variant
+        // byte the command programmed (it rotates per key, nonzero; it was
+        // always 0 before, when this read `mr.key == mr.index << 8`).
+        assert_eq!(mr.key, mr.index << 8 | m.variant as u32);
+        assert_ne!(m.variant, 0);
         assert_eq!((m.start, m.len, m.pd), (buf.iova, 3 * 4096, pd.0));
         assert_eq!(m.pages, vec![buf.iova, buf.iova + 4096, buf.iova + 8192]);
     }
@@ -574,7 +583,9 @@ fn bad_parameter_bad_opcode_and_wrong_state() {
     ));
     // Firmware-side check: the same command sent anyway → BAD_QP_STATE 0x10.
     let r = ops::rtr2rts(d.input(), q.qpn, &Rtr2Rts::default());
-    let e = d.modify_unchecked(&mut q, r, HwQpState::Rts).unwrap_err();
+    // SAFETY: an RTR2RTS built for q.qpn in d.input(); on success the QP
+    // would be in RTS, the state given (firmware refuses it here).
+    let e = unsafe { d.modify_unchecked(&mut q, r, HwQpState::Rts) }.unwrap_err();
     assert_eq!(
         e,
         DeviceError::Cmd(failure(
@@ -606,19 +617,36 @@ fn bad_parameter_bad_opcode_and_wrong_state() {
 
     // Bad opcode → BAD_OP 0x02.
     let r = ops::with_obj(d.input(), 0x7ff, 0);
-    let e = d.run(r).unwrap_err();
+    // SAFETY: an opcode firmware does not know: it cannot act on anything.
+    let e = unsafe { d.run(r) }.unwrap_err();
     assert_eq!(e.status(), Some(CmdStatus::BadOp));
     assert_eq!(CmdStatus::BadOp.code(), 0x02);
 
     // Bad resource: unknown QPN.
     let r = ops::qp_2err(d.input(), 0xabcdef);
-    assert_eq!(d.run(r).unwrap_err().status(), Some(CmdStatus::BadResource));
+    // SAFETY: names a QPN the driver never created (its QPNs start at
+    // 0x100 and q is the only one): no object of the driver is touched.
+    assert_eq!(
+        unsafe { d.run(r) }.unwrap_err().status(),
+        Some(CmdStatus::BadResource)
+    );
 
     // Bad resource state: CQ and PD still in use.
     let r = ops::with_obj(d.input(), op::DESTROY_CQ, cq.cqn);
-    assert_eq!(d.run(r).unwrap_err().status(), Some(CmdStatus::BadResState));
+    // SAFETY: firmware must refuse it (the CQ is in use by q; asserted).
+    // Even if the simulated firmware accepted it, the CQ's ring stays
+    // allocated and tracked by the driver (freed only by destroy_cq or
+    // teardown), and the model reaches it only through HeapDma::translate.
+    assert_eq!(
+        unsafe { d.run(r) }.unwrap_err().status(),
+        Some(CmdStatus::BadResState)
+    );
     let r = ops::dealloc_pd(d.input(), spec.pd.0);
-    assert_eq!(d.run(r).unwrap_err().status(), Some(CmdStatus::BadResState));
+    // SAFETY: as above; a PD owns no memory at all.
+    assert_eq!(
+        unsafe { d.run(r) }.unwrap_err().status(),
+        Some(CmdStatus::BadResState)
+    );
     assert_eq!(CmdStatus::BadResState.code(), 0x09);
 
     // Driver-side limit check.

@@ -330,7 +330,10 @@ pub fn vfio(bdf: &str, opts: CmdOptions) -> anyhow::Result<Box<dyn PerfBackend>>
     let (nic, mut dev) =
         bareverbs_vfio::bring_up_vfio(bdf, DeviceConfig::default()).map_err(|e| anyhow!("{e}"))?;
     // UARs mapped from now on copy whole BlueFlame chunks when asked to.
-    dev.bar_mut().blueflame = opts.blueflame;
+    // SAFETY: the BlueFlame switch only chooses how the host copies its own
+    // stores into UAR pages mapped later; it touches no BAR register, and
+    // the device's DMA targets stay those the driver programmed.
+    unsafe { dev.bar_mut() }.blueflame = opts.blueflame;
     Ok(Box::new(CmdBackend::new(
         dev,
         WallTimer::default(),

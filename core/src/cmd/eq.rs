@@ -165,7 +165,19 @@ impl EventQueue {
     pub fn ring(&self) -> DmaBuf {
         self.ring
     }
+    /// Whether the EQE at the consumer index looks valid (one volatile
+    /// load of its owner byte; nothing is consumed).
+    pub fn peek_valid(&self) -> bool {
+        let off = (self.ci & (self.nent - 1)) as usize * EQE_BYTES;
+        // SAFETY: the ring is ours and `off` is inside it (nent entries,
+        // checked in `new`); volatile because the device writes it.
+        let owner = unsafe { dma_load8(&self.ring, off + 63) };
+        eqe_valid(owner, self.ci, self.nent)
+    }
     /// Takes the next valid EQE, if any, and advances the consumer index.
+    ///
+    /// The entry is copied out of the ring with volatile loads into a local
+    /// array and decoded from that copy only.
     pub fn poll(&mut self) -> Option<Eqe> {
         let off = (self.ci & (self.nent - 1)) as usize * EQE_BYTES;
         // SAFETY: the ring is ours and `off` is inside it; the owner byte is

@@ -69,12 +69,71 @@ impl core::fmt::Display for FwVersion {
 }
 
 /// Command queue geometry read from `cmdq_addr_l_sz` (FACTS §7.1, §7.2).
+///
+/// The fields are public so hosts and tests can build one, but nothing
+/// trusts them unchecked: [`CmdqGeometry::check`] is applied by
+/// [`InitSeg::validate`] and again by
+/// [`CmdQueue::new`](super::queue::CmdQueue::new).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CmdqGeometry {
     /// log2 number of slots (bits 7:4).
     pub log_sz: u8,
     /// log2 slot stride in bytes (bits 3:0).
     pub log_stride: u8,
+}
+
+/// Most command slots (`1 << log_cmdq_size` ≤ 32; FACTS §7.2 step 2).
+pub const MAX_LOG_CMDQ_SIZE: u8 = 5;
+/// Fewest command slots this driver runs with: a regular slot and a
+/// separate page slot (FACTS §7.2 step 4), so `log_cmdq_size` ≥ 1.
+pub const MIN_LOG_CMDQ_SIZE: u8 = 1;
+/// Smallest slot stride: one 64-byte command entry (FACTS §7.3).
+pub const MIN_LOG_CMDQ_STRIDE: u8 = 6;
+/// The whole queue fits one 4 KiB page: `log_sz + log_stride ≤ 12`
+/// (FACTS §7.2 step 2).
+pub const MAX_LOG_CMDQ_BYTES: u8 = 12;
+
+impl CmdqGeometry {
+    /// Checks the geometry the driver is about to lay out (FACTS §7.2,
+    /// §7.3): at least two slots (regular + pages; with one, both would
+    /// share an entry), at most 32, a stride of at least one 64-byte entry
+    /// (smaller strides overlap entries) and `slots × stride` within the
+    /// 4 KiB queue page (larger would put entries outside it).
+    pub const fn check(&self) -> Result<(), InitSegError> {
+        if self.log_sz > MAX_LOG_CMDQ_SIZE {
+            return Err(InitSegError::TooManySlots {
+                log_sz: self.log_sz,
+            });
+        }
+        if self.log_sz < MIN_LOG_CMDQ_SIZE {
+            return Err(InitSegError::TooFewSlots {
+                log_sz: self.log_sz,
+            });
+        }
+        // Both are small here (log_sz ≤ 5), but add in u16 anyway: the
+        // fields are public and may hold anything.
+        if self.log_sz as u16 + self.log_stride as u16 > MAX_LOG_CMDQ_BYTES as u16 {
+            return Err(InitSegError::QueueTooLarge {
+                log_sz: self.log_sz,
+                log_stride: self.log_stride,
+            });
+        }
+        if self.log_stride < MIN_LOG_CMDQ_STRIDE {
+            return Err(InitSegError::StrideTooSmall {
+                log_stride: self.log_stride,
+            });
+        }
+        Ok(())
+    }
+    /// Number of slots (`1 << log_sz`, at most 32 whatever the field holds).
+    pub const fn slots(&self) -> u8 {
+        let l = if self.log_sz > MAX_LOG_CMDQ_SIZE {
+            MAX_LOG_CMDQ_SIZE
+        } else {
+            self.log_sz
+        };
+        1u8 << l
+    }
 }
 
 /// Why the initialization segment was rejected (FACTS §7.1, §7.2).
@@ -89,6 +148,12 @@ pub enum InitSegError {
     },
     /// More than 32 command slots.
     TooManySlots {
+        /// log2 slots found.
+        log_sz: u8,
+    },
+    /// Fewer than two command slots: the regular and the page slot would
+    /// be the same entry.
+    TooFewSlots {
         /// log2 slots found.
         log_sz: u8,
     },
@@ -210,21 +275,10 @@ impl<B: Bar0> InitSeg<'_, B> {
         if rev != CMDIF_REV {
             return Err(InitSegError::CmdifRev { found: rev });
         }
+        // One read of the register: the geometry checked is the geometry
+        // returned (a device changing it between reads cannot slip past).
         let g = self.cmdq_geometry();
-        if g.log_sz > 5 {
-            return Err(InitSegError::TooManySlots { log_sz: g.log_sz });
-        }
-        if g.log_sz + g.log_stride > 12 {
-            return Err(InitSegError::QueueTooLarge {
-                log_sz: g.log_sz,
-                log_stride: g.log_stride,
-            });
-        }
-        if g.log_stride < 6 {
-            return Err(InitSegError::StrideTooSmall {
-                log_stride: g.log_stride,
-            });
-        }
+        g.check()?;
         Ok(g)
     }
 }

@@ -66,10 +66,21 @@ fn put_pas(b: &mut [u8], at: usize, base: u64, npages: usize, flags: u64) -> usi
     at + 8 * npages
 }
 
-/// Reads the 24-bit object number at dw2[23:0] of an output (ALLOC_PD,
-/// ALLOC_UAR, CREATE_CQ/QP/MKEY/SRQ; FACTS §7.8 "Simple outputs").
+/// Largest object number: QPN, CQN, SRQN, PD, UAR index and mkey index are
+/// 24-bit fields (FACTS §7.8 "Simple outputs", §1.2 `qpn_ds`, §7.12).
+pub const OBJ_NUMBER_MAX: u32 = 0x00ff_ffff;
+
+/// Reads the object number word dw2 of an output (ALLOC_PD, ALLOC_UAR,
+/// CREATE_CQ/QP/MKEY/SRQ; FACTS §7.8 "Simple outputs": the number is
+/// dw2[23:0]).
+///
+/// The whole word is returned, reserved bits 31:24 included, so that a
+/// device writing them is noticed rather than masked away: a value above
+/// [`OBJ_NUMBER_MAX`] does not fit the field the number is used in and the
+/// caller must refuse it (the device layer does, as
+/// `DeviceError::BadObjectNumber`).
 pub fn parse_obj_id(out: &[u8]) -> u32 {
-    get_bits(out, 0, 2, 23, 0)
+    get32(out, 8)
 }
 
 // ---- HCA life cycle ---------------------------------------------------

@@ -9,7 +9,7 @@
 //! [`MAX_MSG`] bytes.
 
 use super::bits::{get32, get64, put32, put64};
-use super::initseg::{CmdqGeometry, CMDQ_ADDR_H, CMDQ_ADDR_L_SZ, CMD_DBELL};
+use super::initseg::{CmdqGeometry, InitSegError, CMDQ_ADDR_H, CMDQ_ADDR_L_SZ, CMD_DBELL};
 use super::{Bar0, CmdError, CmdStatus, DeliveryStatus, MailboxProblem};
 use crate::platform::{from_device_barrier, to_device_barrier, DmaAllocator, DmaBuf};
 
@@ -83,17 +83,21 @@ pub enum SlotKind {
 
 /// Copies `src` into DMA memory at `buf + off`; false if out of range.
 ///
+/// Every byte is one volatile store: the memory is device-visible, so the
+/// stores must not be merged away, elided or invented, and no reference
+/// to it is ever formed.
+///
 /// # Safety
-/// `buf` must describe live memory not concurrently written by the device.
+/// `buf` must describe live memory (the device may read it concurrently).
 pub unsafe fn dma_write(buf: &DmaBuf, off: usize, src: &[u8]) -> bool {
     match off.checked_add(src.len()) {
         Some(end) if end <= buf.len => {
-            // SAFETY: the range is inside `buf` (checked above), which the
-            // caller guarantees is live; `src` is host memory, so the two
-            // ranges cannot overlap.
-            unsafe {
-                core::ptr::copy_nonoverlapping(src.as_ptr(), buf.cpu.as_ptr().add(off), src.len())
-            };
+            let dst = buf.cpu.as_ptr();
+            for (i, b) in src.iter().enumerate() {
+                // SAFETY: `off + i < end <= buf.len`, inside the live buffer
+                // the caller vouches for; a byte store needs no alignment.
+                unsafe { core::ptr::write_volatile(dst.add(off + i), *b) };
+            }
             true
         }
         _ => false,
@@ -102,26 +106,31 @@ pub unsafe fn dma_write(buf: &DmaBuf, off: usize, src: &[u8]) -> bool {
 
 /// Copies DMA memory at `buf + off` into `dst`; false if out of range.
 ///
+/// The source is device-writable, so every byte is one volatile load into
+/// the host copy `dst` (never a reference to the DMA memory, never a
+/// `memcpy` the compiler may assume stable): the driver then validates and
+/// acts on the copy only, so a device rewriting the memory meanwhile
+/// changes nothing it already checked.
+///
 /// # Safety
-/// `buf` must describe live memory not concurrently written by the device.
+/// `buf` must describe live memory (the device may write it concurrently).
 pub unsafe fn dma_read(buf: &DmaBuf, off: usize, dst: &mut [u8]) -> bool {
     match off.checked_add(dst.len()) {
         Some(end) if end <= buf.len => {
-            // SAFETY: as in `dma_write`, reading instead.
-            unsafe {
-                core::ptr::copy_nonoverlapping(
-                    buf.cpu.as_ptr().add(off),
-                    dst.as_mut_ptr(),
-                    dst.len(),
-                )
-            };
+            let src = buf.cpu.as_ptr();
+            for (i, b) in dst.iter_mut().enumerate() {
+                // SAFETY: `off + i < end <= buf.len`, inside the live buffer;
+                // byte loads need no alignment; `dst` is host memory.
+                *b = unsafe { core::ptr::read_volatile(src.add(off + i)) };
+            }
             true
         }
         _ => false,
     }
 }
 
-/// Writes zeros to `len` bytes at `buf + off` (clamped to the buffer).
+/// Writes zeros to `len` bytes at `buf + off` (clamped to the buffer),
+/// one volatile store per byte.
 ///
 /// # Safety
 /// As [`dma_write`].
@@ -130,8 +139,11 @@ pub unsafe fn dma_zero(buf: &DmaBuf, off: usize, len: usize) {
         return;
     }
     let len = len.min(buf.len - off);
-    // SAFETY: the clamped range is inside the live buffer.
-    unsafe { core::ptr::write_bytes(buf.cpu.as_ptr().add(off), 0, len) };
+    let dst = buf.cpu.as_ptr();
+    for i in 0..len {
+        // SAFETY: `off + i < buf.len` (clamped above), inside the live buffer.
+        unsafe { core::ptr::write_volatile(dst.add(off + i), 0u8) };
+    }
 }
 
 /// Volatile byte load (for bytes the device may write at any time).
@@ -181,6 +193,9 @@ pub enum CmdqSetupError {
         /// IOVA returned.
         iova: u64,
     },
+    /// The geometry is unusable ([`CmdqGeometry::check`]): slots would
+    /// overlap, share an entry or fall outside the queue page.
+    Geometry(InitSegError),
 }
 
 /// The command queue of one function (FACTS §7.2).
@@ -199,7 +214,7 @@ unsafe impl Send for CmdQueue {}
 impl CmdQueue {
     /// Number of slots (`1 << log_sz`).
     pub fn slots(&self) -> u8 {
-        1u8 << self.geometry.log_sz.min(5)
+        self.geometry.slots()
     }
 
     /// The slot index used for `kind`.
@@ -214,12 +229,15 @@ impl CmdQueue {
 
     /// Allocates the queue page and mailboxes and programs `cmdq_addr_h` /
     /// `cmdq_addr_l_sz` (FACTS §7.2 step 3). `geometry` comes from
-    /// [`super::initseg::InitSeg::validate`].
+    /// [`super::initseg::InitSeg::validate`]; it is checked again here
+    /// ([`CmdqGeometry::check`]) before anything is allocated, so a
+    /// geometry built by hand cannot make two slots share an entry.
     pub fn new<A: DmaAllocator, B: Bar0>(
         alloc: &A,
         bar: &mut B,
         geometry: CmdqGeometry,
     ) -> Result<CmdQueue, CmdqSetupError> {
+        geometry.check().map_err(CmdqSetupError::Geometry)?;
         let page = alloc
             .alloc(4096, 4096)
             .ok_or(CmdqSetupError::OutOfDmaMemory)?;
@@ -235,7 +253,9 @@ impl CmdQueue {
             return Err(CmdqSetupError::OutOfDmaMemory);
         };
         let stride = 1usize << geometry.log_stride;
-        let nslots = 1u8 << geometry.log_sz.min(5);
+        let nslots = geometry.slots();
+        // After `check`: nslots ≥ 2 and nslots · stride ≤ 4096, so both
+        // entries lie inside the page and are distinct.
         let mk = |i: usize, index: u8| -> SlotMem {
             let off = index as usize * stride;
             SlotMem {

@@ -269,15 +269,27 @@ pub struct RecvSigSeg {
     pub rsvd1: [u8; 11],
 }
 
-impl Segment for XrcSeg {}
-impl Segment for MaskedAtomicSeg {}
-impl Segment for EthSeg {}
-impl Segment for EthPad {}
-impl Segment for UmrCtrlSeg {}
-impl Segment for MkeyContextSeg {}
-impl Segment for KlmSeg {}
-impl Segment for SrqNextSeg {}
-impl Segment for RecvSigSeg {}
+// SAFETY: (this and the eight below) `#[repr(C)]` structs of `u8`, byte arrays and the
+// `Be16`/`Be32`/`Be64` byte-array wrappers only: alignment 1, hence no
+// padding (sizes pinned below), every bit pattern valid, no interior
+// mutability; `SIZE` is left at its default.
+unsafe impl Segment for XrcSeg {}
+// SAFETY: see above.
+unsafe impl Segment for MaskedAtomicSeg {}
+// SAFETY: see above.
+unsafe impl Segment for EthSeg {}
+// SAFETY: see above.
+unsafe impl Segment for EthPad {}
+// SAFETY: see above.
+unsafe impl Segment for UmrCtrlSeg {}
+// SAFETY: see above.
+unsafe impl Segment for MkeyContextSeg {}
+// SAFETY: see above.
+unsafe impl Segment for KlmSeg {}
+// SAFETY: see above.
+unsafe impl Segment for SrqNextSeg {}
+// SAFETY: see above.
+unsafe impl Segment for RecvSigSeg {}
 
 // Layout pins (FACTS §1.5, §2.2; `mlx5dv.h (installed)`).
 assert_eq_size!(XrcSeg, [u8; 16]);

@@ -53,9 +53,84 @@ be_impl!(Be32, u32);
 be_impl!(Be64, u64);
 
 /// A fixed-size WQE segment that can be stored into a ring or parsed back.
-pub trait Segment: Copy + Sized {
-    /// Size in bytes (a multiple of 16 for send segments).
+///
+/// The provided methods move the value's raw bytes: [`Segment::parse`]
+/// turns arbitrary input bytes (from a device, a file or a fuzzer) into a
+/// `Self`, and [`Segment::to_bytes`] / [`Segment::write_to`] expose every
+/// byte of a `Self`. That is only sound for plain-old-data types, hence the
+/// trait is `unsafe` to implement.
+///
+/// # Safety
+/// An implementing type must be plain old data:
+/// * `#[repr(C)]` or `#[repr(transparent)]` (a layout the bytes mean
+///   something in), made only of fields that are themselves plain old data
+///   (integers, byte arrays, the `Be*` wrappers, other such structs);
+/// * **every bit pattern is a valid value**: no `bool`, `char`, enums,
+///   references, pointers with validity requirements, `NonZero*` or
+///   niches (`parse` builds a `Self` from any bytes);
+/// * **no padding bytes**, anywhere (`to_bytes` and `write_to` read all
+///   `size_of::<Self>()` bytes; padding is uninitialised);
+/// * no interior mutability and no `Drop` glue (it is `Copy`).
+///
+/// [`Segment::SIZE`] must equal `size_of::<Self>()`. That one is also
+/// checked by the compiler: every provided method evaluates a constant
+/// assertion, so an implementation that overrides `SIZE` with anything
+/// else fails to compile as soon as a method is used:
+///
+/// ```compile_fail,E0080
+/// use bareverbs::wqe::{Be64, Segment};
+/// #[repr(C)]
+/// #[derive(Clone, Copy)]
+/// struct Wrong {
+///     a: Be64,
+///     b: Be64,
+/// }
+/// // SAFETY (of the plain-old-data part): two byte arrays, no padding.
+/// unsafe impl Segment for Wrong {
+///     const SIZE: usize = 8; // but size_of::<Wrong>() == 16
+/// }
+/// let _ = Wrong::parse(&[0u8; 16]);
+/// ```
+///
+/// Nor can the trait be implemented without `unsafe` (the promise above
+/// must be made explicitly):
+///
+/// ```compile_fail,E0200
+/// use bareverbs::wqe::{Be64, Segment};
+/// #[repr(C)]
+/// #[derive(Clone, Copy)]
+/// struct Plain {
+///     a: Be64,
+/// }
+/// impl Segment for Plain {}
+/// ```
+///
+/// The same type with the default `SIZE` compiles:
+///
+/// ```
+/// use bareverbs::wqe::{Be64, Segment};
+/// #[repr(C)]
+/// #[derive(Clone, Copy)]
+/// struct Right {
+///     a: Be64,
+///     b: Be64,
+/// }
+/// // SAFETY: repr(C) of two byte arrays: no padding, any bits valid.
+/// unsafe impl Segment for Right {}
+/// assert!(Right::parse(&[0u8; 16]).is_ok());
+/// ```
+pub unsafe trait Segment: Copy + Sized {
+    /// Size in bytes (a multiple of 16 for send segments). Must equal
+    /// `size_of::<Self>()`; leave the default.
     const SIZE: usize = core::mem::size_of::<Self>();
+
+    /// Evaluated by every provided method: a `SIZE` other than
+    /// `size_of::<Self>()` is a compile error, not out-of-bounds access.
+    #[doc(hidden)]
+    const SIZE_IS_SIZE_OF: () = assert!(
+        Self::SIZE == core::mem::size_of::<Self>(),
+        "Segment::SIZE must equal size_of::<Self>()"
+    );
 
     /// Stores the segment at `dst` with one unaligned raw-pointer write.
     ///
@@ -64,30 +139,38 @@ pub trait Segment: Copy + Sized {
     /// that memory may be live (it may be device-visible).
     #[inline(always)]
     unsafe fn write_to(self, dst: *mut u8) {
-        // SAFETY: the caller guarantees `dst` is writable for SIZE bytes;
-        // the write is unaligned so no alignment is assumed.
+        #[allow(clippy::let_unit_value)]
+        let () = Self::SIZE_IS_SIZE_OF;
+        // SAFETY: the caller guarantees `dst` is writable for SIZE bytes,
+        // which is size_of::<Self>() (asserted at compile time above); the
+        // write is unaligned so no alignment is assumed.
         unsafe { core::ptr::write_unaligned(dst.cast::<Self>(), self) }
     }
 
     /// Copies the segment out of the first `Self::SIZE` bytes of `b`.
     fn parse(b: &[u8]) -> Result<Self, ParseError> {
+        #[allow(clippy::let_unit_value)]
+        let () = Self::SIZE_IS_SIZE_OF;
         if b.len() < Self::SIZE {
             return Err(ParseError::Truncated {
                 need: Self::SIZE,
                 have: b.len(),
             });
         }
-        // SAFETY: `b` holds at least SIZE bytes (checked above); every
-        // segment type is plain old data made of byte arrays, so any bit
-        // pattern is a valid value; the read is unaligned.
+        // SAFETY: `b` holds at least SIZE = size_of::<Self>() bytes (checked
+        // above; equality asserted at compile time); the trait's contract
+        // makes every bit pattern a valid `Self`; the read is unaligned.
         Ok(unsafe { core::ptr::read_unaligned(b.as_ptr().cast::<Self>()) })
     }
 
-    /// The segment's bytes in memory order.
+    /// The segment's bytes in memory order. `N` must be `Self::SIZE`
+    /// (checked at compile time).
     fn to_bytes<const N: usize>(self) -> [u8; N] {
-        assert!(N == Self::SIZE, "to_bytes::<N> needs N == Self::SIZE");
+        const { assert!(N == Self::SIZE, "to_bytes::<N> needs N == Self::SIZE") };
         let mut out = [0u8; N];
-        // SAFETY: `out` is a local array of exactly SIZE bytes.
+        // SAFETY: `out` is a local array of exactly SIZE bytes (N == SIZE
+        // asserted at compile time); the trait's contract says `Self` has
+        // no padding, so all N bytes written are initialised.
         unsafe { self.write_to(out.as_mut_ptr()) };
         out
     }
@@ -273,12 +356,21 @@ pub struct AddressVector {
 /// Datagram segment = one address vector (48 bytes). FACTS §1.5.
 pub type DatagramSeg = AddressVector;
 
-impl Segment for CtrlSeg {}
-impl Segment for RaddrSeg {}
-impl Segment for DataSeg {}
-impl Segment for InlineHdr {}
-impl Segment for AtomicSeg {}
-impl Segment for AddressVector {}
+// SAFETY: (this and the five below) `#[repr(C)]` structs whose fields are `u8`, byte
+// arrays and the `Be16`/`Be32`/`Be64` byte-array wrappers: alignment 1, so
+// no padding (the sizes below equal the sums of the fields), every bit
+// pattern valid, no interior mutability; `SIZE` is left at its default.
+unsafe impl Segment for CtrlSeg {}
+// SAFETY: see above.
+unsafe impl Segment for RaddrSeg {}
+// SAFETY: see above.
+unsafe impl Segment for DataSeg {}
+// SAFETY: see above.
+unsafe impl Segment for InlineHdr {}
+// SAFETY: see above.
+unsafe impl Segment for AtomicSeg {}
+// SAFETY: see above.
+unsafe impl Segment for AddressVector {}
 
 assert_eq_size!(CtrlSeg, [u8; 16]);
 assert_eq_size!(RaddrSeg, [u8; 16]);

@@ -173,11 +173,21 @@ pub fn fw_commands_run(mut data: &[u8]) -> FwRun {
                 inb[8..8 + n].copy_from_slice(&payload[..n]);
                 patch_addresses(&mut inb[..in_len], &scratch);
                 let out_len = OUT_LENS[(out_sel >> 5) as usize].min(inb.len());
-                match d.run(Req {
-                    opcode,
-                    in_len,
-                    out_len,
-                }) {
+                // SAFETY: the device is the simulator. Its firmware model and
+                // data path reach host memory only through
+                // `HeapDma::translate`, which refuses addresses outside live
+                // allocations, and every address the fuzzed input names was
+                // patched into `scratch`, which outlives the device (freed
+                // after teardown below). A command that breaks the driver's
+                // bookkeeping can therefore only cause typed errors or leaks,
+                // which is what this target hunts for.
+                match unsafe {
+                    d.run(Req {
+                        opcode,
+                        in_len,
+                        out_len,
+                    })
+                } {
                     Ok(_) => run.ok += 1,
                     Err(_) => run.failed += 1,
                 }
@@ -222,7 +232,10 @@ pub fn seeds() -> Vec<Vec<u8>> {
         let mut inb = d.input()[..r.in_len].to_vec();
         patch_addresses(&mut inb, &scratch);
         d.input()[..r.in_len].copy_from_slice(&inb);
-        d.run(r).map(ops::parse_obj_id).unwrap_or(0)
+        // SAFETY: the seed commands build a well-formed object life cycle
+        // over `scratch` (addresses patched above), which outlives the
+        // device; the model reaches memory only through HeapDma::translate.
+        unsafe { d.run(r) }.map(ops::parse_obj_id).unwrap_or(0)
     };
     let m = |off: u64| (MARK as u64) << 32 | off;
     let uar = d.uar_index();

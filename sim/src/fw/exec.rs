@@ -199,7 +199,23 @@ impl SimFirmware {
             self.execute(&input, outlen)
         };
         let out = match outcome {
-            Outcome::Ok(o) => o,
+            Outcome::Ok(mut o) => {
+                let creates = matches!(
+                    opcode,
+                    op::ALLOC_PD
+                        | op::ALLOC_UAR
+                        | op::CREATE_MKEY
+                        | op::CREATE_CQ
+                        | op::CREATE_QP
+                        | op::CREATE_SRQ
+                );
+                if creates && o[0] == 0 {
+                    if let Some(n) = self.faults.object_number_next.take() {
+                        put32(&mut o, 8, n);
+                    }
+                }
+                o
+            }
             Fail(s, r) => {
                 let mut o = ok(16);
                 o[0] = s;
@@ -237,6 +253,25 @@ impl SimFirmware {
 
     /// Posts a PAGE_REQUEST EQE (FACTS §7.7) on an EQ subscribed to it.
     fn request_pages(&mut self, num_pages: i32) -> bool {
+        let mut eqe = [0u8; 64];
+        eqe[1] = 0x0b;
+        put16(&mut eqe, 34, 0);
+        put32(&mut eqe, 36, num_pages as u32);
+        self.post_eqe(eqe)
+    }
+
+    /// Posts one EQE of `event_type` (event data zero) on the EQ that takes
+    /// page requests, as a device reporting an event would (FACTS §7.9).
+    /// False when there is no such EQ or it is full (counted as overrun).
+    pub fn post_event(&mut self, event_type: u8) -> bool {
+        let mut eqe = [0u8; 64];
+        eqe[1] = event_type;
+        self.post_eqe(eqe)
+    }
+
+    /// Writes `eqe` (owner byte set by the model) at the producer index of
+    /// the EQ subscribed to PAGE_REQUEST and advances it.
+    fn post_eqe(&mut self, eqe: [u8; 64]) -> bool {
         let Some(eq) = self
             .objects
             .eqs
@@ -258,10 +293,6 @@ impl SimFirmware {
             return false;
         };
         let addr = page + (off % 4096) as u64;
-        let mut eqe = [0u8; 64];
-        eqe[1] = 0x0b;
-        put16(&mut eqe, 34, 0);
-        put32(&mut eqe, 36, num_pages as u32);
         if !self.wr(addr, &eqe[..63]) {
             return false;
         }
@@ -821,7 +852,13 @@ impl SimFirmware {
         if let Err(n) = self.charge() {
             return NeedPages(n);
         }
-        let index = self.objects.fresh();
+        let index = if self.cfg.reuse_mkey_index {
+            (1..=0x00ff_ffffu32)
+                .find(|i| !self.objects.mkeys.contains_key(i))
+                .unwrap_or(0)
+        } else {
+            self.objects.fresh()
+        };
         let acc = |b| get_bits(input, MKC, 0, b, b) != 0;
         let m = MkeyObj {
             index,

@@ -112,6 +112,11 @@ pub struct FwConfig {
     /// Whether ACCESS_REG answers PMTU reads; `false` models older
     /// firmware that rejects the register with BAD_PARAM.
     pub pmtu_supported: bool,
+    /// Memory key indices: `false` (default) hands out fresh numbers from
+    /// the shared counter; `true` reuses the lowest free index ≥ 1, as
+    /// firmware may, so a destroyed key's index comes back for the next
+    /// key (the case the `mkey_7_0` variant exists for).
+    pub reuse_mkey_index: bool,
 }
 
 impl Default for FwConfig {
@@ -135,6 +140,7 @@ impl Default for FwConfig {
             port_mtu: 1522,
             port_max_mtu: 10000,
             pmtu_supported: true,
+            reuse_mkey_index: false,
         }
     }
 }
@@ -194,6 +200,15 @@ pub struct Faults {
     pub corrupt_out_block_num: bool,
     /// The health counter stops ticking.
     pub health_stuck: bool,
+    /// A lying firmware: the next successful ALLOC_PD, ALLOC_UAR, CREATE_MKEY,
+    /// CREATE_CQ, CREATE_QP or CREATE_SRQ reports this whole word as the
+    /// object number (output dw2, reserved bits 31:24 included) instead of
+    /// the number the model assigned; the model keeps its real object.
+    pub object_number_next: Option<u32>,
+    /// An event storm: every EQ doorbell (consumer-index update) refills
+    /// the EQ with fresh valid EQEs (PORT_CHANGE), so the ring never runs
+    /// dry. Start it with [`SimFirmware::post_event`].
+    pub eqe_storm: bool,
 }
 
 /// HCA life-cycle state.
@@ -366,6 +381,9 @@ impl SimFirmware {
             let eqn = (v >> 24) as u8;
             if let Some(eq) = self.objects.eqs.get_mut(&eqn) {
                 eq.ci = v & 0x00ff_ffff;
+            }
+            if self.faults.eqe_storm {
+                while self.post_event(0x09) {}
             }
         }
         if self.hook.is_none() {
