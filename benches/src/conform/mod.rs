@@ -5,6 +5,7 @@
 //! each kind has its own runner. A file that cannot be read, parsed or run
 //! counts as one failure (`FAIL <file>: <error>`).
 
+pub mod c_int;
 pub mod cqe;
 pub mod exec;
 pub mod recv;
