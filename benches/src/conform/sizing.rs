@@ -6,6 +6,12 @@
 //! `PASS <file>:<line> <desc>` or
 //! `FAIL <file>:<line> <desc>: <column> expected X got Y` (first difference).
 //! Device limits come from the file's `#` header lines.
+//!
+//! Inputs are read over the C API's domain (see [`super::c_int`]): every
+//! value a C `int` or a `uint32_t` filled from one can hold, negative values
+//! included, replayed with the provider's own conversions and checks (QP caps
+//! as `uint32_t`, `inl_size` narrowed to `int`, receive WQE bytes in a
+//! `uint32_t`, `mlx5_create_cq`'s `int cqe` and `int ncqe`).
 
 use std::io::Write;
 use std::path::Path;

@@ -135,7 +135,7 @@ pub struct PrepNote {
 pub enum SgeAddr {
     /// `addr=0x…`.
     Addr(u64),
-    /// `addr=&payload[0x…]` (inline data source; payload[k] = k & 0xff).
+    /// `addr=&payload[0x…]` (inline data source; `payload[k] = k & 0xff`).
     Payload(usize),
 }
 

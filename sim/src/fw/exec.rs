@@ -266,7 +266,10 @@ impl SimFirmware {
         let Some(&page) = eq.pages.get(off / 4096) else {
             return false;
         };
-        let addr = page + (off % 4096) as u64;
+        // `page` is a guest PAS entry: never let the offset wrap it.
+        let Some(addr) = page.checked_add((off % 4096) as u64) else {
+            return false;
+        };
         let mut eqe = [0u8; 64];
         eqe[1] = 0x0b;
         put16(&mut eqe, 34, 0);
@@ -274,6 +277,7 @@ impl SimFirmware {
         if !self.wr(addr, &eqe[..63]) {
             return false;
         }
+        // `addr + 63` cannot overflow: `[addr, addr + 63)` was just written.
         self.wr(addr + 63, &[((eq.pi & nent) != 0) as u8]);
         if let Some(e) = self.objects.eqs.get_mut(&eq.eqn) {
             e.pi = e.pi.wrapping_add(1);
