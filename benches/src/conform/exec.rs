@@ -279,6 +279,15 @@ fn run_sq<const N: usize>(
     let mut wrs = Vec::new();
     let mut bad_opcode = None;
     for (i, w) in case.wrs.iter().enumerate() {
+        // `IBV_SEND_INLINE && wr->num_sge` takes the inline path for a
+        // negative count too (inline segment of 0 bytes, BlueFlame-eligible),
+        // which a post through a slice of SGEs cannot express.
+        if w.num_sge < 0 && w.send_flags & SendFlags::INLINE.bits() != 0 {
+            bail!(
+                "WR[{i}]: num_sge={} with IBV_SEND_INLINE is not reproducible through bareverbs' SGE-slice post",
+                w.num_sge
+            );
+        }
         let Some(op) = op_of(w)? else {
             bad_opcode = Some(i);
             break;
@@ -341,10 +350,24 @@ fn sgl_of(w: &vw::SendWr, payload: &[u8]) -> Vec<Sge> {
             lkey: s.lkey,
         })
         .collect();
-    while v.len() < w.num_sge as usize {
+    pad_to_num_sge(&mut v, w.num_sge);
+    v
+}
+
+/// The SGE list the provider reads for a WR whose `int num_sge` is `n`: its
+/// loops (`for (i = 0; i < wr->num_sge; ++i)` in `mlx5_post_send`,
+/// `mlx5_post_recv`, `mlx5_post_srq_recv`) read the first `n` entries, none
+/// when `n <= 0`, and its `num_sge > max_gs` checks are signed, so a negative
+/// count passes them. The vectors print SGE lines only up to `num_sge`; any
+/// entries they leave out are zero-length placeholders.
+fn pad_to_num_sge(v: &mut Vec<Sge>, n: i32) {
+    if n < 0 {
+        v.clear();
+        return;
+    }
+    while v.len() < n as usize {
         v.push(Sge::default());
     }
-    v
 }
 
 macro_rules! dispatch_pow2 {
@@ -397,9 +420,7 @@ fn recv_sgl(w: &crate::vectors::recv::RecvWr) -> Vec<Sge> {
             lkey: s.lkey,
         })
         .collect();
-    while v.len() < w.num_sge as usize {
-        v.push(Sge::default());
-    }
+    pad_to_num_sge(&mut v, w.num_sge);
     v
 }
 
