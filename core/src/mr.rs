@@ -5,22 +5,28 @@
 use crate::sq::Sge;
 use core::ptr::NonNull;
 
-/// Access rights of a memory region (`ibv_access_flags` values).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Access(pub u32);
+bitflags::bitflags! {
+    /// Access rights of a memory region, window or QP (`ibv_access_flags`
+    /// values): the one owner of these bits in the workspace.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+    pub struct Access: u32 {
+        /// The device may write (receives, READ responses, atomic results).
+        const LOCAL_WRITE = 1;
+        /// Remote peers may RDMA WRITE.
+        const REMOTE_WRITE = 2;
+        /// Remote peers may RDMA READ.
+        const REMOTE_READ = 4;
+        /// Remote peers may perform atomics.
+        const REMOTE_ATOMIC = 8;
+        /// Memory-window binds: addresses are offsets from the window start.
+        const ZERO_BASED = 0x20;
+    }
+}
 
 impl Access {
-    /// The device may write (receive, READ responses, atomic results).
-    pub const LOCAL_WRITE: u32 = 1;
-    /// Remote peers may RDMA WRITE.
-    pub const REMOTE_WRITE: u32 = 2;
-    /// Remote peers may RDMA READ.
-    pub const REMOTE_READ: u32 = 4;
-    /// Remote peers may perform atomics.
-    pub const REMOTE_ATOMIC: u32 = 8;
-    /// Whether every bit of `bits` is granted.
-    pub const fn allows(self, bits: u32) -> bool {
-        self.0 & bits == bits
+    /// Whether every right in `need` is granted.
+    pub const fn allows(self, need: Access) -> bool {
+        self.contains(need)
     }
 }
 

@@ -1989,14 +1989,7 @@ mod tests {
         // SAFETY: `mem` outlives the region; the ring is never executed, so
         // nothing writes through it.
         let mr = unsafe {
-            crate::mr::MemoryRegion::new(
-                cpu,
-                0x9000,
-                16,
-                7,
-                7,
-                crate::mr::Access(crate::mr::Access::LOCAL_WRITE),
-            )
+            crate::mr::MemoryRegion::new(cpu, 0x9000, 16, 7, 7, crate::mr::Access::LOCAL_WRITE)
         };
         let op = SendOp::FetchAdd {
             remote_addr: 0x5000,
@@ -2022,8 +2015,9 @@ mod tests {
         assert_eq!(q.head(), 1);
         // A read-only region is refused even when the 8 bytes fit.
         // SAFETY: as above.
-        let ro =
-            unsafe { crate::mr::MemoryRegion::new(cpu, 0x9000, 16, 8, 8, crate::mr::Access(0)) };
+        let ro = unsafe {
+            crate::mr::MemoryRegion::new(cpu, 0x9000, 16, 8, 8, crate::mr::Access::empty())
+        };
         let sg = [Sge {
             addr: 0x9000,
             length: 8,

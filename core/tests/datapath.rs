@@ -144,7 +144,14 @@ fn random_post_poll_sequences_match_the_model() {
     // SAFETY: `data` is test memory that outlives every posted WR; the
     // fake device never touches it.
     let mrs = [unsafe {
-        MemoryRegion::new(data_buf.cpu, data_buf.iova, 0x4000, 0x55, 0x56, Access(0xf))
+        MemoryRegion::new(
+            data_buf.cpu,
+            data_buf.iova,
+            0x4000,
+            0x55,
+            0x56,
+            Access::from_bits_retain(0xf),
+        )
     }];
     let sges: Vec<Sge> = (0..4)
         .map(|i| mrs[0].sge(i * 0x1000, 64).unwrap())

@@ -422,7 +422,16 @@ impl Device {
         // freed, which the user must not do while the region is in use (the
         // contract of MemoryRegion::new, forwarded to the caller by
         // documentation).
-        Ok(unsafe { MemoryRegion::new(cpu, buf.iova, len, key, key, Access(access)) })
+        Ok(unsafe {
+            MemoryRegion::new(
+                cpu,
+                buf.iova,
+                len,
+                key,
+                key,
+                Access::from_bits_retain(access),
+            )
+        })
     }
 
     /// Invalidates a key (deregistration).

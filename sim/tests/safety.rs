@@ -120,7 +120,10 @@ fn create_mkey_with_an_overflowing_span_fails_cleanly() {
         );
         // SAFETY: a CREATE_MKEY the firmware must refuse; if it did not,
         // the key would cover only scratch memory torn down below.
-        assert!(unsafe { d.run(req) }.is_err(), "start {start:#x} len {len:#x}");
+        assert!(
+            unsafe { d.run(req) }.is_err(),
+            "start {start:#x} len {len:#x}"
+        );
     }
     let (_rep, _bar, _clock, alloc) = d.teardown();
     // SAFETY: the function is torn down; nothing names the scratch buffer.

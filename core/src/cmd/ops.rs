@@ -380,12 +380,24 @@ impl MkeyAccess {
     /// The rights as `ibv_access_flags` bits (local read is implied).
     pub const fn ibv_flags(self) -> crate::mr::Access {
         use crate::mr::Access;
-        Access(
-            (self.local_write as u32 * Access::LOCAL_WRITE)
-                | (self.remote_write as u32 * Access::REMOTE_WRITE)
-                | (self.remote_read as u32 * Access::REMOTE_READ)
-                | (self.atomic as u32 * Access::REMOTE_ATOMIC),
+        Access::from_bits_retain(
+            (self.local_write as u32 * Access::LOCAL_WRITE.bits())
+                | (self.remote_write as u32 * Access::REMOTE_WRITE.bits())
+                | (self.remote_read as u32 * Access::REMOTE_READ.bits())
+                | (self.atomic as u32 * Access::REMOTE_ATOMIC.bits()),
         )
+    }
+    /// The `mkc` rights for `ibv_access_flags` (local read is always
+    /// granted, as verbs implies it).
+    pub const fn from_ibv(a: crate::mr::Access) -> Self {
+        use crate::mr::Access;
+        MkeyAccess {
+            local_read: true,
+            local_write: a.contains(Access::LOCAL_WRITE),
+            remote_read: a.contains(Access::REMOTE_READ),
+            remote_write: a.contains(Access::REMOTE_WRITE),
+            atomic: a.contains(Access::REMOTE_ATOMIC),
+        }
     }
 }
 

@@ -5,7 +5,7 @@ use super::{
     Access, CompletionQueue, DmaBuffer, Error, MemoryRegion, Owner, ProtectionDomain, QpCap,
     QpInitAttr, QueuePair, SharedReceiveQueue,
 };
-use crate::cmd::ops::QpServiceType;
+use crate::cmd::ops::{MkeyAccess, QpServiceType};
 use crate::cmd::{Bar0, Clock};
 use crate::cq::DynCompletionQueue;
 use crate::cqe::CqeSize;
@@ -114,7 +114,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Context<B, C, A> {
         let mkey = self
             .dev
             .borrow_mut()
-            .create_mkey(pd.pd, &raw, access.mkey())?;
+            .create_mkey(pd.pd, &raw, MkeyAccess::from_ibv(access))?;
         // SAFETY: `mkey` was just created over exactly `raw`, which is
         // `buf`'s memory, with `access`.
         Ok(unsafe { MemoryRegion::new(mkey, access, buf, self) })

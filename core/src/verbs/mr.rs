@@ -3,40 +3,10 @@
 
 use super::{DmaBuffer, Owner};
 use crate::device::{Mkey, Pd};
+pub use crate::mr::Access;
 use crate::sq::Sge;
-use bitflags::bitflags;
 use core::fmt;
 use core::marker::PhantomData;
-
-bitflags! {
-    /// Access rights of a memory region or QP (`ibv_access_flags` values).
-    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-    pub struct Access: u32 {
-        /// The device may write (receives, READ responses, atomic results).
-        const LOCAL_WRITE = 1;
-        /// Remote peers may RDMA WRITE.
-        const REMOTE_WRITE = 2;
-        /// Remote peers may RDMA READ.
-        const REMOTE_READ = 4;
-        /// Remote peers may perform atomics.
-        const REMOTE_ATOMIC = 8;
-    }
-}
-
-impl Access {
-    pub(crate) fn raw(self) -> crate::mr::Access {
-        crate::mr::Access(self.bits())
-    }
-    pub(crate) fn mkey(self) -> crate::cmd::ops::MkeyAccess {
-        crate::cmd::ops::MkeyAccess {
-            local_read: true,
-            local_write: self.contains(Access::LOCAL_WRITE),
-            remote_read: self.contains(Access::REMOTE_READ),
-            remote_write: self.contains(Access::REMOTE_WRITE),
-            atomic: self.contains(Access::REMOTE_ATOMIC),
-        }
-    }
-}
 
 /// A protection domain (ALLOC_PD); DEALLOC_PD on drop. Regions and QPs
 /// made in it borrow it, so it outlives them.
@@ -106,14 +76,7 @@ impl<'a> MemoryRegion<'a> {
         // destroyed in `drop` before the borrow ends, and a region whose
         // key could not be destroyed pins the buffer (never freed).
         let raw = unsafe {
-            crate::mr::MemoryRegion::new(
-                b.cpu,
-                mkey.addr,
-                mkey.len,
-                mkey.key,
-                mkey.key,
-                access.raw(),
-            )
+            crate::mr::MemoryRegion::new(b.cpu, mkey.addr, mkey.len, mkey.key, mkey.key, access)
         };
         buf.add_key();
         MemoryRegion {

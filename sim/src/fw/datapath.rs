@@ -71,7 +71,7 @@ impl FabricPath {
             .ok_or("memory key span overflows")?;
         let first = contiguous(&m.pages[..need.min(m.pages.len())])
             .ok_or("memory key pages are not one contiguous device range")?;
-        let access = m.access.ibv_flags().0;
+        let access = m.access.ibv_flags().bits();
         self.nic.adopt_pd(Pd(m.pd));
         let key = m.index << 8 | m.variant as u32;
         self.nic
@@ -173,9 +173,9 @@ impl FabricPath {
         let attr = QpAttr {
             qp_state: to,
             cur_qp_state: from,
-            qp_access_flags: (q.rwe as u32 * Access::REMOTE_WRITE)
-                | (q.rre as u32 * Access::REMOTE_READ)
-                | (q.rae as u32 * Access::REMOTE_ATOMIC),
+            qp_access_flags: (q.rwe as u32 * Access::REMOTE_WRITE.bits())
+                | (q.rre as u32 * Access::REMOTE_READ.bits())
+                | (q.rae as u32 * Access::REMOTE_ATOMIC.bits()),
             pkey_index: q.pkey_index,
             port_num: q.port.max(1),
             qkey: q.qkey,
