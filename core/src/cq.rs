@@ -87,51 +87,119 @@ pub struct RecvDone {
     pub rx_csum: bool,
 }
 
+/// Why a queue refused to retire a work request for a CQE: the device
+/// named something that is not a WQE in flight (a phantom, repeated, stale
+/// or out-of-order completion) or a queue that does not exist. The CQ
+/// reports it as [`PollError::UnknownQp`] (for [`Self::UnknownQp`]) or
+/// [`PollError::Rejected`]; nothing is retired.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CompletionReject {
+    /// No QP/SRQ with that user index / QPN is known to the resolver.
+    UnknownQp,
+    /// Send side: `wqe_counter` is not the first WQEBB of a WQE in flight
+    /// (never posted, already retired, or overwritten since).
+    NotInFlight,
+    /// Receive side: no receive WQE is outstanding.
+    NothingOutstanding,
+    /// Receive side (own RQ): `wqe_counter` does not name the oldest
+    /// outstanding receive WQE (`expected` is its index in the ring).
+    NotOldest {
+        /// Ring index of the oldest outstanding receive
+        /// (`tail & (wqe_cnt - 1)`).
+        expected: u16,
+    },
+    /// SRQ: the slot number is outside the queue.
+    SlotOutOfRange,
+    /// SRQ: the slot holds no posted receive WQE.
+    SlotNotPosted,
+    /// The QP has no receive queue and no SRQ is attached to the resolver.
+    NoReceiveQueue,
+    /// A compressed session expanded to a CQE that completes no work
+    /// request (e.g. a RESIZE_CQ or undefined opcode in a title).
+    NoWorkRequest,
+}
+
+impl CompletionReject {
+    /// A short name of the reason.
+    pub const fn name(&self) -> &'static str {
+        match self {
+            CompletionReject::UnknownQp => "unknown QP",
+            CompletionReject::NotInFlight => "names no send WQE in flight",
+            CompletionReject::NothingOutstanding => "no receive outstanding",
+            CompletionReject::NotOldest { .. } => "not the oldest outstanding receive",
+            CompletionReject::SlotOutOfRange => "SRQ slot out of range",
+            CompletionReject::SlotNotPosted => "SRQ slot holds no posted WQE",
+            CompletionReject::NoReceiveQueue => "QP has no receive queue",
+            CompletionReject::NoWorkRequest => "compressed CQE completes no work request",
+        }
+    }
+}
+
+impl fmt::Display for CompletionReject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CompletionReject::NotOldest { expected } => {
+                write!(f, "{} (expected index {expected})", self.name())
+            }
+            _ => f.write_str(self.name()),
+        }
+    }
+}
+
 /// The boundary between the CQ poller and the queues that own work
 /// requests. Implemented by whoever owns the QPs/SRQs attached to the CQ.
 ///
 /// `qp` names the queue pair: the user index (`srqn_uidx & 0xffffff`) with
 /// CQE version 1, else the QPN (`sop_drop_qpn & 0xffffff`). FACTS §5.7.
 ///
+/// The device is not trusted: `*_done` must check that `wqe_counter` names
+/// a WR really in flight and return the [`CompletionReject`] reason
+/// otherwise, retiring nothing. A rejected CQE is consumed and reported as
+/// a [`PollError`]; it never becomes a completion.
+///
 /// For one CQE the poller calls at most one `scatter_*` method, always
 /// *before* the matching `*_done`, so the WQE's buffers are still owned by
-/// the queue when the data is copied.
+/// the queue when the data is copied; a resolver that scatters must apply
+/// the same in-flight check there (the CQE may still be rejected).
 pub trait WrResolver {
-    /// A requester CQE (success or REQ_ERR) for `qp`. Retire every WR up
-    /// to and including the WQE whose first WQEBB has counter
-    /// `wqe_counter`: idx = `wqe_counter & (sq.wqe_cnt − 1)`, `sq.tail =
-    /// wqe_head[idx] + 1`; return its `wr_id` and `wr_data`. `None` =
-    /// unknown QP (the poll then fails with [`PollError::UnknownQp`],
-    /// CQ_POLL_ERR). FACTS §1.10, §5.7.
-    fn send_done(&mut self, qp: u32, wqe_counter: u16) -> Option<SendDone>;
+    /// A requester CQE (success or REQ_ERR) for `qp`. If `wqe_counter` is
+    /// the first WQEBB of a WQE in flight, retire every WR up to and
+    /// including it (`sq.tail = wqe_head[idx] + 1`, idx = `wqe_counter &
+    /// (sq.wqe_cnt − 1)`) and return its `wr_id` and `wr_data`; else
+    /// retire nothing and say why ([`CompletionReject::UnknownQp`] for an
+    /// unknown QP: CQ_POLL_ERR). FACTS §1.10, §5.7.
+    fn send_done(&mut self, qp: u32, wqe_counter: u16) -> Result<SendDone, CompletionReject>;
 
-    /// A responder CQE (success or RESP_ERR) for `qp`. Non-SRQ: idx =
-    /// `wqe_counter & (rq.wqe_cnt − 1)`, `wr_id = rq.wrid[idx]`,
-    /// `rq.tail += 1`. SRQ: slot = `wqe_counter` (unmasked), free it.
-    /// `None` = unknown QP/SRQ (CQ_POLL_ERR). FACTS §5.8.
-    fn recv_done(&mut self, qp: u32, wqe_counter: u16) -> Option<RecvDone>;
+    /// A responder CQE (success or RESP_ERR) for `qp`. Non-SRQ: the oldest
+    /// outstanding receive, idx = `wqe_counter & (rq.wqe_cnt − 1)`, `wr_id
+    /// = rq.wrid[idx]`, `rq.tail += 1`. SRQ: slot = `wqe_counter`
+    /// (unmasked), which must hold a posted WQE; free it. Otherwise retire
+    /// nothing and say why. FACTS §5.8.
+    fn recv_done(&mut self, qp: u32, wqe_counter: u16) -> Result<RecvDone, CompletionReject>;
 
     /// Inline scatter on a requester CQE (small RDMA-read response or
     /// atomic result): copy `data` into the local SGEs of the send WQE at
     /// `wqe_counter` (FACTS §5.7). `data` is the completion's byte count
     /// (byte_cnt for RDMA_READ, 8 for atomics) taken from the start of the
-    /// inline area, as the provider copies it, bounded by the CQE entry. Return `false` if it does not fit (the
-    /// completion then reports [`WcStatus::LocLenErr`]) or the QP is
-    /// unknown.
+    /// inline area, as the provider copies it, bounded by the CQE entry.
+    /// Return `false` if it does not fit (the completion then reports
+    /// [`WcStatus::LocLenErr`]), the QP is unknown or the WQE is not in
+    /// flight (copy nothing then).
     fn scatter_to_send(&mut self, qp: u32, wqe_counter: u16, data: &[u8]) -> bool;
 
     /// Inline scatter on a responder CQE: copy `data` into the buffers of
     /// the receive WQE (RQ index or SRQ slot from `wqe_counter`, as in
     /// [`Self::recv_done`]). Return `false` if it does not fit
-    /// ([`WcStatus::LocLenErr`]) or the QP is unknown. FACTS §5.8.
+    /// ([`WcStatus::LocLenErr`]), the QP is unknown or the WQE is not
+    /// outstanding. FACTS §5.8.
     fn scatter_to_recv(&mut self, qp: u32, wqe_counter: u16, data: &[u8]) -> bool;
 }
 
 impl<R: WrResolver + ?Sized> WrResolver for &mut R {
-    fn send_done(&mut self, qp: u32, wqe_counter: u16) -> Option<SendDone> {
+    fn send_done(&mut self, qp: u32, wqe_counter: u16) -> Result<SendDone, CompletionReject> {
         (**self).send_done(qp, wqe_counter)
     }
-    fn recv_done(&mut self, qp: u32, wqe_counter: u16) -> Option<RecvDone> {
+    fn recv_done(&mut self, qp: u32, wqe_counter: u16) -> Result<RecvDone, CompletionReject> {
         (**self).recv_done(qp, wqe_counter)
     }
     fn scatter_to_send(&mut self, qp: u32, wqe_counter: u16, data: &[u8]) -> bool {
@@ -156,6 +224,20 @@ pub enum PollError {
         /// Valid completions written before the error.
         completions: usize,
     },
+    /// The CQE (or an expanded mini-CQE) names a known queue but no work
+    /// request it could complete: see `why`. Nothing was retired. In a
+    /// compressed session the rest of the session is consumed without
+    /// producing completions.
+    Rejected {
+        /// The user index (CQE version 1) or QPN.
+        qp: u32,
+        /// The CQE's `wqe_counter`.
+        wqe_counter: u16,
+        /// Why the queue refused it.
+        why: CompletionReject,
+        /// Valid completions written before the error.
+        completions: usize,
+    },
     /// A compressed-session title with an impossible mini-CQE count.
     BadCompressedSession {
         /// Consumer position of the title.
@@ -172,7 +254,46 @@ impl PollError {
     pub const fn completions(&self) -> usize {
         match *self {
             PollError::UnknownQp { completions, .. }
+            | PollError::Rejected { completions, .. }
             | PollError::BadCompressedSession { completions, .. } => completions,
+        }
+    }
+
+    /// The same error with `completions` set to `n`.
+    const fn with_completions(self, n: usize) -> Self {
+        match self {
+            PollError::UnknownQp { qp, .. } => PollError::UnknownQp { qp, completions: n },
+            PollError::Rejected {
+                qp,
+                wqe_counter,
+                why,
+                ..
+            } => PollError::Rejected {
+                qp,
+                wqe_counter,
+                why,
+                completions: n,
+            },
+            PollError::BadCompressedSession {
+                position, count, ..
+            } => PollError::BadCompressedSession {
+                position,
+                count,
+                completions: n,
+            },
+        }
+    }
+
+    /// The error for a CQE of `qp` / `wqe_counter` refused for `why`.
+    const fn reject(qp: u32, wqe_counter: u16, why: CompletionReject) -> Self {
+        match why {
+            CompletionReject::UnknownQp => PollError::UnknownQp { qp, completions: 0 },
+            _ => PollError::Rejected {
+                qp,
+                wqe_counter,
+                why,
+                completions: 0,
+            },
         }
     }
 }
@@ -181,6 +302,15 @@ impl fmt::Display for PollError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             PollError::UnknownQp { qp, .. } => write!(f, "CQE names unknown QP/SRQ {qp:#x}"),
+            PollError::Rejected {
+                qp,
+                wqe_counter,
+                why,
+                ..
+            } => write!(
+                f,
+                "CQE for QP {qp:#x} with wqe_counter {wqe_counter:#x} rejected: {why}"
+            ),
             PollError::BadCompressedSession {
                 position, count, ..
             } => {
@@ -215,6 +345,12 @@ pub enum CqError {
         /// Bytes given.
         have: usize,
     },
+    /// The ring or the doorbell record is not 8-byte aligned (CQEs are
+    /// copied out with 8-byte loads).
+    Misaligned {
+        /// The misaligned CPU address.
+        addr: usize,
+    },
     /// CQE version other than 0 or 1.
     BadCqeVersion {
         /// The version given.
@@ -233,6 +369,9 @@ impl fmt::Display for CqError {
             }
             CqError::DbrecTooSmall { have } => {
                 write!(f, "CQ doorbell record needs 8 bytes, has {have}")
+            }
+            CqError::Misaligned { addr } => {
+                write!(f, "CQ memory at {addr:#x} is not 8-byte aligned")
             }
             CqError::BadCqeVersion { version } => write!(f, "CQE version {version} (0 or 1)"),
         }
@@ -293,9 +432,14 @@ impl<const N: usize> CompletionQueue<N> {
     /// The consumer index starts at 0; call [`Self::init_ring`] unless the
     /// ring already holds initialised entries.
     ///
+    /// Refuses (typed [`CqError`]) a bad entry count, short buffers, a ring
+    /// or record that is not 8-byte aligned and a CQE version above 1.
+    ///
     /// # Safety
     /// For the whole life of the returned value, `ring` and `dbrec` must
-    /// be valid for reads and writes of their lengths, must not be
+    /// be valid for reads and writes of their lengths (the ring is read
+    /// with 8-byte volatile loads; its 8-byte alignment is checked here),
+    /// must not be
     /// accessed through Rust references, and may be written concurrently
     /// only by the device (and only as the mlx5 CQ protocol allows).
     pub unsafe fn new(
@@ -330,6 +474,13 @@ impl<const N: usize> CompletionQueue<N> {
         }
         if dbrec.len < DBREC_BYTES {
             return Err(CqError::DbrecTooSmall { have: dbrec.len });
+        }
+        for p in [ring.cpu, dbrec.cpu] {
+            if !p.cast::<u64>().as_ptr().is_aligned() {
+                return Err(CqError::Misaligned {
+                    addr: p.as_ptr().addr(),
+                });
+            }
         }
         if cqe_version > 1 {
             return Err(CqError::BadCqeVersion {
@@ -531,9 +682,18 @@ impl<const N: usize> CompletionQueue<N> {
     /// reported like any other error CQE; NO_PACKET and SIG_ERR CQEs are
     /// treated like RESIZE_CQ.
     ///
+    /// Every CQE that completes a work request is checked by the resolver
+    /// (the device is not trusted): one naming an unknown QP, or a WQE that
+    /// is not in flight (phantom, repeated, stale, out of order), becomes a
+    /// [`PollError`] instead of a completion and retires nothing. In a
+    /// compressed session each expanded mini-CQE is checked the same way;
+    /// after the first refused one the rest of the session is consumed
+    /// without producing completions.
+    ///
     /// Returns the number of completions written to `out`, or a
-    /// [`PollError`] (CQ_POLL_ERR) for a CQE naming an unknown QP; that CQE
-    /// is consumed and the record is still updated.
+    /// [`PollError`] (CQ_POLL_ERR) for the first CQE that could not be
+    /// turned into a completion; that CQE is consumed, the record is still
+    /// updated, and the next call continues with the next CQE.
     #[inline]
     pub fn poll<R: WrResolver + ?Sized>(
         &mut self,
@@ -587,8 +747,8 @@ impl<const N: usize> CompletionQueue<N> {
                 Ok(()) => {
                     n += 1;
                 }
-                Err(qp) => {
-                    res = Err(PollError::UnknownQp { qp, completions: 0 });
+                Err(e) => {
+                    res = Err(e);
                     break;
                 }
             }
@@ -596,21 +756,13 @@ impl<const N: usize> CompletionQueue<N> {
         self.publish_ci();
         match res {
             Ok(()) => Ok(n),
-            Err(PollError::UnknownQp { qp, .. }) => {
-                Err(PollError::UnknownQp { qp, completions: n })
-            }
-            Err(PollError::BadCompressedSession {
-                position, count, ..
-            }) => Err(PollError::BadCompressedSession {
-                position,
-                count,
-                completions: n,
-            }),
+            Err(e) => Err(e.with_completions(n)),
         }
     }
 
     /// Turns one owned CQE into a completion. `p` is its cqe64 in the ring
-    /// (used only for inline-scatter-64 data). `Err(qp)` = unknown QP.
+    /// (used only for inline-scatter-64 data). A CQE the resolver refuses
+    /// is an error (`wc` is then garbage).
     #[inline(always)]
     fn complete<R: WrResolver + ?Sized>(
         &self,
@@ -618,7 +770,7 @@ impl<const N: usize> CompletionQueue<N> {
         p: *const u8,
         r: &mut R,
         wc: &mut WorkCompletion,
-    ) -> Result<(), u32> {
+    ) -> Result<(), PollError> {
         *wc = WorkCompletion {
             qp_num: cqe.qpn(),
             written: WrittenFields::COMMON,
@@ -635,7 +787,9 @@ impl<const N: usize> CompletionQueue<N> {
                 if cqe.format() != 0 {
                     status = self.scatter(cqe, p, r, qp, true);
                 }
-                let d = r.send_done(qp, cqe.wqe_counter()).ok_or(qp)?;
+                let d = r
+                    .send_done(qp, cqe.wqe_counter())
+                    .map_err(|why| PollError::reject(qp, cqe.wqe_counter(), why))?;
                 let m = req_completion(cqe.send_wqe_opcode(), d.wr_data, cqe.byte_cnt());
                 wc.wr_id = d.wr_id;
                 wc.status = status;
@@ -655,7 +809,9 @@ impl<const N: usize> CompletionQueue<N> {
                 if cqe.format() != 0 {
                     status = self.scatter(cqe, p, r, qp, false);
                 }
-                let d = r.recv_done(qp, cqe.wqe_counter()).ok_or(qp)?;
+                let d = r
+                    .recv_done(qp, cqe.wqe_counter())
+                    .map_err(|why| PollError::reject(qp, cqe.wqe_counter(), why))?;
                 wc.wr_id = d.wr_id;
                 wc.status = status;
                 wc.byte_len = cqe.byte_cnt();
@@ -719,21 +875,21 @@ impl<const N: usize> CompletionQueue<N> {
         r: &mut R,
         qp: u32,
         wc: &mut WorkCompletion,
-    ) -> Result<(), u32> {
+    ) -> Result<(), PollError> {
         let e = cqe.as_err();
+        let ctr = e.wqe_counter();
         let wr_id = if cqe.opcode() == 13 {
-            r.send_done(qp, e.wqe_counter()).map(|d| d.wr_id)
+            r.send_done(qp, ctr).map(|d| d.wr_id)
         } else {
-            r.recv_done(qp, e.wqe_counter()).map(|d| d.wr_id)
+            r.recv_done(qp, ctr).map(|d| d.wr_id)
         }
-        .ok_or(qp)?;
+        .map_err(|why| PollError::reject(qp, ctr, why))?;
         wc.wr_id = wr_id;
         wc.status = e.status();
         wc.vendor_err = e.vendor_err_synd() as u32;
         wc.written |= WrittenFields::WR_ID | WrittenFields::STATUS | WrittenFields::VENDOR_ERR;
         Ok(())
     }
-
     /// Inline scatter (format 1 or 2): hands the data to the resolver.
     /// Format 2 data is the 64 bytes before the cqe64, which exist only with
     /// 128-byte CQEs; on a 64-byte CQ it is treated as empty.
@@ -814,7 +970,10 @@ impl<const N: usize> CompletionQueue<N> {
     /// Produces the next completion of the current compressed session:
     /// loads the next mini-CQE array when a group starts, expands, marks the
     /// consumed ring position INVALID (so a stale copy is never taken for a
-    /// new CQE on a later pass), advances `ci`.
+    /// new CQE on a later pass), advances `ci`. An expanded CQE that
+    /// completes no work request, or that its queue refuses, ends the
+    /// session: its remaining positions are consumed (and marked INVALID)
+    /// without producing completions, and the refusal is returned.
     #[cold]
     #[inline(never)]
     fn poll_zip<R: WrResolver + ?Sized>(&mut self, r: &mut R) -> Result<WorkCompletion, PollError> {
@@ -837,9 +996,7 @@ impl<const N: usize> CompletionQueue<N> {
         let mini = MiniCqe::from_array(&z.arr, slot).unwrap_or_default();
         let cqe = z.exp.expand(i, &mini);
         let p = self.cqe64_ptr(pos);
-        // SAFETY: p is a cqe64 inside the ring, owned by software until the
-        // consumer index is published; one-byte volatile store.
-        unsafe { ptr::write_volatile(p.add(OP_OWN_OFFSET), OP_OWN_INIT) };
+        self.invalidate(pos);
         z.next = i + 1;
         self.zip = if z.next >= z.exp.count() {
             None
@@ -848,9 +1005,135 @@ impl<const N: usize> CompletionQueue<N> {
         };
         self.ci = pos.wrapping_add(1);
         let mut wc = WorkCompletion::default();
-        self.complete(&cqe, p, r, &mut wc)
-            .map(|()| wc)
-            .map_err(|qp| PollError::UnknownQp { qp, completions: 0 })
+        let res = if matches!(cqe.opcode(), 0..=4 | 13 | 14) {
+            self.complete(&cqe, p, r, &mut wc)
+        } else {
+            let qp = if self.cqe_version == 1 {
+                cqe.uidx()
+            } else {
+                cqe.qpn()
+            };
+            Err(PollError::reject(
+                qp,
+                cqe.wqe_counter(),
+                CompletionReject::NoWorkRequest,
+            ))
+        };
+        match res {
+            Ok(()) => Ok(wc),
+            Err(e) => {
+                self.skip_zip();
+                Err(e)
+            }
+        }
+    }
+
+    /// Consumes the rest of the current compressed session without
+    /// producing completions.
+    #[cold]
+    fn skip_zip(&mut self) {
+        if let Some(z) = self.zip.take() {
+            let end = z.exp.title_pos().wrapping_add(z.exp.count());
+            let mut pos = self.ci;
+            while pos != end {
+                self.invalidate(pos);
+                pos = pos.wrapping_add(1);
+            }
+            self.ci = end;
+        }
+    }
+
+    /// Marks the entry at consumer position `pos` INVALID (owner bit 0).
+    #[inline(always)]
+    fn invalidate(&mut self, pos: u32) {
+        let p = self.cqe64_ptr(pos);
+        // SAFETY: p is a cqe64 inside the ring, owned by software until the
+        // consumer index is published past it; one-byte volatile store.
+        unsafe { ptr::write_volatile(p.add(OP_OWN_OFFSET), OP_OWN_INIT) };
+    }
+
+    /// Purges the completions of QP `qp` (user index with CQE version 1,
+    /// else QPN — the same id the resolvers see) that software owns but
+    /// has not polled, as a move to RESET or a destroy requires (FACTS
+    /// §5.10): scans from the consumer index over the software-owned
+    /// entries (at most `ncqe − 1`, stopping at the first device-owned or
+    /// INVALID entry, or at a compressed title), drops those naming `qp`,
+    /// moves the surviving older entries forward over the gaps (keeping
+    /// their order and giving each the owner bit of its new slot), marks
+    /// the freed slots INVALID, advances the consumer index by the number
+    /// dropped and republishes SET_CI. `dropped` is called with each
+    /// dropped CQE, oldest last (e.g. to free the SRQ slot a receive
+    /// consumed). Does nothing while a compressed session is half consumed.
+    /// Returns the number of CQEs dropped.
+    pub fn clean_with<F: FnMut(&Cqe64)>(&mut self, qp: u32, mut dropped: F) -> u32 {
+        if self.zip.is_some() {
+            return 0;
+        }
+        let ncqe = self.ncqe();
+        let mut pi = self.ci;
+        while pi.wrapping_sub(self.ci) < ncqe - 1 {
+            let p = self.cqe64_ptr(pi);
+            // SAFETY: p is a cqe64 inside the ring; one-byte volatile read.
+            let op_own = unsafe { ptr::read_volatile(p.add(OP_OWN_OFFSET)) };
+            if !sw_owns(op_own, pi, ncqe) || (op_own >> 2) & 3 == CqeFormat::Compressed as u8 {
+                break;
+            }
+            pi = pi.wrapping_add(1);
+        }
+        platform::from_device_barrier();
+        let sz = self.cqe_size.bytes();
+        let off64 = self.cqe_size.cqe64_offset();
+        let mut nfreed = 0u32;
+        let mut pos = pi;
+        while pos != self.ci {
+            pos = pos.wrapping_sub(1);
+            let p = self.cqe64_ptr(pos);
+            // SAFETY: p is a software-owned cqe64 inside the ring.
+            let cqe = unsafe { read_cqe64(p) };
+            let id = if self.cqe_version == 1 {
+                cqe.uidx()
+            } else {
+                cqe.qpn()
+            };
+            if id == qp {
+                dropped(&cqe);
+                nfreed += 1;
+            } else if nfreed > 0 {
+                let dst_pos = pos.wrapping_add(nfreed);
+                let src = p.wrapping_sub(off64);
+                let dst = self.cqe64_ptr(dst_pos).wrapping_sub(off64);
+                // SAFETY: src and dst are the starts of two distinct entries
+                // of the ring (nfreed < ncqe), each valid for `sz` bytes;
+                // byte-wise volatile copies need no alignment and create no
+                // reference.
+                unsafe {
+                    for k in 0..sz {
+                        ptr::write_volatile(dst.add(k), ptr::read_volatile(src.add(k)));
+                    }
+                }
+                let owner = ((dst_pos & ncqe) != 0) as u8;
+                let dp = self.cqe64_ptr(dst_pos);
+                // SAFETY: dp is a cqe64 inside the ring (just written).
+                unsafe {
+                    let o = ptr::read_volatile(dp.add(OP_OWN_OFFSET));
+                    ptr::write_volatile(dp.add(OP_OWN_OFFSET), (o & !1) | owner);
+                }
+            }
+        }
+        if nfreed > 0 {
+            for k in 0..nfreed {
+                self.invalidate(self.ci.wrapping_add(k));
+            }
+            self.ci = self.ci.wrapping_add(nfreed);
+            platform::to_device_barrier();
+            self.publish_ci();
+        }
+        nfreed
+    }
+
+    /// [`Self::clean_with`] without a callback.
+    pub fn clean(&mut self, qp: u32) -> u32 {
+        self.clean_with(qp, |_| {})
     }
 }
 

@@ -412,6 +412,9 @@ pub struct QpHandle {
     pub spec: QpSpec,
     /// State the driver believes the QP is in (FACTS §6.1).
     pub state: HwQpState,
+    /// CQE version of the device's CQs (1: completions carry the user
+    /// index): how [`QpHandle::queue_pair`] routes completions.
+    pub cqe_version: u8,
 }
 
 impl QpHandle {
@@ -474,6 +477,7 @@ impl QpHandle {
         Some(QueuePair {
             qpn: self.qpn,
             uidx: self.spec.user_index,
+            cqe_version: self.cqe_version,
             sq: send,
             rq: recv,
         })
@@ -665,6 +669,36 @@ struct QpLoad {
     recv_cqn: u32,
     send: u32,
     recv: u32,
+}
+
+/// Whether `from → to` is an edge of the QP state table
+/// ([`crate::qp::transition_attrs`], FACTS §6.2) for service type `st`.
+/// Any state may go to RESET or ERR; otherwise states the table does not
+/// know (SQ draining, suspended, unknown codes) have no legal edge.
+fn legal_edge(st: QpServiceType, from: HwQpState, to: HwQpState) -> bool {
+    use crate::qp::{transition_attrs, QpState, QpType};
+    if matches!(to, HwQpState::Reset | HwQpState::Err) {
+        return true;
+    }
+    let state = |h: HwQpState| match h {
+        HwQpState::Reset => Some(QpState::Reset),
+        HwQpState::Init => Some(QpState::Init),
+        HwQpState::Rtr => Some(QpState::Rtr),
+        HwQpState::Rts => Some(QpState::Rts),
+        HwQpState::Sqd => Some(QpState::Sqd),
+        HwQpState::SqErr => Some(QpState::Sqe),
+        HwQpState::Err => Some(QpState::Err),
+        _ => None,
+    };
+    let ty = match st {
+        QpServiceType::Rc => QpType::Rc,
+        QpServiceType::Uc => QpType::Uc,
+        QpServiceType::Ud => QpType::Ud,
+    };
+    match (state(from), state(to)) {
+        (Some(f), Some(t)) => transition_attrs(ty, f, t).is_some(),
+        _ => false,
+    }
 }
 
 /// What teardown did.
@@ -1684,18 +1718,23 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
             uar_index: self.uar,
             spec,
             state: HwQpState::Reset,
+            cqe_version: self.hca.cqe_version.min(1),
         })
     }
 
+    /// Sends a modify command after checking the edge against the one QP
+    /// state table ([`crate::qp::transition_attrs`], FACTS §6.2) for the
+    /// QP's type and the state the driver holds it in (`checked`), then
+    /// records the new state.
     fn transition(
         &mut self,
         qp: &mut QpHandle,
-        from: &[HwQpState],
+        checked: bool,
         to: HwQpState,
         name: &'static str,
         r: Req,
     ) -> Result<(), DeviceError> {
-        if !from.is_empty() && !from.contains(&qp.state) {
+        if checked && !legal_edge(qp.spec.st, qp.state, to) {
             return Err(DeviceError::WrongQpState {
                 qpn: qp.qpn,
                 state: qp.state,
@@ -1710,27 +1749,27 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
     /// RESET → INIT (RST2INIT_QP; FACTS §6.2, §6.3).
     pub fn rst2init(&mut self, qp: &mut QpHandle, a: &Rst2Init) -> Result<(), DeviceError> {
         let r = ops::rst2init(&mut self.inb, qp.qpn, a);
-        self.transition(qp, &[HwQpState::Reset], HwQpState::Init, "RST2INIT", r)
+        self.transition(qp, true, HwQpState::Init, "RST2INIT", r)
     }
     /// INIT → RTR (INIT2RTR_QP).
     pub fn init2rtr(&mut self, qp: &mut QpHandle, a: &Init2Rtr) -> Result<(), DeviceError> {
         let r = ops::init2rtr(&mut self.inb, qp.qpn, a);
-        self.transition(qp, &[HwQpState::Init], HwQpState::Rtr, "INIT2RTR", r)
+        self.transition(qp, true, HwQpState::Rtr, "INIT2RTR", r)
     }
     /// RTR → RTS (RTR2RTS_QP).
     pub fn rtr2rts(&mut self, qp: &mut QpHandle, a: &Rtr2Rts) -> Result<(), DeviceError> {
         let r = ops::rtr2rts(&mut self.inb, qp.qpn, a);
-        self.transition(qp, &[HwQpState::Rtr], HwQpState::Rts, "RTR2RTS", r)
+        self.transition(qp, true, HwQpState::Rts, "RTR2RTS", r)
     }
     /// Any state → ERR (2ERR_QP).
     pub fn qp_to_err(&mut self, qp: &mut QpHandle) -> Result<(), DeviceError> {
         let r = ops::qp_2err(&mut self.inb, qp.qpn);
-        self.transition(qp, &[], HwQpState::Err, "2ERR", r)
+        self.transition(qp, true, HwQpState::Err, "2ERR", r)
     }
     /// Any state → RESET (2RST_QP).
     pub fn qp_to_reset(&mut self, qp: &mut QpHandle) -> Result<(), DeviceError> {
         let r = ops::qp_2rst(&mut self.inb, qp.qpn);
-        self.transition(qp, &[], HwQpState::Reset, "2RST", r)
+        self.transition(qp, true, HwQpState::Reset, "2RST", r)
     }
     /// Sends a modify command without the driver-side state check (for
     /// testing firmware's own checks). On success the driver records `to`
@@ -1764,7 +1803,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         r: Req,
         to: HwQpState,
     ) -> Result<(), DeviceError> {
-        self.transition(qp, &[], to, "modify", r)
+        self.transition(qp, false, to, "modify", r)
     }
     /// QUERY_QP; also refreshes the tracked state.
     pub fn query_qp(&mut self, qp: &mut QpHandle) -> Result<ops::QpQuery, DeviceError> {

@@ -44,6 +44,7 @@ pub mod rq;
 pub mod selftest;
 pub mod sizing;
 pub mod sq;
+pub mod verbs;
 pub mod wqe;
 
 pub use error::Error;

@@ -2,7 +2,7 @@
 //! (or none, when the QP uses an SRQ) under one QP number, resolving the
 //! completions of a CQ back to their `wr_id`s. FACTS §1.10, §5.7, §5.8.
 
-use crate::cq::{RecvDone, SendDone, WrResolver};
+use crate::cq::{CompletionReject, RecvDone, SendDone, WrResolver};
 use crate::cqe::WcOpcode;
 use crate::platform::Uar;
 use crate::rq::{RecvQueue, SharedReceiveQueue};
@@ -15,6 +15,10 @@ pub struct QueuePair<U: Uar, const SQ: usize, const RQ: usize> {
     pub qpn: u32,
     /// User index (what CQEs carry with CQE version 1).
     pub uidx: u32,
+    /// CQE version of the CQs this QP reports to (their
+    /// [`CompletionQueue::cqe_version`](crate::cq::CompletionQueue::cqe_version)):
+    /// 1 = completions name the QP by `uidx`, 0 = by `qpn`.
+    pub cqe_version: u8,
     /// The send queue.
     pub sq: SendQueue<U, SQ>,
     /// The receive queue, `None` when receives go to an SRQ.
@@ -22,10 +26,52 @@ pub struct QueuePair<U: Uar, const SQ: usize, const RQ: usize> {
 }
 
 impl<U: Uar, const SQ: usize, const RQ: usize> QueuePair<U, SQ, RQ> {
-    /// Whether a CQE's QP field (`uidx` or QPN) names this QP.
+    /// A queue pair named `qpn` / `uidx` whose CQs use `cqe_version`.
+    pub fn new(
+        qpn: u32,
+        uidx: u32,
+        cqe_version: u8,
+        sq: SendQueue<U, SQ>,
+        rq: Option<RecvQueue<RQ>>,
+    ) -> Self {
+        QueuePair {
+            qpn,
+            uidx,
+            cqe_version,
+            sq,
+            rq,
+        }
+    }
+
+    /// Whether a CQE's QP field names this QP: the user index with CQE
+    /// version 1, else the QPN (never either). FACTS §5.7.
     #[inline(always)]
     pub fn is(&self, qp: u32) -> bool {
-        qp == self.uidx || qp == self.qpn
+        if self.cqe_version == 1 {
+            qp == self.uidx
+        } else {
+            qp == self.qpn
+        }
+    }
+
+    /// Moves both queues to RESET ([`SendQueue::reset`],
+    /// [`RecvQueue::reset`]) and purges this QP's unpolled completions
+    /// from `cqs` ([`CompletionQueue::clean`](crate::cq::CompletionQueue::clean)),
+    /// as rdma-core does on a move to RESET (FACTS §5.10, §6.4). Call it
+    /// after the device QP was moved to RESET.
+    pub fn reset<const N: usize>(&mut self, cqs: &mut [&mut crate::cq::CompletionQueue<N>]) {
+        let id = if self.cqe_version == 1 {
+            self.uidx
+        } else {
+            self.qpn
+        };
+        for cq in cqs.iter_mut() {
+            cq.clean(id);
+        }
+        self.sq.reset();
+        if let Some(rq) = self.rq.as_mut() {
+            rq.reset();
+        }
     }
 }
 
@@ -46,23 +92,29 @@ fn wc_opcode_of(wr_data: u8) -> WcOpcode {
 /// `LOC_LEN_ERR` rather than copied to an address the host cannot map.
 impl<U: Uar, const SQ: usize, const RQ: usize> WrResolver for QueuePair<U, SQ, RQ> {
     #[inline]
-    fn send_done(&mut self, qp: u32, wqe_counter: u16) -> Option<SendDone> {
+    fn send_done(&mut self, qp: u32, wqe_counter: u16) -> Result<SendDone, CompletionReject> {
         if !self.is(qp) {
-            return None;
+            return Err(CompletionReject::UnknownQp);
         }
-        let r = self.sq.retire(wqe_counter);
-        Some(SendDone {
+        // SAFETY: the resolver is called by the CQ poller with the counter
+        // of a requester CQE the device wrote for this QP; `retire` checks
+        // that it names a WQE in flight.
+        let r = unsafe { self.sq.retire(wqe_counter) }?;
+        Ok(SendDone {
             wr_id: r.wr_id,
             wr_data: wc_opcode_of(r.wr_data),
         })
     }
     #[inline]
-    fn recv_done(&mut self, qp: u32, wqe_counter: u16) -> Option<RecvDone> {
+    fn recv_done(&mut self, qp: u32, wqe_counter: u16) -> Result<RecvDone, CompletionReject> {
         if !self.is(qp) {
-            return None;
+            return Err(CompletionReject::UnknownQp);
         }
-        let wr_id = self.rq.as_mut()?.retire(wqe_counter);
-        Some(RecvDone {
+        let rq = self.rq.as_mut().ok_or(CompletionReject::NoReceiveQueue)?;
+        // SAFETY: as in send_done, for a responder CQE; `retire` checks
+        // that it names the oldest outstanding receive.
+        let wr_id = unsafe { rq.retire(wqe_counter) }?;
+        Ok(RecvDone {
             wr_id,
             rx_csum: false,
         })
@@ -87,27 +139,30 @@ pub struct QpSet<'a, U: Uar, const SQ: usize, const RQ: usize, const SRQ: usize>
 impl<U: Uar, const SQ: usize, const RQ: usize, const SRQ: usize> WrResolver
     for QpSet<'_, U, SQ, RQ, SRQ>
 {
-    fn send_done(&mut self, qp: u32, wqe_counter: u16) -> Option<SendDone> {
+    fn send_done(&mut self, qp: u32, wqe_counter: u16) -> Result<SendDone, CompletionReject> {
         self.qps
             .iter_mut()
-            .find(|q| q.is(qp))?
+            .find(|q| q.is(qp))
+            .ok_or(CompletionReject::UnknownQp)?
             .send_done(qp, wqe_counter)
     }
-    fn recv_done(&mut self, qp: u32, wqe_counter: u16) -> Option<RecvDone> {
-        let q = self.qps.iter_mut().find(|q| q.is(qp))?;
-        match q.rq.as_mut() {
-            Some(rq) => Some(RecvDone {
-                wr_id: rq.retire(wqe_counter),
-                rx_csum: false,
-            }),
-            None => {
-                let wr_id = self.srq.as_mut()?.retire(wqe_counter)?;
-                Some(RecvDone {
-                    wr_id,
-                    rx_csum: false,
-                })
-            }
+    fn recv_done(&mut self, qp: u32, wqe_counter: u16) -> Result<RecvDone, CompletionReject> {
+        let q = self
+            .qps
+            .iter_mut()
+            .find(|q| q.is(qp))
+            .ok_or(CompletionReject::UnknownQp)?;
+        if q.rq.is_some() {
+            return q.recv_done(qp, wqe_counter);
         }
+        let srq = self.srq.as_mut().ok_or(CompletionReject::NoReceiveQueue)?;
+        // SAFETY: called by the CQ poller for a responder CQE of a QP that
+        // receives through this SRQ; `retire` checks the slot is posted.
+        let wr_id = unsafe { srq.retire(wqe_counter) }?;
+        Ok(RecvDone {
+            wr_id,
+            rx_csum: false,
+        })
     }
     fn scatter_to_send(&mut self, _qp: u32, _wqe_counter: u16, _data: &[u8]) -> bool {
         false

@@ -3,6 +3,7 @@
 //! Receive queues have no MMIO doorbell: the doorbell record alone tells
 //! the device how many receive WQEs were posted (FACTS §4.1).
 
+use crate::cq::CompletionReject;
 use crate::platform::{self, DmaBuf};
 use crate::sq::Sge;
 use crate::wqe::{DataSeg, Segment};
@@ -126,6 +127,9 @@ impl<const N: usize> RecvQueue<N> {
     /// Creates a receive queue over `ring` (`N << cfg.wqe_shift` bytes)
     /// and the QP's doorbell record (word 0 is the receive counter).
     /// Posting starts disabled: call [`enable`](Self::enable) at INIT.
+    /// `None` for a bad geometry, short buffers, or `cfg.max_post > N`
+    /// (more outstanding WRs than ring slots would overwrite WQEs in
+    /// flight).
     ///
     /// # Safety
     /// `ring` and `dbrec` must be DMA memory this queue exclusively owns for
@@ -137,6 +141,7 @@ impl<const N: usize> RecvQueue<N> {
             || (cfg.max_gs as usize) << 4 > 1 << cfg.wqe_shift
             || ring.len < N << cfg.wqe_shift
             || dbrec.len < 4
+            || cfg.max_post as usize > N
         {
             return None;
         }
@@ -156,6 +161,9 @@ impl<const N: usize> RecvQueue<N> {
         self.state_max_gs = self.cfg.max_gs as i64;
     }
     /// Disables posting and zeroes the counters and the receive record.
+    /// Nothing is outstanding afterwards, so a stale CQE of the previous
+    /// life is rejected ([`CompletionReject::NothingOutstanding`] or
+    /// [`CompletionReject::NotOldest`]).
     pub fn reset(&mut self) {
         self.state_max_gs = -1;
         self.head = 0;
@@ -179,18 +187,47 @@ impl<const N: usize> RecvQueue<N> {
         self.wrid.get(idx).copied()
     }
     /// Positions the counters (replaying a recorded state).
-    pub fn set_counters(&mut self, head: u32, tail: u32) {
+    ///
+    /// # Safety
+    /// `head − tail` must not exceed `max_post`, and the device must not be
+    /// executing WQEs the new counters call free (`[old tail, new tail)`)
+    /// or expect WQEs the new counters call posted that were never written:
+    /// later posts overwrite the slots outside `[tail, head)`.
+    pub unsafe fn set_counters(&mut self, head: u32, tail: u32) {
         self.head = head;
         self.tail = tail;
     }
 
-    /// Completes the WQE named by a responder CQE's `wqe_counter`:
-    /// returns its `wr_id` and advances the tail. FACTS §5.8.
+    /// Completes the WQE named by a responder CQE's `wqe_counter`: it must
+    /// be the oldest outstanding receive (receives complete in order;
+    /// `wqe_counter & (N − 1) == tail & (N − 1)`, the part of the counter
+    /// the mlx5 format defines, FACTS §5.8). Returns its `wr_id` and
+    /// advances the tail; otherwise retires nothing and says why. One
+    /// compare, no search.
+    ///
+    /// # Safety
+    /// Retiring hands the WQE's slot (and, to the caller, its buffers)
+    /// back for reuse: call it only for a responder CQE the device really
+    /// wrote for this queue (or when the device no longer executes it).
     #[inline]
-    pub fn retire(&mut self, wqe_counter: u16) -> u64 {
+    pub unsafe fn retire(&mut self, wqe_counter: u16) -> Result<u64, CompletionReject> {
+        if self.head == self.tail {
+            return Err(CompletionReject::NothingOutstanding);
+        }
         let idx = wqe_counter as usize & (N - 1);
+        let want = self.tail as usize & (N - 1);
+        if idx != want {
+            return Err(CompletionReject::NotOldest {
+                expected: want as u16,
+            });
+        }
         self.tail = self.tail.wrapping_add(1);
-        self.wrid[idx]
+        Ok(self.wrid[idx])
+    }
+
+    /// WRs posted and not yet completed.
+    pub fn outstanding(&self) -> u32 {
+        self.head.wrapping_sub(self.tail)
     }
 
     /// Posts receive WRs naming raw device addresses, then publishes the
@@ -295,6 +332,8 @@ pub struct SharedReceiveQueue<const N: usize> {
     counter: u16,
     next: [u16; N],
     free: [bool; N],
+    /// The slot holds a WQE handed to the device and not yet completed.
+    posted: [bool; N],
     wrid: [u64; N],
 }
 
@@ -336,6 +375,7 @@ impl<const N: usize> SharedReceiveQueue<N> {
             counter: 0,
             next: [0; N],
             free: [false; N],
+            posted: [false; N],
             wrid: [0; N],
         };
         for i in 0..cfg.nwqes - 1 {
@@ -395,21 +435,41 @@ impl<const N: usize> SharedReceiveQueue<N> {
     pub fn free_slots(&self) -> impl Iterator<Item = u32> + '_ {
         (0..N as u32).filter(|&i| self.is_free(i))
     }
+    /// Whether slot `idx` holds a posted, not yet completed WQE.
+    pub fn is_posted(&self, idx: usize) -> bool {
+        self.posted.get(idx).copied().unwrap_or(false)
+    }
     /// Sets the posted-WQE counter (replaying a recorded state).
-    pub fn set_counter(&mut self, c: u16) {
+    ///
+    /// # Safety
+    /// The counter is what the device reads from the doorbell record to
+    /// learn how many WQEs were posted: it must not announce WQEs that
+    /// were never written (the next post publishes `c + posted`).
+    pub unsafe fn set_counter(&mut self, c: u16) {
         self.counter = c;
     }
 
     /// Completes slot `slot` (a responder CQE's `wqe_counter` on an SRQ):
-    /// returns its `wr_id` and marks the slot free for re-linking.
-    /// Out-of-range slots (bad device bytes) return `None`.
-    pub fn retire(&mut self, slot: u16) -> Option<u64> {
+    /// returns its `wr_id` and marks the slot free for re-linking. Only a
+    /// slot holding a posted WQE can be retired: an out-of-range slot or
+    /// one never posted / already completed (bad device bytes) retires
+    /// nothing and says why.
+    ///
+    /// # Safety
+    /// Freeing hands the slot (and, to the caller, its buffers) back for
+    /// reuse: call it only for a responder CQE the device really wrote for
+    /// this SRQ (or when the device no longer executes it).
+    pub unsafe fn retire(&mut self, slot: u16) -> Result<u64, CompletionReject> {
         let s = slot as usize;
         if s >= N {
-            return None;
+            return Err(CompletionReject::SlotOutOfRange);
         }
+        if !self.posted[s] {
+            return Err(CompletionReject::SlotNotPosted);
+        }
+        self.posted[s] = false;
         self.free[s] = true;
-        Some(self.wrid[s])
+        Ok(self.wrid[s])
     }
 
     fn set_next_tail(&mut self, next_tail: u32) {
@@ -488,6 +548,7 @@ impl<const N: usize> SharedReceiveQueue<N> {
             }
             let slot = self.head as usize;
             self.wrid[slot] = wr.wr_id;
+            self.posted[slot] = true;
             self.head = self.next[slot] as u32;
             let base = (slot << self.cfg.wqe_shift) + 16;
             let mut j = 0usize;
@@ -610,10 +671,12 @@ mod tests {
         // SAFETY: as above.
         let e = unsafe { srq.post_recv_raw(&wr) }.unwrap_err();
         assert_eq!(e.kind.errno(), 12);
-        assert_eq!(srq.retire(0), Some(7));
+        // SAFETY: memory-only test: no device executes the ring.
+        assert_eq!(unsafe { srq.retire(0) }, Ok(7));
         assert_eq!(
-            srq.retire(9),
-            None,
+            // SAFETY: as above.
+            unsafe { srq.retire(9) },
+            Err(CompletionReject::SlotOutOfRange),
             "out-of-range slot from bad device bytes"
         );
         // SAFETY: as above.

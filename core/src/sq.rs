@@ -8,10 +8,17 @@
 //! are free running; one signaled completion retires every earlier
 //! unsignaled WR (`tail = wqe_head[idx] + 1`).
 //!
+//! Completions are not trusted: each slot records the 16-bit WQEBB counter
+//! its WQE was posted at and that WR's sequence number, and a CQE retires
+//! anything only if it names the first WQEBB of a WQE still in flight
+//! (recorded counter equal, sequence in `[tail, head)`); see
+//! [`SendQueue::retire`].
+//!
 //! Posting is checked before anything is written: a WR that fails leaves
 //! the ring untouched, the good prefix of a batch is posted and rung with
 //! the last WQE actually built, and the failing index is reported.
 
+use crate::cq::CompletionReject;
 use crate::platform::{self, DmaBuf, Uar};
 use crate::qp::QpType;
 use crate::wqe::{
@@ -524,6 +531,9 @@ pub struct SendQueue<U: Uar, const N: usize> {
     allowed: u64,
     wrid: [u64; N],
     wqe_head: [u32; N],
+    /// `VALID | counter`: the 16-bit WQEBB counter each slot's WQE was
+    /// posted at, 0 for a slot that holds no WQE of this life of the queue.
+    wqe_ctr: [u32; N],
     wr_data: [u8; N],
 }
 
@@ -544,6 +554,9 @@ const BASE_DS: [u8; 64] = {
     t[0x25] = 8;
     t
 };
+
+/// Marks a `wqe_ctr` entry as recorded by a post of this life of the queue.
+const SLOT_VALID: u32 = 1 << 16;
 
 /// Outcome of building one WQE in the ring.
 #[derive(Clone, Copy)]
@@ -616,6 +629,7 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
             bf_offset: 0,
             wrid: [0; N],
             wqe_head: [0; N],
+            wqe_ctr: [0; N],
             wr_data: [0; N],
         })
     }
@@ -626,14 +640,23 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
     }
 
     /// Disables posting and resets every counter, as a move to RESET does
-    /// (FACTS §2.1, §6.4): indices to 0, the send doorbell record zeroed.
+    /// (FACTS §2.1, §6.4): indices to 0, the send doorbell record zeroed,
+    /// and every slot's record cleared, so a stale CQE of the previous
+    /// life (still in a CQ) is rejected instead of retiring new work.
     pub fn reset(&mut self) {
         self.state_max_gs = -1;
         self.cur_post = 0;
         self.head = 0;
         self.tail = 0;
         self.fm_cache = 0;
+        self.forget_slots();
         self.write_dbrec(0);
+    }
+
+    /// Makes every slot name no WR in flight. The provider-visible
+    /// `wrid`/`wqe_head`/`wr_data` records are left as they are.
+    fn forget_slots(&mut self) {
+        self.wqe_ctr = [0; N];
     }
 
     /// The configuration.
@@ -680,25 +703,70 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
 
     /// Positions the counters as if `cur_post` WQEBBs and `head` WRs had
     /// been posted and all completed (for replaying recorded states, e.g.
-    /// the ground-truth vectors' filler posts).
-    pub fn set_counters(&mut self, cur_post: u32, head: u32, bf_offset: usize) {
+    /// the ground-truth vectors' filler posts). Every slot's record is
+    /// cleared: no WR is in flight afterwards.
+    ///
+    /// # Safety
+    /// The device must not be reading the ring, or must already have
+    /// completed every WQE posted so far (it will fetch from `cur_post` on
+    /// next): the queue forgets all posted WRs, so their memory is treated
+    /// as free and later posts overwrite their WQEs. `bf_offset` must be
+    /// 0 or the BlueFlame buffer size.
+    pub unsafe fn set_counters(&mut self, cur_post: u32, head: u32, bf_offset: usize) {
         self.cur_post = cur_post;
         self.head = head;
         self.tail = head;
         self.bf_offset = bf_offset;
+        self.forget_slots();
+    }
+
+    /// Accounts for one WQE of `wqebbs` WQEBBs that the caller wrote at
+    /// the producer index itself (bypassing the builders, e.g. to test a
+    /// device's validation): records `wr_id` for its first WQEBB as a
+    /// posted WR and advances `cur_post` and `head`. The doorbell is not
+    /// touched.
+    ///
+    /// # Safety
+    /// The caller wrote the WQE (and is responsible for what the device
+    /// does with it); `wqebbs` is its real size in WQEBBs, at least 1, and
+    /// the queue has room for it (fewer than `max_post` WRs outstanding).
+    pub unsafe fn record_raw_post(&mut self, wr_id: u64, wqebbs: u32) {
+        let idx = (self.cur_post as usize) & (N - 1);
+        self.wrid[idx] = wr_id;
+        self.wqe_head[idx] = self.head;
+        self.wqe_ctr[idx] = SLOT_VALID | (self.cur_post & 0xffff);
+        self.wr_data[idx] = 0;
+        self.cur_post = self.cur_post.wrapping_add(wqebbs.max(1));
+        self.head = self.head.wrapping_add(1);
     }
 
     /// Retires WRs up to the WQE whose first WQEBB counter is
     /// `wqe_counter` (from a requester CQE) and returns its `wr_id`.
-    /// FACTS §5.7: `tail = wqe_head[idx] + 1`.
+    /// FACTS §5.7: `tail = wqe_head[idx] + 1` — but only if the slot's WQE
+    /// was posted at exactly `wqe_counter` and is still in flight (its WR
+    /// sequence in `[tail, head)`). A repeated, stale or never-posted
+    /// counter retires nothing: [`CompletionReject::NotInFlight`]. Two
+    /// compares, no search.
+    ///
+    /// # Safety
+    /// Retiring hands the WQEs' ring space (and, to the caller, the SGE
+    /// memory of every WR retired) back for reuse: call it only with the
+    /// `wqe_counter` of a requester CQE the device really wrote for this
+    /// queue (or when the device no longer executes the queue).
     #[inline]
-    pub fn retire(&mut self, wqe_counter: u16) -> SendRetired {
+    pub unsafe fn retire(&mut self, wqe_counter: u16) -> Result<SendRetired, CompletionReject> {
         let idx = wqe_counter as usize & (N - 1);
-        self.tail = self.wqe_head[idx].wrapping_add(1);
-        SendRetired {
+        let seq = self.wqe_head[idx];
+        if self.wqe_ctr[idx] != SLOT_VALID | wqe_counter as u32
+            || seq.wrapping_sub(self.tail) >= self.head.wrapping_sub(self.tail)
+        {
+            return Err(CompletionReject::NotInFlight);
+        }
+        self.tail = seq.wrapping_add(1);
+        Ok(SendRetired {
             wr_id: self.wrid[idx],
             wr_data: self.wr_data[idx],
-        }
+        })
     }
 
     /// Posts `wrs` whose SGEs name raw device addresses, writing one WQE
@@ -728,7 +796,8 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
     /// `mrs`: each SGE must lie inside a region under its lkey, and
     /// operations the device writes into (READ, atomics) need
     /// `LOCAL_WRITE`. Inline payloads are read through the region's CPU
-    /// mapping. The first WR that fails a check is reported as
+    /// mapping. An atomic's result SGE must cover the 8 bytes the device
+    /// writes (whatever its `length`). The first WR that fails a check is reported as
     /// [`PostErrorKind::SgeOutOfBounds`]; the WRs before it are posted.
     pub fn post_send(
         &mut self,
@@ -741,11 +810,22 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
                 wr.op,
                 SendOp::Read { .. } | SendOp::CompSwap { .. } | SendOp::FetchAdd { .. }
             );
+            let atomic = wr.op.is_atomic();
             for (j, s) in wr.sgl.iter().enumerate() {
                 if s.length == 0 {
                     continue;
                 }
-                let ok = crate::mr::find(mrs, s)
+                // An atomic's data segment always says 8 bytes (whatever
+                // `length` is): the device writes the 8-byte result there.
+                let extent = if atomic {
+                    Sge {
+                        length: ATOMIC_SIZE,
+                        ..*s
+                    }
+                } else {
+                    *s
+                };
+                let ok = crate::mr::find(mrs, &extent)
                     .is_some_and(|m| !writes || m.access().allows(crate::mr::Access::LOCAL_WRITE));
                 if !ok {
                     bad = Some(PostError {
@@ -854,6 +934,7 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
             fence = 0;
             self.wrid[idx] = wr.wr_id;
             self.wqe_head[idx] = self.head.wrapping_add(nreq);
+            self.wqe_ctr[idx] = SLOT_VALID | (cur & 0xffff);
             self.wr_data[idx] = 0;
             cur = cur.wrapping_add((ds + 3) >> 2);
             last_ctrl = ctrl_off;
@@ -1231,6 +1312,7 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
 
         self.wrid[idx] = wr.wr_id;
         self.wqe_head[idx] = self.head.wrapping_add(nreq);
+        self.wqe_ctr[idx] = SLOT_VALID | (self.cur_post & 0xffff);
         self.wr_data[idx] = wr_data;
         self.cur_post = self.cur_post.wrapping_add((ds + 3) >> 2);
         Built {
@@ -1377,6 +1459,9 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
                 *off += 64;
                 *ds += 4;
             }
+            // A UMR ending exactly at the ring end: what follows (inline
+            // data) starts at offset 0.
+            *off = Self::wrap(*off);
         }
     }
 
@@ -1554,7 +1639,8 @@ mod tests {
             db: [0],
         };
         let mut q = queue(&mut f, cfg(QpType::Rc, 1, 16, 252));
-        q.set_counters(7, 7, 0);
+        // SAFETY: memory-only ring, never executed by a device.
+        unsafe { q.set_counters(7, 7, 0) };
         let payload: [u8; 60] = core::array::from_fn(|i| i as u8);
         let sgl = [Sge {
             addr: payload.as_ptr().expose_provenance() as u64,
@@ -1715,8 +1801,11 @@ mod tests {
             assert_eq!(a.uar().bytes()[..], b.uar().bytes()[..]);
             if rnd() % 2 == 0 {
                 // Everything completed (both queues alike).
-                a.set_counters(a.cur_post(), a.head(), a.bf_offset());
-                b.set_counters(b.cur_post(), b.head(), b.bf_offset());
+                // SAFETY: memory-only rings, never executed by a device.
+                unsafe {
+                    a.set_counters(a.cur_post(), a.head(), a.bf_offset());
+                    b.set_counters(b.cur_post(), b.head(), b.bf_offset());
+                }
             }
         }
     }
@@ -1770,5 +1859,177 @@ mod tests {
         assert_eq!(r[24..28], (0xbeef | 0x8000_0000u32).to_be_bytes());
         // ctrl + AV + data = 5 DS → 2 WQEBBs (FACTS §1.7).
         assert_eq!(q.cur_post(), 2);
+    }
+
+    fn send_wr(wr_id: u64, sgl: &[Sge]) -> SendWr<'_> {
+        SendWr::new(wr_id, SendOp::Send, sgl).with_flags(SendFlags::SIGNALED)
+    }
+
+    #[test]
+    fn retire_accepts_only_the_first_wqebb_of_a_wqe_in_flight() {
+        let mut f = Fixture {
+            ring: [0; N * 8],
+            db: [0],
+        };
+        let mut q = queue(&mut f, cfg(QpType::Rc, 4, 4, 0));
+        let s1 = [Sge {
+            addr: 0x10,
+            length: 8,
+            lkey: 1,
+        }];
+        // 4 SGEs: ctrl + 4 data = 5 DS = 2 WQEBBs.
+        let s4 = [s1[0]; 4];
+        // WR 1 at counter 0 (1 WQEBB), WR 2 at counter 1 (2 WQEBBs), WR 3
+        // at counter 3.
+        // SAFETY: memory-only ring; SGEs never dereferenced.
+        unsafe { q.post_send_raw(&[send_wr(1, &s1), send_wr(2, &s4), send_wr(3, &s1)]) }.unwrap();
+        assert_eq!((q.cur_post(), q.head(), q.tail()), (4, 3, 0));
+        // SAFETY (all retire calls): memory-only ring, never executed.
+        unsafe {
+            // Never posted: counter 4 (beyond the producer), 9 (slot 1 a lap
+            // on), 2 (second WQEBB of WR 2).
+            for c in [4u16, 9, 2, 0xffff] {
+                assert_eq!(q.retire(c), Err(CompletionReject::NotInFlight), "{c}");
+                assert_eq!(q.tail(), 0, "{c}");
+            }
+            assert_eq!(q.retire(1).map(|r| r.wr_id), Ok(2));
+            assert_eq!(q.tail(), 2);
+            // Repeated and stale counters retire nothing; tail never moves
+            // backwards.
+            assert_eq!(q.retire(1), Err(CompletionReject::NotInFlight));
+            assert_eq!(q.retire(0), Err(CompletionReject::NotInFlight));
+            assert_eq!(q.tail(), 2);
+            assert_eq!(q.retire(3).map(|r| r.wr_id), Ok(3));
+            assert_eq!(q.outstanding(), 0);
+            assert_eq!(q.retire(3), Err(CompletionReject::NotInFlight));
+        }
+    }
+
+    #[test]
+    fn reset_forgets_every_slot() {
+        let mut f = Fixture {
+            ring: [0; N * 8],
+            db: [0],
+        };
+        let mut q = queue(&mut f, cfg(QpType::Rc, 4, 4, 0));
+        let s1 = [Sge {
+            addr: 0x10,
+            length: 8,
+            lkey: 1,
+        }];
+        let s4 = [s1[0]; 4];
+        // SAFETY: memory-only ring; SGEs never dereferenced.
+        unsafe { q.post_send_raw(&[send_wr(1, &s1), send_wr(2, &s1), send_wr(3, &s1)]) }.unwrap();
+        q.reset();
+        q.enable();
+        // New life: WR 10 at counter 0 (2 WQEBBs), WR 11 at counter 2.
+        // SAFETY: as above.
+        unsafe { q.post_send_raw(&[send_wr(10, &s4), send_wr(11, &s1)]) }.unwrap();
+        // SAFETY: memory-only ring, never executed.
+        unsafe {
+            // Slot 1 still holds WR 2 of the old life (sequence 1, which is
+            // inside the new [tail, head)): a stale CQE for it is refused.
+            assert_eq!(q.retire(1), Err(CompletionReject::NotInFlight));
+            assert_eq!(q.tail(), 0);
+            assert_eq!(q.retire(2).map(|r| r.wr_id), Ok(11));
+        }
+        // set_counters forgets too.
+        // SAFETY: memory-only ring.
+        unsafe { q.set_counters(5, 7, 0) };
+        // SAFETY: as above.
+        unsafe { assert_eq!(q.retire(2), Err(CompletionReject::NotInFlight)) };
+    }
+
+    #[test]
+    fn umr_ending_at_the_ring_end_wraps_before_inline_data() {
+        let mut f = Fixture {
+            ring: [0; N * 8],
+            db: [0],
+        };
+        let mut q = queue(&mut f, cfg(QpType::Rc, 1, 4, 64));
+        // LOCAL_INV at WQEBB 6: ctrl 0x180, UMR control 0x190..0x1c0, mkey
+        // context 0x1c0..0x200 = the ring end; the inline data must start
+        // at offset 0 (before the fix: off == RING_BYTES, `room`
+        // underflowed — a debug panic, a write past the ring in release).
+        // SAFETY: memory-only ring, never executed by a device.
+        unsafe { q.set_counters(6, 6, 0) };
+        let payload: [u8; 8] = core::array::from_fn(|i| 0xa0 + i as u8);
+        let sgl = [Sge {
+            addr: payload.as_ptr().expose_provenance() as u64,
+            length: 8,
+            lkey: 0,
+        }];
+        let wr = SendWr::new(
+            1,
+            SendOp::LocalInv {
+                invalidate_rkey: 0x1234,
+            },
+            &sgl,
+        )
+        .with_flags(SendFlags::INLINE | SendFlags::SIGNALED);
+        // SAFETY: the inline SGE points at `payload`, alive and readable.
+        unsafe { q.post_send_raw(&[wr]) }.unwrap();
+        let r = ring_bytes(&f);
+        assert_eq!(r[0..4], (8u32 | 0x8000_0000).to_be_bytes());
+        assert_eq!(r[4..12], payload);
+        // ctrl 1 + UMR 3 + mkey 4 + inline 1 = 9 DS → 3 WQEBBs.
+        assert_eq!(r[0x187] & 0x3f, 9);
+        assert_eq!(q.cur_post(), 9);
+    }
+
+    #[test]
+    fn atomic_result_sge_must_cover_eight_writable_bytes() {
+        let mut f = Fixture {
+            ring: [0; N * 8],
+            db: [0],
+        };
+        let mut q = queue(&mut f, cfg(QpType::Rc, 4, 1, 0));
+        let mut mem = [0u64; 2];
+        let cpu = NonNull::new(mem.as_mut_ptr().cast::<u8>()).unwrap();
+        // SAFETY: `mem` outlives the region; the ring is never executed, so
+        // nothing writes through it.
+        let mr = unsafe {
+            crate::mr::MemoryRegion::new(
+                cpu,
+                0x9000,
+                16,
+                7,
+                7,
+                crate::mr::Access(crate::mr::Access::LOCAL_WRITE),
+            )
+        };
+        let op = SendOp::FetchAdd {
+            remote_addr: 0x5000,
+            rkey: 3,
+            add: 1,
+        };
+        // 4 bytes at offset 12 are inside the region, but the device
+        // writes 8 bytes there (4 past its end).
+        let bad = [Sge {
+            addr: 0x900c,
+            length: 4,
+            lkey: 7,
+        }];
+        let e = q.post_send(&[SendWr::new(1, op, &bad)], &[mr]).unwrap_err();
+        assert_eq!(e.kind, PostErrorKind::SgeOutOfBounds { sge: 0 });
+        assert_eq!(q.head(), 0);
+        let good = [Sge {
+            addr: 0x9008,
+            length: 4,
+            lkey: 7,
+        }];
+        q.post_send(&[SendWr::new(2, op, &good)], &[mr]).unwrap();
+        assert_eq!(q.head(), 1);
+        // A read-only region is refused even when the 8 bytes fit.
+        // SAFETY: as above.
+        let ro =
+            unsafe { crate::mr::MemoryRegion::new(cpu, 0x9000, 16, 8, 8, crate::mr::Access(0)) };
+        let sg = [Sge {
+            addr: 0x9000,
+            length: 8,
+            lkey: 8,
+        }];
+        let e = q.post_send(&[SendWr::new(3, op, &sg)], &[ro]).unwrap_err();
+        assert_eq!(e.kind, PostErrorKind::SgeOutOfBounds { sge: 0 });
     }
 }

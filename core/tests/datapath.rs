@@ -121,6 +121,7 @@ fn random_post_poll_sequences_match_the_model() {
     let mut qp = QueuePair {
         qpn: 0x1234,
         uidx: 7,
+        cqe_version: 1,
         sq,
         rq: Some(rq),
     };

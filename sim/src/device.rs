@@ -22,6 +22,7 @@ use bareverbs::qp::{check_transition, QpAttrMask, QpState, QpTransitionError, Qp
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::fmt;
+use std::ptr::NonNull;
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -328,9 +329,23 @@ impl Device {
     /// new key (lkey = rkey) with `access` (`ibv_access_flags`). Returns
     /// the key.
     pub fn reg_mr_range(&self, pd: Pd, iova: u64, len: u64, access: u32) -> Result<u32, SimError> {
+        self.reg_mr_translated(pd, iova, len, access)
+            .map(|(key, _)| key)
+    }
+
+    /// [`Device::reg_mr_range`], also returning the CPU address the
+    /// simulator's own DMA table gives for `iova`.
+    fn reg_mr_translated(
+        &self,
+        pd: Pd,
+        iova: u64,
+        len: u64,
+        access: u32,
+    ) -> Result<(u32, NonNull<u8>), SimError> {
+        let len_usize = usize::try_from(len).map_err(|_| SimError::BadAddress)?;
         let cpu = self
             .dma
-            .translate(iova, len as usize)
+            .translate(iova, len_usize)
             .ok_or(SimError::BadAddress)?;
         let mut w = self.w.borrow_mut();
         let d = &mut w.devs[self.id as usize];
@@ -346,7 +361,7 @@ impl Device {
             access,
             valid: true,
         }));
-        Ok(key)
+        Ok((key, cpu))
     }
 
     /// Registers a memory key chosen by the caller (as CREATE_MKEY does):
@@ -362,9 +377,9 @@ impl Device {
         dev_addr: u64,
         access: u32,
     ) -> Result<(), SimError> {
-        let cpu = self
-            .dma
-            .translate(dev_addr, len as usize)
+        let cpu = usize::try_from(len)
+            .ok()
+            .and_then(|l| self.dma.translate(dev_addr, l))
             .ok_or(SimError::BadAddress)?;
         let mut w = self.w.borrow_mut();
         let d = &mut w.devs[self.id as usize];
@@ -389,18 +404,25 @@ impl Device {
         }
     }
 
-    /// Registers a whole DMA buffer and returns the core's
-    /// [`MemoryRegion`] for it.
+    /// Registers the device range `[buf.iova, buf.iova + buf.len)` and
+    /// returns the core's [`MemoryRegion`] for it.
+    ///
+    /// Only `buf.iova` and `buf.len` are used: the region's CPU address comes
+    /// from the simulator's own DMA translation of the IOVA, never from
+    /// `buf.cpu`, so a caller-built `DmaBuf` cannot point the region (and the
+    /// host-side copies the core makes through it, such as inline sends) at
+    /// memory outside the device's allocations. A range that is not inside
+    /// one live allocation is refused with [`SimError::BadAddress`].
     pub fn reg_mr(&self, pd: Pd, buf: DmaBuf, access: u32) -> Result<MemoryRegion, SimError> {
-        let key = self.reg_mr_range(pd, buf.iova, buf.len as u64, access)?;
-        // SAFETY: `buf` is live memory of this device's allocator (just
-        // translated), reachable by the device at `iova + i` under `key`;
-        // the allocator keeps it valid until it is freed, which the user
-        // must not do while the region is in use (the contract of
-        // MemoryRegion::new, forwarded to the caller by documentation).
-        Ok(unsafe {
-            MemoryRegion::new(buf.cpu, buf.iova, buf.len as u64, key, key, Access(access))
-        })
+        let len = buf.len as u64;
+        let (key, cpu) = self.reg_mr_translated(pd, buf.iova, len, access)?;
+        // SAFETY: `cpu` is the simulator's translation of `buf.iova`: byte i
+        // of `[cpu, cpu + len)` is the live allocation byte the device reaches
+        // at `iova + i` under `key`. The allocator keeps it valid until it is
+        // freed, which the user must not do while the region is in use (the
+        // contract of MemoryRegion::new, forwarded to the caller by
+        // documentation).
+        Ok(unsafe { MemoryRegion::new(cpu, buf.iova, len, key, key, Access(access)) })
     }
 
     /// Invalidates a key (deregistration).

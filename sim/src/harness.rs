@@ -10,8 +10,8 @@ use bareverbs::mr::MemoryRegion;
 use bareverbs::platform::{DmaBuf, BF_OFFSET};
 use bareverbs::qp::{QpAttrMask, QpState, QpType};
 use bareverbs::queue_pair::QueuePair;
-use bareverbs::rq::{RecvQueue, RqConfig};
-use bareverbs::sq::{BlueFlame, SendQueue, Sge, SqConfig};
+use bareverbs::rq::{RecvError, RecvQueue, RecvWr, RqConfig};
+use bareverbs::sq::{BlueFlame, PostError, SendQueue, SendWr, Sge, SqConfig};
 
 /// How to build an endpoint.
 #[derive(Clone, Copy, Debug)]
@@ -57,31 +57,56 @@ impl EpConfig {
 /// One QP with its CQ (send and receive completions share it) and a
 /// registered buffer. `SQ` is the send ring in WQEBBs, `RQ` the receive
 /// ring in WQEs, `CQ` the CQ entries.
+///
+/// The core's queues hold raw pointers into DMA memory the simulated device
+/// allocated. The fields are private and no accessor hands out a `&mut` to
+/// the core's queue types, so the queues can be neither moved out of the
+/// endpoint nor swapped with another endpoint's: they live exactly as long
+/// as the endpoint, which keeps the device (and with it that memory) alive,
+/// and are dropped before it.
+///
+/// ```compile_fail
+/// # use bareverbs::qp::QpType;
+/// # use bareverbs_sim::harness::{Endpoint, EpConfig};
+/// # let fabric = bareverbs_sim::Fabric::new(1);
+/// # let dev = fabric.add_device();
+/// let ep: Endpoint = Endpoint::new(&dev, &EpConfig::new(QpType::Rc)).unwrap();
+/// let cq = ep.cq; // the CQ cannot be moved out of its endpoint
+/// # let _ = cq;
+/// ```
+///
+/// ```compile_fail
+/// # use bareverbs::qp::QpType;
+/// # use bareverbs_sim::harness::{Endpoint, EpConfig};
+/// # let fabric = bareverbs_sim::Fabric::new(1);
+/// # let (da, db) = (fabric.add_device(), bareverbs_sim::Fabric::new(2).add_device());
+/// let mut a: Endpoint = Endpoint::new(&da, &EpConfig::new(QpType::Rc)).unwrap();
+/// let mut b: Endpoint = Endpoint::new(&db, &EpConfig::new(QpType::Rc)).unwrap();
+/// std::mem::swap(&mut a.qp, &mut b.qp); // nor swapped into another's
+/// ```
+///
+/// ```
+/// # use bareverbs::qp::QpType;
+/// # use bareverbs_sim::harness::{Endpoint, EpConfig};
+/// # let fabric = bareverbs_sim::Fabric::new(1);
+/// # let dev = fabric.add_device();
+/// let ep: Endpoint = Endpoint::new(&dev, &EpConfig::new(QpType::Rc)).unwrap();
+/// assert_eq!(ep.cq().cqn(), ep.cqn()); // read-only access
+/// ```
 pub struct Endpoint<const SQ: usize = 256, const RQ: usize = 256, const CQ: usize = 1024> {
-    /// The device.
-    pub dev: Device,
-    /// Protection domain.
-    pub pd: Pd,
-    /// QP number.
-    pub qpn: u32,
-    /// The core's queue pair (send queue rings through [`SimUar`]).
-    pub qp: QueuePair<SimUar, SQ, RQ>,
-    /// The core's completion queue.
-    pub cq: CompletionQueue<CQ>,
-    /// CQ number.
-    pub cqn: u32,
-    /// The data buffer.
-    pub buf: DmaBuf,
-    /// Its memory region.
-    pub mr: MemoryRegion,
-    /// The configuration.
-    pub cfg: EpConfig,
-    /// The SQ ring (for tests that write raw WQEs).
-    pub sq_ring: DmaBuf,
-    /// The QP doorbell record.
-    pub dbrec: DmaBuf,
-    /// The RQ ring.
-    pub rq_ring: DmaBuf,
+    qp: QueuePair<SimUar, SQ, RQ>,
+    cq: CompletionQueue<CQ>,
+    pd: Pd,
+    qpn: u32,
+    cqn: u32,
+    buf: DmaBuf,
+    mr: MemoryRegion,
+    cfg: EpConfig,
+    sq_ring: DmaBuf,
+    dbrec: DmaBuf,
+    rq_ring: DmaBuf,
+    /// Declared last so that it is dropped after the queues above.
+    dev: Device,
 }
 
 /// Largest DS a WR of this endpoint may need.
@@ -170,6 +195,7 @@ impl<const SQ: usize, const RQ: usize, const CQ: usize> Endpoint<SQ, RQ, CQ> {
             qp: QueuePair {
                 qpn,
                 uidx: qpn,
+                cqe_version: 1,
                 sq,
                 rq: Some(rq),
             },
@@ -182,6 +208,105 @@ impl<const SQ: usize, const RQ: usize, const CQ: usize> Endpoint<SQ, RQ, CQ> {
             dbrec: h.dbrec,
             rq_ring,
         })
+    }
+
+    /// The device.
+    pub fn dev(&self) -> &Device {
+        &self.dev
+    }
+
+    /// Protection domain.
+    pub fn pd(&self) -> Pd {
+        self.pd
+    }
+
+    /// QP number.
+    pub fn qpn(&self) -> u32 {
+        self.qpn
+    }
+
+    /// CQ number.
+    pub fn cqn(&self) -> u32 {
+        self.cqn
+    }
+
+    /// The configuration.
+    pub fn cfg(&self) -> &EpConfig {
+        &self.cfg
+    }
+
+    /// The data buffer (a description; its memory lives while the endpoint does).
+    pub fn buf(&self) -> DmaBuf {
+        self.buf
+    }
+
+    /// The data buffer's memory region.
+    pub fn mr(&self) -> &MemoryRegion {
+        &self.mr
+    }
+
+    /// The SQ ring (for tests that write raw WQEs).
+    pub fn sq_ring(&self) -> DmaBuf {
+        self.sq_ring
+    }
+
+    /// The QP doorbell record.
+    pub fn dbrec(&self) -> DmaBuf {
+        self.dbrec
+    }
+
+    /// The RQ ring.
+    pub fn rq_ring(&self) -> DmaBuf {
+        self.rq_ring
+    }
+
+    /// The core's queue pair (read-only).
+    pub fn qp(&self) -> &QueuePair<SimUar, SQ, RQ> {
+        &self.qp
+    }
+
+    /// The core's send queue (read-only).
+    pub fn sq(&self) -> &SendQueue<SimUar, SQ> {
+        &self.qp.sq
+    }
+
+    /// The core's completion queue (read-only).
+    pub fn cq(&self) -> &CompletionQueue<CQ> {
+        &self.cq
+    }
+
+    /// Posts `wrs` on the send queue, checking every SGE against `mrs`
+    /// ([`SendQueue::post_send`]).
+    pub fn post_send(&mut self, wrs: &[SendWr<'_>], mrs: &[MemoryRegion]) -> Result<(), PostError> {
+        self.qp.sq.post_send(wrs, mrs)
+    }
+
+    /// Posts `wrs` on the send queue without SGE checks
+    /// ([`SendQueue::post_send_raw`]).
+    ///
+    /// # Safety
+    /// As [`SendQueue::post_send_raw`]: every SGE the device reads or writes
+    /// must stay valid until its completion, and inline SGEs must point at
+    /// readable host memory.
+    pub unsafe fn post_send_raw(&mut self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
+        // SAFETY: forwarded contract.
+        unsafe { self.qp.sq.post_send_raw(wrs) }
+    }
+
+    /// Posts `wrs` on the receive queue ([`RecvQueue::post_recv_raw`]).
+    ///
+    /// # Safety
+    /// As [`RecvQueue::post_recv_raw`]: every SGE must name memory the device
+    /// may write until the WR completes.
+    pub unsafe fn post_recv_raw(&mut self, wrs: &[RecvWr<'_>]) -> Result<(), RecvError> {
+        let rq = self.qp.rq.as_mut().expect("an endpoint always has an RQ");
+        // SAFETY: forwarded contract.
+        unsafe { rq.post_recv_raw(wrs) }
+    }
+
+    /// The send queue's doorbell page (raw doorbell writes in tests).
+    pub fn uar_mut(&mut self) -> &mut SimUar {
+        self.qp.sq.uar_mut()
     }
 
     /// Modifies the QP on the device and mirrors the posting rules in the
@@ -209,7 +334,8 @@ impl<const SQ: usize, const RQ: usize, const CQ: usize> Endpoint<SQ, RQ, CQ> {
     /// Writes raw WQE bytes at the send queue's producer position, updates
     /// the doorbell record and rings an 8-byte doorbell, bypassing the
     /// core's checks (for testing the device's validation). The host
-    /// queue's counters advance as if one WR of `bbs` WQEBBs was posted.
+    /// queue's counters advance as if one WR (`wr_id` 0) of `bbs` WQEBBs
+    /// was posted; it is outstanding until its completion is polled.
     pub fn post_raw_wqe(&mut self, wqe: &[u8], bbs: u32) {
         use bareverbs::platform::Uar;
         let cur = self.qp.sq.cur_post();
@@ -229,9 +355,9 @@ impl<const SQ: usize, const RQ: usize, const CQ: usize> Endpoint<SQ, RQ, CQ> {
                 (next & 0xffff).to_be_bytes(),
             )
         };
-        let head = self.qp.sq.head();
-        let bf = self.qp.sq.bf_offset();
-        self.qp.sq.set_counters(next, head.wrapping_add(1), bf);
+        // SAFETY: the WQE of `bbs` WQEBBs was written at the producer index
+        // just above; the device's validation is what these tests exercise.
+        unsafe { self.qp.sq.record_raw_post(0, bbs) };
         let mut first = [0u8; 8];
         let k = wqe.len().min(8);
         first[..k].copy_from_slice(&wqe[..k]);

@@ -31,9 +31,9 @@
 //! connect(&mut a, &mut b, &ConnOpts::default()).unwrap(); // RESET → INIT → RTR → RTS
 //! a.write(0, b"hello");
 //! let sge = [a.sge(0, 5)];
-//! let op = SendOp::Write { remote_addr: b.addr(0), rkey: b.mr.rkey() };
+//! let op = SendOp::Write { remote_addr: b.addr(0), rkey: b.mr().rkey() };
 //! let wr = SendWr::new(1, op, &sge).with_flags(SendFlags::SIGNALED);
-//! a.qp.sq.post_send(&[wr], &[a.mr]).unwrap(); // doorbell → the device executes
+//! a.post_send(&[wr], &[*a.mr()]).unwrap(); // doorbell → the device executes
 //! let wcs = a.drain(); // the core's CompletionQueue::poll over real mlx5 CQEs
 //! assert_eq!(wcs[0].wr_id, 1);
 //! assert_eq!(b.read(0, 5), b"hello");
@@ -84,3 +84,8 @@ pub use device::{CqHandle, Device, Fabric, Pd, QpHandle, QpInit, SimError, SimUa
 pub use fault::{FaultPlan, Rng, Stall, Window};
 pub use objects::{access, AsyncEvent, QpAttr};
 pub use world::{syndrome, vendor, TraceEvent, TraceKind};
+
+/// The README's code blocks, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+pub struct ReadmeDoctests;

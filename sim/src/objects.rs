@@ -40,7 +40,9 @@ impl Mr {
     /// CPU pointer for `[addr, addr + len)` when it lies inside the region.
     pub fn range(&self, addr: u64, len: u64) -> Option<*mut u8> {
         let end = addr.checked_add(len)?;
-        if addr < self.iova || end > self.iova + self.len {
+        // `iova`/`len` of a caller-chosen key (CREATE_MKEY) are guest values:
+        // a region whose end does not fit in 64 bits matches nothing.
+        if addr < self.iova || end > self.iova.checked_add(self.len)? {
             return None;
         }
         Some(self.cpu.wrapping_add((addr - self.iova) as usize))
@@ -228,4 +230,36 @@ pub enum AsyncEvent {
         /// The CQ.
         cqn: u32,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A key whose guest-chosen bounds end past 2^64 (CREATE_MKEY takes
+    /// `start`/`len` from the command) matches nothing instead of
+    /// overflowing `iova + len`.
+    #[test]
+    fn range_of_a_region_ending_past_u64_max_is_none() {
+        let mut backing = [0u8; 16];
+        let m = Mr {
+            key: 0x100,
+            pd: 1,
+            iova: u64::MAX - 0xfff,
+            len: 0x2000,
+            cpu: backing.as_mut_ptr(),
+            access: 0,
+            valid: true,
+        };
+        assert_eq!(m.range(u64::MAX - 0xfff, 16), None);
+        assert_eq!(m.range(u64::MAX, 1), None);
+        let ok = Mr {
+            iova: 0x1000,
+            len: 16,
+            ..m
+        };
+        assert_eq!(ok.range(0x1000, 16), Some(backing.as_mut_ptr()));
+        assert_eq!(ok.range(0x1001, 16), None);
+        assert_eq!(ok.range(0x1000, u64::MAX), None);
+    }
 }

@@ -199,11 +199,7 @@ pub fn run_perf(cfg: &PerfConfig) -> PerfReport {
         for (qi, b) in sv.iter_mut().enumerate() {
             for s in 0..slots {
                 let sge = [b.sge((s as u64) * size as u64, size)];
-                let _ =
-                    b.qp.rq
-                        .as_mut()
-                        .expect("rq")
-                        .post_recv_raw_checked(&sge, s as u64, qi);
+                let _ = b.post_recv_raw_checked(&sge, s as u64, qi);
             }
         }
     }
@@ -224,7 +220,7 @@ pub fn run_perf(cfg: &PerfConfig) -> PerfReport {
                         a.fill(off as usize, size as usize, pat);
                         SendOp::Write {
                             remote_addr: b.addr(off),
-                            rkey: b.mr.rkey(),
+                            rkey: b.mr().rkey(),
                         }
                     }
                     TestKind::SendBw | TestKind::SendLat => {
@@ -236,12 +232,12 @@ pub fn run_perf(cfg: &PerfConfig) -> PerfReport {
                         a.fill(off as usize, size as usize, !pat);
                         SendOp::Read {
                             remote_addr: b.addr(off),
-                            rkey: b.mr.rkey(),
+                            rkey: b.mr().rkey(),
                         }
                     }
                     TestKind::AtomicLat => SendOp::FetchAdd {
                         remote_addr: b.addr(0),
-                        rkey: b.mr.rkey(),
+                        rkey: b.mr().rkey(),
                         add: 1,
                     },
                 };
@@ -263,7 +259,7 @@ pub fn run_perf(cfg: &PerfConfig) -> PerfReport {
                 }
                 let wr = SendWr::new(it, op, &sg).with_flags(flags);
                 post_t[q] = f.now_ns();
-                if a.qp.sq.post_send(&[wr], &[a.mr]).is_ok() {
+                if a.post_send(&[wr], &[*a.mr()]).is_ok() {
                     posted[q] += 1;
                     rep.posted += 1;
                 } else {
@@ -290,11 +286,7 @@ pub fn run_perf(cfg: &PerfConfig) -> PerfReport {
                         let got = b.read(slot * size as usize, size as usize);
                         let _ = got;
                         let sge = [b.sge(slot as u64 * size as u64, size)];
-                        let _ = b.qp.rq.as_mut().expect("rq").post_recv_raw_checked(
-                            &sge,
-                            slot as u64,
-                            q,
-                        );
+                        let _ = b.post_recv_raw_checked(&sge, slot as u64, q);
                     }
                 }
             }
@@ -333,9 +325,11 @@ pub fn run_perf(cfg: &PerfConfig) -> PerfReport {
                     let t0 = post_t[q];
                     let sample = match cfg.kind {
                         TestKind::WriteLat | TestKind::SendLat => {
-                            sv[q].dev.qp_last_rx_ns(sv[q].qpn).saturating_sub(t0) as f64
+                            sv[q].dev().qp_last_rx_ns(sv[q].qpn()).saturating_sub(t0) as f64
                         }
-                        _ => (a.dev.cq_last_cqe_ns(a.cqn).saturating_sub(t0)) as f64 + p.t_cqe_ns,
+                        _ => {
+                            (a.dev().cq_last_cqe_ns(a.cqn()).saturating_sub(t0)) as f64 + p.t_cqe_ns
+                        }
                     };
                     rep.lat_samples_ns.push(sample);
                 }
@@ -356,9 +350,10 @@ pub fn run_perf(cfg: &PerfConfig) -> PerfReport {
 
 impl Ep {
     fn fill(&self, off: usize, len: usize, b: u8) {
-        assert!(off + len <= self.buf.len);
+        let buf = self.buf();
+        assert!(off.checked_add(len).is_some_and(|end| end <= buf.len));
         // SAFETY: inside the live buffer (asserted), raw write.
-        unsafe { std::ptr::write_bytes(self.buf.cpu.as_ptr().add(off), b, len) };
+        unsafe { std::ptr::write_bytes(buf.cpu.as_ptr().add(off), b, len) };
     }
 }
 
@@ -366,7 +361,7 @@ trait PostOne {
     fn post_recv_raw_checked(&mut self, sgl: &[Sge], wr_id: u64, _q: usize) -> bool;
 }
 
-impl<const N: usize> PostOne for bareverbs::rq::RecvQueue<N> {
+impl PostOne for Ep {
     fn post_recv_raw_checked(&mut self, sgl: &[Sge], wr_id: u64, _q: usize) -> bool {
         // SAFETY: the SGEs come from `Endpoint::sge`, inside the endpoint's
         // registered buffer, which outlives the run.
@@ -406,7 +401,7 @@ pub fn loopback_write_rate_detail(n: u64) -> (f64, f64) {
     let sge = [a.sge(0, 64)];
     let op = SendOp::Write {
         remote_addr: b.addr(0),
-        rkey: b.mr.rkey(),
+        rkey: b.mr().rkey(),
     };
     let mut wc = [WorkCompletion::default(); 4];
     let cpu0 = thread_cpu_ns();
@@ -414,7 +409,7 @@ pub fn loopback_write_rate_detail(n: u64) -> (f64, f64) {
     let mut ok = 0u64;
     for i in 0..n {
         let wr = SendWr::new(i, op, &sge).with_flags(SendFlags::SIGNALED);
-        if a.qp.sq.post_send(&[wr], &[a.mr]).is_err() {
+        if a.post_send(&[wr], &[*a.mr()]).is_err() {
             break;
         }
         let k = a.poll(&mut wc);

@@ -30,13 +30,7 @@ fn pair() -> (Fabric, Ep, Ep) {
 fn recv(e: &mut Ep, wr_id: u64, off: u64, len: u32) {
     let s = [e.sge(off, len)];
     // SAFETY: inside the endpoint's registered buffer.
-    unsafe {
-        e.qp.rq
-            .as_mut()
-            .unwrap()
-            .post_recv_raw(&[RecvWr { wr_id, sgl: &s }])
-    }
-    .unwrap();
+    unsafe { e.post_recv_raw(&[RecvWr { wr_id, sgl: &s }]) }.unwrap();
 }
 
 fn write_wr<'a>(b: &Ep, wr_id: u64, sgl: &'a [Sge], roff: u64, signaled: bool) -> SendWr<'a> {
@@ -44,7 +38,7 @@ fn write_wr<'a>(b: &Ep, wr_id: u64, sgl: &'a [Sge], roff: u64, signaled: bool) -
         wr_id,
         SendOp::Write {
             remote_addr: b.addr(roff),
-            rkey: b.mr.rkey(),
+            rkey: b.mr().rkey(),
         },
         sgl,
     );
@@ -90,14 +84,14 @@ fn bad_opcode_ds_and_type_give_local_qp_op_error() {
             connect(&mut a, &mut b, &ConnOpts::default()).unwrap();
         }
         let ds = c[7] as u32;
-        c[4..8].copy_from_slice(&((a.qpn << 8) | ds).to_be_bytes());
+        c[4..8].copy_from_slice(&((a.qpn() << 8) | ds).to_be_bytes());
         let mut wqe = vec![0u8; 64 * bbs as usize];
         wqe[..16].copy_from_slice(&c);
         if i == 2 {
             // A WRITE whose DS (3) is fine but whose data names lkey 0:
             // a local protection error, not an opcode error.
             wqe[16..24].copy_from_slice(&b.addr(0).to_be_bytes());
-            wqe[24..28].copy_from_slice(&b.mr.rkey().to_be_bytes());
+            wqe[24..28].copy_from_slice(&b.mr().rkey().to_be_bytes());
             wqe[32..36].copy_from_slice(&8u32.to_be_bytes());
             wqe[36..40].copy_from_slice(&0x4242u32.to_be_bytes());
         }
@@ -115,7 +109,7 @@ fn bad_opcode_ds_and_type_give_local_qp_op_error() {
         } else {
             QpState::Err
         };
-        assert_eq!(d.qp_state(a.qpn), Some(want), "case {i}");
+        assert_eq!(d.qp_state(a.qpn()), Some(want), "case {i}");
     }
 }
 
@@ -128,7 +122,7 @@ fn ds_larger_than_ring_is_an_error() {
     connect(&mut a, &mut b, &ConnOpts::default()).unwrap();
     // DS 63 = 1008 bytes (16 WQEBBs) in a 256-byte ring (4 WQEBBs):
     // larger than the ring, so it can never be fetched whole.
-    let c = ctrl(0, 0x0a, a.qpn, 63, 0x08);
+    let c = ctrl(0, 0x0a, a.qpn(), 63, 0x08);
     let mut wqe = vec![0u8; 256];
     wqe[..16].copy_from_slice(&c);
     a.post_raw_wqe(&wqe, 4);
@@ -138,7 +132,7 @@ fn ds_larger_than_ring_is_an_error() {
     for w in &v[1..] {
         expect_err(w, WcStatus::WrFlushErr, vendor::FLUSH);
     }
-    assert_eq!(d.qp_state(a.qpn), Some(QpState::Err));
+    assert_eq!(d.qp_state(a.qpn()), Some(QpState::Err));
 }
 
 #[test]
@@ -147,15 +141,15 @@ fn local_protection_on_bad_lkey_or_bounds() {
     let bad = [Sge {
         addr: a.addr(0),
         length: 8,
-        lkey: a.mr.lkey() ^ 0xff,
+        lkey: a.mr().lkey() ^ 0xff,
     }];
     // SAFETY: the device checks the SGE; nothing is read outside regions.
-    unsafe { a.qp.sq.post_send_raw(&[write_wr(&b, 1, &bad, 0, false)]) }.unwrap();
+    unsafe { a.post_send_raw(&[write_wr(&b, 1, &bad, 0, false)]) }.unwrap();
     let v = a.drain();
     assert_eq!(v.len(), 1, "an error always completes, even unsignaled");
     expect_err(&v[0], WcStatus::LocProtErr, vendor::LOCAL_PROT);
     assert_eq!(v[0].wr_id, 1);
-    assert_eq!(a.dev.qp_state(a.qpn), Some(QpState::Err));
+    assert_eq!(a.dev().qp_state(a.qpn()), Some(QpState::Err));
     assert_eq!(b.read(0, 8), vec![0; 8]);
 }
 
@@ -163,12 +157,12 @@ fn local_protection_on_bad_lkey_or_bounds() {
 fn local_bounds_violation() {
     let (_f, mut a, b) = pair();
     let past = [Sge {
-        addr: a.addr(a.buf.len as u64 - 4),
+        addr: a.addr(a.buf().len as u64 - 4),
         length: 8,
-        lkey: a.mr.lkey(),
+        lkey: a.mr().lkey(),
     }];
     // SAFETY: the device checks the SGE against the region.
-    unsafe { a.qp.sq.post_send_raw(&[write_wr(&b, 2, &past, 0, true)]) }.unwrap();
+    unsafe { a.post_send_raw(&[write_wr(&b, 2, &past, 0, true)]) }.unwrap();
     expect_err(&a.drain()[0], WcStatus::LocProtErr, vendor::LOCAL_PROT);
 }
 
@@ -184,9 +178,9 @@ fn remote_access_errors_move_both_sides() {
         a.write(0, &[0xab; 32]);
         let s = [a.sge(0, 32)];
         let (addr, rkey) = match case {
-            0 => (b.addr(0), b.mr.rkey() ^ 0x100),
-            1 => (b.addr(b.buf.len as u64 - 16), b.mr.rkey()),
-            _ => (b.addr(0), b.mr.rkey()),
+            0 => (b.addr(0), b.mr().rkey() ^ 0x100),
+            1 => (b.addr(b.buf().len as u64 - 16), b.mr().rkey()),
+            _ => (b.addr(0), b.mr().rkey()),
         };
         let wr = SendWr::new(
             3,
@@ -196,14 +190,17 @@ fn remote_access_errors_move_both_sides() {
             },
             &s,
         );
-        a.qp.sq.post_send(&[wr], &[a.mr]).unwrap();
+        a.post_send(&[wr], &[*a.mr()]).unwrap();
         let v = a.drain();
         assert_eq!(v.len(), 1, "case {case}");
         expect_err(&v[0], WcStatus::RemAccessErr, vendor::REMOTE_ACCESS);
-        assert_eq!(a.dev.qp_state(a.qpn), Some(QpState::Err));
-        assert_eq!(b.dev.qp_state(b.qpn), Some(QpState::Err));
+        assert_eq!(a.dev().qp_state(a.qpn()), Some(QpState::Err));
+        assert_eq!(b.dev().qp_state(b.qpn()), Some(QpState::Err));
         // No byte was written anywhere in the responder's buffer.
-        assert!(b.read(0, b.buf.len).iter().all(|&x| x == 0), "case {case}");
+        assert!(
+            b.read(0, b.buf().len).iter().all(|&x| x == 0),
+            "case {case}"
+        );
     }
 }
 
@@ -213,12 +210,11 @@ fn receive_too_small_is_local_length_at_responder() {
     recv(&mut b, 50, 0, 16);
     recv(&mut b, 51, 100, 16);
     let s = [a.sge(0, 64)];
-    a.qp.sq
-        .post_send(
-            &[SendWr::new(4, SendOp::Send, &s).with_flags(SendFlags::SIGNALED)],
-            &[a.mr],
-        )
-        .unwrap();
+    a.post_send(
+        &[SendWr::new(4, SendOp::Send, &s).with_flags(SendFlags::SIGNALED)],
+        &[*a.mr()],
+    )
+    .unwrap();
     let va = a.drain();
     expect_err(&va[0], WcStatus::RemInvReqErr, vendor::REMOTE_INVAL_REQ);
     let vb = b.drain();
@@ -241,15 +237,14 @@ fn rnr_retry_exhaustion_and_rnr_recovery() {
     };
     let (_f, mut a, _b) = pair_with(&o);
     let s = [a.sge(0, 8)];
-    a.qp.sq
-        .post_send(
-            &[SendWr::new(1, SendOp::Send, &s).with_flags(SendFlags::SIGNALED)],
-            &[a.mr],
-        )
-        .unwrap();
+    a.post_send(
+        &[SendWr::new(1, SendOp::Send, &s).with_flags(SendFlags::SIGNALED)],
+        &[*a.mr()],
+    )
+    .unwrap();
     let v = a.drain();
     expect_err(&v[0], WcStatus::RnrRetryExcErr, vendor::RNR_RETRY_EXC);
-    assert_eq!(a.dev.qp_counters(a.qpn).unwrap().rnr_naks, 3);
+    assert_eq!(a.dev().qp_counters(a.qpn()).unwrap().rnr_naks, 3);
 
     // rnr_retry 7 = infinite: the send waits until a receive is posted.
     let o = ConnOpts {
@@ -261,14 +256,13 @@ fn rnr_retry_exhaustion_and_rnr_recovery() {
     f.set_horizon_ns(2_000_000); // 2 ms of RNR retries per run
     a.write(0, b"rnr!");
     let s = [a.sge(0, 4)];
-    a.qp.sq
-        .post_send(
-            &[SendWr::new(2, SendOp::Send, &s).with_flags(SendFlags::SIGNALED)],
-            &[a.mr],
-        )
-        .unwrap();
+    a.post_send(
+        &[SendWr::new(2, SendOp::Send, &s).with_flags(SendFlags::SIGNALED)],
+        &[*a.mr()],
+    )
+    .unwrap();
     assert!(a.drain().is_empty());
-    assert!(a.dev.qp_counters(a.qpn).unwrap().rnr_naks > 10);
+    assert!(a.dev().qp_counters(a.qpn()).unwrap().rnr_naks > 10);
     recv(&mut b, 9, 0, 64);
     f.run_until_idle();
     assert_eq!(a.drain()[0].status, WcStatus::Success);
@@ -310,7 +304,7 @@ fn transport_retry_exhaustion_and_flush_order() {
         write_wr(&b, 2, &s, 8, false),
         write_wr(&b, 3, &s, 16, true),
     ];
-    a.qp.sq.post_send(&wrs, &[a.mr]).unwrap();
+    a.post_send(&wrs, &[*a.mr()]).unwrap();
     let t0 = f.now_ns();
     f.run_until_idle();
     let v = a.drain();
@@ -322,14 +316,13 @@ fn transport_retry_exhaustion_and_flush_order() {
     expect_err(&v[0], WcStatus::RetryExcErr, vendor::RETRY_EXC);
     expect_err(&v[1], WcStatus::WrFlushErr, vendor::FLUSH);
     expect_err(&v[2], WcStatus::WrFlushErr, vendor::FLUSH);
-    let c = a.dev.qp_counters(a.qpn).unwrap();
+    let c = a.dev().qp_counters(a.qpn()).unwrap();
     assert_eq!(c.timeouts, 4);
     // 4 timeouts of 4.096 µs × 2^4 each.
     assert!(f.now_ns() - t0 >= 4 * 4096 * 16);
     // Posting in ERR still works and flushes immediately.
     f.set_auto_progress(true);
-    a.qp.sq
-        .post_send(&[write_wr(&b, 4, &s, 0, false)], &[a.mr])
+    a.post_send(&[write_wr(&b, 4, &s, 0, false)], &[*a.mr()])
         .unwrap();
     let v = a.drain();
     assert_eq!(v.len(), 1);
@@ -349,18 +342,18 @@ fn cq_overrun_is_detected_and_reported() {
             i,
             SendOp::Write {
                 remote_addr: b.addr(0),
-                rkey: b.mr.rkey(),
+                rkey: b.mr().rkey(),
             },
             &s,
         )
         .with_flags(SendFlags::SIGNALED);
-        a.qp.sq.post_send(&[wr], &[a.mr]).unwrap();
+        a.post_send(&[wr], &[*a.mr()]).unwrap();
     }
     let ev = d.take_events();
-    assert!(ev.contains(&AsyncEvent::CqError { cqn: a.cqn }), "{ev:?}");
-    assert!(ev.contains(&AsyncEvent::QpFatal { qpn: a.qpn }), "{ev:?}");
-    assert!(d.cq_in_error(a.cqn));
-    assert_eq!(d.qp_state(a.qpn), Some(QpState::Err));
+    assert!(ev.contains(&AsyncEvent::CqError { cqn: a.cqn() }), "{ev:?}");
+    assert!(ev.contains(&AsyncEvent::QpFatal { qpn: a.qpn() }), "{ev:?}");
+    assert!(d.cq_in_error(a.cqn()));
+    assert_eq!(d.qp_state(a.qpn()), Some(QpState::Err));
     // The four CQEs written before the overrun are intact and in order;
     // nothing was overwritten.
     let v = a.drain();
@@ -378,10 +371,9 @@ fn state_machine_is_enforced() {
     let mut b = ep(&d, QpType::Rc);
     // Posting in RESET: refused by the core (qp_state_max_gs = -1).
     let s = [a.sge(0, 8)];
-    let e =
-        a.qp.sq
-            .post_send(&[write_wr(&b, 1, &s, 0, true)], &[a.mr])
-            .unwrap_err();
+    let e = a
+        .post_send(&[write_wr(&b, 1, &s, 0, true)], &[*a.mr()])
+        .unwrap_err();
     assert!(matches!(
         e.kind,
         PostErrorKind::TooManySges { max: None, .. }
@@ -389,7 +381,7 @@ fn state_machine_is_enforced() {
     // Illegal transitions and missing attributes are refused.
     let err = d
         .modify_qp(
-            a.qpn,
+            a.qpn(),
             &QpAttr {
                 qp_state: QpState::Rts,
                 ..QpAttr::default()
@@ -406,7 +398,7 @@ fn state_machine_is_enforced() {
     );
     let err = d
         .modify_qp(
-            a.qpn,
+            a.qpn(),
             &QpAttr {
                 qp_state: QpState::Init,
                 ..QpAttr::default()
@@ -423,24 +415,24 @@ fn state_machine_is_enforced() {
     b.write(0, &[0; 8]);
     a.write(0, &[7; 8]);
     let mut wqe = [0u8; 64];
-    wqe[..16].copy_from_slice(&ctrl(0, 0x08, a.qpn, 3, 0x08));
+    wqe[..16].copy_from_slice(&ctrl(0, 0x08, a.qpn(), 3, 0x08));
     wqe[16..24].copy_from_slice(&b.addr(0).to_be_bytes());
-    wqe[24..28].copy_from_slice(&b.mr.rkey().to_be_bytes());
+    wqe[24..28].copy_from_slice(&b.mr().rkey().to_be_bytes());
     wqe[32..36].copy_from_slice(&8u32.to_be_bytes());
-    wqe[36..40].copy_from_slice(&a.mr.lkey().to_be_bytes());
+    wqe[36..40].copy_from_slice(&a.mr().lkey().to_be_bytes());
     wqe[40..48].copy_from_slice(&a.addr(0).to_be_bytes());
     a.post_raw_wqe(&wqe, 1);
     assert!(a.drain().is_empty());
-    assert!(d.qp_counters(a.qpn).unwrap().ignored_doorbells >= 1);
+    assert!(d.qp_counters(a.qpn()).unwrap().ignored_doorbells >= 1);
     assert_eq!(b.read(0, 8), [0; 8]);
-    to_rts(&mut b, d.lid(), a.qpn, &ConnOpts::default()).unwrap();
-    to_rts(&mut a, d.lid(), b.qpn, &ConnOpts::default()).unwrap();
+    to_rts(&mut b, d.lid(), a.qpn(), &ConnOpts::default()).unwrap();
+    to_rts(&mut a, d.lid(), b.qpn(), &ConnOpts::default()).unwrap();
     assert_eq!(a.drain().len(), 1);
     assert_eq!(b.read(0, 8), [7; 8]);
     // CUR_STATE must match.
     let err = d
         .modify_qp(
-            a.qpn,
+            a.qpn(),
             &QpAttr {
                 qp_state: QpState::Rts,
                 cur_qp_state: QpState::Sqd,
@@ -459,11 +451,9 @@ fn state_machine_is_enforced() {
         M::STATE,
     )
     .unwrap();
-    assert_eq!(d.qp_state(a.qpn), Some(QpState::Reset));
+    assert_eq!(d.qp_state(a.qpn()), Some(QpState::Reset));
     assert!(a
-        .qp
-        .sq
-        .post_send(&[write_wr(&b, 1, &s, 0, true)], &[a.mr])
+        .post_send(&[write_wr(&b, 1, &s, 0, true)], &[*a.mr()])
         .is_err());
 }
 
@@ -473,19 +463,18 @@ fn doorbell_before_record_is_counted_and_not_executed() {
     let (_f, mut a, b) = pair();
     // A correct post: the record covers the WQE.
     let s = [a.sge(0, 8)];
-    a.qp.sq
-        .post_send(&[write_wr(&b, 1, &s, 0, true)], &[a.mr])
+    a.post_send(&[write_wr(&b, 1, &s, 0, true)], &[*a.mr()])
         .unwrap();
     assert_eq!(a.drain().len(), 1);
-    assert_eq!(a.dev.qp_counters(a.qpn).unwrap().stale_dbrec, 0);
+    assert_eq!(a.dev().qp_counters(a.qpn()).unwrap().stale_dbrec, 0);
     // A doorbell for WQE index 1 while the record still says 1 (nothing
     // new posted): counted, nothing executes.
     let mut db = [0u8; 8];
     db[..4].copy_from_slice(&((1u32 << 8) | 0x08).to_be_bytes());
-    db[4..].copy_from_slice(&((a.qpn << 8) | 3).to_be_bytes());
-    a.qp.sq.uar_mut().write64(BF_OFFSET, db);
+    db[4..].copy_from_slice(&((a.qpn() << 8) | 3).to_be_bytes());
+    a.uar_mut().write64(BF_OFFSET, db);
     assert!(a.drain().is_empty());
-    assert_eq!(a.dev.qp_counters(a.qpn).unwrap().stale_dbrec, 1);
+    assert_eq!(a.dev().qp_counters(a.qpn()).unwrap().stale_dbrec, 1);
 }
 
 #[test]
@@ -521,13 +510,13 @@ fn ud_send_error_moves_to_sqe_and_receives_keep_working() {
         .with_flags(SendFlags::SIGNALED)
         .with_ud(UdDest {
             av: &av,
-            remote_qpn: a.qpn,
+            remote_qpn: a.qpn(),
             remote_qkey: 5,
         });
     // SAFETY: the device checks the SGE against its regions.
-    unsafe { b.qp.sq.post_send_raw(&[wr]) }.unwrap();
+    unsafe { b.post_send_raw(&[wr]) }.unwrap();
     expect_err(&b.drain()[0], WcStatus::LocProtErr, vendor::LOCAL_PROT);
-    assert_eq!(b.dev.qp_state(b.qpn), Some(QpState::Sqe));
+    assert_eq!(b.dev().qp_state(b.qpn()), Some(QpState::Sqe));
     // b still receives.
     recv(&mut b, 7, 0, 200);
     a.write(0, b"still here");
@@ -536,10 +525,10 @@ fn ud_send_error_moves_to_sqe_and_receives_keep_working() {
         .with_flags(SendFlags::SIGNALED)
         .with_ud(UdDest {
             av: &av,
-            remote_qpn: b.qpn,
+            remote_qpn: b.qpn(),
             remote_qkey: 5,
         });
-    a.qp.sq.post_send(&[wr], &[a.mr]).unwrap();
+    a.post_send(&[wr], &[*a.mr()]).unwrap();
     assert_eq!(a.drain()[0].status, WcStatus::Success);
     let r = b.drain();
     assert_eq!(
@@ -562,10 +551,10 @@ fn ud_send_error_moves_to_sqe_and_receives_keep_working() {
         .with_flags(SendFlags::SIGNALED)
         .with_ud(UdDest {
             av: &av,
-            remote_qpn: a.qpn,
+            remote_qpn: a.qpn(),
             remote_qkey: 5,
         });
-    b.qp.sq.post_send(&[wr], &[b.mr]).unwrap();
+    b.post_send(&[wr], &[*b.mr()]).unwrap();
     assert_eq!(b.drain()[0].status, WcStatus::Success);
     assert_eq!(a.read(140, 10), b"still here");
 }

@@ -31,12 +31,12 @@ fn write_all(f: &Fabric, a: &mut Ep, b: &Ep, n: u64) -> u64 {
             i,
             SendOp::Write {
                 remote_addr: b.addr(i * 64),
-                rkey: b.mr.rkey(),
+                rkey: b.mr().rkey(),
             },
             &s,
         )
         .with_flags(SendFlags::SIGNALED);
-        a.qp.sq.post_send(&[wr], &[a.mr]).unwrap();
+        a.post_send(&[wr], &[*a.mr()]).unwrap();
     }
     f.run_until_idle();
     let v = a.drain();
@@ -66,7 +66,7 @@ fn link_down_window_is_survived_by_retransmission() {
     });
     let took = write_all(&f, &mut a, &b, 8);
     assert!(took >= 300_000, "completion waited for the link: {took}");
-    assert!(a.dev.qp_counters(a.qpn).unwrap().timeouts >= 1);
+    assert!(a.dev().qp_counters(a.qpn()).unwrap().timeouts >= 1);
 }
 
 #[test]
@@ -77,7 +77,7 @@ fn responder_stall_delays_without_loss() {
     let now = f.now_ns();
     f.set_faults(FaultPlan {
         stalls: vec![Stall {
-            device: b.dev.index(),
+            device: b.dev().index(),
             window: Window {
                 start_ns: now,
                 end_ns: now + 50_000,
@@ -87,7 +87,7 @@ fn responder_stall_delays_without_loss() {
     });
     let took = write_all(&f, &mut a, &b, 4);
     assert!(took >= 50_000, "{took}");
-    assert_eq!(a.dev.qp_counters(a.qpn).unwrap().retransmits, 0);
+    assert_eq!(a.dev().qp_counters(a.qpn()).unwrap().retransmits, 0);
 }
 
 #[test]

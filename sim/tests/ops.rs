@@ -34,18 +34,12 @@ fn recv(e: &mut Ep, wr_id: u64, parts: &[(u64, u32)]) {
     let sgl: Vec<Sge> = parts.iter().map(|&(o, l)| e.sge(o, l)).collect();
     let sgl = &sgl[..];
     // SAFETY: the SGEs are inside the endpoint's registered buffer.
-    unsafe {
-        e.qp.rq
-            .as_mut()
-            .unwrap()
-            .post_recv_raw(&[RecvWr { wr_id, sgl }])
-    }
-    .unwrap();
+    unsafe { e.post_recv_raw(&[RecvWr { wr_id, sgl }]) }.unwrap();
 }
 
 fn post(e: &mut Ep, wr: SendWr<'_>) {
-    let mrs = [e.mr];
-    e.qp.sq.post_send(&[wr], &mrs).unwrap();
+    let mrs = [*e.mr()];
+    e.post_send(&[wr], &mrs).unwrap();
 }
 
 fn one(e: &mut Ep) -> WorkCompletion {
@@ -81,7 +75,7 @@ fn send_scatters_over_several_sges() {
         (77, WcStatus::Success, WcOpcode::Recv)
     );
     assert_eq!(r.byte_len, 300);
-    assert_eq!(r.src_qp, a.qpn);
+    assert_eq!(r.src_qp, a.qpn());
     assert_eq!(b.read(1000, 100), msg[..100]);
     assert_eq!(b.read(3000, 50), msg[100..150]);
     assert_eq!(b.read(5000, 150), msg[150..]);
@@ -111,7 +105,7 @@ fn send_imm_inline_and_invalidate() {
     assert_eq!(b.read(0, 40), msg);
     // SEND with invalidate of b's own rkey: the region stops working.
     recv(&mut b, 3, &[(0, 64)]);
-    let rkey = b.mr.rkey();
+    let rkey = b.mr().rkey();
     post(
         &mut a,
         SendWr::new(
@@ -155,7 +149,7 @@ fn write_and_write_imm_move_exact_bytes() {
             1,
             SendOp::Write {
                 remote_addr: b.addr(7),
-                rkey: b.mr.rkey(),
+                rkey: b.mr().rkey(),
             },
             &s,
         )
@@ -178,7 +172,7 @@ fn write_and_write_imm_move_exact_bytes() {
             2,
             SendOp::WriteImm {
                 remote_addr: b.addr(10000),
-                rkey: b.mr.rkey(),
+                rkey: b.mr().rkey(),
                 imm: 0x0102_0304,
             },
             &s,
@@ -208,7 +202,7 @@ fn read_and_atomics() {
             1,
             SendOp::Read {
                 remote_addr: b.addr(100),
-                rkey: b.mr.rkey(),
+                rkey: b.mr().rkey(),
             },
             &s,
         )
@@ -231,7 +225,7 @@ fn read_and_atomics() {
             2,
             SendOp::FetchAdd {
                 remote_addr: b.addr(4096),
-                rkey: b.mr.rkey(),
+                rkey: b.mr().rkey(),
                 add: 2,
             },
             &r,
@@ -251,7 +245,7 @@ fn read_and_atomics() {
             3,
             SendOp::CompSwap {
                 remote_addr: b.addr(4096),
-                rkey: b.mr.rkey(),
+                rkey: b.mr().rkey(),
                 compare: 42,
                 swap: 7,
             },
@@ -269,7 +263,7 @@ fn read_and_atomics() {
             4,
             SendOp::CompSwap {
                 remote_addr: b.addr(4096),
-                rkey: b.mr.rkey(),
+                rkey: b.mr().rkey(),
                 compare: 1,
                 swap: 9,
             },
@@ -292,7 +286,7 @@ fn misaligned_atomic_is_remote_invalid_request() {
             1,
             SendOp::FetchAdd {
                 remote_addr: b.addr(4),
-                rkey: b.mr.rkey(),
+                rkey: b.mr().rkey(),
                 add: 1,
             },
             &r,
@@ -316,7 +310,7 @@ fn uc_write_and_send() {
             1,
             SendOp::Write {
                 remote_addr: b.addr(128),
-                rkey: b.mr.rkey(),
+                rkey: b.mr().rkey(),
             },
             &s,
         )
@@ -370,7 +364,7 @@ fn ud_send_with_qkey_and_grh() {
         .with_flags(SendFlags::SIGNALED)
         .with_ud(UdDest {
             av: &av,
-            remote_qpn: b.qpn,
+            remote_qpn: b.qpn(),
             remote_qkey: 0x9999,
         });
     post(&mut a, bad);
@@ -380,13 +374,13 @@ fn ud_send_with_qkey_and_grh() {
         .with_flags(SendFlags::SIGNALED)
         .with_ud(UdDest {
             av: &av,
-            remote_qpn: b.qpn,
+            remote_qpn: b.qpn(),
             remote_qkey: 0x2222,
         });
     post(&mut a, good);
     assert_eq!(one(&mut a).status, WcStatus::Success);
     let r = one(&mut b);
-    assert_eq!((r.wr_id, r.byte_len, r.src_qp), (8, 140, a.qpn));
+    assert_eq!((r.wr_id, r.byte_len, r.src_qp), (8, 140, a.qpn()));
     assert!(r.wc_flags.contains(WcFlags::GRH));
     assert_eq!(b.read(40, 100), msg);
 }
@@ -402,28 +396,28 @@ fn unsignaled_success_gives_no_cqe_and_is_retired_by_a_later_one() {
                 i,
                 SendOp::Write {
                     remote_addr: b.addr(0),
-                    rkey: b.mr.rkey(),
+                    rkey: b.mr().rkey(),
                 },
                 &s,
             ),
         );
     }
     assert!(a.drain().is_empty());
-    assert_eq!(a.qp.sq.outstanding(), 5);
+    assert_eq!(a.qp().sq.outstanding(), 5);
     post(
         &mut a,
         SendWr::new(
             9,
             SendOp::Write {
                 remote_addr: b.addr(0),
-                rkey: b.mr.rkey(),
+                rkey: b.mr().rkey(),
             },
             &s,
         )
         .with_flags(SendFlags::SIGNALED),
     );
     assert_eq!(one(&mut a).wr_id, 9);
-    assert_eq!(a.qp.sq.outstanding(), 0);
+    assert_eq!(a.qp().sq.outstanding(), 0);
 }
 
 #[test]
@@ -495,7 +489,7 @@ fn srq_receives_and_limit_event() {
     .unwrap();
     at.qp_state = QpState::Rtr;
     at.dlid = da.lid();
-    at.dest_qp_num = a.qpn;
+    at.dest_qp_num = a.qpn();
     at.rq_psn = 0x1234;
     db.modify_qp(
         qh.qpn,
@@ -553,6 +547,7 @@ fn srq_receives_and_limit_event() {
     let mut qps = [QueuePair::<_, 64, 1> {
         qpn: qh.qpn,
         uidx: qh.qpn,
+        cqe_version: 1,
         sq,
         rq: None,
     }];

@@ -100,7 +100,7 @@ fn soak(seed: u64, total: u64, qps: usize, loss: f64, trace: bool) -> Outcome {
                         (
                             SendOp::Write {
                                 remote_addr: y.addr(off as u64),
-                                rkey: y.mr.rkey(),
+                                rkey: y.mr().rkey(),
                             },
                             Check::Remote(off, data),
                         )
@@ -110,7 +110,7 @@ fn soak(seed: u64, total: u64, qps: usize, loss: f64, trace: bool) -> Outcome {
                         (
                             SendOp::Read {
                                 remote_addr: y.addr(off as u64),
-                                rkey: y.mr.rkey(),
+                                rkey: y.mr().rkey(),
                             },
                             Check::Local(off, data),
                         )
@@ -121,7 +121,7 @@ fn soak(seed: u64, total: u64, qps: usize, loss: f64, trace: bool) -> Outcome {
                         let rs = [y.sge(roff as u64, SLOT as u32)];
                         // SAFETY: inside the endpoint's registered buffer.
                         unsafe {
-                            y.qp.rq.as_mut().unwrap().post_recv_raw(&[RecvWr {
+                            y.post_recv_raw(&[RecvWr {
                                 wr_id: id,
                                 sgl: &rs,
                             }])
@@ -137,7 +137,7 @@ fn soak(seed: u64, total: u64, qps: usize, loss: f64, trace: bool) -> Outcome {
                         (
                             SendOp::FetchAdd {
                                 remote_addr: y.addr(COUNTER as u64),
-                                rkey: y.mr.rkey(),
+                                rkey: y.mr().rkey(),
                                 add,
                             },
                             Check::Fetched(off, before),
@@ -147,7 +147,7 @@ fn soak(seed: u64, total: u64, qps: usize, loss: f64, trace: bool) -> Outcome {
                 let one = [x.sge(off as u64, 8)];
                 let sg = if kind == 3 { &one[..] } else { sgl };
                 let wr = SendWr::new(id, op, sg).with_flags(SendFlags::SIGNALED);
-                x.qp.sq.post_send(&[wr], &[x.mr]).unwrap();
+                x.post_send(&[wr], &[*x.mr()]).unwrap();
                 pending[q].insert(id, check);
                 next_id[q] += 1;
                 posted += 1;

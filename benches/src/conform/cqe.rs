@@ -7,7 +7,7 @@
 
 use crate::vectors::cqe::{read_cqe_file, CqeCase, FakeQpSpec, SetupQueue};
 use anyhow::Result;
-use bareverbs::cq::{DynCompletionQueue, RecvDone, SendDone, WrResolver};
+use bareverbs::cq::{CompletionReject, DynCompletionQueue, RecvDone, SendDone, WrResolver};
 use bareverbs::cqe::{CqeSize, WcOpcode, WorkCompletion, WrittenFields};
 use bareverbs::platform::DmaBuf;
 use std::collections::HashMap;
@@ -99,9 +99,9 @@ impl<'a> FileResolver<'a> {
 }
 
 impl WrResolver for FileResolver<'_> {
-    fn send_done(&mut self, qp: u32, wqe_counter: u16) -> Option<SendDone> {
+    fn send_done(&mut self, qp: u32, wqe_counter: u16) -> Result<SendDone, CompletionReject> {
         if qp != self.qp_id {
-            return None;
+            return Err(CompletionReject::UnknownQp);
         }
         let idx = wqe_counter as u32 & self.spec.sq_wqe_cnt.wrapping_sub(1);
         let head = self
@@ -121,11 +121,11 @@ impl WrResolver for FileResolver<'_> {
             self.spec.wr_data(idx)
         };
         let wr_data = WcOpcode::from_raw(raw).unwrap_or(WcOpcode::Send);
-        Some(SendDone { wr_id, wr_data })
+        Ok(SendDone { wr_id, wr_data })
     }
-    fn recv_done(&mut self, qp: u32, wqe_counter: u16) -> Option<RecvDone> {
+    fn recv_done(&mut self, qp: u32, wqe_counter: u16) -> Result<RecvDone, CompletionReject> {
         if qp != self.qp_id {
-            return None;
+            return Err(CompletionReject::UnknownQp);
         }
         let idx = wqe_counter as u32 & self.spec.rq_wqe_cnt.wrapping_sub(1);
         self.rq_tail += 1;
@@ -134,7 +134,7 @@ impl WrResolver for FileResolver<'_> {
             .get(&idx)
             .copied()
             .unwrap_or_else(|| self.spec.rq_wrid.at(idx as u64));
-        Some(RecvDone {
+        Ok(RecvDone {
             wr_id,
             rx_csum: false,
         })

@@ -238,7 +238,8 @@ fn run_sq<const N: usize>(
                 // Retire everything (tail = head).
                 let _ = start;
                 let head = sq.head();
-                sq.set_counters(sq.cur_post(), head, sq.bf_offset());
+                // SAFETY: memory-backed ring that no device executes.
+                unsafe { sq.set_counters(sq.cur_post(), head, sq.bf_offset()) };
             }
         }
     }
@@ -252,11 +253,14 @@ fn run_sq<const N: usize>(
         || sq.bf_offset() as u32 != case.bf_offset_before
     {
         // The prep is described only in words: position the counters.
-        sq.set_counters(
-            case.cur_post_before,
-            case.head_before,
-            case.bf_offset_before as usize,
-        );
+        // SAFETY: memory-backed ring that no device executes.
+        unsafe {
+            sq.set_counters(
+                case.cur_post_before,
+                case.head_before,
+                case.bf_offset_before as usize,
+            )
+        };
     }
     let _ = tail;
     if let Some(b) = ring_fill {
@@ -275,6 +279,15 @@ fn run_sq<const N: usize>(
     let mut wrs = Vec::new();
     let mut bad_opcode = None;
     for (i, w) in case.wrs.iter().enumerate() {
+        // `IBV_SEND_INLINE && wr->num_sge` takes the inline path for a
+        // negative count too (inline segment of 0 bytes, BlueFlame-eligible),
+        // which a post through a slice of SGEs cannot express.
+        if w.num_sge < 0 && w.send_flags & SendFlags::INLINE.bits() != 0 {
+            bail!(
+                "WR[{i}]: num_sge={} with IBV_SEND_INLINE is not reproducible through bareverbs' SGE-slice post",
+                w.num_sge
+            );
+        }
         let Some(op) = op_of(w)? else {
             bad_opcode = Some(i);
             break;
@@ -337,10 +350,24 @@ fn sgl_of(w: &vw::SendWr, payload: &[u8]) -> Vec<Sge> {
             lkey: s.lkey,
         })
         .collect();
-    while v.len() < w.num_sge as usize {
+    pad_to_num_sge(&mut v, w.num_sge);
+    v
+}
+
+/// The SGE list the provider reads for a WR whose `int num_sge` is `n`: its
+/// loops (`for (i = 0; i < wr->num_sge; ++i)` in `mlx5_post_send`,
+/// `mlx5_post_recv`, `mlx5_post_srq_recv`) read the first `n` entries, none
+/// when `n <= 0`, and its `num_sge > max_gs` checks are signed, so a negative
+/// count passes them. The vectors print SGE lines only up to `num_sge`; any
+/// entries they leave out are zero-length placeholders.
+fn pad_to_num_sge(v: &mut Vec<Sge>, n: i32) {
+    if n < 0 {
+        v.clear();
+        return;
+    }
+    while v.len() < n as usize {
         v.push(Sge::default());
     }
-    v
 }
 
 macro_rules! dispatch_pow2 {
@@ -393,9 +420,7 @@ fn recv_sgl(w: &crate::vectors::recv::RecvWr) -> Vec<Sge> {
             lkey: s.lkey,
         })
         .collect();
-    while v.len() < w.num_sge as usize {
-        v.push(Sge::default());
-    }
+    pad_to_num_sge(&mut v, w.num_sge);
     v
 }
 
@@ -468,13 +493,15 @@ fn run_rq<const N: usize>(case: &RecvCase, ring_fill: Option<u8>) -> Result<Recv
             unsafe { rq.post_recv_raw(&[wr]) }.map_err(|e| anyhow::anyhow!("filler: {e}"))?;
             if k < *completed {
                 let c = rq.head().wrapping_sub(1) as u16;
-                rq.retire(c);
+                // SAFETY: memory-backed ring that no device executes.
+                let _ = unsafe { rq.retire(c) };
             }
         }
     }
     let tail_before = case.rq_tail.unwrap_or(rq.tail());
     if rq.head() != case.head_before || rq.tail() != tail_before {
-        rq.set_counters(case.head_before, tail_before);
+        // SAFETY: memory-backed ring that no device executes.
+        unsafe { rq.set_counters(case.head_before, tail_before) };
     }
     if let Some(b) = ring_fill {
         // SAFETY: raw fill of the live ring.
@@ -538,7 +565,8 @@ fn run_srq<const N: usize>(case: &RecvCase, ring_fill: Option<u8>) -> Result<Rec
                         };
                     }
                     SrqPrepOp::Free(i) => {
-                        srq.retire(*i as u16);
+                        // SAFETY: memory-backed ring, never executed.
+                        let _ = unsafe { srq.retire(*i as u16) };
                     }
                 }
             }
@@ -555,7 +583,8 @@ fn run_srq<const N: usize>(case: &RecvCase, ring_fill: Option<u8>) -> Result<Rec
                     }])
                 }
                 .map_err(|e| anyhow::anyhow!("cycle post: {e}"))?;
-                srq.retire(slot);
+                // SAFETY: memory-backed ring, never executed.
+                let _ = unsafe { srq.retire(slot) };
             }
         }
         _ => {}

@@ -5,6 +5,7 @@
 //! each kind has its own runner. A file that cannot be read, parsed or run
 //! counts as one failure (`FAIL <file>: <error>`).
 
+pub mod c_int;
 pub mod cqe;
 pub mod exec;
 pub mod recv;
@@ -213,5 +214,95 @@ mod tests {
             .collect();
         assert_eq!(fail, 0, "{}", failures.join("\n"));
         assert!(pass > 6000, "{pass} cases");
+    }
+
+    /// The vector file's header comments plus the cases whose `=== ` title
+    /// satisfies `pick`, with `num_sge=0` in their WR lines replaced by
+    /// `num_sge=<n>`.
+    fn with_num_sge(file: &str, pick: impl Fn(&str) -> bool, n: i64) -> (String, usize) {
+        let text = std::fs::read_to_string(crate::vectors::vectors_dir().join(file)).unwrap();
+        let first = text.find("\n=== ").unwrap() + 1;
+        let mut out = text[..first].to_string();
+        let mut cases = 0;
+        for block in text[first..]
+            .split_inclusive("\n")
+            .fold(Vec::<String>::new(), |mut v, l| {
+                if l.starts_with("=== ") || v.is_empty() {
+                    v.push(String::new());
+                }
+                v.last_mut().unwrap().push_str(l);
+                v
+            })
+        {
+            if pick(block.lines().next().unwrap()) {
+                cases += 1;
+                out.push_str(&block.replace(" num_sge=0", &format!(" num_sge={n}")));
+            }
+        }
+        (out, cases)
+    }
+
+    /// `ibv_send_wr.num_sge` / `ibv_recv_wr.num_sge` are C `int`s. The
+    /// provider's checks `wr->num_sge > qp->sq.qp_state_max_gs` /
+    /// `> qp->rq.qp_state_max_gs` / `> srq->max_gs` (providers/mlx5/qp.c
+    /// mlx5_post_send, mlx5_post_recv; srq.c mlx5_post_srq_recv) compare
+    /// signed ints, so a negative count passes, and every SGE loop `for (i =
+    /// 0; i < wr->num_sge; ++i)` runs zero times: without IBV_SEND_INLINE a
+    /// negative `num_sge` writes exactly what `num_sge = 0` writes (the
+    /// provider's own bytes for 0 are the expectation). Before, `-1` was read
+    /// as 4294967295 and the replay tried to build that many SGEs.
+    #[test]
+    fn negative_num_sge_replays_like_zero() {
+        for n in [-1, i32::MIN as i64] {
+            let dir = std::env::temp_dir();
+            let mut files = Vec::new();
+            let mut cases = 0;
+            for (file, pick) in [
+                (
+                    "recv_vectors.txt",
+                    (|t: &str| t.contains("num_sge=0 (terminator only)")) as fn(&str) -> bool,
+                ),
+                ("wqe_vectors.txt", |t: &str| {
+                    t.ends_with("RC SEND num_sge=0")
+                        || t.ends_with("RC RDMA_WRITE num_sge=0 (zero-length write)")
+                }),
+            ] {
+                let (text, c) = with_num_sge(file, pick, n);
+                assert!(c >= 2, "{file}: {c} cases picked");
+                assert!(text.contains(&format!("num_sge={n}")));
+                cases += c;
+                let p = dir.join(format!("bv_numsge_{}_{}_{file}", std::process::id(), -n));
+                std::fs::write(&p, text).unwrap();
+                files.push(p);
+            }
+            let mut out = Vec::new();
+            let r = run(&files, &mut out).unwrap();
+            for f in &files {
+                std::fs::remove_file(f).ok();
+            }
+            let s = String::from_utf8(out).unwrap();
+            assert_eq!(r, (cases, 0), "{s}");
+        }
+    }
+
+    /// A negative `num_sge` with IBV_SEND_INLINE takes the provider's inline
+    /// branch (`send_flags & IBV_SEND_INLINE && wr->num_sge`) with zero bytes;
+    /// the replay says so instead of replaying something else.
+    #[test]
+    fn negative_num_sge_with_inline_is_reported() {
+        let (text, c) = with_num_sge(
+            "wqe_vectors.txt",
+            |t: &str| t.contains("inline flag with num_sge=0"),
+            -1,
+        );
+        assert_eq!(c, 1);
+        let p = std::env::temp_dir().join(format!("bv_numsge_inl_{}.txt", std::process::id()));
+        std::fs::write(&p, text).unwrap();
+        let mut out = Vec::new();
+        let r = run(std::slice::from_ref(&p), &mut out).unwrap();
+        std::fs::remove_file(&p).ok();
+        let s = String::from_utf8(out).unwrap();
+        assert_eq!(r.1, 1, "{s}");
+        assert!(s.contains("not reproducible"), "{s}");
     }
 }

@@ -560,6 +560,7 @@ pub(crate) mod tests {
                         .count()
                 );
                 for w in &c.wrs {
+                    assert!(w.num_sge >= 0);
                     assert!(w.sges.len() <= w.num_sge as usize || w.num_sge == 0);
                 }
                 for w in &c.wqes {

@@ -82,6 +82,7 @@ impl PollBench {
         let qp = QueuePair {
             qpn: 0x1234,
             uidx: 5,
+            cqe_version: 1,
             sq,
             rq: None,
         };

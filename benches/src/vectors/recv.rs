@@ -9,9 +9,9 @@
 use anyhow::{anyhow, bail, Context, Result};
 
 use super::wqe::{
-    after_word_num, before_after, bracket_kv, bracket_num, is_hex_line, kv, kv_num, kv_req,
-    parse_case_header, parse_hex_line, parse_num_prefix, parse_raw_bytes, parse_result, parse_sge,
-    split_cases, HexLine, PostResult, QpType, Sge,
+    after_word_num, before_after, bracket_kv, bracket_num, c_int_field, is_hex_line, kv, kv_num,
+    kv_req, parse_case_header, parse_hex_line, parse_num_prefix, parse_raw_bytes, parse_result,
+    parse_sge, split_cases, HexLine, PostResult, QpType, Sge,
 };
 
 /// A whole recv vector file.
@@ -113,8 +113,10 @@ pub struct RecvWr {
     pub index: usize,
     /// `wr_id`.
     pub wr_id: u64,
-    /// `num_sge` (may exceed the SGE lines printed).
-    pub num_sge: u32,
+    /// `num_sge`, a C `int` (may exceed the SGE lines printed; may be negative,
+    /// which the provider's `for (i = 0; i < wr->num_sge; ++i)` loops treat as
+    /// no SGEs).
+    pub num_sge: i32,
     /// SGEs.
     pub sges: Vec<Sge>,
 }
@@ -474,7 +476,7 @@ fn parse_recv_wr(body: &str) -> Result<RecvWr> {
     let mut wr = RecvWr {
         index: 0,
         wr_id: kv_req(head, "wr_id")?,
-        num_sge: kv_req(head, "num_sge")? as u32,
+        num_sge: c_int_field(head, "num_sge")?,
         sges: Vec::new(),
     };
     for s in parts {

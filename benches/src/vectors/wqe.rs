@@ -135,7 +135,7 @@ pub struct PrepNote {
 pub enum SgeAddr {
     /// `addr=0x…`.
     Addr(u64),
-    /// `addr=&payload[0x…]` (inline data source; payload[k] = k & 0xff).
+    /// `addr=&payload[0x…]` (inline data source; `payload[k] = k & 0xff`).
     Payload(usize),
 }
 
@@ -222,8 +222,10 @@ pub struct SendWr {
     pub opcode_num: u32,
     /// `wr_id`.
     pub wr_id: u64,
-    /// `num_sge` (may exceed the SGE lines printed).
-    pub num_sge: u32,
+    /// `num_sge`, a C `int` (may exceed the SGE lines printed; may be negative,
+    /// which the provider's `for (i = 0; i < wr->num_sge; ++i)` loops treat as
+    /// no SGEs).
+    pub num_sge: i32,
     /// `send_flags` bits.
     pub send_flags: u32,
     /// `imm_data` raw `__be32` as stored in the WR.
@@ -799,7 +801,7 @@ fn parse_wr_fields(body: &str, index: usize) -> Result<SendWr> {
         opcode,
         opcode_num,
         wr_id: kv_req(body, "wr_id")?,
-        num_sge: kv_req(body, "num_sge")? as u32,
+        num_sge: c_int_field(body, "num_sge")?,
         send_flags: kv_req(body, "send_flags")? as u32,
         imm_data,
         invalidate_rkey: kv_num(body, "invalidate_rkey").map(|v| v as u32),
@@ -1097,6 +1099,19 @@ pub(crate) fn kv<'a>(s: &'a str, key: &str) -> Option<&'a str> {
 /// Numeric `key=` value.
 pub(crate) fn kv_num(s: &str, key: &str) -> Option<u64> {
     kv(s, key).and_then(parse_num_prefix)
+}
+
+/// Required `key=` value that holds a C `int`: decimal (optionally negative)
+/// or hex, anything in `i32::MIN..=u32::MAX`, converted to `int` as C does
+/// (modulo 2^32).
+pub(crate) fn c_int_field(s: &str, key: &str) -> Result<i32> {
+    let raw = kv(s, key).ok_or_else(|| anyhow!("missing {key}= in {s:?}"))?;
+    let v = parse_num_prefix(raw).ok_or_else(|| anyhow!("{key}: bad number {raw:?}"))? as i64;
+    let neg = raw.trim_start().starts_with('-');
+    if (neg && v < i32::MIN as i64) || (!neg && !(0..=u32::MAX as i64).contains(&v)) {
+        bail!("{key}={raw} is neither a C int nor a uint32_t");
+    }
+    Ok(v as u32 as i32)
 }
 
 /// Required numeric `key=` value.

@@ -23,9 +23,9 @@ struct FakeQp {
 }
 
 impl WrResolver for FakeQp {
-    fn send_done(&mut self, qp: u32, wqe_counter: u16) -> Option<SendDone> {
+    fn send_done(&mut self, qp: u32, wqe_counter: u16) -> Result<SendDone, CompletionReject> {
         if qp != 5 {
-            return None;
+            return Err(CompletionReject::UnknownQp);
         }
         let idx = (wqe_counter & 255) as u64;
         self.sq_tail = 1000 + idx as u32 + 1;
@@ -34,17 +34,17 @@ impl WrResolver for FakeQp {
         } else {
             WcOpcode::Send
         };
-        Some(SendDone {
+        Ok(SendDone {
             wr_id: 0x5100 + idx,
             wr_data,
         })
     }
-    fn recv_done(&mut self, qp: u32, wqe_counter: u16) -> Option<RecvDone> {
+    fn recv_done(&mut self, qp: u32, wqe_counter: u16) -> Result<RecvDone, CompletionReject> {
         if qp != 5 {
-            return None;
+            return Err(CompletionReject::UnknownQp);
         }
         self.rq_tail += 1;
-        Some(RecvDone {
+        Ok(RecvDone {
             wr_id: 0x7200 + (wqe_counter & 15) as u64,
             rx_csum: false,
         })

@@ -3,7 +3,7 @@
 //! consistency invariants (a failed invariant panics on purpose, so the
 //! fuzzer reports it).
 
-use bareverbs::cq::{DynCompletionQueue, RecvDone, SendDone, WrResolver};
+use bareverbs::cq::{CompletionReject, DynCompletionQueue, RecvDone, SendDone, WrResolver};
 use bareverbs::cqe::{
     parse_any, sw_owns, Cqe128, Cqe64, CqeDump, CqeFormat, CqeOpcode, CqeSize, MiniCqe,
     MiniCqeExpander, MiniCqeFormat, Syndrome, WcOpcode, WcStatus, WorkCompletion,
@@ -27,19 +27,23 @@ struct AnyQp {
     done: usize,
 }
 impl WrResolver for AnyQp {
-    fn send_done(&mut self, qp: u32, wqe_counter: u16) -> Option<SendDone> {
+    fn send_done(&mut self, qp: u32, wqe_counter: u16) -> Result<SendDone, CompletionReject> {
         self.done += 1;
-        qp.is_multiple_of(2).then_some(SendDone {
-            wr_id: wqe_counter as u64,
-            wr_data: WcOpcode::from_raw(wqe_counter as u32 % 140).unwrap_or(WcOpcode::Send),
-        })
+        qp.is_multiple_of(2)
+            .then_some(SendDone {
+                wr_id: wqe_counter as u64,
+                wr_data: WcOpcode::from_raw(wqe_counter as u32 % 140).unwrap_or(WcOpcode::Send),
+            })
+            .ok_or(CompletionReject::UnknownQp)
     }
-    fn recv_done(&mut self, qp: u32, wqe_counter: u16) -> Option<RecvDone> {
+    fn recv_done(&mut self, qp: u32, wqe_counter: u16) -> Result<RecvDone, CompletionReject> {
         self.done += 1;
-        qp.is_multiple_of(2).then_some(RecvDone {
-            wr_id: wqe_counter as u64,
-            rx_csum: qp.is_multiple_of(4),
-        })
+        qp.is_multiple_of(2)
+            .then_some(RecvDone {
+                wr_id: wqe_counter as u64,
+                rx_csum: qp.is_multiple_of(4),
+            })
+            .ok_or(CompletionReject::UnknownQp)
     }
     fn scatter_to_send(&mut self, _: u32, _: u16, data: &[u8]) -> bool {
         data.len() <= 64

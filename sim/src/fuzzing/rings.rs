@@ -48,12 +48,12 @@ pub fn layout(ty_byte: u8) -> Option<(u64, u32, u64, u32, u32, u32)> {
     let a = Ep::new(&d, &cfg).ok()?;
     let b = Ep::new(&d, &cfg).ok()?;
     Some((
-        a.buf.iova,
-        a.mr.lkey(),
-        b.buf.iova,
-        b.mr.rkey(),
-        a.qpn,
-        b.qpn,
+        a.buf().iova,
+        a.mr().lkey(),
+        b.buf().iova,
+        b.mr().rkey(),
+        a.qpn(),
+        b.qpn(),
     ))
 }
 
@@ -97,9 +97,9 @@ pub fn sim_rings(data: &[u8]) {
     if !ok {
         return;
     }
-    put(a.sq_ring, 0, take(&mut data, 256));
-    put(a.rq_ring, 0, take(&mut data, 64));
-    put(b.rq_ring, 0, take(&mut data, 64));
+    put(a.sq_ring(), 0, take(&mut data, 256));
+    put(a.rq_ring(), 0, take(&mut data, 64));
+    put(b.rq_ring(), 0, take(&mut data, 64));
     let mut rounds = 0;
     while !data.is_empty() && rounds < 64 {
         rounds += 1;
@@ -113,22 +113,22 @@ pub fn sim_rings(data: &[u8]) {
         match sel % 8 {
             0 | 1 => {
                 // Send doorbell record, then an 8-byte doorbell.
-                put(a.dbrec, 4, &(dbv as u32).to_be_bytes());
-                a.qp.sq
-                    .uar_mut()
+                put(a.dbrec(), 4, &(dbv as u32).to_be_bytes());
+                a.uar_mut()
                     .write64(BF_OFFSET + (sel as usize & 0x100), mmio);
             }
             2 => {
                 // A BlueFlame write of 1..4 chunks copied from the ring.
-                put(a.dbrec, 4, &(dbv as u32).to_be_bytes());
+                put(a.dbrec(), 4, &(dbv as u32).to_be_bytes());
                 let n = 1 + (r[11] as usize % 4);
-                let uar = a.qp.sq.uar_mut();
+                let ring = a.sq_ring();
+                let uar = a.uar_mut();
                 for k in 0..n {
                     let mut chunk = [0u8; 64];
                     // SAFETY: the SQ ring is 256 bytes; k < 4.
                     unsafe {
                         std::ptr::copy_nonoverlapping(
-                            a.sq_ring.cpu.as_ptr().add(k * 64),
+                            ring.cpu.as_ptr().add(k * 64),
                             chunk.as_mut_ptr(),
                             64,
                         )
@@ -140,32 +140,32 @@ pub fn sim_rings(data: &[u8]) {
             }
             3 => {
                 // Receive doorbell records of both QPs.
-                put(a.dbrec, 0, &(dbv as u32).to_be_bytes());
-                put(b.dbrec, 0, &((dbv >> 8) as u32).to_be_bytes());
+                put(a.dbrec(), 0, &(dbv as u32).to_be_bytes());
+                put(b.dbrec(), 0, &((dbv >> 8) as u32).to_be_bytes());
             }
             4 => {
                 // CQ consumer index / arm.
-                let cq = a.cq.dbrec();
+                let cq = a.cq().dbrec();
                 put(cq, 0, &(dbv as u32).to_be_bytes());
-                a.qp.sq.uar_mut().write64(CQ_DOORBELL, mmio);
+                a.uar_mut().write64(CQ_DOORBELL, mmio);
             }
             5 => {
                 // Overwrite a ring byte range.
                 let off = r[1] as usize;
-                put(a.sq_ring, off, &r[3..11]);
+                put(a.sq_ring(), off, &r[3..11]);
             }
             6 => {
                 // Doorbell for the peer QP number or a random one.
                 let mut m = mmio;
                 let q = if r[11] & 1 == 0 {
-                    b.qpn
+                    b.qpn()
                 } else {
                     u32::from_be_bytes([0, r[1], r[2], r[3]])
                 };
                 let ds = m[7] as u32 & 0x3f;
                 m[4..8].copy_from_slice(&((q << 8) | ds).to_be_bytes());
-                put(b.dbrec, 4, &(dbv as u32).to_be_bytes());
-                b.qp.sq.uar_mut().write64(BF_OFFSET, m);
+                put(b.dbrec(), 4, &(dbv as u32).to_be_bytes());
+                b.uar_mut().write64(BF_OFFSET, m);
             }
             _ => {
                 f.run_until_idle();

@@ -65,7 +65,10 @@ impl FabricPath {
     }
 
     fn mkey(&mut self, m: &MkeyObj) -> Result<(), &'static str> {
-        let need = ((m.start & 0xfff) + m.len).div_ceil(4096) as usize;
+        let need = (m.start & 0xfff)
+            .checked_add(m.len)
+            .and_then(|end| usize::try_from(end.div_ceil(4096)).ok())
+            .ok_or("memory key span overflows")?;
         let first = contiguous(&m.pages[..need.min(m.pages.len())])
             .ok_or("memory key pages are not one contiguous device range")?;
         let access = m.access.ibv_flags().0;
@@ -140,7 +143,10 @@ impl FabricPath {
             .create_qp_as(
                 q.qpn,
                 &init,
-                (sq_wqebbs > 0).then_some(base + rq_bytes),
+                (sq_wqebbs > 0)
+                    .then(|| base.checked_add(rq_bytes))
+                    .map(|a| a.ok_or("QP buffer address overflows"))
+                    .transpose()?,
                 (rq_wqes > 0).then_some(base),
                 q.dbr_addr,
             )

@@ -104,9 +104,12 @@ impl SimFirmware {
         self.dma.translate(iova, len).is_some()
     }
 
-    fn entry_addr(&self, slot: u8) -> u64 {
+    /// Device address of command entry `slot`; `None` when the driver's
+    /// queue address plus the slot offset does not fit in 64 bits (such a
+    /// queue is not mapped).
+    fn entry_addr(&self, slot: u8) -> Option<u64> {
         (((self.cmdq_h as u64) << 32) | self.cmdq_l as u64)
-            + ((slot as u64) << self.cfg.log_cmdq_stride)
+            .checked_add((slot as u64) << self.cfg.log_cmdq_stride)
     }
 
     pub(crate) fn doorbell(&mut self, slot: u8) {
@@ -119,8 +122,12 @@ impl SimFirmware {
     }
 
     fn finish(&mut self, slot: u8, delivery: u8) {
-        let a = self.entry_addr(slot) + layout::STATUS_OWN as u64;
-        self.wr(a, &[delivery << 1]);
+        if let Some(a) = self
+            .entry_addr(slot)
+            .and_then(|b| b.checked_add(layout::STATUS_OWN as u64))
+        {
+            self.wr(a, &[delivery << 1]);
+        }
     }
 
     /// Reads a mailbox chain of `len` data bytes starting at `ptr`.
@@ -165,8 +172,10 @@ impl SimFirmware {
 
     /// Executes the entry in `slot` (unless it must wait for pages).
     pub(crate) fn run_slot(&mut self, slot: u8) {
-        let base = self.entry_addr(slot);
-        let Some(e) = self.rd(base, 64) else {
+        let Some((base, e)) = self
+            .entry_addr(slot)
+            .and_then(|base| Some((base, self.rd(base, 64)?)))
+        else {
             return; // queue not mapped: nothing a device could do
         };
         if e[layout::TYPE] != 7 {
@@ -292,10 +301,14 @@ impl SimFirmware {
         let Some(&page) = eq.pages.get(off / 4096) else {
             return false;
         };
-        let addr = page + (off % 4096) as u64;
+        // `page` is a guest PAS entry: never let the offset wrap it.
+        let Some(addr) = page.checked_add((off % 4096) as u64) else {
+            return false;
+        };
         if !self.wr(addr, &eqe[..63]) {
             return false;
         }
+        // `addr + 63` cannot overflow: `[addr, addr + 63)` was just written.
         self.wr(addr + 63, &[((eq.pi & nent) != 0) as u8]);
         if let Some(e) = self.objects.eqs.get_mut(&eq.eqn) {
             e.pi = e.pi.wrapping_add(1);
@@ -466,11 +479,15 @@ impl SimFirmware {
                     0 => {
                         // Driver cannot give pages: fail whatever waits for them.
                         for s in std::mem::take(&mut self.pending) {
-                            let base = self.entry_addr(s);
                             let mut o = ok(16);
                             o[0] = st::NO_RESOURCES;
                             put32(&mut o, 4, syndrome(opcode, reason::CANT_GIVE));
-                            self.wr(base + layout::OUT as u64, &o);
+                            if let Some(a) = self
+                                .entry_addr(s)
+                                .and_then(|b| b.checked_add(layout::OUT as u64))
+                            {
+                                self.wr(a, &o);
+                            }
                             self.finish(s, 0);
                         }
                         Outcome::Ok(ok(16))
@@ -838,7 +855,14 @@ impl SimFirmware {
         let len = get64(input, MKC + 0x18);
         let start = get64(input, MKC + 0x10);
         let npages = (get32(input, 0x60) as usize) * 2;
-        let need = ((start & 0xfff) + len).div_ceil(4096) as usize;
+        // `start` and `len` are guest-provided: a span that overflows 64
+        // bits (or a page count beyond usize) is a bad size, not a panic.
+        let Some(need) = (start & 0xfff)
+            .checked_add(len)
+            .and_then(|end| usize::try_from(end.div_ceil(4096)).ok())
+        else {
+            return Fail(st::BAD_PARAM, reason::SIZE);
+        };
         if npages < need || npages > (1 << 20) {
             return Fail(st::BAD_PARAM, reason::SIZE);
         }

@@ -1,0 +1,368 @@
+//! [`Context`]: a brought-up device as the owner of every verbs object.
+
+use super::qp::Modify;
+use super::{
+    Access, CompletionQueue, DmaBuffer, Error, MemoryRegion, Owner, ProtectionDomain, QpCap,
+    QpInitAttr, QueuePair, SharedReceiveQueue,
+};
+use crate::cmd::ops::QpServiceType;
+use crate::cmd::{Bar0, Clock};
+use crate::cq::DynCompletionQueue;
+use crate::cqe::CqeSize;
+use crate::device::{
+    CqHandle, Device, DeviceError, Mkey, Pd, QpHandle, QpSpec, SrqHandle, SrqSpec, TeardownReport,
+    UarMap,
+};
+use crate::platform::{DmaAllocator, DmaBuf, BF_OFFSET};
+use crate::rq::{RqConfig, SrqConfig};
+use crate::sizing::{self, QpCaps, QpType};
+use crate::sq::{BlueFlame, SqConfig};
+use core::cell::{Cell, RefCell};
+use core::fmt;
+use core::mem::ManuallyDrop;
+
+/// A brought-up mlx5 function as the verbs layer sees it (`ibv_context`):
+/// it owns the [`Device`], every object made through it borrows it, and
+/// dropping it tears the function down ([`Device::teardown`]) once no
+/// object is left.
+///
+/// Single-threaded: it is not `Sync` (commands go through one command
+/// queue); move the whole context to move the device.
+pub struct Context<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> {
+    dev: ManuallyDrop<RefCell<Device<B, C, A>>>,
+    next_uidx: Cell<u32>,
+}
+
+impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> fmt::Debug for Context<B, C, A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Context").finish_non_exhaustive()
+    }
+}
+
+fn log2(n: u32) -> u8 {
+    n.max(1).trailing_zeros() as u8
+}
+
+impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Context<B, C, A> {
+    /// Takes ownership of a brought-up device.
+    pub fn new(dev: Device<B, C, A>) -> Self {
+        Context {
+            dev: ManuallyDrop::new(RefCell::new(dev)),
+            next_uidx: Cell::new(1),
+        }
+    }
+
+    /// Tears the function down now and reports what teardown did.
+    pub fn close(mut self) -> TeardownReport {
+        // SAFETY: `self` is forgotten right after, so `dev` is never used
+        // or dropped again.
+        let dev = unsafe { ManuallyDrop::take(&mut self.dev) };
+        core::mem::forget(self);
+        dev.into_inner().teardown().0
+    }
+
+    /// The device's sizing limits (from QUERY_HCA_CAP).
+    pub fn device_caps(&self) -> sizing::DeviceCaps {
+        self.dev.borrow().device_caps()
+    }
+
+    /// Runs `f` on the device. Commands sent this way are the caller's
+    /// responsibility: they must not destroy, modify or reuse objects this
+    /// context owns.
+    ///
+    /// # Safety
+    /// `f` must not change the state of any object made through this
+    /// context (no destroy, modify or command that touches their numbers),
+    /// and must not keep anything it gets from the device past the call.
+    pub unsafe fn with_device<R>(&self, f: impl FnOnce(&mut Device<B, C, A>) -> R) -> R {
+        f(&mut self.dev.borrow_mut())
+    }
+
+    /// Allocates a protection domain (ALLOC_PD).
+    pub fn alloc_pd(&self) -> Result<ProtectionDomain<'_>, Error> {
+        let pd = self.dev.borrow_mut().alloc_pd()?;
+        Ok(ProtectionDomain::new(pd, self))
+    }
+
+    /// Allocates `len` bytes of zeroed DMA memory (whole 4 KiB pages,
+    /// page aligned), owned by the returned buffer.
+    pub fn alloc_buffer(&self, len: usize) -> Result<DmaBuffer<'_>, Error> {
+        let pages = len
+            .max(1)
+            .checked_next_multiple_of(4096)
+            .ok_or(DeviceError::OutOfDmaMemory { what: "buffer" })?;
+        let raw = self
+            .dev
+            .borrow()
+            .allocator()
+            .alloc(pages, 4096)
+            .ok_or(DeviceError::OutOfDmaMemory { what: "buffer" })?;
+        // SAFETY: freshly allocated from this context's allocator, unknown
+        // to the device, referenced by nothing else; `len <= pages`.
+        Ok(unsafe { DmaBuffer::from_raw(raw, len, self) })
+    }
+
+    /// Registers `buf` in `pd` with `access` (CREATE_MKEY): the region
+    /// borrows both.
+    pub fn reg_mr<'a>(
+        &'a self,
+        pd: &'a ProtectionDomain<'a>,
+        buf: &'a DmaBuffer<'a>,
+        access: Access,
+    ) -> Result<MemoryRegion<'a>, Error> {
+        let raw = buf.raw();
+        let mkey = self
+            .dev
+            .borrow_mut()
+            .create_mkey(pd.pd, &raw, access.mkey())?;
+        // SAFETY: `mkey` was just created over exactly `raw`, which is
+        // `buf`'s memory, with `access`.
+        Ok(unsafe { MemoryRegion::new(mkey, access, buf, self) })
+    }
+
+    /// Creates a completion queue with room for at least `cqe` completions
+    /// (`ibv_create_cq`: the ring gets the next power of two above `cqe`,
+    /// [`CompletionQueue::cqe`] reports the usable entries).
+    pub fn create_cq(&self, cqe: u32) -> Result<CompletionQueue<'_>, Error> {
+        let l = sizing::cq_layout(cqe, 64, &self.device_caps())?;
+        let h = self.dev.borrow_mut().create_cq(l.ncqe, CqeSize::B64)?;
+        // SAFETY: the ring and record are this CQ's, allocated for it by
+        // `create_cq`, page aligned; this is the only queue object over
+        // them; the handle is kept (and the ring freed) by the returned
+        // value, which drops the queue first.
+        let q = unsafe {
+            DynCompletionQueue::with_entries(
+                h.ncqe as usize,
+                h.ring,
+                h.dbrec,
+                h.cqn,
+                h.cqe_size,
+                h.cqe_version,
+            )
+        };
+        match q {
+            Ok(mut q) => {
+                q.init_ring();
+                Ok(CompletionQueue::new(q, h, l.reported_cqe, self))
+            }
+            Err(e) => {
+                self.destroy_cq(h);
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Creates a shared receive queue for `max_wr` receives of `max_sge`
+    /// scatter entries (`ibv_create_srq`), sized as the vendor's provider
+    /// sizes it ([`sizing::srq_provider_layout`]); `N` is its WQE slots
+    /// (a mismatch is refused with the number to use). The read-back
+    /// `max_wr`/`max_sge` are reported by the SRQ.
+    pub fn create_srq<'a, const N: usize>(
+        &'a self,
+        pd: &'a ProtectionDomain<'a>,
+        max_wr: u32,
+        max_sge: u32,
+    ) -> Result<SharedReceiveQueue<'a, N>, Error> {
+        let l = sizing::srq_provider_layout(max_wr, max_sge.max(1), &self.device_caps())?;
+        if l.srq_max as usize != N {
+            return Err(Error::Storage {
+                queue: "shared receive",
+                need: l.srq_max,
+                have: N as u32,
+            });
+        }
+        let h = self.dev.borrow_mut().create_srq(SrqSpec {
+            pd: pd.pd,
+            log_size: log2(l.srq_max),
+            wqe_shift: l.wqe_shift as u8,
+        })?;
+        let cfg = SrqConfig {
+            wqe_shift: l.wqe_shift,
+            max_gs: l.max_gs,
+            nwqes: l.nwqes,
+            wait_queue: l.waitq.is_some(),
+        };
+        // SAFETY: one queue object over this handle's ring, kept with the
+        // handle by the returned value, which destroys the SRQ (freeing the
+        // ring) only in its own drop.
+        let Some(q) = (unsafe { h.shared_receive_queue::<N>(cfg) }) else {
+            self.destroy_srq(h);
+            return Err(Error::Unsupported {
+                what: "an SRQ geometry the data path rejects",
+            });
+        };
+        Ok(SharedReceiveQueue::new(
+            q,
+            h,
+            l.ret_max_wr,
+            l.ret_max_sge,
+            self,
+        ))
+    }
+
+    /// Creates a queue pair from verbs capabilities: sizes it exactly as
+    /// the vendor's provider does ([`sizing::qp_layout`] over this device's
+    /// limits), creates it by command in RESET (refused when its CQs cannot
+    /// hold a completion for every WR that can be outstanding), and builds
+    /// its queues from that geometry. `SQ` and `RQ` are the send ring's
+    /// WQEBBs and the receive ring's WQEs; a mismatch is refused with the
+    /// numbers to use. [`QueuePair::cap`] reports the capacities read back.
+    pub fn create_qp<'a, const SQ: usize, const RQ: usize>(
+        &'a self,
+        pd: &'a ProtectionDomain<'a>,
+        attr: &QpInitAttr<'a>,
+    ) -> Result<QueuePair<'a, B::Uar, SQ, RQ>, Error> {
+        let c = attr.cap;
+        let st = match attr.qp_type {
+            QpType::Rc => QpServiceType::Rc,
+            QpType::Uc => QpServiceType::Uc,
+            QpType::Ud => QpServiceType::Ud,
+            _ => {
+                return Err(Error::Unsupported {
+                    what: "this QP type in the verbs layer",
+                })
+            }
+        };
+        let srq = attr.srq;
+        let mut req = QpCaps::new(attr.qp_type)
+            .send(c.max_send_wr, c.max_send_sge, c.max_inline_data)
+            .recv(c.max_recv_wr.max(1), c.max_recv_sge.max(1));
+        req.uses_srq = srq.is_some();
+        let l = sizing::qp_layout(&req, &self.device_caps())?;
+        let rq_need = if srq.is_some() {
+            RQ as u32
+        } else {
+            l.rq.wqe_cnt
+        };
+        for (queue, need, have) in [("send", l.sq.wqe_cnt, SQ), ("receive", rq_need, RQ)] {
+            if need as usize != have {
+                return Err(Error::Storage {
+                    queue,
+                    need,
+                    have: have as u32,
+                });
+            }
+        }
+        let uidx = self.next_uidx.get();
+        self.next_uidx.set((uidx + 1) & 0xff_ffff);
+        let mut dev = self.dev.borrow_mut();
+        let hca = *dev.hca_caps();
+        let h = dev.create_qp(QpSpec {
+            st,
+            pd: pd.pd,
+            send_cqn: attr.send_cq.cqn(),
+            recv_cqn: attr.recv_cq.cqn(),
+            log_sq_size: log2(l.sq.wqe_cnt),
+            log_rq_size: log2(l.rq.wqe_cnt),
+            rq_wqe_shift: (l.rq.wqe_shift as u8).max(4),
+            srqn: srq.map(|s| s.0.srqn()),
+            user_index: uidx,
+            max_send_wr: l.sq.max_post,
+            max_recv_wr: l.rq.max_post,
+        })?;
+        let uar = match dev.map_uar(h.uar_index) {
+            Ok(u) => u,
+            Err(e) => {
+                drop(dev);
+                self.destroy_qp(h);
+                return Err(e.into());
+            }
+        };
+        drop(dev);
+        let sqc = SqConfig {
+            qpn: h.qpn,
+            qp_type: attr.qp_type,
+            max_post: l.sq.max_post,
+            max_gs: l.sq.max_gs,
+            max_inline_data: l.sq.max_inline_data,
+            sig_all: attr.sq_sig_all,
+            atomics: attr.qp_type == QpType::Rc && hca.atomic,
+            bf: BlueFlame::doorbell_only(BF_OFFSET),
+        };
+        let rqc = RqConfig {
+            wqe_shift: l.rq.wqe_shift.max(4),
+            max_gs: l.rq.max_gs,
+            max_post: l.rq.max_post,
+        };
+        // SAFETY: one queue object per handle; the handle is kept by the
+        // returned QueuePair, which destroys the QP (freeing the rings)
+        // only in its own drop, after which the queues are never used.
+        let Some(inner) = (unsafe { h.queue_pair::<B::Uar, SQ, RQ>(uar, sqc, rqc) }) else {
+            self.destroy_qp(h);
+            return Err(Error::Unsupported {
+                what: "a queue geometry the data path rejects",
+            });
+        };
+        let cap = QpCap {
+            max_send_wr: l.ret_max_send_wr,
+            max_recv_wr: l.ret_max_recv_wr,
+            max_send_sge: l.ret_max_send_sge,
+            max_recv_sge: l.ret_max_recv_sge,
+            max_inline_data: l.ret_max_inline_data,
+        };
+        Ok(QueuePair::new(
+            inner,
+            h,
+            attr.qp_type,
+            cap,
+            hca.log_max_msg,
+            attr.send_cq,
+            attr.recv_cq,
+            srq,
+            self,
+        ))
+    }
+}
+
+impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Owner for Context<B, C, A> {
+    unsafe fn free_dma(&self, raw: DmaBuf) {
+        if let Ok(d) = self.dev.try_borrow() {
+            // SAFETY: forwarded: `raw` came from this allocator and the
+            // device no longer reaches it.
+            unsafe { d.allocator().free(raw) };
+        }
+    }
+    fn dealloc_pd(&self, pd: Pd) -> bool {
+        self.dev
+            .try_borrow_mut()
+            .is_ok_and(|mut d| d.dealloc_pd(pd).is_ok())
+    }
+    fn destroy_mkey(&self, m: Mkey) -> bool {
+        self.dev
+            .try_borrow_mut()
+            .is_ok_and(|mut d| d.destroy_mkey(m).is_ok())
+    }
+    fn destroy_cq(&self, h: CqHandle) -> bool {
+        self.dev
+            .try_borrow_mut()
+            .is_ok_and(|mut d| d.destroy_cq(h).is_ok())
+    }
+    fn destroy_qp(&self, h: QpHandle) -> bool {
+        self.dev
+            .try_borrow_mut()
+            .is_ok_and(|mut d| d.destroy_qp(h).is_ok())
+    }
+    fn destroy_srq(&self, h: SrqHandle) -> bool {
+        self.dev
+            .try_borrow_mut()
+            .is_ok_and(|mut d| d.destroy_srq(h).is_ok())
+    }
+    fn modify_qp(&self, h: &mut QpHandle, m: Modify) -> Result<(), DeviceError> {
+        let mut d = self.dev.borrow_mut();
+        match m {
+            Modify::Init(a) => d.rst2init(h, &a),
+            Modify::Rtr(a) => d.init2rtr(h, &a),
+            Modify::Rts(a) => d.rtr2rts(h, &a),
+            Modify::Err => d.qp_to_err(h),
+            Modify::Reset => d.qp_to_reset(h),
+        }
+    }
+}
+
+impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Drop for Context<B, C, A> {
+    fn drop(&mut self) {
+        // SAFETY: `dev` is taken once, here, and never used again.
+        let dev = unsafe { ManuallyDrop::take(&mut self.dev) };
+        let _ = dev.into_inner().teardown();
+    }
+}

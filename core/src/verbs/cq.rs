@@ -1,0 +1,141 @@
+//! [`CompletionQueue`]: a CQ created by command, polled through the core's
+//! validated poll path, destroyed on drop.
+
+use super::Owner;
+use super::QueuePair;
+use crate::cq::{CompletionReject, DynCompletionQueue, PollError, RecvDone, SendDone, WrResolver};
+use crate::cqe::WorkCompletion;
+use crate::device::CqHandle;
+use crate::platform::Uar;
+use core::cell::{Cell, RefCell};
+use core::fmt;
+
+/// A completion queue (`ibv_cq`). QPs that report to it borrow it, so it
+/// outlives them; polling takes `&self` (the ring state sits in a
+/// `RefCell`), so several QPs can hold it at once.
+pub struct CompletionQueue<'a> {
+    pub(crate) cq: RefCell<DynCompletionQueue>,
+    handle: Option<CqHandle>,
+    cqe: u32,
+    /// QPs attached (a leaked QP keeps this up: the CQ is then leaked too).
+    pub(crate) attached: Cell<u32>,
+    owner: &'a dyn Owner,
+}
+
+impl fmt::Debug for CompletionQueue<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CompletionQueue")
+            .field("cqn", &self.cqn())
+            .field("cqe", &self.cqe)
+            .field("attached", &self.attached.get())
+            .finish()
+    }
+}
+
+impl<'a> CompletionQueue<'a> {
+    pub(crate) fn new(
+        cq: DynCompletionQueue,
+        handle: CqHandle,
+        cqe: u32,
+        owner: &'a dyn Owner,
+    ) -> Self {
+        CompletionQueue {
+            cq: RefCell::new(cq),
+            handle: Some(handle),
+            cqe,
+            attached: Cell::new(0),
+            owner,
+        }
+    }
+
+    /// CQ number.
+    pub fn cqn(&self) -> u32 {
+        self.handle.as_ref().map_or(0, |h| h.cqn)
+    }
+    /// Usable entries, as `ibv_create_cq` reports `cq->cqe` (the ring
+    /// holds one more).
+    pub fn cqe(&self) -> u32 {
+        self.cqe
+    }
+
+    /// Polls up to `out.len()` completions of `qp` (which must report to
+    /// this CQ). Every CQE is validated against the work in flight before it
+    /// retires anything: a CQE that fails (for another QP, a WQE not in
+    /// flight, a receive not outstanding …) is consumed and reported as a
+    /// [`PollError`] after the completions before it
+    /// ([`PollError::completions`]); the next call continues after it.
+    pub fn poll<U: Uar, const SQ: usize, const RQ: usize>(
+        &self,
+        qp: &mut QueuePair<'_, U, SQ, RQ>,
+        out: &mut [WorkCompletion],
+    ) -> Result<usize, PollError> {
+        self.poll_any(&mut [qp], out)
+    }
+
+    /// As [`poll`](Self::poll) for several QPs reporting to this CQ:
+    /// completions are routed by QP (user index with CQE version 1, else
+    /// QPN), and only to the side (send/receive) a QP reports here.
+    pub fn poll_any<U: Uar, const SQ: usize, const RQ: usize>(
+        &self,
+        qps: &mut [&mut QueuePair<'_, U, SQ, RQ>],
+        out: &mut [WorkCompletion],
+    ) -> Result<usize, PollError> {
+        let mut r = Bound {
+            qps,
+            cq: self as *const Self as *const (),
+        };
+        self.cq.borrow_mut().poll(&mut r, out)
+    }
+}
+
+/// Routes one CQ's completions to the verbs QPs that really report to it.
+struct Bound<'q, 'r, 'c, U: Uar, const SQ: usize, const RQ: usize> {
+    qps: &'q mut [&'r mut QueuePair<'c, U, SQ, RQ>],
+    /// The CQ being polled (compared by address only).
+    cq: *const (),
+}
+
+impl<U: Uar, const SQ: usize, const RQ: usize> Bound<'_, '_, '_, U, SQ, RQ> {
+    /// The QP named `qp` whose `send` (or receive) side reports here.
+    fn find(&self, qp: u32, send: bool) -> Result<usize, CompletionReject> {
+        self.qps
+            .iter()
+            .position(|q| {
+                let side = if send { q.send_cq } else { q.recv_cq };
+                q.named(qp) && core::ptr::eq(side as *const CompletionQueue as *const (), self.cq)
+            })
+            .ok_or(CompletionReject::UnknownQp)
+    }
+}
+
+impl<U: Uar, const SQ: usize, const RQ: usize> WrResolver for Bound<'_, '_, '_, U, SQ, RQ> {
+    fn send_done(&mut self, qp: u32, c: u16) -> Result<SendDone, CompletionReject> {
+        let i = self.find(qp, true)?;
+        self.qps[i].send_done(qp, c)
+    }
+    fn recv_done(&mut self, qp: u32, c: u16) -> Result<RecvDone, CompletionReject> {
+        let i = self.find(qp, false)?;
+        self.qps[i].recv_done(qp, c)
+    }
+    // bareverbs creates QPs with scatter-to-CQE off: data in a CQE is not
+    // copied anywhere (LOC_LEN_ERR), as the core's own resolvers do.
+    fn scatter_to_send(&mut self, _qp: u32, _c: u16, _data: &[u8]) -> bool {
+        false
+    }
+    fn scatter_to_recv(&mut self, _qp: u32, _c: u16, _data: &[u8]) -> bool {
+        false
+    }
+}
+
+impl Drop for CompletionQueue<'_> {
+    fn drop(&mut self) {
+        if self.attached.get() != 0 {
+            // A QP still reports here (it was leaked): the device may still
+            // write CQEs, so the ring is never freed.
+            return;
+        }
+        if let Some(h) = self.handle.take() {
+            self.owner.destroy_cq(h);
+        }
+    }
+}

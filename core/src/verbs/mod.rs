@@ -1,0 +1,219 @@
+//! The safe, verbs-level object model: a brought-up [`Device`] becomes a
+//! [`Context`] (`ibv_context`), and every object made through it —
+//! [`ProtectionDomain`], [`DmaBuffer`], [`MemoryRegion`],
+//! [`CompletionQueue`], [`QueuePair`] — borrows it, so the compiler checks
+//! what the device may touch and for how long:
+//!
+//! * a [`DmaBuffer`] owns its DMA memory and frees it on drop; a
+//!   [`MemoryRegion`] borrows the buffer it covers, so the buffer cannot be
+//!   freed while the key exists, and dropping the region destroys the key
+//!   (DESTROY_MKEY) before the borrow ends;
+//! * a [`QueuePair`] borrows its CQs and PD, and every region its work
+//!   requests name must outlive it: dropping the QP destroys it on the
+//!   device (DESTROY_QP) first, so no posted WR can outlive its memory;
+//! * no object can outlive its [`Context`], and dropping the context tears
+//!   the function down in order ([`Device::teardown`]).
+//!
+//! Driver rings and doorbell records are never handed out as
+//! [`DmaBuffer`]s, so no safe call can register a key over them.
+//!
+//! Sizes are stated once, in verbs terms: [`Context::create_qp`] takes
+//! [`QpInitAttr`] (`max_send_wr`, `max_send_sge`, … as `ibv_create_qp`
+//! does), runs [`crate::sizing::qp_layout`] itself, creates the QP by
+//! command and reports the read-back capabilities; its queues are built
+//! from that geometry. Transitions take verbs attributes and enable the
+//! queues themselves.
+//!
+//! What `mem::forget` can do: forgetting an object leaks it (its firmware
+//! object and memory stay until [`Context`] teardown) but never lets the
+//! device reach freed memory: a forgotten region keeps its buffer's
+//! registration count up, so the buffer is leaked, not freed.
+//!
+//! ```
+//! use bareverbs::verbs::{Context, QpInitAttr, QpCap, InitAttr, Access};
+//! use bareverbs::sizing::QpType;
+//! # use bareverbs::cmd::{Bar0, Clock}; use bareverbs::device::UarMap;
+//! # use bareverbs::platform::DmaAllocator;
+//! fn setup<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(
+//!     ctx: &Context<B, C, A>,
+//! ) -> Result<(), bareverbs::verbs::Error> {
+//!     let pd = ctx.alloc_pd()?;
+//!     let buf = ctx.alloc_buffer(4096)?;
+//!     let mr = ctx.reg_mr(&pd, &buf, Access::LOCAL_WRITE | Access::REMOTE_WRITE)?;
+//!     let cq = ctx.create_cq(64)?;
+//!     let attr = QpInitAttr::new(QpType::Rc, &cq, &cq, QpCap::new(16, 1, 16, 1));
+//!     let mut qp = ctx.create_qp::<64, 16>(&pd, &attr)?;
+//!     qp.to_init(&InitAttr::new(1, Access::REMOTE_WRITE))?;
+//!     let _sge = mr.sge(0, 64).unwrap();
+//!     Ok(())
+//! }
+//! ```
+//!
+//! # What the compiler refuses
+//!
+//! Each refusal below is a `compile_fail` test, next to the same code
+//! without the mistake, which compiles. The prelude shared by all of them:
+//! a function generic over the platform, handed a [`Context`].
+//!
+//! **A region cannot outlive its buffer** (the buffer cannot be freed while
+//! a key covers it):
+//!
+//! ```compile_fail,E0505
+//! # use bareverbs::verbs::*; use bareverbs::cmd::{Bar0, Clock};
+//! # use bareverbs::device::UarMap; use bareverbs::platform::DmaAllocator;
+//! fn f<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(ctx: &Context<B, C, A>) -> Result<(), Error> {
+//!     let pd = ctx.alloc_pd()?;
+//!     let buf = ctx.alloc_buffer(4096)?;
+//!     let mr = ctx.reg_mr(&pd, &buf, Access::LOCAL_WRITE)?;
+//!     drop(buf); // error[E0505]: cannot move out of `buf` because it is borrowed
+//!     let _ = mr.lkey();
+//!     Ok(())
+//! }
+//! ```
+//! ```
+//! # use bareverbs::verbs::*; use bareverbs::cmd::{Bar0, Clock};
+//! # use bareverbs::device::UarMap; use bareverbs::platform::DmaAllocator;
+//! fn f<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(ctx: &Context<B, C, A>) -> Result<(), Error> {
+//!     let pd = ctx.alloc_pd()?;
+//!     let buf = ctx.alloc_buffer(4096)?;
+//!     let mr = ctx.reg_mr(&pd, &buf, Access::LOCAL_WRITE)?;
+//!     let _ = mr.lkey();
+//!     drop(mr); // the key is destroyed first ...
+//!     drop(buf); // ... then the memory is freed
+//!     Ok(())
+//! }
+//! ```
+//!
+//! **No queue outlives its device** (the context cannot be dropped or
+//! moved while an object borrows it):
+//!
+//! ```compile_fail,E0505
+//! # use bareverbs::verbs::*; use bareverbs::cmd::{Bar0, Clock};
+//! # use bareverbs::device::UarMap; use bareverbs::platform::DmaAllocator;
+//! fn f<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(ctx: Context<B, C, A>) -> Result<(), Error> {
+//!     let cq = ctx.create_cq(16)?;
+//!     drop(ctx); // error[E0505]: cannot move out of `ctx` because it is borrowed
+//!     let _ = cq.cqn();
+//!     Ok(())
+//! }
+//! ```
+//! ```
+//! # use bareverbs::verbs::*; use bareverbs::cmd::{Bar0, Clock};
+//! # use bareverbs::device::UarMap; use bareverbs::platform::DmaAllocator;
+//! fn f<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(ctx: Context<B, C, A>) -> Result<(), Error> {
+//!     let cq = ctx.create_cq(16)?;
+//!     let _ = cq.cqn();
+//!     drop(cq);
+//!     drop(ctx); // tears the device down
+//!     Ok(())
+//! }
+//! ```
+//!
+//! **A posted work request cannot outlive the memory it names** (every
+//! region a QP's WRs use outlives the QP, whose drop destroys it on the
+//! device first):
+//!
+//! ```compile_fail,E0597
+//! # use bareverbs::verbs::*; use bareverbs::cmd::{Bar0, Clock};
+//! # use bareverbs::device::UarMap; use bareverbs::platform::DmaAllocator;
+//! # use bareverbs::sizing::QpType;
+//! fn f<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(ctx: &Context<B, C, A>) -> Result<(), Error> {
+//!     let pd = ctx.alloc_pd()?;
+//!     let cq = ctx.create_cq(64)?;
+//!     let attr = QpInitAttr::new(QpType::Rc, &cq, &cq, QpCap::new(16, 16, 1, 1));
+//!     let mut qp = ctx.create_qp::<64, 16>(&pd, &attr)?;
+//!     {
+//!         let buf = ctx.alloc_buffer(4096)?;
+//!         let mr = ctx.reg_mr(&pd, &buf, Access::LOCAL_WRITE)?;
+//!         let _ = qp.post_recv(&[RecvWr::new(1, &[mr.sge(0, 64).unwrap()])]);
+//!     } // error[E0597]: `mr` does not live long enough
+//!     drop(qp);
+//!     Ok(())
+//! }
+//! ```
+//! ```
+//! # use bareverbs::verbs::*; use bareverbs::cmd::{Bar0, Clock};
+//! # use bareverbs::device::UarMap; use bareverbs::platform::DmaAllocator;
+//! # use bareverbs::sizing::QpType;
+//! fn f<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(ctx: &Context<B, C, A>) -> Result<(), Error> {
+//!     let pd = ctx.alloc_pd()?;
+//!     let cq = ctx.create_cq(64)?;
+//!     let buf = ctx.alloc_buffer(4096)?;
+//!     let mr = ctx.reg_mr(&pd, &buf, Access::LOCAL_WRITE)?;
+//!     let attr = QpInitAttr::new(QpType::Rc, &cq, &cq, QpCap::new(16, 16, 1, 1));
+//!     let mut qp = ctx.create_qp::<64, 16>(&pd, &attr)?;
+//!     let _ = qp.post_recv(&[RecvWr::new(1, &[mr.sge(0, 64).unwrap()])]);
+//!     drop(qp); // DESTROY_QP first; the region and buffer go after
+//!     Ok(())
+//! }
+//! ```
+//!
+//! **No key can be registered over a driver ring**: registration takes a
+//! [`DmaBuffer`], which only [`Context::alloc_buffer`] makes; rings,
+//! doorbell records and raw [`DmaBuf`] descriptions are not buffers:
+//!
+//! ```compile_fail,E0308
+//! # use bareverbs::verbs::*; use bareverbs::cmd::{Bar0, Clock};
+//! # use bareverbs::device::UarMap; use bareverbs::platform::{DmaAllocator, DmaBuf};
+//! fn f<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(ctx: &Context<B, C, A>, ring: DmaBuf) -> Result<(), Error> {
+//!     let pd = ctx.alloc_pd()?;
+//!     let _ = ctx.reg_mr(&pd, &ring, Access::REMOTE_WRITE)?; // error[E0308]: mismatched types
+//!     Ok(())
+//! }
+//! ```
+//! ```
+//! # use bareverbs::verbs::*; use bareverbs::cmd::{Bar0, Clock};
+//! # use bareverbs::device::UarMap; use bareverbs::platform::{DmaAllocator, DmaBuf};
+//! fn f<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(ctx: &Context<B, C, A>, _ring: DmaBuf) -> Result<(), Error> {
+//!     let pd = ctx.alloc_pd()?;
+//!     let buf = ctx.alloc_buffer(4096)?;
+//!     let _ = ctx.reg_mr(&pd, &buf, Access::REMOTE_WRITE)?;
+//!     Ok(())
+//! }
+//! ```
+
+mod buffer;
+mod context;
+mod cq;
+mod error;
+mod mr;
+mod qp;
+mod srq;
+
+pub use buffer::DmaBuffer;
+pub use context::Context;
+pub use cq::CompletionQueue;
+pub use error::Error;
+pub use mr::{Access, LocalSge, MemoryRegion, ProtectionDomain, RemoteBuf};
+pub use qp::{
+    AddressHandle, GlobalRoute, InitAttr, QpCap, QpInitAttr, QueuePair, RecvWr, RtrAttr, RtsAttr,
+    SendWr,
+};
+pub use srq::{SharedReceiveQueue, SrqLink};
+
+use crate::device::{CqHandle, DeviceError, Mkey, Pd, QpHandle, SrqHandle};
+use crate::platform::DmaBuf;
+
+/// What the objects ask of the context that made them (type-erased so the
+/// object types carry no platform parameters). Only the control path goes
+/// through it.
+pub(crate) trait Owner {
+    /// Returns DMA memory to the allocator.
+    ///
+    /// # Safety
+    /// `raw` came from this context's allocator and the device can no
+    /// longer reach it.
+    unsafe fn free_dma(&self, raw: DmaBuf);
+    /// DEALLOC_PD; `false` if it failed (the PD is then leaked).
+    fn dealloc_pd(&self, pd: Pd) -> bool;
+    /// DESTROY_MKEY; `false` if it failed (the key may still be live).
+    fn destroy_mkey(&self, m: Mkey) -> bool;
+    /// DESTROY_CQ and free its ring; `false` if it failed (ring leaked).
+    fn destroy_cq(&self, h: CqHandle) -> bool;
+    /// DESTROY_QP and free its buffer; `false` if it failed (leaked).
+    fn destroy_qp(&self, h: QpHandle) -> bool;
+    /// DESTROY_SRQ and free its ring; `false` if it failed (leaked).
+    fn destroy_srq(&self, h: SrqHandle) -> bool;
+    /// A QP state transition by command.
+    fn modify_qp(&self, h: &mut QpHandle, m: qp::Modify) -> Result<(), DeviceError>;
+}

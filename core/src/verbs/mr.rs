@@ -1,0 +1,226 @@
+//! Protection domains, memory regions over owned buffers, and the SGE
+//! tokens the safe posting API accepts.
+
+use super::{DmaBuffer, Owner};
+use crate::device::{Mkey, Pd};
+use crate::sq::Sge;
+use bitflags::bitflags;
+use core::fmt;
+use core::marker::PhantomData;
+
+bitflags! {
+    /// Access rights of a memory region or QP (`ibv_access_flags` values).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+    pub struct Access: u32 {
+        /// The device may write (receives, READ responses, atomic results).
+        const LOCAL_WRITE = 1;
+        /// Remote peers may RDMA WRITE.
+        const REMOTE_WRITE = 2;
+        /// Remote peers may RDMA READ.
+        const REMOTE_READ = 4;
+        /// Remote peers may perform atomics.
+        const REMOTE_ATOMIC = 8;
+    }
+}
+
+impl Access {
+    pub(crate) fn raw(self) -> crate::mr::Access {
+        crate::mr::Access(self.bits())
+    }
+    pub(crate) fn mkey(self) -> crate::cmd::ops::MkeyAccess {
+        crate::cmd::ops::MkeyAccess {
+            local_read: true,
+            local_write: self.contains(Access::LOCAL_WRITE),
+            remote_read: self.contains(Access::REMOTE_READ),
+            remote_write: self.contains(Access::REMOTE_WRITE),
+            atomic: self.contains(Access::REMOTE_ATOMIC),
+        }
+    }
+}
+
+/// A protection domain (ALLOC_PD); DEALLOC_PD on drop. Regions and QPs
+/// made in it borrow it, so it outlives them.
+pub struct ProtectionDomain<'a> {
+    pub(crate) pd: Pd,
+    owner: &'a dyn Owner,
+}
+
+impl fmt::Debug for ProtectionDomain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ProtectionDomain({:#x})", self.pd.0)
+    }
+}
+
+impl<'a> ProtectionDomain<'a> {
+    pub(crate) fn new(pd: Pd, owner: &'a dyn Owner) -> Self {
+        ProtectionDomain { pd, owner }
+    }
+    /// The PD number.
+    pub fn pdn(&self) -> u32 {
+        self.pd.0
+    }
+}
+
+impl Drop for ProtectionDomain<'_> {
+    fn drop(&mut self) {
+        self.owner.dealloc_pd(self.pd);
+    }
+}
+
+/// A memory key (CREATE_MKEY) over a [`DmaBuffer`], borrowing it: the
+/// buffer cannot be freed while the region exists, and dropping the region
+/// destroys the key first. lkey = rkey.
+pub struct MemoryRegion<'a> {
+    mkey: Mkey,
+    raw: crate::mr::MemoryRegion,
+    access: Access,
+    buf: &'a DmaBuffer<'a>,
+    owner: &'a dyn Owner,
+    _pd: PhantomData<&'a ProtectionDomain<'a>>,
+}
+
+impl fmt::Debug for MemoryRegion<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemoryRegion")
+            .field("key", &format_args!("{:#x}", self.mkey.key))
+            .field("iova", &format_args!("{:#x}", self.mkey.addr))
+            .field("len", &self.mkey.len)
+            .field("access", &self.access)
+            .finish()
+    }
+}
+
+impl<'a> MemoryRegion<'a> {
+    /// # Safety
+    /// `mkey` was created over exactly `buf`'s memory with `access`.
+    pub(crate) unsafe fn new(
+        mkey: Mkey,
+        access: Access,
+        buf: &'a DmaBuffer<'a>,
+        owner: &'a dyn Owner,
+    ) -> Self {
+        let b = buf.raw();
+        // SAFETY: `b` is live DMA memory owned by `buf`, which this region
+        // borrows for its whole life; the device reaches it at
+        // `iova + i` under `mkey.key` (caller's contract); the key is
+        // destroyed in `drop` before the borrow ends, and a region whose
+        // key could not be destroyed pins the buffer (never freed).
+        let raw = unsafe {
+            crate::mr::MemoryRegion::new(
+                b.cpu,
+                mkey.addr,
+                mkey.len,
+                mkey.key,
+                mkey.key,
+                access.raw(),
+            )
+        };
+        buf.add_key();
+        MemoryRegion {
+            mkey,
+            raw,
+            access,
+            buf,
+            owner,
+            _pd: PhantomData,
+        }
+    }
+
+    /// Local key.
+    pub fn lkey(&self) -> u32 {
+        self.mkey.key
+    }
+    /// Remote key.
+    pub fn rkey(&self) -> u32 {
+        self.mkey.key
+    }
+    /// Device address of the first byte.
+    pub fn addr(&self) -> u64 {
+        self.mkey.addr
+    }
+    /// Length in bytes.
+    pub fn len(&self) -> u64 {
+        self.mkey.len
+    }
+    /// Whether the region is empty.
+    pub fn is_empty(&self) -> bool {
+        self.mkey.len == 0
+    }
+    /// Access rights.
+    pub fn access(&self) -> Access {
+        self.access
+    }
+    /// The buffer this region covers.
+    pub fn buffer(&self) -> &'a DmaBuffer<'a> {
+        self.buf
+    }
+
+    /// A local SGE for `[offset, offset + length)` of this region, or
+    /// `None` when it does not fit. The token borrows the region, so a
+    /// work request naming it cannot be posted after the region is gone.
+    pub fn sge(&self, offset: u64, length: u32) -> Option<LocalSge<'_>> {
+        let sge = self.raw.sge(offset, length)?;
+        Some(LocalSge {
+            sge,
+            region: &self.raw,
+            _mr: PhantomData,
+        })
+    }
+
+    /// What a peer needs to address `[offset, offset + length)` of this
+    /// region with RDMA WRITE/READ/atomics (its address and rkey), or
+    /// `None` when it does not fit.
+    pub fn remote(&self, offset: u64, length: u64) -> Option<RemoteBuf> {
+        let end = offset.checked_add(length)?;
+        (end <= self.mkey.len).then_some(RemoteBuf {
+            addr: self.mkey.addr + offset,
+            rkey: self.mkey.key,
+            len: length,
+        })
+    }
+}
+
+impl Drop for MemoryRegion<'_> {
+    fn drop(&mut self) {
+        let ok = self.owner.destroy_mkey(self.mkey);
+        self.buf.remove_key(ok);
+    }
+}
+
+/// A scatter/gather element inside a live [`MemoryRegion`], made by
+/// [`MemoryRegion::sge`]: in bounds by construction, and it borrows the
+/// region.
+#[derive(Clone, Copy, Debug)]
+pub struct LocalSge<'m> {
+    pub(crate) sge: Sge,
+    pub(crate) region: &'m crate::mr::MemoryRegion,
+    _mr: PhantomData<&'m ()>,
+}
+
+impl LocalSge<'_> {
+    /// Device address.
+    pub fn addr(&self) -> u64 {
+        self.sge.addr
+    }
+    /// Length in bytes.
+    pub fn length(&self) -> u32 {
+        self.sge.length
+    }
+    /// Local key.
+    pub fn lkey(&self) -> u32 {
+        self.sge.lkey
+    }
+}
+
+/// A remote buffer: address, rkey and length, as a peer's region reports
+/// it ([`MemoryRegion::remote`]) or as received out of band. Plain data:
+/// the remote side's key checks protect its memory.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct RemoteBuf {
+    /// Remote device address.
+    pub addr: u64,
+    /// Remote key.
+    pub rkey: u32,
+    /// Length in bytes.
+    pub len: u64,
+}

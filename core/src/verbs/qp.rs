@@ -1,0 +1,724 @@
+//! [`QueuePair`]: a QP created from verbs capabilities, moved through its
+//! states with verbs attributes, posting and completing through checked,
+//! safe calls.
+
+use super::srq::SrqLink;
+use super::{Access, CompletionQueue, Error, LocalSge, Owner, ProtectionDomain};
+use crate::cmd::ops::{AddressPath, HwQpState, IbMtu, Init2Rtr, Rst2Init, Rtr2Rts};
+use crate::cq::{CompletionReject, RecvDone, SendDone, WrResolver};
+use crate::device::QpHandle;
+use crate::platform::Uar;
+use crate::rq::{RecvError, RecvErrorKind};
+use crate::sizing::QpType;
+use crate::sq::{PostError, PostErrorKind, SendFlags, SendOp, Sge, UdDest};
+use core::fmt;
+use core::marker::PhantomData;
+
+/// Queue capacities (`ibv_qp_cap`): what [`Context::create_qp`]
+/// (super::Context::create_qp) is asked for, and what it reads back.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QpCap {
+    /// Send work requests that may be outstanding.
+    pub max_send_wr: u32,
+    /// Receive work requests that may be outstanding.
+    pub max_recv_wr: u32,
+    /// Gather entries per send WR.
+    pub max_send_sge: u32,
+    /// Scatter entries per receive WR.
+    pub max_recv_sge: u32,
+    /// Inline payload bytes per send WR.
+    pub max_inline_data: u32,
+}
+
+impl QpCap {
+    /// Capacities with no inline data.
+    pub const fn new(
+        max_send_wr: u32,
+        max_recv_wr: u32,
+        max_send_sge: u32,
+        max_recv_sge: u32,
+    ) -> Self {
+        QpCap {
+            max_send_wr,
+            max_recv_wr,
+            max_send_sge,
+            max_recv_sge,
+            max_inline_data: 0,
+        }
+    }
+    /// The same with `max_inline_data`.
+    pub const fn with_inline(mut self, max_inline_data: u32) -> Self {
+        self.max_inline_data = max_inline_data;
+        self
+    }
+}
+
+/// QP creation attributes (`ibv_qp_init_attr`).
+#[derive(Clone, Copy, Debug)]
+pub struct QpInitAttr<'a> {
+    /// Transport: RC, UC or UD.
+    pub qp_type: QpType,
+    /// CQ for send completions.
+    pub send_cq: &'a CompletionQueue<'a>,
+    /// CQ for receive completions (may be the same CQ).
+    pub recv_cq: &'a CompletionQueue<'a>,
+    /// Requested capacities.
+    pub cap: QpCap,
+    /// Every send WR generates a completion (`sq_sig_all`).
+    pub sq_sig_all: bool,
+    /// Receive through this SRQ instead of an own receive queue
+    /// ([`QpInitAttr::with_srq`]).
+    pub srq: Option<SrqLink<'a>>,
+}
+
+impl<'a> QpInitAttr<'a> {
+    /// Attributes with `sq_sig_all` off.
+    pub fn new(
+        qp_type: QpType,
+        send_cq: &'a CompletionQueue<'a>,
+        recv_cq: &'a CompletionQueue<'a>,
+        cap: QpCap,
+    ) -> Self {
+        QpInitAttr {
+            qp_type,
+            send_cq,
+            recv_cq,
+            cap,
+            sq_sig_all: false,
+            srq: None,
+        }
+    }
+    /// The same attributes, receiving through `srq` (`max_recv_wr` and
+    /// `max_recv_sge` are then ignored).
+    pub fn with_srq<const N: usize>(mut self, srq: &'a super::SharedReceiveQueue<'a, N>) -> Self {
+        self.srq = Some(srq.link());
+        self
+    }
+}
+
+/// RESET → INIT attributes (`IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+/// IBV_QP_PORT | IBV_QP_ACCESS_FLAGS`, plus `IBV_QP_QKEY` for UD).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InitAttr {
+    /// Port number (1-based).
+    pub port_num: u8,
+    /// P_Key index.
+    pub pkey_index: u16,
+    /// Remote operations the QP accepts (REMOTE_WRITE/READ/ATOMIC).
+    pub qp_access_flags: Access,
+    /// Q_Key (UD).
+    pub qkey: u32,
+}
+
+impl InitAttr {
+    /// Port `port_num`, P_Key index 0, remote rights `qp_access_flags`.
+    pub const fn new(port_num: u8, qp_access_flags: Access) -> Self {
+        InitAttr {
+            port_num,
+            pkey_index: 0,
+            qp_access_flags,
+            qkey: 0,
+        }
+    }
+}
+
+/// Global routing (`ibv_global_route`): the GRH fields of an address.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GlobalRoute {
+    /// Destination GID (RoCE: the peer's IP as a GID).
+    pub dgid: [u8; 16],
+    /// Source GID table index.
+    pub sgid_index: u8,
+    /// Hop limit.
+    pub hop_limit: u8,
+}
+
+/// Where the peer is (`ibv_ah_attr`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AddressHandle {
+    /// Destination LID (InfiniBand).
+    pub dlid: u16,
+    /// Service level.
+    pub sl: u8,
+    /// Local port (1-based).
+    pub port_num: u8,
+    /// Global route (`is_global`).
+    pub grh: Option<GlobalRoute>,
+    /// Destination MAC (RoCE).
+    pub dmac: [u8; 6],
+    /// UDP source port (RoCE v2).
+    pub udp_sport: u16,
+    /// Loop packets back inside this function (force-loopback).
+    pub force_loopback: bool,
+}
+
+impl AddressHandle {
+    /// An InfiniBand-routed address: local port `port_num`, peer LID
+    /// `dlid`, service level 0, no GRH.
+    pub const fn ib(port_num: u8, dlid: u16) -> Self {
+        AddressHandle {
+            dlid,
+            sl: 0,
+            port_num,
+            grh: None,
+            dmac: [0; 6],
+            udp_sport: 0,
+            force_loopback: false,
+        }
+    }
+}
+
+/// INIT → RTR attributes (`IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+/// IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RtrAttr {
+    /// Path MTU.
+    pub path_mtu: IbMtu,
+    /// The peer's QP number (24 bits).
+    pub dest_qp_num: u32,
+    /// First PSN expected from the peer (24 bits).
+    pub rq_psn: u32,
+    /// RDMA READ/atomic requests the peer may have outstanding here.
+    pub max_dest_rd_atomic: u8,
+    /// Minimum RNR NAK timer code (0–31).
+    pub min_rnr_timer: u8,
+    /// The peer's address.
+    pub ah: AddressHandle,
+}
+
+impl RtrAttr {
+    /// Toward QP `dest_qp_num` at `ah`, expecting PSN `rq_psn`, with the
+    /// values `ibv_rc_pingpong` uses for the rest (one READ/atomic in
+    /// flight, RNR timer code 12).
+    pub const fn new(path_mtu: IbMtu, dest_qp_num: u32, rq_psn: u32, ah: AddressHandle) -> Self {
+        RtrAttr {
+            path_mtu,
+            dest_qp_num,
+            rq_psn,
+            max_dest_rd_atomic: 1,
+            min_rnr_timer: 12,
+            ah,
+        }
+    }
+}
+
+/// RTR → RTS attributes (`IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+/// IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RtsAttr {
+    /// First PSN sent (24 bits).
+    pub sq_psn: u32,
+    /// Local ACK timeout code (0–31: 4.096 µs × 2^timeout).
+    pub timeout: u8,
+    /// Transport retries (0–7).
+    pub retry_cnt: u8,
+    /// RNR retries (0–7, 7 = infinite).
+    pub rnr_retry: u8,
+    /// RDMA READ/atomic requests this QP may have outstanding.
+    pub max_rd_atomic: u8,
+}
+
+impl RtsAttr {
+    /// Sending from PSN `sq_psn`, with the values `ibv_rc_pingpong` uses for
+    /// the rest (timeout code 14, 7 retries, 7 RNR retries, one READ/atomic
+    /// in flight).
+    pub const fn new(sq_psn: u32) -> Self {
+        RtsAttr {
+            sq_psn,
+            timeout: 14,
+            retry_cnt: 7,
+            rnr_retry: 7,
+            max_rd_atomic: 1,
+        }
+    }
+}
+
+impl Default for RtsAttr {
+    fn default() -> Self {
+        RtsAttr::new(0)
+    }
+}
+
+/// A transition by command (what the context is asked to run).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Modify {
+    Init(Rst2Init),
+    Rtr(Init2Rtr),
+    Rts(Rtr2Rts),
+    Err,
+    Reset,
+}
+
+/// A send work request of the safe API (`ibv_send_wr`): its SGEs are
+/// [`LocalSge`] tokens of live regions.
+#[derive(Clone, Copy, Debug)]
+pub struct SendWr<'w, 'm> {
+    /// Caller's identifier, returned in the completion.
+    pub wr_id: u64,
+    /// Operation and its fields (remote address/rkey for RDMA and atomics).
+    pub op: SendOp,
+    /// Gather list (the inline source with [`SendFlags::INLINE`]).
+    pub sgl: &'w [LocalSge<'m>],
+    /// Flags.
+    pub flags: SendFlags,
+    /// UD destination (UD QPs only).
+    pub ud: Option<UdDest<'w>>,
+}
+
+impl<'w, 'm> SendWr<'w, 'm> {
+    /// A WR with no flags.
+    pub const fn new(wr_id: u64, op: SendOp, sgl: &'w [LocalSge<'m>]) -> Self {
+        SendWr {
+            wr_id,
+            op,
+            sgl,
+            flags: SendFlags::empty(),
+            ud: None,
+        }
+    }
+    /// The same WR, signaled (generates a completion on success).
+    pub const fn signaled(mut self) -> Self {
+        self.flags = self.flags.union(SendFlags::SIGNALED);
+        self
+    }
+    /// The same WR with `flags` added.
+    pub const fn with_flags(mut self, flags: SendFlags) -> Self {
+        self.flags = self.flags.union(flags);
+        self
+    }
+    /// The same WR with a UD destination.
+    pub const fn with_ud(mut self, ud: UdDest<'w>) -> Self {
+        self.ud = Some(ud);
+        self
+    }
+}
+
+/// A receive work request of the safe API (`ibv_recv_wr`): every SGE must
+/// lie in a region with [`Access::LOCAL_WRITE`].
+#[derive(Clone, Copy, Debug)]
+pub struct RecvWr<'w, 'm> {
+    /// Caller's identifier, returned in the completion.
+    pub wr_id: u64,
+    /// Scatter list.
+    pub sgl: &'w [LocalSge<'m>],
+}
+
+impl<'w, 'm> RecvWr<'w, 'm> {
+    /// A receive WR.
+    pub const fn new(wr_id: u64, sgl: &'w [LocalSge<'m>]) -> Self {
+        RecvWr { wr_id, sgl }
+    }
+}
+
+/// Largest gather/scatter list the safe API carries per WR (the device's
+/// `max_sge` is below this on every ConnectX).
+const MAX_SGE: usize = 64;
+/// WRs converted (and rung) per doorbell in the safe API.
+const CHUNK: usize = 4;
+
+/// A queue pair (`ibv_qp`) with `SQ` send WQEBBs and `RQ` receive WQEs of
+/// storage, which must equal the geometry sizing gave the device.
+///
+/// It borrows its PD and CQs, and every region its WRs name must outlive it
+/// (`'a`): dropping it destroys the QP on the device before any of them can
+/// go.
+pub struct QueuePair<'a, U: Uar, const SQ: usize, const RQ: usize> {
+    inner: crate::queue_pair::QueuePair<U, SQ, RQ>,
+    handle: Option<QpHandle>,
+    qp_type: QpType,
+    cap: QpCap,
+    log_msg_max: u8,
+    pub(crate) send_cq: &'a CompletionQueue<'a>,
+    pub(crate) recv_cq: &'a CompletionQueue<'a>,
+    srq: Option<SrqLink<'a>>,
+    owner: &'a dyn Owner,
+    _pd: PhantomData<&'a ProtectionDomain<'a>>,
+}
+
+impl<U: Uar, const SQ: usize, const RQ: usize> fmt::Debug for QueuePair<'_, U, SQ, RQ> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("QueuePair")
+            .field("qpn", &self.qp_num())
+            .field("qp_type", &self.qp_type)
+            .field("state", &self.state())
+            .field("cap", &self.cap)
+            .finish()
+    }
+}
+
+fn check(attr: &'static str, value: u64, max: u64) -> Result<(), Error> {
+    if value > max {
+        return Err(Error::InvalidAttr { attr, value, max });
+    }
+    Ok(())
+}
+
+/// `log2` of a verbs RDMA READ/atomic depth, rounded up (0 and 1 give 0).
+fn log_depth(n: u8) -> u8 {
+    if n <= 1 {
+        0
+    } else {
+        (u8::BITS - (n - 1).leading_zeros()) as u8
+    }
+}
+
+impl<'a, U: Uar, const SQ: usize, const RQ: usize> QueuePair<'a, U, SQ, RQ> {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        inner: crate::queue_pair::QueuePair<U, SQ, RQ>,
+        handle: QpHandle,
+        qp_type: QpType,
+        cap: QpCap,
+        log_msg_max: u8,
+        send_cq: &'a CompletionQueue<'a>,
+        recv_cq: &'a CompletionQueue<'a>,
+        srq: Option<SrqLink<'a>>,
+        owner: &'a dyn Owner,
+    ) -> Self {
+        send_cq.attached.set(send_cq.attached.get() + 1);
+        recv_cq.attached.set(recv_cq.attached.get() + 1);
+        if let Some(l) = srq {
+            let a = l.0.attached();
+            a.set(a.get() + 1);
+        }
+        QueuePair {
+            inner,
+            handle: Some(handle),
+            qp_type,
+            cap,
+            log_msg_max,
+            send_cq,
+            recv_cq,
+            srq,
+            owner,
+            _pd: PhantomData,
+        }
+    }
+
+    /// QP number.
+    pub fn qp_num(&self) -> u32 {
+        self.inner.qpn
+    }
+    /// Transport.
+    pub fn qp_type(&self) -> QpType {
+        self.qp_type
+    }
+    /// The capacities read back (as `ibv_create_qp` rewrites `cap`).
+    pub fn cap(&self) -> QpCap {
+        self.cap
+    }
+    /// The state the driver holds the QP in.
+    pub fn state(&self) -> HwQpState {
+        self.handle.as_ref().map_or(HwQpState::Reset, |h| h.state)
+    }
+    /// Send WRs posted and not yet completed.
+    pub fn send_outstanding(&self) -> u32 {
+        self.inner.sq.outstanding()
+    }
+
+    fn modify(&mut self, m: Modify) -> Result<(), Error> {
+        let h = self.handle.as_mut().ok_or(Error::Unsupported {
+            what: "a destroyed QP",
+        })?;
+        self.owner.modify_qp(h, m)?;
+        Ok(())
+    }
+
+    /// RESET → INIT; receives may be posted from here on.
+    pub fn to_init(&mut self, a: &InitAttr) -> Result<(), Error> {
+        let f = a.qp_access_flags;
+        self.modify(Modify::Init(Rst2Init {
+            port: a.port_num,
+            pkey_index: a.pkey_index,
+            remote_read: f.contains(Access::REMOTE_READ),
+            remote_write: f.contains(Access::REMOTE_WRITE),
+            remote_atomic: f.contains(Access::REMOTE_ATOMIC),
+            qkey: a.qkey,
+        }))?;
+        if let Some(rq) = self.inner.rq.as_mut() {
+            rq.enable();
+        }
+        Ok(())
+    }
+
+    /// INIT → RTR toward the peer in `a`.
+    pub fn to_rtr(&mut self, a: &RtrAttr) -> Result<(), Error> {
+        check("dest_qp_num", a.dest_qp_num as u64, 0xff_ffff)?;
+        check("rq_psn", a.rq_psn as u64, 0xff_ffff)?;
+        check("min_rnr_timer", a.min_rnr_timer as u64, 31)?;
+        let g = a.ah.grh.unwrap_or_default();
+        self.modify(Modify::Rtr(Init2Rtr {
+            mtu: a.path_mtu as u8,
+            log_msg_max: self.log_msg_max,
+            remote_qpn: a.dest_qp_num,
+            rq_psn: a.rq_psn,
+            log_rra_max: log_depth(a.max_dest_rd_atomic),
+            min_rnr_nak: a.min_rnr_timer,
+            path: AddressPath {
+                fl: a.ah.force_loopback,
+                pkey_index: 0,
+                grh: a.ah.grh.is_some(),
+                rlid: a.ah.dlid,
+                sgid_index: g.sgid_index,
+                hop_limit: g.hop_limit,
+                rgid: g.dgid,
+                udp_sport: a.ah.udp_sport,
+                sl: a.ah.sl,
+                port: a.ah.port_num,
+                rmac: a.ah.dmac,
+            },
+        }))
+    }
+
+    /// RTR → RTS; sends may be posted from here on.
+    pub fn to_rts(&mut self, a: &RtsAttr) -> Result<(), Error> {
+        check("sq_psn", a.sq_psn as u64, 0xff_ffff)?;
+        check("timeout", a.timeout as u64, 31)?;
+        check("retry_cnt", a.retry_cnt as u64, 7)?;
+        check("rnr_retry", a.rnr_retry as u64, 7)?;
+        self.modify(Modify::Rts(Rtr2Rts {
+            sq_psn: a.sq_psn,
+            retry_count: a.retry_cnt,
+            rnr_retry: a.rnr_retry,
+            ack_timeout: a.timeout,
+            log_sra_max: log_depth(a.max_rd_atomic),
+        }))?;
+        self.inner.sq.enable();
+        Ok(())
+    }
+
+    /// Any state → ERR: outstanding work completes with flush errors.
+    pub fn to_err(&mut self) -> Result<(), Error> {
+        self.modify(Modify::Err)
+    }
+
+    /// Any state → RESET: this QP's completions still in its CQs are
+    /// dropped, the queues forget every WR, and posting stops until the QP
+    /// is brought up again (error → reset → reuse).
+    pub fn to_reset(&mut self) -> Result<(), Error> {
+        self.modify(Modify::Reset)?;
+        // The QP's completions still in its CQs are dropped (as
+        // `mlx5_cq_clean` does at reset), then the queues forget their WRs.
+        let key = if self.inner.cqe_version == 1 {
+            self.inner.uidx
+        } else {
+            self.inner.qpn
+        };
+        self.send_cq.cq.borrow_mut().clean(key);
+        if !core::ptr::eq(self.send_cq, self.recv_cq) {
+            self.recv_cq.cq.borrow_mut().clean(key);
+        }
+        self.inner.sq.reset();
+        if let Some(rq) = self.inner.rq.as_mut() {
+            rq.reset();
+        }
+        Ok(())
+    }
+
+    /// Posts send WRs; one doorbell per few WRs. Checked before anything is
+    /// written: the QP state, queue room, SGE count, inline size, WQE size,
+    /// and that the device writes only into [`Access::LOCAL_WRITE`] regions
+    /// (RDMA READ destinations; an atomic's 8-byte result, which its first
+    /// SGE must hold). Memory-window binds and local invalidation are not
+    /// offered here (they change what keys reach); the raw queue has them.
+    /// On error, the WRs before `index` were posted.
+    pub fn post_send(&mut self, wrs: &[SendWr<'_, 'a>]) -> Result<(), PostError> {
+        let mut done = 0;
+        while done < wrs.len() {
+            let n = (wrs.len() - done).min(CHUNK);
+            let mut sges = [[Sge::default(); MAX_SGE]; CHUNK];
+            let mut raw = [crate::sq::SendWr::new(0, SendOp::Send, &[]); CHUNK];
+            let mut bad = None;
+            for (k, wr) in wrs[done..done + n].iter().enumerate() {
+                if let Err(kind) = self.check_send(wr, &mut sges[k]) {
+                    bad = Some(PostError {
+                        index: done + k,
+                        kind,
+                    });
+                    break;
+                }
+            }
+            let good = bad.map_or(n, |e| e.index - done);
+            for (k, wr) in wrs[done..done + good].iter().enumerate() {
+                raw[k] = crate::sq::SendWr {
+                    wr_id: wr.wr_id,
+                    op: wr.op,
+                    sgl: &sges[k][..wr.sgl.len()],
+                    flags: wr.flags,
+                    ud: wr.ud,
+                };
+            }
+            // SAFETY: every SGE comes from a LocalSge: inside a live region
+            // (bounds checked when the token was made) whose key and buffer
+            // outlive this QP ('a), and dropping the QP destroys it on the
+            // device first. `check_send` refused device writes into regions
+            // without LOCAL_WRITE, atomics whose result SGE is under 8
+            // bytes, and window binds; inline SGEs were translated to CPU
+            // addresses inside their region's buffer (exposed provenance),
+            // readable now. No Rust reference points at those buffers.
+            unsafe { self.inner.sq.post_send_raw(&raw[..good]) }.map_err(|e| PostError {
+                index: e.index + done,
+                kind: e.kind,
+            })?;
+            if let Some(e) = bad {
+                return Err(e);
+            }
+            done += n;
+        }
+        Ok(())
+    }
+
+    fn check_send(
+        &self,
+        wr: &SendWr<'_, 'a>,
+        out: &mut [Sge; MAX_SGE],
+    ) -> Result<(), PostErrorKind> {
+        if matches!(wr.op, SendOp::BindMw { .. } | SendOp::LocalInv { .. }) {
+            return Err(PostErrorKind::OpNotAllowed {
+                op: wr.op.name(),
+                qp_type: self.qp_type,
+            });
+        }
+        if wr.sgl.len() > MAX_SGE {
+            return Err(PostErrorKind::TooManySges {
+                num: wr.sgl.len(),
+                max: Some(self.cap.max_send_sge),
+            });
+        }
+        let atomic = matches!(wr.op, SendOp::CompSwap { .. } | SendOp::FetchAdd { .. });
+        let writes = atomic || matches!(wr.op, SendOp::Read { .. });
+        if atomic && wr.sgl.first().is_none_or(|s| s.sge.length < 8) {
+            return Err(PostErrorKind::SgeOutOfBounds { sge: 0 });
+        }
+        let inline = wr.flags.contains(SendFlags::INLINE);
+        for (j, s) in wr.sgl.iter().enumerate() {
+            if writes
+                && s.sge.length != 0
+                && !s.region.access().allows(crate::mr::Access::LOCAL_WRITE)
+            {
+                return Err(PostErrorKind::SgeOutOfBounds { sge: j });
+            }
+            out[j] = if inline {
+                let p = s
+                    .region
+                    .cpu_of(&s.sge)
+                    .ok_or(PostErrorKind::InlineNotReadable { sge: j })?;
+                Sge {
+                    addr: p.as_ptr().expose_provenance() as u64,
+                    ..s.sge
+                }
+            } else {
+                s.sge
+            };
+        }
+        Ok(())
+    }
+
+    /// Posts receive WRs (the QP must be in INIT or later). Every SGE must
+    /// lie in a [`Access::LOCAL_WRITE`] region; a refused WR writes
+    /// nothing, the WRs before it are posted.
+    pub fn post_recv(&mut self, wrs: &[RecvWr<'_, 'a>]) -> Result<(), RecvError> {
+        let Some(rq) = self.inner.rq.as_mut() else {
+            // Receives go through the SRQ: post them there.
+            return Err(RecvError {
+                index: 0,
+                kind: RecvErrorKind::TooManySges {
+                    num: wrs.first().map_or(0, |w| w.sgl.len()),
+                    max: None,
+                },
+            });
+        };
+        let mut done = 0;
+        while done < wrs.len() {
+            let n = (wrs.len() - done).min(CHUNK);
+            let mut sges = [[Sge::default(); MAX_SGE]; CHUNK];
+            let mut raw = [crate::rq::RecvWr { wr_id: 0, sgl: &[] }; CHUNK];
+            let mut bad = None;
+            'wrs: for (k, wr) in wrs[done..done + n].iter().enumerate() {
+                if wr.sgl.len() > MAX_SGE {
+                    bad = Some(RecvError {
+                        index: done + k,
+                        kind: RecvErrorKind::TooManySges {
+                            num: wr.sgl.len(),
+                            max: Some(self.cap.max_recv_sge),
+                        },
+                    });
+                    break;
+                }
+                for (j, s) in wr.sgl.iter().enumerate() {
+                    if !s.region.access().allows(crate::mr::Access::LOCAL_WRITE) {
+                        bad = Some(RecvError {
+                            index: done + k,
+                            kind: RecvErrorKind::SgeOutOfBounds { sge: j },
+                        });
+                        break 'wrs;
+                    }
+                    sges[k][j] = s.sge;
+                }
+            }
+            let good = bad.map_or(n, |e| e.index - done);
+            for (k, wr) in wrs[done..done + good].iter().enumerate() {
+                raw[k] = crate::rq::RecvWr {
+                    wr_id: wr.wr_id,
+                    sgl: &sges[k][..wr.sgl.len()],
+                };
+            }
+            // SAFETY: every SGE is a LocalSge inside a live region with
+            // LOCAL_WRITE (checked above) whose key and buffer outlive this
+            // QP ('a); dropping the QP destroys it on the device first; no
+            // Rust reference points at DmaBuffer memory.
+            unsafe { rq.post_recv_raw(&raw[..good]) }.map_err(|e| RecvError {
+                index: e.index + done,
+                kind: e.kind,
+            })?;
+            if let Some(e) = bad {
+                return Err(e);
+            }
+            done += n;
+        }
+        Ok(())
+    }
+}
+
+impl<U: Uar, const SQ: usize, const RQ: usize> QueuePair<'_, U, SQ, RQ> {
+    /// Whether a CQE's QP field names this QP (user index with CQE
+    /// version 1, else QPN).
+    pub(crate) fn named(&self, qp: u32) -> bool {
+        self.inner.is(qp)
+    }
+    /// A requester CQE for this QP.
+    pub(crate) fn send_done(&mut self, qp: u32, c: u16) -> Result<SendDone, CompletionReject> {
+        self.inner.send_done(qp, c)
+    }
+    /// A responder CQE for this QP: its own RQ or its SRQ.
+    pub(crate) fn recv_done(&mut self, qp: u32, c: u16) -> Result<RecvDone, CompletionReject> {
+        match self.srq {
+            // SAFETY: called by the CQ poller for a responder CQE of this
+            // QP, which receives through this SRQ; `retire` checks that
+            // the slot holds a posted WQE.
+            Some(l) => unsafe { l.0.retire(c) }.map(|wr_id| RecvDone {
+                wr_id,
+                rx_csum: false,
+            }),
+            None => self.inner.recv_done(qp, c),
+        }
+    }
+}
+
+impl<U: Uar, const SQ: usize, const RQ: usize> Drop for QueuePair<'_, U, SQ, RQ> {
+    fn drop(&mut self) {
+        if let Some(h) = self.handle.take() {
+            if self.owner.destroy_qp(h) {
+                // Destroyed: nothing reports to the CQs any more.
+                let s = self.send_cq.attached.get();
+                self.send_cq.attached.set(s.saturating_sub(1));
+                let r = self.recv_cq.attached.get();
+                self.recv_cq.attached.set(r.saturating_sub(1));
+                if let Some(l) = self.srq {
+                    let a = l.0.attached();
+                    a.set(a.get().saturating_sub(1));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,187 @@
+//! [`SharedReceiveQueue`]: an SRQ created from verbs capabilities, posted
+//! through checked safe calls, shared by the QPs that receive through it.
+
+use super::{Owner, ProtectionDomain, RecvWr};
+use crate::cq::CompletionReject;
+use crate::device::SrqHandle;
+use crate::rq::{RecvError, RecvErrorKind};
+use crate::sq::Sge;
+use core::cell::{Cell, RefCell};
+use core::fmt;
+use core::marker::PhantomData;
+
+/// What a QP needs of the SRQ it receives through (type-erased over `N`).
+pub(crate) trait SrqPort {
+    /// SRQ number.
+    fn srqn(&self) -> u32;
+    /// Completes slot `slot` after checking it holds a posted WQE.
+    ///
+    /// # Safety
+    /// Only for a responder CQE the device wrote for a QP receiving through
+    /// this SRQ.
+    unsafe fn retire(&self, slot: u16) -> Result<u64, CompletionReject>;
+    /// QPs receiving through it.
+    fn attached(&self) -> &Cell<u32>;
+}
+
+/// A QP's link to the SRQ it receives through
+/// ([`QpInitAttr::with_srq`](super::QpInitAttr::with_srq)).
+#[derive(Clone, Copy)]
+pub struct SrqLink<'a>(pub(crate) &'a dyn SrqPort);
+
+impl fmt::Debug for SrqLink<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SrqLink({:#x})", self.0.srqn())
+    }
+}
+
+/// A shared receive queue (`ibv_srq`) with `N` WQE slots of storage, which
+/// must equal the geometry sizing gave the device. QPs that receive through
+/// it borrow it; every region its WRs name must outlive it, and dropping it
+/// destroys it on the device first.
+pub struct SharedReceiveQueue<'a, const N: usize> {
+    srq: RefCell<crate::rq::SharedReceiveQueue<N>>,
+    handle: Option<SrqHandle>,
+    max_wr: u32,
+    max_sge: u32,
+    attached: Cell<u32>,
+    owner: &'a dyn Owner,
+    _pd: PhantomData<&'a ProtectionDomain<'a>>,
+}
+
+impl<const N: usize> fmt::Debug for SharedReceiveQueue<'_, N> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SharedReceiveQueue")
+            .field("srqn", &self.srqn())
+            .field("max_wr", &self.max_wr)
+            .field("max_sge", &self.max_sge)
+            .finish()
+    }
+}
+
+/// Largest scatter list per WR the safe API carries.
+const MAX_SGE: usize = 64;
+/// WRs converted per doorbell-record update.
+const CHUNK: usize = 4;
+
+impl<'a, const N: usize> SharedReceiveQueue<'a, N> {
+    pub(crate) fn new(
+        srq: crate::rq::SharedReceiveQueue<N>,
+        handle: SrqHandle,
+        max_wr: u32,
+        max_sge: u32,
+        owner: &'a dyn Owner,
+    ) -> Self {
+        SharedReceiveQueue {
+            srq: RefCell::new(srq),
+            handle: Some(handle),
+            max_wr,
+            max_sge,
+            attached: Cell::new(0),
+            owner,
+            _pd: PhantomData,
+        }
+    }
+
+    /// SRQ number.
+    pub fn srqn(&self) -> u32 {
+        self.handle.as_ref().map_or(0, |h| h.srqn)
+    }
+    /// Receive WRs that may be outstanding, read back (`srq_attr.max_wr`).
+    pub fn max_wr(&self) -> u32 {
+        self.max_wr
+    }
+    /// Scatter entries per WR, read back (`srq_attr.max_sge`).
+    pub fn max_sge(&self) -> u32 {
+        self.max_sge
+    }
+    /// The link [`QpInitAttr::with_srq`](super::QpInitAttr::with_srq) takes.
+    pub fn link(&'a self) -> SrqLink<'a> {
+        SrqLink(self)
+    }
+
+    /// Posts receive WRs. Every SGE must lie in a
+    /// [`Access::LOCAL_WRITE`](super::Access::LOCAL_WRITE) region; a refused WR writes nothing, the WRs before it are posted.
+    pub fn post_recv(&self, wrs: &[RecvWr<'_, 'a>]) -> Result<(), RecvError> {
+        let mut srq = self.srq.borrow_mut();
+        let mut done = 0;
+        while done < wrs.len() {
+            let n = (wrs.len() - done).min(CHUNK);
+            let mut sges = [[Sge::default(); MAX_SGE]; CHUNK];
+            let mut raw = [crate::rq::RecvWr { wr_id: 0, sgl: &[] }; CHUNK];
+            let mut bad = None;
+            'wrs: for (k, wr) in wrs[done..done + n].iter().enumerate() {
+                if wr.sgl.len() > MAX_SGE {
+                    bad = Some(RecvError {
+                        index: done + k,
+                        kind: RecvErrorKind::TooManySges {
+                            num: wr.sgl.len(),
+                            max: Some(self.max_sge),
+                        },
+                    });
+                    break;
+                }
+                for (j, s) in wr.sgl.iter().enumerate() {
+                    if !s.region.access().allows(crate::mr::Access::LOCAL_WRITE) {
+                        bad = Some(RecvError {
+                            index: done + k,
+                            kind: RecvErrorKind::SgeOutOfBounds { sge: j },
+                        });
+                        break 'wrs;
+                    }
+                    sges[k][j] = s.sge;
+                }
+            }
+            let good = bad.map_or(n, |e| e.index - done);
+            for (k, wr) in wrs[done..done + good].iter().enumerate() {
+                raw[k] = crate::rq::RecvWr {
+                    wr_id: wr.wr_id,
+                    sgl: &sges[k][..wr.sgl.len()],
+                };
+            }
+            // SAFETY: every SGE is a LocalSge inside a live region with
+            // LOCAL_WRITE (checked above) whose key and buffer outlive this
+            // SRQ ('a); dropping the SRQ destroys it on the device first;
+            // no Rust reference points at DmaBuffer memory.
+            unsafe { srq.post_recv_raw(&raw[..good]) }.map_err(|e| RecvError {
+                index: e.index + done,
+                kind: e.kind,
+            })?;
+            if let Some(e) = bad {
+                return Err(e);
+            }
+            done += n;
+        }
+        Ok(())
+    }
+}
+
+impl<const N: usize> SrqPort for SharedReceiveQueue<'_, N> {
+    fn srqn(&self) -> u32 {
+        SharedReceiveQueue::srqn(self)
+    }
+    unsafe fn retire(&self, slot: u16) -> Result<u64, CompletionReject> {
+        let mut q = self
+            .srq
+            .try_borrow_mut()
+            .map_err(|_| CompletionReject::NoReceiveQueue)?;
+        // SAFETY: forwarded contract (a responder CQE for a QP receiving
+        // through this SRQ); `retire` checks the slot holds a posted WQE.
+        unsafe { q.retire(slot) }
+    }
+    fn attached(&self) -> &Cell<u32> {
+        &self.attached
+    }
+}
+
+impl<const N: usize> Drop for SharedReceiveQueue<'_, N> {
+    fn drop(&mut self) {
+        if self.attached.get() != 0 {
+            // A leaked QP still receives through it: never free the ring.
+            return;
+        }
+        if let Some(h) = self.handle.take() {
+            self.owner.destroy_srq(h);
+        }
+    }
+}
