@@ -1884,7 +1884,7 @@ mod tests {
         // SAFETY: memory-only ring; SGEs never dereferenced.
         unsafe { q.post_send_raw(&[send_wr(1, &s1), send_wr(2, &s4), send_wr(3, &s1)]) }.unwrap();
         assert_eq!((q.cur_post(), q.head(), q.tail()), (4, 3, 0));
-        // SAFETY (all retire calls): memory-only ring, never executed.
+        // SAFETY: (all retire calls) memory-only ring, never executed.
         unsafe {
             // Never posted: counter 4 (beyond the producer), 9 (slot 1 a lap
             // on), 2 (second WQEBB of WR 2).

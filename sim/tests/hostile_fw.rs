@@ -282,6 +282,45 @@ fn serve_events_is_bounded_under_an_event_storm() {
     assert!(second.more);
 }
 
+/// The command wait serves events between polls: under a storm, with a
+/// command firmware never completes, the wait still reaches its timeout
+/// (each poll serves at most one EQ's worth) instead of spinning in the
+/// event loop forever.
+#[test]
+fn a_command_wait_times_out_under_an_event_storm() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let cfg = DeviceConfig {
+            cmd_timeout_us: 1_000,
+            cmd_poll_us: 100,
+            ..DeviceConfig::default()
+        };
+        let mut d = bareverbs_sim::fw::bring_up_sim_with(FwConfig::default(), cfg).unwrap();
+        {
+            let mut fw = d.bar().fw();
+            fw.faults.eqe_storm = true;
+            fw.faults.hang_next = 1;
+            while fw.post_event(0x09) {}
+        }
+        let r = d.create_cq(64, CqeSize::B64).map(|_| ());
+        d.bar().fw().faults.eqe_storm = false;
+        let _ = tx.send(r);
+    });
+    let r = rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the command wait did not return under an event storm");
+    assert!(
+        matches!(
+            r,
+            Err(DeviceError::Cmd(bareverbs::cmd::CmdError::Timeout {
+                opcode: bareverbs::cmd::op::CREATE_CQ,
+                ..
+            }))
+        ),
+        "{r:?}"
+    );
+}
+
 /// Without a storm the same call drains what is there and reports no more.
 #[test]
 fn serve_events_drains_a_finite_burst() {

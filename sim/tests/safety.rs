@@ -95,8 +95,8 @@ fn inline_send_from_a_forged_region_reads_the_allocation() {
 fn create_mkey_with_an_overflowing_span_fails_cleanly() {
     let (_f, mut d, scratch) = bareverbs_sim::fuzzing::fw::setup().unwrap();
     let r = ops::alloc_pd(d.input());
-    // SAFETY: ALLOC_PD creates a PD the driver does not track; nothing
-    // the driver owns is touched.
+    // SAFETY: a PD owns no memory; it is left to teardown, which destroys
+    // it only through firmware (the driver does not track it).
     let pd = ops::parse_obj_id(unsafe { d.run(r) }.unwrap());
     let all = MkeyAccess {
         local_read: true,
@@ -118,8 +118,10 @@ fn create_mkey_with_an_overflowing_span_fails_cleanly() {
                 variant: 0,
             },
         );
-        // SAFETY: a CREATE_MKEY the firmware must refuse; if it did not,
-        // the key would cover only scratch memory torn down below.
+        // SAFETY: firmware must refuse it (asserted). Had it succeeded, the
+        // key would name `scratch`, which outlives the device (freed after
+        // teardown below), and the model reaches memory only through
+        // HeapDma::translate.
         assert!(
             unsafe { d.run(req) }.is_err(),
             "start {start:#x} len {len:#x}"

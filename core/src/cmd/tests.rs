@@ -505,6 +505,52 @@ fn eqe_owner_and_page_request() {
     assert!(matches!(Eqe::parse(&[]), Eqe::Completion { cqn: 0 }));
 }
 
+/// An EQ ring the device keeps valid: `poll` takes entries from the local
+/// volatile copy, `peek_valid` looks without consuming (what bounds
+/// `Device::serve_events`), and a device rewriting an entry after it was
+/// taken changes nothing already returned.
+#[test]
+fn eq_poll_copies_and_peek_does_not_consume() {
+    use super::eq::EventQueue;
+    let dma = TestDma(RefCell::new(Vec::new()));
+    let ring = dma.alloc(4 * 64, 4096).unwrap();
+    // SAFETY: test-owned ring, no device.
+    let mut eq = unsafe { EventQueue::new(ring, 4) }.unwrap();
+    assert!(!eq.peek_valid(), "all owner bytes start at 1 (FACTS §7.9)");
+    assert_eq!(eq.poll(), None);
+    // The "device" writes a PAGE_REQUEST at entry 0 with owner 0 (pass 0).
+    let mut e = [0u8; 64];
+    e[1] = 0x0b;
+    e[36..40].copy_from_slice(&5i32.to_be_bytes());
+    // SAFETY: test-owned ring.
+    unsafe { dma_write(&ring, 0, &e) };
+    assert!(eq.peek_valid());
+    assert!(eq.peek_valid(), "peeking twice consumes nothing");
+    assert_eq!(eq.ci(), 0);
+    let got = eq.poll();
+    assert_eq!(
+        got,
+        Some(Eqe::PageRequest {
+            function_id: 0,
+            num_pages: 5
+        })
+    );
+    // Rewriting the consumed entry does not change what was returned.
+    // SAFETY: test-owned ring.
+    unsafe { dma_write(&ring, 36, &(-1i32).to_be_bytes()) };
+    assert_eq!(
+        got,
+        Some(Eqe::PageRequest {
+            function_id: 0,
+            num_pages: 5
+        })
+    );
+    assert_eq!(eq.ci(), 1);
+    assert!(!eq.peek_valid(), "entry 1 still has owner 1");
+    // SAFETY: the EQ was never given to a device.
+    unsafe { dma.free(ring) };
+}
+
 /// ACCESS_REG PMTU read, byte image computed by hand from the layout
 /// (linux `mlx5_ifc.h` access_register_in + pmtu_reg): opcode 0x0805 at
 /// bytes 0–1, op_mod 1 (read) at 6–7, register_id 0x5003 at 0x0a–0x0b,
