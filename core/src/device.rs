@@ -1469,7 +1469,21 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
     /// aliases a new one only if its index comes back after a multiple of
     /// 255 creations. Variant 0 is skipped, so no key is ever 0x100
     /// (MLX5_INVALID_LKEY, FACTS §2.1) or has a zero low byte.
-    pub fn create_mkey(
+    ///
+    /// The safe way to register memory is
+    /// [`Context::reg_mr`](crate::verbs::Context::reg_mr), over a buffer it
+    /// owns.
+    ///
+    /// # Safety
+    /// The key lets the device (and, with remote rights, any peer that
+    /// learns the key) read and write `[buf.iova, buf.iova + buf.len)`.
+    /// `buf` must describe DMA memory the caller owns and may hand to the
+    /// device: not a ring, doorbell record, command or event queue page of
+    /// any object, and not memory anything else uses. It must stay
+    /// allocated, and never be read or written through Rust references
+    /// while the device may write it, until the key is destroyed
+    /// ([`Device::destroy_mkey`] or teardown).
+    pub unsafe fn create_mkey(
         &mut self,
         pd: Pd,
         buf: &DmaBuf,

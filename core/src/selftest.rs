@@ -321,7 +321,10 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
             remote_write: true,
             atomic: false,
         };
-        let mkey = self.create_mkey(pd, &buf, access).map_err(setup)?;
+        // SAFETY: `buf` is the self-test's own data buffer (no ring), freed
+        // only in cleanup after the key is destroyed, and accessed only
+        // through volatile raw-pointer copies.
+        let mkey = unsafe { self.create_mkey(pd, &buf, access) }.map_err(setup)?;
         made.mkey = Some(mkey);
         // SAFETY: `buf` is the key's buffer; it stays allocated until
         // cleanup, after the queues (and the region) are gone.

@@ -398,8 +398,9 @@ fn create_objects_connect_two_qps_error_reset_reuse_teardown() {
     // Memory region over a DMA buffer.
     let pd = d.alloc_pd().unwrap();
     let buf = d.allocator().alloc(3 * 4096, 4096).unwrap();
-    let mr = d
-        .create_mkey(
+    // SAFETY: the test's own buffer, freed only after teardown.
+    let mr = unsafe {
+        d.create_mkey(
             pd,
             &buf,
             MkeyAccess {
@@ -410,7 +411,8 @@ fn create_objects_connect_two_qps_error_reset_reuse_teardown() {
                 atomic: false,
             },
         )
-        .unwrap();
+    }
+    .unwrap();
     {
         let bar = d.bar();
         let f = bar.fw();

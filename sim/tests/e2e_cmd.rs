@@ -58,7 +58,8 @@ fn side(fabric: &Fabric, access: MkeyAccess) -> Side {
     let (mut d, nic) = bring_up_on(fabric, FwConfig::default(), DeviceConfig::default()).unwrap();
     let pd = d.alloc_pd().unwrap();
     let buf = d.allocator().alloc(BUF, 4096).unwrap();
-    let mkey = d.create_mkey(pd, &buf, access).unwrap();
+    // SAFETY: the test's own buffer, freed only after teardown.
+    let mkey = unsafe { d.create_mkey(pd, &buf, access) }.unwrap();
     // SAFETY: `buf` is the key's buffer; it is freed only after teardown.
     let mr = unsafe { mkey.memory_region(&buf) }.unwrap();
     let cq = d.create_cq(256, CqeSize::B64).unwrap();

@@ -123,10 +123,11 @@ fn repeated_numbers_are_refused_for_every_object_kind() {
     );
 
     let buf = d.allocator().alloc(8192, 4096).unwrap();
-    let k = d.create_mkey(pd, &buf, ALL).unwrap();
+    let k = /* SAFETY: the test's own buffer, never a ring, freed after teardown. */ unsafe { d.create_mkey(pd, &buf, ALL) }.unwrap();
     lie_next(&d, k.index);
     assert_eq!(
-        d.create_mkey(pd, &buf, ALL).unwrap_err(),
+        /* SAFETY: the test's own buffer, never a ring, freed after teardown. */
+        unsafe { d.create_mkey(pd, &buf, ALL) }.unwrap_err(),
         DeviceError::DuplicateObjectNumber {
             what: "mkey",
             number: k.index
@@ -344,20 +345,20 @@ fn an_unaligned_buffer_gets_every_page_it_touches() {
     let pd = d.alloc_pd().unwrap();
     let big = d.allocator().alloc(3 * 4096, 4096).unwrap();
     let buf = big.slice(0x800, 4096).unwrap();
-    let k = d.create_mkey(pd, &buf, ALL).unwrap();
+    let k = /* SAFETY: the test's own buffer, never a ring, freed after teardown. */ unsafe { d.create_mkey(pd, &buf, ALL) }.unwrap();
     assert_eq!((k.addr, k.len), (big.iova + 0x800, 4096));
     let m = d.bar().fw().objects().mkeys[&k.index].clone();
     assert_eq!(m.pages, vec![big.iova, big.iova + 4096]);
     assert_eq!((m.start, m.len), (big.iova + 0x800, 4096));
     // 1 byte at the last byte of a page: one page; 2 bytes across: two.
     let one = big.slice(0xfff, 1).unwrap();
-    let k1 = d.create_mkey(pd, &one, ALL).unwrap();
+    let k1 = /* SAFETY: the test's own buffer, never a ring, freed after teardown. */ unsafe { d.create_mkey(pd, &one, ALL) }.unwrap();
     assert_eq!(
         d.bar().fw().objects().mkeys[&k1.index].pages,
         vec![big.iova]
     );
     let two = big.slice(0xfff, 2).unwrap();
-    let k2 = d.create_mkey(pd, &two, ALL).unwrap();
+    let k2 = /* SAFETY: the test's own buffer, never a ring, freed after teardown. */ unsafe { d.create_mkey(pd, &two, ALL) }.unwrap();
     assert_eq!(
         d.bar().fw().objects().mkeys[&k2.index].pages,
         vec![big.iova, big.iova + 4096]
@@ -377,13 +378,13 @@ fn a_reused_mkey_index_gets_a_new_variant() {
     .unwrap();
     let pd = d.alloc_pd().unwrap();
     let buf = d.allocator().alloc(4096, 4096).unwrap();
-    let mut prev = d.create_mkey(pd, &buf, ALL).unwrap();
+    let mut prev = /* SAFETY: the test's own buffer, never a ring, freed after teardown. */ unsafe { d.create_mkey(pd, &buf, ALL) }.unwrap();
     let mut seen = std::collections::HashSet::new();
     seen.insert(prev.key);
     for _ in 0..300 {
         let (idx, stale) = (prev.index, prev.key);
         d.destroy_mkey(prev).unwrap();
-        let k = d.create_mkey(pd, &buf, ALL).unwrap();
+        let k = /* SAFETY: the test's own buffer, never a ring, freed after teardown. */ unsafe { d.create_mkey(pd, &buf, ALL) }.unwrap();
         assert_eq!(k.index, idx, "the model reuses the index");
         assert_ne!(k.key, stale, "a stale key must not name the new key");
         assert_eq!(k.key >> 8, k.index);
@@ -457,7 +458,7 @@ mod stale_rkey {
         let (mut d, nic) = bring_up_on(fabric, fw, DeviceConfig::default()).unwrap();
         let pd = d.alloc_pd().unwrap();
         let buf = d.allocator().alloc(BUF, 4096).unwrap();
-        let mkey = d.create_mkey(pd, &buf, access).unwrap();
+        let mkey = /* SAFETY: the test's own buffer, never a ring, freed after teardown. */ unsafe { d.create_mkey(pd, &buf, access) }.unwrap();
         // SAFETY: `buf` is the key's buffer; it is freed only after teardown.
         let mr = unsafe { mkey.memory_region(&buf) }.unwrap();
         let cq = d.create_cq(256, CqeSize::B64).unwrap();
@@ -667,7 +668,7 @@ mod stale_rkey {
         let pd = b.qp.spec.pd;
         let stale = b.mkey;
         b.d.destroy_mkey(stale).unwrap();
-        let fresh = b.d.create_mkey(pd, &b.buf, ALL).unwrap();
+        let fresh = /* SAFETY: the test's own buffer, never a ring, freed after teardown. */ unsafe { b.d.create_mkey(pd, &b.buf, ALL) }.unwrap();
         assert_eq!(fresh.index, stale.index, "index reused by firmware");
         assert_ne!(fresh.key, stale.key, "the variant byte rotated");
         b.mkey = fresh;

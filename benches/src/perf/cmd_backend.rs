@@ -620,8 +620,10 @@ fn area<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(
         // SAFETY: a fresh allocation of `len` bytes that nothing else uses.
         unsafe { std::ptr::write_bytes(buf.cpu.as_ptr(), 0, len) };
         objs.bufs.push(buf);
-        let mkey = dev
-            .create_mkey(pd, &buf, ALL)
+        // SAFETY: `buf` is a message buffer this run allocated and owns
+        // (no ring); it is freed only after the key is destroyed
+        // (Objects::destroy) and is accessed only through raw pointers.
+        let mkey = unsafe { dev.create_mkey(pd, &buf, ALL) }
             .map_err(|e| anyhow!("CREATE_MKEY over {len} bytes: {e}"))?;
         objs.mkeys.push(mkey);
         // SAFETY: `buf` is the key's buffer; it is freed only after the key

@@ -111,10 +111,16 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Context<B, C, A> {
         access: Access,
     ) -> Result<MemoryRegion<'a>, Error> {
         let raw = buf.raw();
-        let mkey = self
-            .dev
-            .borrow_mut()
-            .create_mkey(pd.pd, &raw, MkeyAccess::from_ibv(access))?;
+        // SAFETY: `raw` is `buf`'s memory, which `buf` owns (allocated by
+        // `alloc_buffer`, never a ring); the returned region borrows `buf`
+        // and destroys the key before the borrow ends (a region whose key
+        // cannot be destroyed pins the buffer); DmaBuffer never hands out
+        // references to its memory.
+        let mkey = unsafe {
+            self.dev
+                .borrow_mut()
+                .create_mkey(pd.pd, &raw, MkeyAccess::from_ibv(access))
+        }?;
         // SAFETY: `mkey` was just created over exactly `raw`, which is
         // `buf`'s memory, with `access`.
         Ok(unsafe { MemoryRegion::new(mkey, access, buf, self) })
