@@ -399,7 +399,9 @@ impl<const SQ: usize, const RQ: usize, const CQ: usize> Endpoint<SQ, RQ, CQ> {
 
     /// Writes `bytes` into the buffer at `off` (host side).
     pub fn write(&self, off: usize, bytes: &[u8]) {
-        assert!(off + bytes.len() <= self.buf.len);
+        assert!(off
+            .checked_add(bytes.len())
+            .is_some_and(|end| end <= self.buf.len));
         // SAFETY: the range is inside the live buffer (asserted); no Rust
         // reference points into DMA memory.
         unsafe { std::ptr::copy(bytes.as_ptr(), self.buf.cpu.as_ptr().add(off), bytes.len()) };
@@ -407,7 +409,7 @@ impl<const SQ: usize, const RQ: usize, const CQ: usize> Endpoint<SQ, RQ, CQ> {
 
     /// Reads `len` bytes of the buffer at `off` (host side).
     pub fn read(&self, off: usize, len: usize) -> Vec<u8> {
-        assert!(off + len <= self.buf.len);
+        assert!(off.checked_add(len).is_some_and(|end| end <= self.buf.len));
         let mut v = vec![0u8; len];
         // SAFETY: as `write`.
         unsafe { std::ptr::copy(self.buf.cpu.as_ptr().add(off), v.as_mut_ptr(), len) };

@@ -279,13 +279,21 @@ fn run_sq<const N: usize>(
     let mut wrs = Vec::new();
     let mut bad_opcode = None;
     for (i, w) in case.wrs.iter().enumerate() {
-        // `IBV_SEND_INLINE && wr->num_sge` takes the inline path for a
-        // negative count too (inline segment of 0 bytes, BlueFlame-eligible),
-        // which a post through a slice of SGEs cannot express.
-        if w.num_sge < 0 && w.send_flags & SendFlags::INLINE.bits() != 0 {
+        // A negative count with IBV_SEND_INLINE is posted as one zero-length
+        // inline SGE (see `sgl_of`). That differs from the provider only
+        // where bareverbs checks the list's length: `1 > max_gs` when the QP
+        // has no gather entries (the provider's signed `num_sge >
+        // qp_state_max_gs` lets any negative count through), and its WQE
+        // bound counting an inline header when no inline room exists.
+        if w.num_sge < 0
+            && w.send_flags & SendFlags::INLINE.bits() != 0
+            && (case.qp.max_gs == 0 || case.qp.ret_max_inline_data == 0)
+        {
             bail!(
-                "WR[{i}]: num_sge={} with IBV_SEND_INLINE is not reproducible through bareverbs' SGE-slice post",
-                w.num_sge
+                "WR[{i}]: num_sge={} with IBV_SEND_INLINE on a QP with max_gs={} max_inline_data={} is not reproducible through bareverbs' SGE-slice post",
+                w.num_sge,
+                case.qp.max_gs,
+                case.qp.ret_max_inline_data
             );
         }
         let Some(op) = op_of(w)? else {
@@ -338,6 +346,19 @@ fn run_sq<const N: usize>(
 }
 
 fn sgl_of(w: &vw::SendWr, payload: &[u8]) -> Vec<Sge> {
+    if w.num_sge < 0 && w.send_flags & SendFlags::INLINE.bits() != 0 {
+        // `send_flags & IBV_SEND_INLINE && wr->num_sge` (mlx5_post_send): a
+        // negative count takes the inline branch, whose loop copies nothing,
+        // so no inline segment is written but the WR counts as inline for
+        // the BlueFlame choice. bareverbs takes its inline branch for a
+        // non-empty list and writes nothing for zero bytes: one zero-length
+        // SGE (at the payload, never read) is the same post.
+        return vec![Sge {
+            addr: payload.as_ptr() as u64,
+            length: 0,
+            lkey: 0,
+        }];
+    }
     let mut v: Vec<Sge> = w
         .sges
         .iter()
@@ -358,8 +379,11 @@ fn sgl_of(w: &vw::SendWr, payload: &[u8]) -> Vec<Sge> {
 /// loops (`for (i = 0; i < wr->num_sge; ++i)` in `mlx5_post_send`,
 /// `mlx5_post_recv`, `mlx5_post_srq_recv`) read the first `n` entries, none
 /// when `n <= 0`, and its `num_sge > max_gs` checks are signed, so a negative
-/// count passes them. The vectors print SGE lines only up to `num_sge`; any
-/// entries they leave out are zero-length placeholders.
+/// count passes them. (The replay posts on ready queues, where
+/// `qp_state_max_gs = max_gs >= 0`; in RESET it is −1, and the provider would
+/// refuse `num_sge = 0` but accept a negative count. No vector models that
+/// state.) The vectors print SGE lines only up to `num_sge`; any entries they
+/// leave out are zero-length placeholders.
 fn pad_to_num_sge(v: &mut Vec<Sge>, n: i32) {
     if n < 0 {
         v.clear();
