@@ -155,10 +155,7 @@ impl<U: Uar, const SQ: usize, const RQ: usize, const SRQ: usize> WrResolver
         if q.rq.is_some() {
             return q.recv_done(qp, wqe_counter);
         }
-        let srq = self
-            .srq
-            .as_mut()
-            .ok_or(CompletionReject::NoReceiveQueue)?;
+        let srq = self.srq.as_mut().ok_or(CompletionReject::NoReceiveQueue)?;
         // SAFETY: called by the CQ poller for a responder CQE of a QP that
         // receives through this SRQ; `retire` checks the slot is posted.
         let wr_id = unsafe { srq.retire(wqe_counter) }?;

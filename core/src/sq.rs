@@ -1880,10 +1880,9 @@ mod tests {
         // WR 1 at counter 0 (1 WQEBB), WR 2 at counter 1 (2 WQEBBs), WR 3
         // at counter 3.
         // SAFETY: memory-only ring; SGEs never dereferenced.
-        unsafe { q.post_send_raw(&[send_wr(1, &s1), send_wr(2, &s4), send_wr(3, &s1)]) }
-            .unwrap();
+        unsafe { q.post_send_raw(&[send_wr(1, &s1), send_wr(2, &s4), send_wr(3, &s1)]) }.unwrap();
         assert_eq!((q.cur_post(), q.head(), q.tail()), (4, 3, 0));
-        // SAFETY (all retire calls): memory-only ring, never executed.
+        // SAFETY: memory-only ring, never executed (all retire calls).
         unsafe {
             // Never posted: counter 4 (beyond the producer), 9 (slot 1 a lap
             // on), 2 (second WQEBB of WR 2).
@@ -1918,8 +1917,7 @@ mod tests {
         }];
         let s4 = [s1[0]; 4];
         // SAFETY: memory-only ring; SGEs never dereferenced.
-        unsafe { q.post_send_raw(&[send_wr(1, &s1), send_wr(2, &s1), send_wr(3, &s1)]) }
-            .unwrap();
+        unsafe { q.post_send_raw(&[send_wr(1, &s1), send_wr(2, &s1), send_wr(3, &s1)]) }.unwrap();
         q.reset();
         q.enable();
         // New life: WR 10 at counter 0 (2 WQEBBs), WR 11 at counter 2.
@@ -2022,7 +2020,8 @@ mod tests {
         assert_eq!(q.head(), 1);
         // A read-only region is refused even when the 8 bytes fit.
         // SAFETY: as above.
-        let ro = unsafe { crate::mr::MemoryRegion::new(cpu, 0x9000, 16, 8, 8, crate::mr::Access(0)) };
+        let ro =
+            unsafe { crate::mr::MemoryRegion::new(cpu, 0x9000, 16, 8, 8, crate::mr::Access(0)) };
         let sg = [Sge {
             addr: 0x9000,
             length: 8,

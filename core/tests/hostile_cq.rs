@@ -8,10 +8,10 @@
 use bareverbs::cq::{CompletionQueue, CompletionReject, CqError, PollError};
 use bareverbs::cqe::{Cqe64, CqeSize, WcStatus, WorkCompletion};
 use bareverbs::platform::{DmaBuf, MemUar};
+use bareverbs::qp::QpType;
 use bareverbs::queue_pair::{QpSet, QueuePair};
 use bareverbs::rq::{RecvErrorKind, RecvQueue, RecvWr, RqConfig, SharedReceiveQueue, SrqConfig};
 use bareverbs::sq::{BlueFlame, PostErrorKind, SendFlags, SendOp, SendWr, Sge, SqConfig};
-use bareverbs::qp::QpType;
 use core::ptr::NonNull;
 
 const NCQE: usize = 16;
@@ -105,8 +105,8 @@ fn new_cq(mem: &mut Mem, version: u8) -> (CompletionQueue<NCQE>, Dev) {
     let db = mem.alloc(8);
     // SAFETY: test memory outliving the CQ, accessed only through raw
     // pointers (the CQ and `Dev`).
-    let mut cq = unsafe { CompletionQueue::<NCQE>::new(ring, db, 9, CqeSize::B64, version) }
-        .unwrap();
+    let mut cq =
+        unsafe { CompletionQueue::<NCQE>::new(ring, db, 9, CqeSize::B64, version) }.unwrap();
     cq.init_ring();
     (cq, Dev { ring, pi: 0 })
 }
@@ -170,8 +170,13 @@ fn post_recvs(qp: &mut Qp, ids: &[u64]) {
     let sgl = [SGE];
     for &id in ids {
         // SAFETY: as above.
-        unsafe { qp.rq.as_mut().unwrap().post_recv_raw(&[RecvWr { wr_id: id, sgl: &sgl }]) }
-            .unwrap();
+        unsafe {
+            qp.rq.as_mut().unwrap().post_recv_raw(&[RecvWr {
+                wr_id: id,
+                sgl: &sgl,
+            }])
+        }
+        .unwrap();
     }
 }
 
@@ -288,10 +293,10 @@ fn extra_and_out_of_order_receive_cqes_are_rejected() {
     let sgl = [SGE];
     // SAFETY: memory-only ring, never executed.
     let e = unsafe {
-        qp.rq
-            .as_mut()
-            .unwrap()
-            .post_recv_raw(&[RecvWr { wr_id: 44, sgl: &sgl }])
+        qp.rq.as_mut().unwrap().post_recv_raw(&[RecvWr {
+            wr_id: 44,
+            sgl: &sgl,
+        }])
     }
     .unwrap_err();
     assert!(matches!(
@@ -321,7 +326,12 @@ fn phantom_srq_slot_is_rejected_and_never_handed_out() {
     let sgl = [SGE];
     let post = |srq: &mut SharedReceiveQueue<SRQ>, id| {
         // SAFETY: memory-only ring, never executed.
-        unsafe { srq.post_recv_raw(&[RecvWr { wr_id: id, sgl: &sgl }]) }
+        unsafe {
+            srq.post_recv_raw(&[RecvWr {
+                wr_id: id,
+                sgl: &sgl,
+            }])
+        }
     };
     post(&mut srq, 50).unwrap(); // slot 0
     post(&mut srq, 51).unwrap(); // slot 1
@@ -342,7 +352,6 @@ fn phantom_srq_slot_is_rejected_and_never_handed_out() {
             (1, 9, CompletionReject::SlotOutOfRange),
         ]
     );
-    drop(set);
     let srq = &mut srq;
     post(srq, 52).unwrap(); // slot 2
     let before = read(ring);

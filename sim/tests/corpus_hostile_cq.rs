@@ -14,5 +14,9 @@ fn hostile_cq_corpus() {
     for p in &entries {
         bareverbs_sim::fuzzing::hostile::hostile_cq(&std::fs::read(p).unwrap());
     }
-    assert!(entries.len() >= 10, "corpus has only {} files", entries.len());
+    assert!(
+        entries.len() >= 10,
+        "corpus has only {} files",
+        entries.len()
+    );
 }

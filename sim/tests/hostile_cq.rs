@@ -197,9 +197,7 @@ fn without_clean_stale_flushes_are_rejected_and_never_wedge() {
     let (wcs, errs) = drain(&mut a);
     assert!(wcs.is_empty(), "{wcs:?}");
     assert_eq!(errs.len(), 2);
-    assert!(errs
-        .iter()
-        .all(|e| why(e) == CompletionReject::NotInFlight));
+    assert!(errs.iter().all(|e| why(e) == CompletionReject::NotInFlight));
     assert_eq!(a.qp.sq.outstanding(), 0);
     reconnect_and_run(&mut a, &mut b);
 }

@@ -241,10 +241,9 @@ pub fn hostile_cq(data: &[u8]) {
         wait_queue: false,
     };
     // SAFETY: as above.
-    let mut srq = unsafe {
-        SharedReceiveQueue::<SRQ>::new(dma(srq_p, SRQ * 32), dma(srqdb_p, 8), srq_cfg)
-    }
-    .expect("srq");
+    let mut srq =
+        unsafe { SharedReceiveQueue::<SRQ>::new(dma(srq_p, SRQ * 32), dma(srqdb_p, 8), srq_cfg) }
+            .expect("srq");
     let mut m = Model {
         sends: [Fifo::new(), Fifo::new()],
         recvs: Fifo::new(),
@@ -444,7 +443,6 @@ pub fn hostile_cq(data: &[u8]) {
         poll(&mut cq, &mut qps, &mut srq, &mut m, 4);
     }
     check(&qps, &srq, &m, sq_p, rq_p, srq_p);
-    drop((cq, qps, srq));
 }
 
 /// Writes one CQE at the device producer index (if the ring has room).
@@ -596,8 +594,7 @@ fn check(
     rq_p: *const u8,
     srq_p: *const u8,
 ) {
-    for k in 0..2 {
-        let q = &qps[k];
+    for (k, q) in qps.iter().enumerate() {
         assert_eq!(q.sq.outstanding() as usize, m.sends[k].n, "SQ {k} count");
         if let Some(r) = m.sends[k].items().first() {
             assert_eq!(q.sq.tail(), r.seq, "SQ {k} tail");
