@@ -447,7 +447,7 @@ pub fn hostile_cq(data: &[u8]) {
 
 /// Writes one CQE at the device producer index (if the ring has room).
 fn device_cqe(cq: *mut u8, pi: &mut u32, ci: u32, opc: u8, k: usize, ctr: u16) {
-    if pi.wrapping_sub(ci) >= NCQE as u32 {
+    if room(pi, ci) == 0 {
         return;
     }
     let (qpn, uidx) = qp_ids(k);
@@ -463,6 +463,18 @@ fn device_cqe(cq: *mut u8, pi: &mut u32, ci: u32, opc: u8, k: usize, ctr: u16) {
     c.set_op_own((opc << 4) | owner);
     write_entry(cq, *pi, c.as_bytes());
     *pi = pi.wrapping_add(1);
+}
+
+/// Free entries the device may write. A consumer that ran ahead of the
+/// device (it took garbage bytes beyond the producer for a CQE, e.g. a
+/// mini-CQE array slot) pulls the producer along.
+fn room(pi: &mut u32, ci: u32) -> u32 {
+    let used = pi.wrapping_sub(ci);
+    if used > NCQE as u32 {
+        *pi = ci;
+        return NCQE as u32;
+    }
+    NCQE as u32 - used
 }
 
 /// (QPN, user index) a device CQE for QP `k` carries; `k == 2` names
@@ -487,7 +499,7 @@ fn device_session(
 ) {
     // The session and its arrays must fit in the free part of the ring.
     let span = count.max(2);
-    if pi.wrapping_sub(ci) + span > NCQE as u32 {
+    if room(pi, ci) < span {
         return;
     }
     let (qpn, uidx) = qp_ids(k);
