@@ -9,9 +9,19 @@
 //! request is resolved through a [`WrResolver`] (implemented by whatever
 //! owns the QPs/SRQs — usually a small table from QP id to queue): the CQ
 //! tells it *which* WQE completed (`qp`, `wqe_counter`), the resolver
-//! retires the WR(s) and returns the `wr_id`. `qp` is the user index from
-//! `srqn_uidx` with CQE version 1 (what ConnectX-4+ contexts use), else the
-//! QPN from `sop_drop_qpn`. FACTS §5.7.
+//! checks that this names work really in flight, retires the WR(s) and
+//! returns the `wr_id` — or says why not ([`CompletionReject`]). `qp` is
+//! the user index from `srqn_uidx` with CQE version 1 (what ConnectX-4+
+//! contexts use), else the QPN from `sop_drop_qpn`. FACTS §5.7.
+//!
+//! # The device is not trusted
+//!
+//! A CQE may be wrong, stale, repeated or hostile. One that names an
+//! unknown QP or no WR in flight becomes a typed [`PollError`] (naming the
+//! QP, the counter and the reason), retires nothing, and is consumed like
+//! any other CQE; the next `poll` continues behind it. Compressed sessions
+//! are checked per expanded mini-CQE. [`CompletionQueue::clean`] purges a
+//! QP's unpolled CQEs when it is reset (FACTS §5.10).
 //!
 //! # Memory rules
 //!

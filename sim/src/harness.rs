@@ -310,16 +310,13 @@ impl<const SQ: usize, const RQ: usize, const CQ: usize> Endpoint<SQ, RQ, CQ> {
     }
 
     /// Modifies the QP on the device and mirrors the posting rules in the
-    /// host queues (RQ enabled from INIT, SQ from RTS, both reset by RESET).
+    /// host queues (RQ enabled from INIT, SQ from RTS, both reset by RESET,
+    /// which also purges the QP's unpolled CQEs from the CQ).
     pub fn modify(&mut self, attr: &QpAttr, mask: QpAttrMask) -> Result<(), SimError> {
         self.dev.modify_qp(self.qpn, attr, mask)?;
         match attr.qp_state {
-            QpState::Reset => {
-                self.qp.sq.reset();
-                if let Some(rq) = self.qp.rq.as_mut() {
-                    rq.reset();
-                }
-            }
+            // As rdma-core: the QP's unpolled CQEs are purged too.
+            QpState::Reset => self.qp.reset(&mut [&mut self.cq]),
             QpState::Init => {
                 if let Some(rq) = self.qp.rq.as_mut() {
                     rq.enable();

@@ -10,7 +10,7 @@ use bareverbs::cqe::{Cqe64, CqeSize, WorkCompletion};
 use bareverbs::platform::{DmaAllocator, DmaBuf, MemUar};
 use bareverbs::qp::QpType;
 use bareverbs::queue_pair::QueuePair;
-use bareverbs::sq::{BlueFlame, SendQueue, SqConfig};
+use bareverbs::sq::{BlueFlame, SendOp, SendQueue, SendWr, Sge, SqConfig};
 use bareverbs_sim::dma::HeapDma;
 use std::time::{Duration, Instant};
 
@@ -79,13 +79,14 @@ impl PollBench {
         // SAFETY: as above.
         let sq = unsafe { SendQueue::new(sq_ring, sq_db, MemUar::default(), cfg) }
             .ok_or_else(|| anyhow::anyhow!("bad geometry"))?;
-        let qp = QueuePair {
+        let mut qp = QueuePair {
             qpn: 0x1234,
             uidx: 5,
             cqe_version: 1,
             sq,
             rq: None,
         };
+        qp.sq.enable();
         Ok(PollBench {
             _dma: dma,
             cq: Box::new(cq),
@@ -96,8 +97,22 @@ impl PollBench {
         })
     }
 
-    /// The fake device writes one lap of requester CQEs.
+    /// The fake device writes one lap of requester CQEs, each completing
+    /// one WR posted here first (completions are checked against the WRs
+    /// in flight, so a CQE must name a posted WQE).
     fn refill(&mut self) {
+        let sgl = [Sge {
+            addr: 0x1000,
+            length: 64,
+            lkey: 1,
+        }];
+        for k in 0..CQ_ENTRIES as u64 {
+            let wr = SendWr::new(self.produced + k, SendOp::Send, &sgl);
+            // SAFETY: memory-backed ring that no device executes; the SGE
+            // is never dereferenced (not inline). One 1-WQEBB WQE per CQE
+            // below, so WQE counter == CQE counter.
+            let _ = unsafe { self.qp.sq.post_send_raw(&[wr]) };
+        }
         for k in 0..CQ_ENTRIES as u64 {
             let pi = self.produced + k;
             let mut c = Cqe64::ZERO;

@@ -504,3 +504,109 @@ fn cqe128_ring_and_runtime_size() {
     // SAFETY: as above
     assert!(unsafe { DynCompletionQueue::with_entries(8, ring, db, 1, CqeSize::B128, 1) }.is_err());
 }
+
+/// Records what it was asked to complete; knows user indexes 1 and 2.
+#[derive(Default)]
+struct Recorder {
+    seen: Vec<(u32, u16)>,
+}
+
+impl WrResolver for Recorder {
+    fn send_done(&mut self, qp: u32, wqe_counter: u16) -> Result<SendDone, CompletionReject> {
+        if qp != 1 && qp != 2 {
+            return Err(CompletionReject::UnknownQp);
+        }
+        self.seen.push((qp, wqe_counter));
+        Ok(SendDone {
+            wr_id: ((qp as u64) << 16) | wqe_counter as u64,
+            wr_data: WcOpcode::Send,
+        })
+    }
+    fn recv_done(&mut self, _: u32, _: u16) -> Result<RecvDone, CompletionReject> {
+        Err(CompletionReject::NoReceiveQueue)
+    }
+    fn scatter_to_send(&mut self, _: u32, _: u16, _: &[u8]) -> bool {
+        false
+    }
+    fn scatter_to_recv(&mut self, _: u32, _: u16, _: &[u8]) -> bool {
+        false
+    }
+}
+
+#[test]
+fn clean_compacts_across_the_wrap_with_128_byte_cqes() {
+    #[repr(C, align(64))]
+    struct M {
+        ring: [u8; 4 * 128],
+        db: [u8; 8],
+    }
+    let mut m = M {
+        ring: [0; 512],
+        db: [0; 8],
+    };
+    let base = NonNull::from(&mut m).cast::<u8>();
+    let ring = DmaBuf {
+        cpu: base,
+        iova: 0,
+        len: 512,
+    };
+    let db = DmaBuf {
+        // SAFETY: inside `m`.
+        cpu: unsafe { base.add(512) },
+        iova: 0,
+        len: 8,
+    };
+    // SAFETY: `m` outlives `cq` and is only accessed through it.
+    let mut cq =
+        unsafe { DynCompletionQueue::with_entries(4, ring, db, 1, CqeSize::B128, 1) }.unwrap();
+    cq.init_ring();
+    // Consumer at 2 (lap 0): entries at positions 2, 3 (owner 0) and 4
+    // (slot 0, lap 1, owner 1): uidx 2, 1, 2; position 5 is device-owned.
+    cq.set_consumer_index(2);
+    put(&cq, 2, &cqe(0x00, 0x0a00_0002, 7, 2));
+    put(&cq, 3, &cqe(0x00, 0x0a00_0001, 8, 1));
+    put(&cq, 0, &cqe(0x01, 0x0a00_0002, 9, 2));
+    let mut dropped = Vec::new();
+    assert_eq!(cq.clean_with(2, |c| dropped.push(c.wqe_counter())), 2);
+    // Newest first, as the backward sweep meets them.
+    assert_eq!(dropped, [9, 7]);
+    // One survivor (uidx 1) moved from position 3 to position 4, slot 0,
+    // where it carries lap 1's owner bit; the consumer index skipped two.
+    assert_eq!((cq.consumer_index(), cq.read_dbrec(0)), (4, 4));
+    let mut r = Recorder::default();
+    let mut wc = [WorkCompletion::default(); 4];
+    assert_eq!(cq.poll(&mut r, &mut wc), Ok(1));
+    assert_eq!(r.seen, [(1, 8)]);
+    assert_eq!(wc[0].wr_id, (1 << 16) | 8);
+    assert_eq!(cq.consumer_index(), 5);
+    // Nothing else is owned: the freed and the moved-from slots do not
+    // come back as completions.
+    assert_eq!(cq.poll(&mut r, &mut wc), Ok(0));
+    // Nothing to clean: no change.
+    assert_eq!(cq.clean(1), 0);
+    assert_eq!(cq.consumer_index(), 5);
+}
+
+#[test]
+fn misaligned_ring_is_refused() {
+    let mut m = Mem {
+        ring: [0; 512],
+        dbrec: [0; 8],
+    };
+    let base = NonNull::from(&mut m).cast::<u8>();
+    let ring = DmaBuf {
+        // SAFETY: inside `m`.
+        cpu: unsafe { base.add(4) },
+        iova: 0,
+        len: 256,
+    };
+    let db = DmaBuf {
+        // SAFETY: inside `m`.
+        cpu: unsafe { base.add(512) },
+        iova: 0,
+        len: 8,
+    };
+    // SAFETY: refused before any access.
+    let e = unsafe { CompletionQueue::<4>::new(ring, db, 1, CqeSize::B64, 1) }.unwrap_err();
+    assert!(matches!(e, CqError::Misaligned { .. }));
+}

@@ -3,5 +3,6 @@
 
 pub mod cqe;
 pub mod fw;
+pub mod hostile;
 pub mod rings;
 pub mod wqe;

@@ -1,0 +1,659 @@
+//! Fuzz body `hostile_cq`: the device as an adversary. Bytes drive a
+//! script of posts (two QPs: one with its own RQ, one on an SRQ), CQEs
+//! written by a "device" (honest ones, phantom / repeated / stale counters,
+//! CQEs of unknown QPs, random opcodes, compressed sessions of any count),
+//! polls with a random batch size, and QP resets (with CQ clean). After
+//! every poll and post it checks, against an independent model:
+//!
+//! * every completion names a WR that is posted and not yet completed, and
+//!   retires exactly the WRs the model expects (exactly once, never a
+//!   phantom);
+//! * the queues' counters equal the model's outstanding work;
+//! * the ring bytes of every WQE in flight are unchanged (nothing posted
+//!   over a WQE the device may still execute);
+//! * the doorbell record follows the consumer index.
+//!
+//! Everything lives in fixed arrays on the stack: no allocation per run.
+
+use bareverbs::cq::{CompletionQueue, PollError};
+use bareverbs::cqe::{Cqe64, CqeSize, MiniCqeFormat, WorkCompletion, WrittenFields};
+use bareverbs::platform::{DmaBuf, MemUar};
+use bareverbs::qp::QpType;
+use bareverbs::queue_pair::{QpSet, QueuePair};
+use bareverbs::rq::{RecvQueue, RecvWr, RqConfig, SharedReceiveQueue, SrqConfig};
+use bareverbs::sq::{BlueFlame, SendFlags, SendOp, SendQueue, SendWr, Sge, SqConfig};
+use core::ptr::NonNull;
+
+const NCQE: usize = 16;
+const SQ: usize = 8;
+const RQ: usize = 4;
+const SRQ: usize = 4;
+const QPN: [u32; 2] = [0x100, 0x200];
+const UIDX: [u32; 2] = [1, 2];
+
+/// Device-visible memory of the whole scenario.
+#[repr(C, align(64))]
+struct Mem {
+    cq: [u8; NCQE * 64],
+    cq_db: [u8; 8],
+    sq: [[u8; SQ * 64]; 2],
+    qp_db: [[u8; 8]; 2],
+    rq: [u8; RQ * 16],
+    srq: [u8; SRQ * 32],
+    srq_db: [u8; 8],
+}
+
+fn dma(p: *mut u8, len: usize) -> DmaBuf {
+    DmaBuf {
+        cpu: NonNull::new(p).expect("non-null"),
+        iova: 0x1000,
+        len,
+    }
+}
+
+fn peek<const L: usize>(p: *const u8) -> [u8; L] {
+    let mut o = [0u8; L];
+    for (i, b) in o.iter_mut().enumerate() {
+        // SAFETY: callers pass pointers to L bytes inside `Mem`; raw
+        // volatile reads, no reference into device-visible memory.
+        *b = unsafe { core::ptr::read_volatile(p.add(i)) };
+    }
+    o
+}
+
+/// A send WR in flight: id, WR sequence, first WQEBB counter, the first
+/// 16 bytes (control segment) of its WQE.
+#[derive(Clone, Copy, Default)]
+struct SendRec {
+    id: u64,
+    seq: u32,
+    ctr: u16,
+    ctrl: [u8; 16],
+}
+
+/// A receive in flight: id, ring slot, its first data segment.
+#[derive(Clone, Copy, Default)]
+struct RecvRec {
+    id: u64,
+    slot: u16,
+    seg: [u8; 16],
+}
+
+/// Fixed-capacity FIFO.
+struct Fifo<T: Copy + Default, const C: usize> {
+    v: [T; C],
+    n: usize,
+}
+
+impl<T: Copy + Default, const C: usize> Fifo<T, C> {
+    fn new() -> Self {
+        Fifo {
+            v: [T::default(); C],
+            n: 0,
+        }
+    }
+    fn push(&mut self, x: T) {
+        assert!(self.n < C, "model overflow: the queue accepted too much");
+        self.v[self.n] = x;
+        self.n += 1;
+    }
+    fn items(&self) -> &[T] {
+        &self.v[..self.n]
+    }
+    /// Removes the first `k` entries.
+    fn drop_front(&mut self, k: usize) {
+        self.v.copy_within(k..self.n, 0);
+        self.n -= k;
+    }
+    fn remove(&mut self, i: usize) {
+        self.v.copy_within(i + 1..self.n, i);
+        self.n -= 1;
+    }
+}
+
+struct Bytes<'a>(&'a [u8]);
+
+impl Bytes<'_> {
+    fn u8(&mut self) -> u8 {
+        match self.0.split_first() {
+            Some((b, rest)) => {
+                self.0 = rest;
+                *b
+            }
+            None => 0,
+        }
+    }
+    fn u16(&mut self) -> u16 {
+        u16::from_le_bytes([self.u8(), self.u8()])
+    }
+}
+
+struct Model {
+    sends: [Fifo<SendRec, 4>; 2],
+    recvs: Fifo<RecvRec, 4>,
+    srq: Fifo<RecvRec, 3>,
+    next_id: u64,
+    /// The device's idea of the next RQ counter.
+    dev_rq: u16,
+    /// Device producer index of the CQ.
+    pi: u32,
+    /// Counters of recent honest send CQEs (for repeats).
+    recent: [u16; 4],
+}
+
+type Qp = QueuePair<MemUar, SQ, RQ>;
+
+/// The control segment of the WQE at WQEBB counter `ctr` of QP `qp`.
+fn sq_ctrl(sq_p: *const u8, qp: usize, ctr: u16) -> [u8; 16] {
+    peek::<16>(sq_p.wrapping_add(qp * SQ * 64 + (ctr as usize & (SQ - 1)) * 64))
+}
+
+/// Runs one script.
+pub fn hostile_cq(data: &[u8]) {
+    let mut b = Bytes(data);
+    let sel = b.u8();
+    let version = sel & 1;
+    let mini = match (sel >> 1) % 3 {
+        0 => MiniCqeFormat::Hash,
+        1 => MiniCqeFormat::Csum,
+        _ => MiniCqeFormat::SendInfo,
+    };
+    let mut mem = Mem {
+        cq: [0; NCQE * 64],
+        cq_db: [0; 8],
+        sq: [[0; SQ * 64]; 2],
+        qp_db: [[0; 8]; 2],
+        rq: [0; RQ * 16],
+        srq: [0; SRQ * 32],
+        srq_db: [0; 8],
+    };
+    let mp: *mut Mem = &mut mem;
+    // Raw pointers into `mem`, taken once; `mem` is only read through
+    // `peek`/raw pointers from here on.
+    // SAFETY: field projections of a live local, no reference created.
+    let (cq_p, cqdb_p, sq_p, qpdb_p, rq_p, srq_p, srqdb_p) = unsafe {
+        (
+            core::ptr::addr_of_mut!((*mp).cq).cast::<u8>(),
+            core::ptr::addr_of_mut!((*mp).cq_db).cast::<u8>(),
+            core::ptr::addr_of_mut!((*mp).sq).cast::<u8>(),
+            core::ptr::addr_of_mut!((*mp).qp_db).cast::<u8>(),
+            core::ptr::addr_of_mut!((*mp).rq).cast::<u8>(),
+            core::ptr::addr_of_mut!((*mp).srq).cast::<u8>(),
+            core::ptr::addr_of_mut!((*mp).srq_db).cast::<u8>(),
+        )
+    };
+    // SAFETY: `mem` outlives every queue below (declared before them) and
+    // is accessed only through these raw pointers while they live.
+    let mut cq = unsafe {
+        CompletionQueue::<NCQE>::new(
+            dma(cq_p, NCQE * 64),
+            dma(cqdb_p, 8),
+            7,
+            CqeSize::B64,
+            version,
+        )
+    }
+    .expect("cq");
+    cq.init_ring();
+    cq.set_mini_cqe_format(mini);
+    let sq_cfg = |qpn| SqConfig {
+        qpn,
+        qp_type: QpType::Rc,
+        max_post: 4,
+        max_gs: 4,
+        max_inline_data: 0,
+        sig_all: false,
+        atomics: false,
+        bf: BlueFlame::doorbell_only(0x800),
+    };
+    let mk_qp = |k: usize, with_rq: bool| -> Qp {
+        // SAFETY: as above; each QP has its own SQ ring and record.
+        let sq = unsafe {
+            SendQueue::new(
+                dma(sq_p.wrapping_add(k * SQ * 64), SQ * 64),
+                dma(qpdb_p.wrapping_add(k * 8), 8),
+                MemUar::default(),
+                sq_cfg(QPN[k]),
+            )
+        }
+        .expect("sq");
+        let rq = with_rq.then(|| {
+            let cfg = RqConfig {
+                wqe_shift: 4,
+                max_gs: 1,
+                max_post: 4,
+            };
+            // SAFETY: as above (record word 0 of QP 0).
+            unsafe { RecvQueue::new(dma(rq_p, RQ * 16), dma(qpdb_p, 8), cfg) }.expect("rq")
+        });
+        let mut q = QueuePair::new(QPN[k], UIDX[k], version, sq, rq);
+        q.sq.enable();
+        if let Some(r) = q.rq.as_mut() {
+            r.enable();
+        }
+        q
+    };
+    let mut qps = [mk_qp(0, true), mk_qp(1, false)];
+    let srq_cfg = SrqConfig {
+        wqe_shift: 5,
+        max_gs: 1,
+        nwqes: SRQ as u32,
+        wait_queue: false,
+    };
+    // SAFETY: as above.
+    let mut srq =
+        unsafe { SharedReceiveQueue::<SRQ>::new(dma(srq_p, SRQ * 32), dma(srqdb_p, 8), srq_cfg) }
+            .expect("srq");
+    let mut m = Model {
+        sends: [Fifo::new(), Fifo::new()],
+        recvs: Fifo::new(),
+        srq: Fifo::new(),
+        next_id: 1,
+        dev_rq: 0,
+        pi: 0,
+        recent: [0; 4],
+    };
+    let sge = Sge {
+        addr: 0x4000,
+        length: 16,
+        lkey: 5,
+    };
+
+    for _ in 0..200 {
+        if b.0.is_empty() {
+            break;
+        }
+        let op = b.u8();
+        match op % 9 {
+            0 => {
+                // Post 1..3 sends on QP k, each 1 or 2 WQEBBs.
+                let k = (op >> 4) as usize & 1;
+                let n = 1 + (b.u8() % 3) as usize;
+                for _ in 0..n {
+                    let shape = b.u8();
+                    let sgl = [sge; 4];
+                    let nsge = if shape & 1 != 0 { 4 } else { 1 };
+                    let mut wr = SendWr::new(m.next_id, SendOp::Send, &sgl[..nsge]);
+                    if shape & 2 != 0 {
+                        wr = wr.with_flags(SendFlags::SIGNALED);
+                    }
+                    let q = &mut qps[k];
+                    let (ctr, seq) = (q.sq.cur_post() as u16, q.sq.head());
+                    // SAFETY: memory-only ring; the SGEs are never
+                    // dereferenced (not inline, no device).
+                    match unsafe { q.sq.post_send_raw(&[wr]) } {
+                        Ok(()) => {
+                            m.sends[k].push(SendRec {
+                                id: m.next_id,
+                                seq,
+                                ctr,
+                                ctrl: sq_ctrl(sq_p, k, ctr),
+                            });
+                            m.next_id += 1;
+                        }
+                        Err(_) => assert_eq!(m.sends[k].n, 4, "refused with room"),
+                    }
+                }
+            }
+            1 => {
+                // Post a receive on QP 0's RQ.
+                let rq = qps[0].rq.as_mut().expect("rq");
+                let slot = (rq.head() as usize & (RQ - 1)) as u16;
+                let sgl = [sge];
+                // SAFETY: as above.
+                match unsafe {
+                    rq.post_recv_raw(&[RecvWr {
+                        wr_id: m.next_id,
+                        sgl: &sgl,
+                    }])
+                } {
+                    Ok(()) => {
+                        m.recvs.push(RecvRec {
+                            id: m.next_id,
+                            slot,
+                            seg: peek::<16>(rq_p.wrapping_add(slot as usize * 16)),
+                        });
+                        m.next_id += 1;
+                    }
+                    Err(_) => assert_eq!(m.recvs.n, 4, "RQ refused with room"),
+                }
+            }
+            2 => {
+                // Post a receive on the SRQ.
+                let slot = srq.head() as u16;
+                let sgl = [sge];
+                // SAFETY: as above.
+                match unsafe {
+                    srq.post_recv_raw(&[RecvWr {
+                        wr_id: m.next_id,
+                        sgl: &sgl,
+                    }])
+                } {
+                    Ok(()) => {
+                        m.srq.push(RecvRec {
+                            id: m.next_id,
+                            slot,
+                            seg: peek::<16>(srq_p.wrapping_add(slot as usize * 32 + 16)),
+                        });
+                        m.next_id += 1;
+                    }
+                    Err(_) => assert_eq!(m.srq.n, 3, "SRQ refused with room"),
+                }
+            }
+            3 => {
+                // Honest send completion (or flush) of a WR in flight.
+                let k = (op >> 4) as usize & 1;
+                let it = m.sends[k].items();
+                if !it.is_empty() {
+                    let r = it[b.u8() as usize % it.len()];
+                    let opc = if op & 0x20 != 0 { 13 } else { 0 };
+                    m.recent[(r.ctr & 3) as usize] = r.ctr;
+                    device_cqe(cq_p, &mut m.pi, cq.consumer_index(), opc, k, r.ctr);
+                }
+            }
+            4 => {
+                // Honest receive completion (RQ in order, or an SRQ slot).
+                if op & 0x10 == 0 {
+                    let tail = qps[0].rq.as_ref().expect("rq").tail() as u16;
+                    if m.dev_rq.wrapping_sub(tail) > 8 {
+                        m.dev_rq = tail;
+                    }
+                    let c = m.dev_rq;
+                    m.dev_rq = m.dev_rq.wrapping_add(1);
+                    let opc = if op & 0x20 != 0 { 14 } else { 2 };
+                    device_cqe(cq_p, &mut m.pi, cq.consumer_index(), opc, 0, c);
+                } else if m.srq.n > 0 {
+                    let r = m.srq.items()[b.u8() as usize % m.srq.n];
+                    device_cqe(cq_p, &mut m.pi, cq.consumer_index(), 2, 1, r.slot);
+                }
+            }
+            5 => {
+                // Hostile CQE: any opcode, any QP, any counter.
+                let opc = match b.u8() % 6 {
+                    0 | 1 => 0,
+                    2 => 2,
+                    3 => 13,
+                    4 => 14,
+                    _ => b.u8() >> 4,
+                };
+                let k = b.u8() as usize % 3;
+                let ctr = match b.u8() % 4 {
+                    0 => b.u16(),
+                    1 => m.recent[(op >> 4) as usize & 3],
+                    2 => qps[k & 1].sq.cur_post() as u16,
+                    _ => (qps[k & 1].sq.cur_post() as u16).wrapping_sub(1 + (op >> 5) as u16),
+                };
+                device_cqe(cq_p, &mut m.pi, cq.consumer_index(), opc, k, ctr);
+            }
+            6 => {
+                // Compressed session of any count, send or receive.
+                let count = 1 + (b.u8() as u32 % 12);
+                let k = b.u8() as usize % 3;
+                let opc = [0u8, 2, 13, 14, 5][(op >> 4) as usize % 5];
+                let first = match b.u8() % 3 {
+                    0 => b.u16(),
+                    1 => qps[0].rq.as_ref().expect("rq").tail() as u16,
+                    _ => m.sends[k & 1].items().first().map_or(0, |r| r.ctr),
+                };
+                let mut arr = [0u8; 64];
+                for (i, x) in arr.iter_mut().enumerate() {
+                    *x = if i % 8 < 2 && b.u8() & 1 == 0 {
+                        // SendInfo counters near the first one.
+                        (first.wrapping_add((i / 8) as u16).to_be_bytes())[i % 8]
+                    } else {
+                        b.u8()
+                    };
+                }
+                device_session(
+                    cq_p,
+                    &mut m.pi,
+                    cq.consumer_index(),
+                    opc,
+                    k,
+                    first,
+                    count,
+                    &arr,
+                );
+            }
+            7 => {
+                // Reset QP 0 (clean the CQ), then reuse it.
+                if op & 0x30 == 0 {
+                    qps[0].reset(&mut [&mut cq]);
+                    qps[0].sq.enable();
+                    qps[0].rq.as_mut().expect("rq").enable();
+                    m.sends[0].n = 0;
+                    m.recvs.n = 0;
+                    m.dev_rq = 0;
+                    assert_eq!(cq.read_dbrec(0), cq.consumer_index() & 0xff_ffff);
+                    // The device continues behind the cleaned entries.
+                    if m.pi.wrapping_sub(cq.consumer_index()) > NCQE as u32 {
+                        m.pi = cq.consumer_index();
+                    }
+                }
+            }
+            _ => {
+                let ne = 1 + (op >> 4) as usize % 4;
+                poll(&mut cq, &mut qps, &mut srq, &mut m, ne);
+            }
+        }
+        check(&qps, &srq, &m, sq_p, rq_p, srq_p);
+    }
+    // Drain what is left; the invariants hold to the end.
+    for _ in 0..2 * NCQE {
+        poll(&mut cq, &mut qps, &mut srq, &mut m, 4);
+    }
+    check(&qps, &srq, &m, sq_p, rq_p, srq_p);
+}
+
+/// Writes one CQE at the device producer index (if the ring has room).
+fn device_cqe(cq: *mut u8, pi: &mut u32, ci: u32, opc: u8, k: usize, ctr: u16) {
+    if room(pi, ci) == 0 {
+        return;
+    }
+    let (qpn, uidx) = qp_ids(k);
+    let mut c = Cqe64::ZERO;
+    c.set_sop_drop_qpn((0x0a << 24) | qpn)
+        .set_srqn_uidx(uidx)
+        .set_wqe_counter(ctr)
+        .set_byte_cnt(16);
+    if opc == 13 || opc == 14 {
+        c.set_syndrome(0x05);
+    }
+    let owner = ((*pi as usize & NCQE) != 0) as u8;
+    c.set_op_own((opc << 4) | owner);
+    write_entry(cq, *pi, c.as_bytes());
+    *pi = pi.wrapping_add(1);
+}
+
+/// Free entries the device may write. A consumer that ran ahead of the
+/// device (it took garbage bytes beyond the producer for a CQE, e.g. a
+/// mini-CQE array slot) pulls the producer along.
+fn room(pi: &mut u32, ci: u32) -> u32 {
+    let used = pi.wrapping_sub(ci);
+    if used > NCQE as u32 {
+        *pi = ci;
+        return NCQE as u32;
+    }
+    NCQE as u32 - used
+}
+
+/// (QPN, user index) a device CQE for QP `k` carries; `k == 2` names
+/// nobody.
+fn qp_ids(k: usize) -> (u32, u32) {
+    match k {
+        0 | 1 => (QPN[k], UIDX[k]),
+        _ => (0x300, 3),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn device_session(
+    cq: *mut u8,
+    pi: &mut u32,
+    ci: u32,
+    opc: u8,
+    k: usize,
+    first: u16,
+    count: u32,
+    arr: &[u8; 64],
+) {
+    // The session and its arrays must fit in the free part of the ring.
+    let span = count.max(2);
+    if room(pi, ci) < span {
+        return;
+    }
+    let (qpn, uidx) = qp_ids(k);
+    // Arrays: group 0 at title + 1, group g at title + 8g.
+    let groups = count.div_ceil(8);
+    for g in 0..groups {
+        let off = if g == 0 { 1 } else { 8 * g };
+        write_entry(cq, pi.wrapping_add(off), arr);
+    }
+    let mut t = Cqe64::ZERO;
+    t.set_sop_drop_qpn((0x0a << 24) | qpn)
+        .set_srqn_uidx(uidx)
+        .set_wqe_counter(first)
+        .set_byte_cnt(count);
+    let owner = ((*pi as usize & NCQE) != 0) as u8;
+    t.set_op_own((opc << 4) | (3 << 2) | owner);
+    write_entry(cq, *pi, t.as_bytes());
+    *pi = pi.wrapping_add(count);
+}
+
+fn write_entry(cq: *mut u8, pos: u32, bytes: &[u8; 64]) {
+    let base = (pos as usize & (NCQE - 1)) * 64;
+    // Ownership byte last, as a device publishes an entry.
+    for i in (0..64).rev() {
+        // SAFETY: inside the CQ ring of `Mem`; raw volatile byte store.
+        unsafe { core::ptr::write_volatile(cq.add(base + i), bytes[i]) };
+    }
+}
+
+fn poll(
+    cq: &mut CompletionQueue<NCQE>,
+    qps: &mut [Qp; 2],
+    srq: &mut SharedReceiveQueue<SRQ>,
+    m: &mut Model,
+    ne: usize,
+) {
+    let mut out = [WorkCompletion::default(); 4];
+    let before = cq.consumer_index();
+    let r = {
+        let mut set = QpSet {
+            qps: &mut qps[..],
+            srq: Some(&mut *srq),
+        };
+        cq.poll(&mut set, &mut out[..ne])
+    };
+    let n = match r {
+        Ok(n) => n,
+        // Typed refusals are the expected answer to hostile bytes.
+        Err(
+            e @ (PollError::Rejected { .. }
+            | PollError::UnknownQp { .. }
+            | PollError::BadCompressedSession { .. }),
+        ) => e.completions(),
+    };
+    assert!(n <= ne);
+    assert_eq!(cq.read_dbrec(0), cq.consumer_index() & 0xff_ffff);
+    assert!(cq.consumer_index().wrapping_sub(before) <= NCQE as u32 * 2);
+    for w in &out[..n] {
+        // CQEs that complete no work request (RESIZE_CQ, undefined
+        // opcodes) are counted as the provider counts them, without a
+        // wr_id: they retire nothing (`check` compares the queues).
+        if !w.written.contains(WrittenFields::WR_ID) {
+            continue;
+        }
+        let k = if w.qp_num == QPN[0] {
+            0
+        } else if w.qp_num == QPN[1] {
+            1
+        } else {
+            // A completion must name a known QP (by the routing field).
+            panic!("completion for unknown QP {:#x}", w.qp_num);
+        };
+        // Send side: the WR must be in flight; it and every earlier WR of
+        // that SQ retire.
+        if let Some(i) = m.sends[k].items().iter().position(|r| r.id == w.wr_id) {
+            m.sends[k].drop_front(i + 1);
+            continue;
+        }
+        if k == 0 {
+            let it = m.recvs.items();
+            assert!(
+                !it.is_empty() && it[0].id == w.wr_id,
+                "receive completion {} is not the oldest outstanding",
+                w.wr_id
+            );
+            m.recvs.drop_front(1);
+        } else {
+            let i = m
+                .srq
+                .items()
+                .iter()
+                .position(|r| r.id == w.wr_id)
+                .unwrap_or_else(|| panic!("phantom or repeated completion {}", w.wr_id));
+            m.srq.remove(i);
+        }
+    }
+}
+
+fn check(
+    qps: &[Qp; 2],
+    srq: &SharedReceiveQueue<SRQ>,
+    m: &Model,
+    sq_p: *const u8,
+    rq_p: *const u8,
+    srq_p: *const u8,
+) {
+    for (k, q) in qps.iter().enumerate() {
+        assert_eq!(q.sq.outstanding() as usize, m.sends[k].n, "SQ {k} count");
+        if let Some(r) = m.sends[k].items().first() {
+            assert_eq!(q.sq.tail(), r.seq, "SQ {k} tail");
+        }
+        for r in m.sends[k].items() {
+            assert_eq!(
+                sq_ctrl(sq_p, k, r.ctr),
+                r.ctrl,
+                "SQ {k}: WQE of WR {} overwritten in flight",
+                r.id
+            );
+        }
+    }
+    let rq = qps[0].rq.as_ref().expect("rq");
+    assert_eq!(rq.outstanding() as usize, m.recvs.n, "RQ count");
+    for r in m.recvs.items() {
+        assert_eq!(
+            peek::<16>(rq_p.wrapping_add(r.slot as usize * 16)),
+            r.seg,
+            "RQ WQE overwritten in flight"
+        );
+    }
+    for s in 0..SRQ {
+        let want = m.srq.items().iter().any(|r| r.slot as usize == s);
+        assert_eq!(srq.is_posted(s), want, "SRQ slot {s}");
+    }
+    for r in m.srq.items() {
+        assert_eq!(
+            peek::<16>(srq_p.wrapping_add(r.slot as usize * 32 + 16)),
+            r.seg,
+            "SRQ WQE overwritten in flight"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn smoke() {
+        hostile_cq(&[]);
+        hostile_cq(&[0xff; 300]);
+        let mut s = vec![1u8];
+        for i in 0..120u8 {
+            s.extend_from_slice(&[i.wrapping_mul(37), i, i ^ 0x5a, 3, i >> 1]);
+        }
+        hostile_cq(&s);
+    }
+}
