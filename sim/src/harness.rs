@@ -361,6 +361,24 @@ impl<const SQ: usize, const RQ: usize, const CQ: usize> Endpoint<SQ, RQ, CQ> {
         self.qp.sq.uar_mut().write64(BF_OFFSET, first);
     }
 
+    /// Polls up to `out.len()` completions, reporting a rejected CQE as the
+    /// core's [`bareverbs::cq::PollError`] (after the completions before it).
+    pub fn try_poll(
+        &mut self,
+        out: &mut [WorkCompletion],
+    ) -> Result<usize, bareverbs::cq::PollError> {
+        self.cq.poll(&mut self.qp, out)
+    }
+
+    /// Resets the host queues only (the CQ is left as it is), as a driver
+    /// that forgot to clean the CQ at RESET would: for hostile-CQ tests.
+    pub fn reset_host_queues(&mut self) {
+        self.qp.sq.reset();
+        if let Some(rq) = self.qp.rq.as_mut() {
+            rq.reset();
+        }
+    }
+
     /// Polls up to `out.len()` completions.
     pub fn poll(&mut self, out: &mut [WorkCompletion]) -> usize {
         match self.cq.poll(&mut self.qp, out) {

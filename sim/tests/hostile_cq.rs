@@ -27,7 +27,7 @@ fn pair() -> (Fabric, Ep, Ep) {
 /// at the same offset (`bad_rkey`: a remote access error).
 fn write(a: &mut Ep, b: &Ep, wr_id: u64, off: u64, bad_rkey: bool) {
     let s: [Sge; 1] = [a.sge(off, 8)];
-    let rkey = b.mr.rkey() ^ if bad_rkey { 0x100 } else { 0 };
+    let rkey = b.mr().rkey() ^ if bad_rkey { 0x100 } else { 0 };
     let wr = SendWr::new(
         wr_id,
         SendOp::Write {
@@ -37,13 +37,14 @@ fn write(a: &mut Ep, b: &Ep, wr_id: u64, off: u64, bad_rkey: bool) {
         &s,
     )
     .with_flags(SendFlags::SIGNALED);
-    a.qp.sq.post_send(&[wr], &[a.mr]).unwrap();
+    let mr = *a.mr();
+    a.post_send(&[wr], &[mr]).unwrap();
 }
 
 /// Overwrites the `wqe_counter` of the CQE at consumer position `pos` of
 /// `e`'s CQ (as a buggy or hostile device would have written it).
 fn rewrite_counter(e: &Ep, pos: u32, counter: u16) {
-    let ring = e.cq.ring();
+    let ring = e.cq().ring();
     let off = (pos as usize & (CQ - 1)) * 64 + 60;
     for (i, b) in counter.to_be_bytes().iter().enumerate() {
         // SAFETY: inside the live CQ ring; raw volatile store.
@@ -52,7 +53,7 @@ fn rewrite_counter(e: &Ep, pos: u32, counter: u16) {
 }
 
 fn counter_at(e: &Ep, pos: u32) -> u16 {
-    let ring = e.cq.ring();
+    let ring = e.cq().ring();
     let off = (pos as usize & (CQ - 1)) * 64 + 60;
     // SAFETY: inside the live CQ ring; raw volatile loads.
     let b = unsafe {
@@ -69,7 +70,7 @@ fn drain(e: &mut Ep) -> (Vec<WorkCompletion>, Vec<PollError>) {
     let (mut wcs, mut errs) = (Vec::new(), Vec::new());
     let mut out = [WorkCompletion::default(); 8];
     for _ in 0..256 {
-        match e.cq.poll(&mut e.qp, &mut out) {
+        match e.try_poll(&mut out) {
             Ok(0) => break,
             Ok(n) => wcs.extend_from_slice(&out[..n]),
             Err(x) => {
@@ -107,7 +108,7 @@ fn reset(e: &mut Ep) {
 fn rewritten_cqes_on_a_live_cq_are_rejected_and_the_qp_keeps_working() {
     let (_f, mut a, b) = pair();
     a.write(0, &[0x11; 64]);
-    let ci = a.cq.consumer_index();
+    let ci = a.cq().consumer_index();
     write(&mut a, &b, 1, 0, false);
     write(&mut a, &b, 2, 8, false);
     // The second CQE repeats the first one's counter.
@@ -117,7 +118,7 @@ fn rewritten_cqes_on_a_live_cq_are_rejected_and_the_qp_keeps_working() {
     assert_eq!(ids(&wcs), [1]);
     assert_eq!(errs.len(), 1);
     assert_eq!(why(&errs[0]), CompletionReject::NotInFlight);
-    assert_eq!(a.qp.sq.outstanding(), 1, "WR 2 is not reported done");
+    assert_eq!(a.sq().outstanding(), 1, "WR 2 is not reported done");
     // A phantom counter far ahead of anything posted.
     write(&mut a, &b, 3, 16, false);
     let c = counter_at(&a, ci + 2);
@@ -125,13 +126,13 @@ fn rewritten_cqes_on_a_live_cq_are_rejected_and_the_qp_keeps_working() {
     let (wcs, errs) = drain(&mut a);
     assert!(wcs.is_empty());
     assert_eq!(why(&errs[0]), CompletionReject::NotInFlight);
-    assert_eq!(a.qp.sq.outstanding(), 2);
+    assert_eq!(a.sq().outstanding(), 2);
     // An honest completion retires everything up to its WR, once.
     write(&mut a, &b, 4, 24, false);
     let (wcs, errs) = drain(&mut a);
     assert_eq!((ids(&wcs), errs.len()), (vec![4], 0));
     assert_eq!(wcs[0].status, WcStatus::Success);
-    assert_eq!(a.qp.sq.outstanding(), 0);
+    assert_eq!(a.sq().outstanding(), 0);
     // The device executed every WRITE (the CQEs lied, not the data path).
     assert_eq!(b.read(0, 32), vec![0x11; 32]);
     // The queue is whole: a long run completes exactly once each.
@@ -149,9 +150,9 @@ fn errored_pair() -> (Fabric, Ep, Ep) {
     write(&mut a, &b, 1, 0, true);
     write(&mut a, &b, 2, 8, false);
     write(&mut a, &b, 3, 16, false);
-    assert_eq!(a.dev.qp_state(a.qpn), Some(QpState::Err));
+    assert_eq!(a.dev().qp_state(a.qpn()), Some(QpState::Err));
     let mut out = [WorkCompletion::default(); 1];
-    assert_eq!(a.cq.poll(&mut a.qp, &mut out), Ok(1));
+    assert_eq!(a.try_poll(&mut out), Ok(1));
     assert_eq!((out[0].wr_id, out[0].status), (1, WcStatus::RemAccessErr));
     (f, a, b)
 }
@@ -165,16 +166,16 @@ fn reconnect_and_run(a: &mut Ep, b: &mut Ep) {
     let (wcs, errs) = drain(a);
     assert_eq!((ids(&wcs), errs.len()), (vec![10, 11, 12, 13], 0));
     assert!(wcs.iter().all(|w| w.status == WcStatus::Success));
-    assert_eq!(a.qp.sq.outstanding(), 0);
+    assert_eq!(a.sq().outstanding(), 0);
 }
 
 #[test]
 fn error_reset_reuse_purges_the_stale_flushes() {
     let (_f, mut a, mut b) = errored_pair();
-    let ci = a.cq.consumer_index();
+    let ci = a.cq().consumer_index();
     reset(&mut a); // cleans the CQ: the two flush CQEs are dropped
-    assert_eq!(a.cq.consumer_index(), ci + 2);
-    assert_eq!(a.cq.read_dbrec(0), ci + 2);
+    assert_eq!(a.cq().consumer_index(), ci + 2);
+    assert_eq!(a.cq().read_dbrec(0), ci + 2);
     reconnect_and_run(&mut a, &mut b);
 }
 
@@ -182,9 +183,9 @@ fn error_reset_reuse_purges_the_stale_flushes() {
 fn without_clean_stale_flushes_are_rejected_and_never_wedge() {
     let (_f, mut a, mut b) = errored_pair();
     // Device QP to RESET and host queues reset, the CQ left as it is.
-    a.dev
+    a.dev()
         .modify_qp(
-            a.qpn,
+            a.qpn(),
             &QpAttr {
                 qp_state: QpState::Reset,
                 ..QpAttr::default()
@@ -192,12 +193,11 @@ fn without_clean_stale_flushes_are_rejected_and_never_wedge() {
             M::STATE,
         )
         .unwrap();
-    a.qp.sq.reset();
-    a.qp.rq.as_mut().unwrap().reset();
+    a.reset_host_queues();
     let (wcs, errs) = drain(&mut a);
     assert!(wcs.is_empty(), "{wcs:?}");
     assert_eq!(errs.len(), 2);
     assert!(errs.iter().all(|e| why(e) == CompletionReject::NotInFlight));
-    assert_eq!(a.qp.sq.outstanding(), 0);
+    assert_eq!(a.sq().outstanding(), 0);
     reconnect_and_run(&mut a, &mut b);
 }
