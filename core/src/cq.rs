@@ -711,6 +711,7 @@ impl<const N: usize> CompletionQueue<N> {
         out: &mut [WorkCompletion],
     ) -> Result<usize, PollError> {
         let ncqe = self.ncqe();
+        let call_start = self.ci;
         let mut n = 0;
         let mut res = Ok(());
         for slot in out.iter_mut() {
@@ -740,7 +741,10 @@ impl<const N: usize> CompletionQueue<N> {
             // owns the entry (checked above, ordered by the barrier).
             let cqe = unsafe { read_cqe64(p) };
             if cqe.format() == CqeFormat::Compressed as u8 {
-                match self.start_zip(cqe, pos).and_then(|()| self.poll_zip(r)) {
+                match self
+                    .start_zip(cqe, pos, call_start)
+                    .and_then(|()| self.poll_zip(r))
+                {
                     Ok(wc) => {
                         *slot = wc;
                         n += 1;
@@ -955,9 +959,16 @@ impl<const N: usize> CompletionQueue<N> {
     /// Begins a compressed session whose title is at `pos`.
     #[cold]
     #[inline(never)]
-    fn start_zip(&mut self, title: Cqe64, pos: u32) -> Result<(), PollError> {
+    /// A session may not cover positions this poll call already consumed
+    /// (`call_start..pos`): an honest device publishes a session only over
+    /// entries software has not consumed, so a title claiming more is
+    /// refused like an impossible count, and one call never consumes more
+    /// than one lap of the ring.
+    fn start_zip(&mut self, title: Cqe64, pos: u32, call_start: u32) -> Result<(), PollError> {
+        let used = pos.wrapping_sub(call_start) as u64;
+        let fits = used + title.byte_cnt() as u64 <= self.ncqe() as u64;
         match MiniCqeExpander::new(title, pos, self.ncqe(), self.mini_format) {
-            Ok(exp) => {
+            Ok(exp) if fits => {
                 self.zip = Some(ZipState {
                     exp,
                     next: 0,
@@ -965,7 +976,7 @@ impl<const N: usize> CompletionQueue<N> {
                 });
                 Ok(())
             }
-            Err(_) => {
+            _ => {
                 // Consume the bad title so the poller does not spin on it.
                 self.ci = pos.wrapping_add(1);
                 Err(PollError::BadCompressedSession {
