@@ -44,7 +44,9 @@ impl<U: Uar, const SQ: usize, const RQ: usize> QueuePair<U, SQ, RQ> {
     }
 
     /// Whether a CQE's QP field names this QP: the user index with CQE
-    /// version 1, else the QPN (never either). FACTS §5.7.
+    /// version 1, else the QPN (never either). FACTS §5.7. With version 1
+    /// the CQE's QPN field (reported as `wc.qp_num`) is not cross-checked
+    /// against [`Self::qpn`]: the resolver is only given the routing field.
     #[inline(always)]
     pub fn is(&self, qp: u32) -> bool {
         if self.cqe_version == 1 {

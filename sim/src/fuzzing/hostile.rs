@@ -433,14 +433,14 @@ pub fn hostile_cq(data: &[u8]) {
             }
             _ => {
                 let ne = 1 + (op >> 4) as usize % 4;
-                poll(&mut cq, &mut qps, &mut srq, &mut m, ne);
+                poll(&mut cq, &mut qps, &mut srq, &mut m, ne, version);
             }
         }
         check(&qps, &srq, &m, sq_p, rq_p, srq_p);
     }
     // Drain what is left; the invariants hold to the end.
     for _ in 0..2 * NCQE {
-        poll(&mut cq, &mut qps, &mut srq, &mut m, 4);
+        poll(&mut cq, &mut qps, &mut srq, &mut m, 4, version);
     }
     check(&qps, &srq, &m, sq_p, rq_p, srq_p);
 }
@@ -535,6 +535,7 @@ fn poll(
     srq: &mut SharedReceiveQueue<SRQ>,
     m: &mut Model,
     ne: usize,
+    version: u8,
 ) {
     let mut out = [WorkCompletion::default(); 4];
     let before = cq.consumer_index();
@@ -564,13 +565,26 @@ fn poll(
         if !w.written.contains(WrittenFields::WR_ID) {
             continue;
         }
-        let k = if w.qp_num == QPN[0] {
-            0
-        } else if w.qp_num == QPN[1] {
-            1
+        let k = if version == 0 {
+            // Routed by QPN: `qp_num` is the routing field.
+            if w.qp_num == QPN[0] {
+                0
+            } else if w.qp_num == QPN[1] {
+                1
+            } else {
+                panic!("completion for unknown QP {:#x}", w.qp_num);
+            }
         } else {
-            // A completion must name a known QP (by the routing field).
-            panic!("completion for unknown QP {:#x}", w.qp_num);
+            // Routed by user index; `qp_num` is only what the CQE claims
+            // (not cross-checked, see `QueuePair::is`). The WR decides.
+            let id = w.wr_id;
+            let mine = m.sends[0].items().iter().any(|r| r.id == id)
+                || m.recvs.items().iter().any(|r| r.id == id);
+            if mine {
+                0
+            } else {
+                1
+            }
         };
         // Send side: the WR must be in flight; it and every earlier WR of
         // that SQ retire.
