@@ -290,10 +290,10 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Context<B, C, A> {
             max_gs: l.rq.max_gs,
             max_post: l.rq.max_post,
         };
+        let slots = ([SqSlot::default(); SQ], [RqSlot::default(); RQ]);
         // SAFETY: one queue object per handle; the handle is kept by the
         // returned QueuePair, which destroys the QP (freeing the rings)
         // only in its own drop, after which the queues are never used.
-        let slots = ([SqSlot::default(); SQ], [RqSlot::default(); RQ]);
         let Some(inner) = (unsafe { h.queue_pair(uar, sqc, rqc, slots.0, slots.1) }) else {
             self.destroy_qp(h);
             return Err(Error::Unsupported {
