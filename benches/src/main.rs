@@ -123,22 +123,9 @@ enum Decode {
 }
 
 fn main() -> ExitCode {
-    // perf and sweep build send queues of up to 32768 WQEBBs whose
-    // bookkeeping (13 bytes per WQEBB) is inline in the const-generic type;
-    // unoptimized builds copy it by value, so give the work a large stack.
-    let cli = Cli::parse();
-    let worker = std::thread::Builder::new()
-        .stack_size(256 << 20)
-        .spawn(move || run(cli));
-    let result = match worker {
-        Ok(h) => h
-            .join()
-            .unwrap_or_else(|_| Err(anyhow::anyhow!("the worker thread panicked"))),
-        // No room for a big stack (e.g. a tight `ulimit -v`): run here;
-        // only the largest queues of unoptimized builds need the stack.
-        Err(_) => run(Cli::parse()),
-    };
-    match result {
+    // Queue storage is sized at run time from each QP's geometry, so the
+    // work runs on the main thread's ordinary stack.
+    match run(Cli::parse()) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");

@@ -25,8 +25,8 @@ use crate::cqe::CqeSize;
 use crate::mr::{Access, MemoryRegion};
 use crate::platform::{DmaAllocator, DmaBuf, Uar, EQ_DOORBELL_ARM, EQ_DOORBELL_NO_ARM};
 use crate::queue_pair::QueuePair;
-use crate::rq::{RecvQueue, RqConfig, SharedReceiveQueue, SrqConfig};
-use crate::sq::{SendQueue, SqConfig};
+use crate::rq::{RecvQueue, RqConfig, RqSlots, SharedReceiveQueue, SrqConfig, SrqSlots};
+use crate::sq::{SendQueue, SqConfig, SqSlots};
 use core::fmt;
 
 pub use crate::cmd::ops::{
@@ -431,48 +431,62 @@ impl QpHandle {
         }
     }
     /// The data-path send queue over this QP's SQ and doorbell record
-    /// (`dbrec + 4` is the SND word). `cfg.qpn` is overwritten with the QPN.
+    /// (`dbrec + 4` is the SND word), keeping its per-WQEBB records in
+    /// `slots`. `cfg.qpn` is overwritten with the QPN. `None` unless
+    /// `slots.len()` is exactly this QP's send ring ([`Self::sq_wqebbs`]):
+    /// the queue cannot disagree with the geometry the device was given.
     ///
     /// # Safety
     /// Call at most once per handle; drop the queue before destroying the QP.
-    pub unsafe fn send_queue<U: Uar, const N: usize>(
+    pub unsafe fn send_queue<U: Uar, S: SqSlots>(
         &self,
         uar: U,
         mut cfg: SqConfig,
-    ) -> Option<SendQueue<U, N>> {
+        slots: S,
+    ) -> Option<SendQueue<U, S>> {
+        if slots.as_ref().len() != self.sq_wqebbs() as usize {
+            return None;
+        }
         cfg.qpn = self.qpn;
         // SAFETY: SQ memory and the record are this QP's alone; the caller
         // guarantees one queue object.
-        unsafe { SendQueue::new(self.sq, self.dbrec, uar, cfg) }
+        unsafe { SendQueue::new(self.sq, self.dbrec, uar, cfg, slots) }
     }
-    /// The data-path receive queue over this QP's RQ.
+    /// The data-path receive queue over this QP's RQ; `None` unless
+    /// `slots.len()` is exactly this QP's receive ring ([`Self::rq_wqes`]).
     ///
     /// # Safety
     /// As [`QpHandle::send_queue`].
-    pub unsafe fn recv_queue<const N: usize>(&self, cfg: RqConfig) -> Option<RecvQueue<N>> {
+    pub unsafe fn recv_queue<S: RqSlots>(&self, cfg: RqConfig, slots: S) -> Option<RecvQueue<S>> {
+        if slots.as_ref().len() != self.rq_wqes() as usize {
+            return None;
+        }
         // SAFETY: as in `send_queue`.
-        unsafe { RecvQueue::new(self.rq, self.dbrec, cfg) }
+        unsafe { RecvQueue::new(self.rq, self.dbrec, cfg, slots) }
     }
     /// The data-path queue pair over this QP: its send queue, its receive
-    /// queue (none when the QP receives through an SRQ), the QPN and the
-    /// user index CQEs carry. Both queues start disabled: enable them as
-    /// the QP reaches INIT (receive) and RTS (send).
+    /// queue (none when the QP receives through an SRQ; `rq_slots` is then
+    /// dropped), the QPN and the user index CQEs carry. Both queues start
+    /// disabled: enable them as the QP reaches INIT (receive) and RTS
+    /// (send). `None` when a storage length disagrees with the geometry.
     ///
     /// # Safety
     /// As [`QpHandle::send_queue`]; do not also call `send_queue` or
     /// `recv_queue` on this handle.
-    pub unsafe fn queue_pair<U: Uar, const SQ: usize, const RQ: usize>(
+    pub unsafe fn queue_pair<U: Uar, SS: SqSlots, RS: RqSlots>(
         &self,
         uar: U,
         sq: SqConfig,
         rq: RqConfig,
-    ) -> Option<QueuePair<U, SQ, RQ>> {
+        sq_slots: SS,
+        rq_slots: RS,
+    ) -> Option<QueuePair<U, SS, RS>> {
         // SAFETY: forwarded: one queue object per handle and queue.
-        let send = unsafe { self.send_queue::<U, SQ>(uar, sq) }?;
+        let send = unsafe { self.send_queue(uar, sq, sq_slots) }?;
         let recv = match self.spec.srqn {
             Some(_) => None,
             // SAFETY: as above.
-            None => Some(unsafe { self.recv_queue::<RQ>(rq) }?),
+            None => Some(unsafe { self.recv_queue(rq, rq_slots) }?),
         };
         Some(QueuePair {
             qpn: self.qpn,
@@ -513,12 +527,17 @@ impl SrqHandle {
     ///
     /// # Safety
     /// As [`QpHandle::send_queue`].
-    pub unsafe fn shared_receive_queue<const N: usize>(
+    /// `None` unless `slots.len()` is exactly this SRQ's size.
+    pub unsafe fn shared_receive_queue<S: SrqSlots>(
         &self,
         cfg: SrqConfig,
-    ) -> Option<SharedReceiveQueue<N>> {
+        slots: S,
+    ) -> Option<SharedReceiveQueue<S>> {
+        if slots.as_ref().len() != 1usize << self.spec.log_size {
+            return None;
+        }
         // SAFETY: as in `QpHandle::send_queue`.
-        unsafe { SharedReceiveQueue::new(self.ring, self.dbrec, cfg) }
+        unsafe { SharedReceiveQueue::new(self.ring, self.dbrec, cfg, slots) }
     }
 }
 

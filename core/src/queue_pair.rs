@@ -5,12 +5,12 @@
 use crate::cq::{CompletionReject, RecvDone, SendDone, WrResolver};
 use crate::cqe::WcOpcode;
 use crate::platform::Uar;
-use crate::rq::{RecvQueue, SharedReceiveQueue};
-use crate::sq::SendQueue;
+use crate::rq::{RecvQueue, RqSlots, SharedReceiveQueue, SrqSlots};
+use crate::sq::{SendQueue, SqSlots};
 
-/// Send queue + receive queue of one QP. `SQ` is the send ring in WQEBBs,
-/// `RQ` the receive ring in WQEs.
-pub struct QueuePair<U: Uar, const SQ: usize, const RQ: usize> {
+/// Send queue + receive queue of one QP, each with its own record storage
+/// (`SS`, `RS`: fixed arrays or run-time sized slices).
+pub struct QueuePair<U: Uar, SS: SqSlots, RS: RqSlots> {
     /// QP number (what CQEs carry with CQE version 0).
     pub qpn: u32,
     /// User index (what CQEs carry with CQE version 1).
@@ -20,19 +20,19 @@ pub struct QueuePair<U: Uar, const SQ: usize, const RQ: usize> {
     /// 1 = completions name the QP by `uidx`, 0 = by `qpn`.
     pub cqe_version: u8,
     /// The send queue.
-    pub sq: SendQueue<U, SQ>,
+    pub sq: SendQueue<U, SS>,
     /// The receive queue, `None` when receives go to an SRQ.
-    pub rq: Option<RecvQueue<RQ>>,
+    pub rq: Option<RecvQueue<RS>>,
 }
 
-impl<U: Uar, const SQ: usize, const RQ: usize> QueuePair<U, SQ, RQ> {
+impl<U: Uar, SS: SqSlots, RS: RqSlots> QueuePair<U, SS, RS> {
     /// A queue pair named `qpn` / `uidx` whose CQs use `cqe_version`.
     pub fn new(
         qpn: u32,
         uidx: u32,
         cqe_version: u8,
-        sq: SendQueue<U, SQ>,
-        rq: Option<RecvQueue<RQ>>,
+        sq: SendQueue<U, SS>,
+        rq: Option<RecvQueue<RS>>,
     ) -> Self {
         QueuePair {
             qpn,
@@ -92,7 +92,7 @@ fn wc_opcode_of(wr_data: u8) -> WcOpcode {
 /// bareverbs creates QPs with scatter-to-CQE disabled (`cs_req = cs_res =
 /// 0`), so a CQE that carries inline data anyway is reported with
 /// `LOC_LEN_ERR` rather than copied to an address the host cannot map.
-impl<U: Uar, const SQ: usize, const RQ: usize> WrResolver for QueuePair<U, SQ, RQ> {
+impl<U: Uar, SS: SqSlots, RS: RqSlots> WrResolver for QueuePair<U, SS, RS> {
     #[inline]
     fn send_done(&mut self, qp: u32, wqe_counter: u16) -> Result<SendDone, CompletionReject> {
         if !self.is(qp) {
@@ -131,16 +131,14 @@ impl<U: Uar, const SQ: usize, const RQ: usize> WrResolver for QueuePair<U, SQ, R
 
 /// Several QPs (and optionally one SRQ their receives share) reporting to
 /// one CQ: completions are routed by QP number / user index.
-pub struct QpSet<'a, U: Uar, const SQ: usize, const RQ: usize, const SRQ: usize> {
+pub struct QpSet<'a, U: Uar, SS: SqSlots, RS: RqSlots, SR: SrqSlots> {
     /// The QPs.
-    pub qps: &'a mut [QueuePair<U, SQ, RQ>],
+    pub qps: &'a mut [QueuePair<U, SS, RS>],
     /// The SRQ receives go to when a QP has no RQ.
-    pub srq: Option<&'a mut SharedReceiveQueue<SRQ>>,
+    pub srq: Option<&'a mut SharedReceiveQueue<SR>>,
 }
 
-impl<U: Uar, const SQ: usize, const RQ: usize, const SRQ: usize> WrResolver
-    for QpSet<'_, U, SQ, RQ, SRQ>
-{
+impl<U: Uar, SS: SqSlots, RS: RqSlots, SR: SrqSlots> WrResolver for QpSet<'_, U, SS, RS, SR> {
     fn send_done(&mut self, qp: u32, wqe_counter: u16) -> Result<SendDone, CompletionReject> {
         self.qps
             .iter_mut()

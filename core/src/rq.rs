@@ -103,48 +103,86 @@ pub struct RqConfig {
     pub max_post: u32,
 }
 
-/// A receive queue of `N` WQEs (power of two) over DMA memory.
-pub struct RecvQueue<const N: usize> {
+/// What a receive queue remembers about one ring slot: the `wr_id` of the
+/// receive WQE posted there.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RqSlot {
+    wr_id: u64,
+}
+
+/// Storage for a receive queue's per-WQE records: its length is the ring
+/// size in WQEs (a power of two up to 65536). A fixed array
+/// (`[RqSlot; N]`), a slice, or any owner of one (`Box<[RqSlot]>`).
+pub trait RqSlots: AsRef<[RqSlot]> + AsMut<[RqSlot]> {}
+impl<T: AsRef<[RqSlot]> + AsMut<[RqSlot]> + ?Sized> RqSlots for T {}
+
+/// A receive queue with its records in a fixed array of `N` WQEs.
+pub type FixedRecvQueue<const N: usize> = RecvQueue<[RqSlot; N]>;
+
+/// What a shared receive queue remembers about one WQE slot: its `wr_id`,
+/// its free-list link (a shadow of the ring's next segment, so nothing read
+/// back from device-visible memory is trusted), whether it is free for
+/// re-linking and whether it holds a posted WQE.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SrqSlot {
+    wr_id: u64,
+    next: u16,
+    free: bool,
+    posted: bool,
+}
+
+/// Storage for an SRQ's per-slot records: its length is the number of WQE
+/// slots (a power of two up to 65536). A fixed array (`[SrqSlot; N]`), a
+/// slice, or any owner of one.
+pub trait SrqSlots: AsRef<[SrqSlot]> + AsMut<[SrqSlot]> {}
+impl<T: AsRef<[SrqSlot]> + AsMut<[SrqSlot]> + ?Sized> SrqSlots for T {}
+
+/// An SRQ with its records in a fixed array of `N` slots.
+pub type FixedSharedReceiveQueue<const N: usize> = SharedReceiveQueue<[SrqSlot; N]>;
+
+/// A receive queue of `slots.len()` WQEs (a power of two) over DMA memory.
+pub struct RecvQueue<S: RqSlots> {
     ring: NonNull<u8>,
     dbrec: NonNull<u8>,
     cfg: RqConfig,
     state_max_gs: i64,
     head: u32,
     tail: u32,
-    wrid: [u64; N],
+    /// `slots.len() - 1`.
+    mask: u32,
+    slots: S,
 }
 
 // SAFETY: the queue exclusively owns its ring and doorbell record (contract
 // of `new`); moving it moves that ownership.
-unsafe impl<const N: usize> Send for RecvQueue<N> {}
+unsafe impl<S: RqSlots + Send> Send for RecvQueue<S> {}
 
-impl<const N: usize> RecvQueue<N> {
-    const OK: () = assert!(
-        N.is_power_of_two() && N <= 1 << 16,
-        "RecvQueue<N>: N must be a power of two no larger than 65536"
-    );
-
-    /// Creates a receive queue over `ring` (`N << cfg.wqe_shift` bytes)
+impl<S: RqSlots> RecvQueue<S> {
+    /// Creates a receive queue over `ring` (`slots.len() << cfg.wqe_shift` bytes)
     /// and the QP's doorbell record (word 0 is the receive counter).
     /// Posting starts disabled: call [`enable`](Self::enable) at INIT.
-    /// `None` for a bad geometry, short buffers, or `cfg.max_post > N`
+    /// `None` for a bad geometry (`slots.len()` not a power of two up to
+    /// 65536), short buffers, or `cfg.max_post > slots.len()`
     /// (more outstanding WRs than ring slots would overwrite WQEs in
     /// flight).
     ///
     /// # Safety
     /// `ring` and `dbrec` must be DMA memory this queue exclusively owns for
     /// its whole life (no Rust reference to it, no other writer).
-    pub unsafe fn new(ring: DmaBuf, dbrec: DmaBuf, cfg: RqConfig) -> Option<Self> {
-        let () = Self::OK;
-        if cfg.wqe_shift < 4
+    pub unsafe fn new(ring: DmaBuf, dbrec: DmaBuf, cfg: RqConfig, mut slots: S) -> Option<Self> {
+        let n = slots.as_ref().len();
+        if !n.is_power_of_two()
+            || n > 1 << 16
+            || cfg.wqe_shift < 4
             || cfg.wqe_shift > 16
             || (cfg.max_gs as usize) << 4 > 1 << cfg.wqe_shift
-            || ring.len < N << cfg.wqe_shift
+            || ring.len < n << cfg.wqe_shift
             || dbrec.len < 4
-            || cfg.max_post as usize > N
+            || cfg.max_post as usize > n
         {
             return None;
         }
+        slots.as_mut().fill(RqSlot::default());
         Some(RecvQueue {
             ring: ring.cpu,
             dbrec: dbrec.cpu,
@@ -152,7 +190,8 @@ impl<const N: usize> RecvQueue<N> {
             state_max_gs: -1,
             head: 0,
             tail: 0,
-            wrid: [0; N],
+            mask: n as u32 - 1,
+            slots,
         })
     }
 
@@ -184,7 +223,7 @@ impl<const N: usize> RecvQueue<N> {
     }
     /// `wr_id` recorded for slot `idx`.
     pub fn wrid(&self, idx: usize) -> Option<u64> {
-        self.wrid.get(idx).copied()
+        self.slots.as_ref().get(idx).map(|s| s.wr_id)
     }
     /// Positions the counters (replaying a recorded state).
     ///
@@ -200,7 +239,7 @@ impl<const N: usize> RecvQueue<N> {
 
     /// Completes the WQE named by a responder CQE's `wqe_counter`: it must
     /// be the oldest outstanding receive (receives complete in order;
-    /// `wqe_counter & (N − 1) == tail & (N − 1)`, the part of the counter
+    /// `wqe_counter & (n − 1) == tail & (n − 1)` (`n` WQEs), the part of the counter
     /// the mlx5 format defines, FACTS §5.8). Returns its `wr_id` and
     /// advances the tail; otherwise retires nothing and says why. One
     /// compare, no search.
@@ -214,15 +253,15 @@ impl<const N: usize> RecvQueue<N> {
         if self.head == self.tail {
             return Err(CompletionReject::NothingOutstanding);
         }
-        let idx = wqe_counter as usize & (N - 1);
-        let want = self.tail as usize & (N - 1);
+        let idx = (wqe_counter as u32 & self.mask) as usize;
+        let want = (self.tail & self.mask) as usize;
         if idx != want {
             return Err(CompletionReject::NotOldest {
                 expected: want as u16,
             });
         }
         self.tail = self.tail.wrapping_add(1);
-        Ok(self.wrid[idx])
+        Ok(self.slots.as_ref().get(idx).map_or(0, |s| s.wr_id))
     }
 
     /// WRs posted and not yet completed.
@@ -267,7 +306,7 @@ impl<const N: usize> RecvQueue<N> {
                 });
                 break;
             }
-            let ind = (self.head.wrapping_add(nreq) as usize) & (N - 1);
+            let ind = (self.head.wrapping_add(nreq) & self.mask) as usize;
             let base = ind << self.cfg.wqe_shift;
             let mut j = 0usize;
             for s in wr.sgl {
@@ -286,7 +325,9 @@ impl<const N: usize> RecvQueue<N> {
                 // SAFETY: as above, j < max_gs.
                 unsafe { DataSeg::TERMINATOR.write_to(self.ring.as_ptr().add(base + (j << 4))) };
             }
-            self.wrid[ind] = wr.wr_id;
+            if let Some(slot) = self.slots.as_mut().get_mut(ind) {
+                slot.wr_id = wr.wr_id;
+            }
             nreq += 1;
         }
         if nreq > 0 {
@@ -316,12 +357,12 @@ pub struct SrqConfig {
     pub wait_queue: bool,
 }
 
-/// A shared receive queue of `N` WQE slots with a free list linked through
+/// A shared receive queue of `slots.len()` WQE slots with a free list linked through
 /// each WQE's next segment. FACTS §2.2.
 ///
 /// The links are kept in a shadow array (`next`) as well as in the ring,
 /// so nothing read back from device-visible memory is trusted.
-pub struct SharedReceiveQueue<const N: usize> {
+pub struct SharedReceiveQueue<S: SrqSlots> {
     ring: NonNull<u8>,
     dbrec: NonNull<u8>,
     cfg: SrqConfig,
@@ -330,36 +371,30 @@ pub struct SharedReceiveQueue<const N: usize> {
     waitq_head: i32,
     waitq_tail: i32,
     counter: u16,
-    next: [u16; N],
-    free: [bool; N],
-    /// The slot holds a WQE handed to the device and not yet completed.
-    posted: [bool; N],
-    wrid: [u64; N],
+    slots: S,
 }
 
 // SAFETY: exclusive owner of its ring and record (contract of `new`).
-unsafe impl<const N: usize> Send for SharedReceiveQueue<N> {}
+unsafe impl<S: SrqSlots + Send> Send for SharedReceiveQueue<S> {}
 
-impl<const N: usize> SharedReceiveQueue<N> {
-    const OK: () = assert!(
-        N.is_power_of_two() && N <= 1 << 16,
-        "SharedReceiveQueue<N>: N must be a power of two no larger than 65536"
-    );
-
+impl<S: SrqSlots> SharedReceiveQueue<S> {
     /// Creates the SRQ and links its free lists: `0 → 1 → … → nwqes-1`
-    /// and, with a wait queue, `nwqes → … → N-1`.
+    /// and, with a wait queue, `nwqes → … → n-1` (`n = slots.len()`, a
+    /// power of two up to 65536).
     ///
     /// # Safety
-    /// `ring` (`N << wqe_shift` bytes) and `dbrec` (4 bytes) must be DMA
+    /// `ring` (`n << wqe_shift` bytes) and `dbrec` (4 bytes) must be DMA
     /// memory this queue exclusively owns for its whole life.
-    pub unsafe fn new(ring: DmaBuf, dbrec: DmaBuf, cfg: SrqConfig) -> Option<Self> {
-        let () = Self::OK;
-        if cfg.wqe_shift < 5
+    pub unsafe fn new(ring: DmaBuf, dbrec: DmaBuf, cfg: SrqConfig, mut slots: S) -> Option<Self> {
+        let n = slots.as_ref().len();
+        if !n.is_power_of_two()
+            || n > 1 << 16
+            || cfg.wqe_shift < 5
             || cfg.wqe_shift > 16
             || ((cfg.max_gs as usize + 1) << 4) > 1 << cfg.wqe_shift
             || cfg.nwqes == 0
-            || cfg.nwqes as usize > N
-            || ring.len < N << cfg.wqe_shift
+            || cfg.nwqes as usize > n
+            || ring.len < n << cfg.wqe_shift
             || dbrec.len < 4
         {
             return None;
@@ -373,18 +408,18 @@ impl<const N: usize> SharedReceiveQueue<N> {
             waitq_head: -1,
             waitq_tail: -1,
             counter: 0,
-            next: [0; N],
-            free: [false; N],
-            posted: [false; N],
-            wrid: [0; N],
+            slots: {
+                slots.as_mut().fill(SrqSlot::default());
+                slots
+            },
         };
         for i in 0..cfg.nwqes - 1 {
             q.link(i, i + 1);
         }
-        if cfg.wait_queue && (cfg.nwqes as usize) < N {
+        if cfg.wait_queue && (cfg.nwqes as usize) < n {
             q.waitq_head = cfg.nwqes as i32;
-            q.waitq_tail = N as i32 - 1;
-            for i in cfg.nwqes..N as u32 - 1 {
+            q.waitq_tail = n as i32 - 1;
+            for i in cfg.nwqes..n as u32 - 1 {
                 q.link(i, i + 1);
             }
         }
@@ -392,9 +427,10 @@ impl<const N: usize> SharedReceiveQueue<N> {
     }
 
     fn link(&mut self, from: u32, to: u32) {
-        self.next[from as usize] = to as u16;
+        self.slots.as_mut()[from as usize].next = to as u16;
         let p = (from as usize) << self.cfg.wqe_shift;
-        // SAFETY: `from` < N, so bytes 2..4 of its slot are inside the ring.
+        // SAFETY: `from` < n (the index above would have panicked), so
+        // bytes 2..4 of its slot are inside the ring.
         unsafe {
             core::ptr::write_volatile(
                 self.ring.as_ptr().add(p + 2).cast::<[u8; 2]>(),
@@ -404,7 +440,7 @@ impl<const N: usize> SharedReceiveQueue<N> {
     }
 
     fn is_free(&self, i: u32) -> bool {
-        self.free[i as usize]
+        self.slots.as_ref()[i as usize].free
     }
 
     /// Head of the free list (next slot a post uses).
@@ -425,19 +461,19 @@ impl<const N: usize> SharedReceiveQueue<N> {
     }
     /// `wr_id` recorded for slot `idx`.
     pub fn wrid(&self, idx: usize) -> Option<u64> {
-        self.wrid.get(idx).copied()
+        self.slots.as_ref().get(idx).map(|s| s.wr_id)
     }
     /// The free-list link of slot `idx`.
     pub fn next_of(&self, idx: usize) -> Option<u16> {
-        self.next.get(idx).copied()
+        self.slots.as_ref().get(idx).map(|s| s.next)
     }
     /// Slots completed and not yet re-linked.
     pub fn free_slots(&self) -> impl Iterator<Item = u32> + '_ {
-        (0..N as u32).filter(|&i| self.is_free(i))
+        (0..self.slots.as_ref().len() as u32).filter(|&i| self.is_free(i))
     }
     /// Whether slot `idx` holds a posted, not yet completed WQE.
     pub fn is_posted(&self, idx: usize) -> bool {
-        self.posted.get(idx).copied().unwrap_or(false)
+        self.slots.as_ref().get(idx).is_some_and(|s| s.posted)
     }
     /// Sets the posted-WQE counter (replaying a recorded state).
     ///
@@ -461,21 +497,22 @@ impl<const N: usize> SharedReceiveQueue<N> {
     /// this SRQ (or when the device no longer executes it).
     pub unsafe fn retire(&mut self, slot: u16) -> Result<u64, CompletionReject> {
         let s = slot as usize;
-        if s >= N {
+        let Some(&rec) = self.slots.as_ref().get(s) else {
             return Err(CompletionReject::SlotOutOfRange);
-        }
-        if !self.posted[s] {
+        };
+        if !rec.posted {
             return Err(CompletionReject::SlotNotPosted);
         }
-        self.posted[s] = false;
-        self.free[s] = true;
-        Ok(self.wrid[s])
+        let r = &mut self.slots.as_mut()[s];
+        r.posted = false;
+        r.free = true;
+        Ok(rec.wr_id)
     }
 
     fn set_next_tail(&mut self, next_tail: u32) {
         self.link(self.tail, next_tail);
         self.tail = next_tail;
-        self.free[next_tail as usize] = false;
+        self.slots.as_mut()[next_tail as usize].free = false;
     }
 
     /// Finds the first run of free slots in `[first, last)`.
@@ -509,10 +546,11 @@ impl<const N: usize> SharedReceiveQueue<N> {
         }
         self.link(self.tail, start);
         self.tail = start + count - 1;
-        self.free[self.tail as usize] = false;
+        let t = self.tail as usize;
+        self.slots.as_mut()[t].free = false;
         for i in start..self.tail {
             self.link(i, i + 1);
-            self.free[i as usize] = false;
+            self.slots.as_mut()[i as usize].free = false;
         }
         true
     }
@@ -547,9 +585,10 @@ impl<const N: usize> SharedReceiveQueue<N> {
                 break;
             }
             let slot = self.head as usize;
-            self.wrid[slot] = wr.wr_id;
-            self.posted[slot] = true;
-            self.head = self.next[slot] as u32;
+            let rec = &mut self.slots.as_mut()[slot];
+            rec.wr_id = wr.wr_id;
+            rec.posted = true;
+            self.head = rec.next as u32;
             let base = (slot << self.cfg.wqe_shift) + 16;
             let mut j = 0usize;
             for s in wr.sgl {
@@ -612,7 +651,9 @@ mod tests {
         };
         // SAFETY: test memory outliving the queue, touched only through it
         // until the queue is dropped.
-        let mut rq = unsafe { RecvQueue::<4>::new(buf(&mut ring), buf(&mut db), cfg) }.unwrap();
+        let mut rq =
+            unsafe { RecvQueue::new(buf(&mut ring), buf(&mut db), cfg, [RqSlot::default(); 4]) }
+                .unwrap();
         let s = [
             Sge {
                 addr: 0x10,
@@ -655,8 +696,10 @@ mod tests {
             wait_queue: true,
         };
         // SAFETY: as above.
-        let mut srq =
-            unsafe { SharedReceiveQueue::<8>::new(buf(&mut ring), buf(&mut db), cfg) }.unwrap();
+        let mut srq = unsafe {
+            SharedReceiveQueue::new(buf(&mut ring), buf(&mut db), cfg, [SrqSlot::default(); 8])
+        }
+        .unwrap();
         let s = [Sge {
             addr: 0x20,
             length: 8,

@@ -36,8 +36,8 @@ use crate::device::{
 use crate::platform::{DmaAllocator, DmaBuf, BF_OFFSET};
 use crate::qp::QpType;
 use crate::queue_pair::QueuePair;
-use crate::rq::{RecvError, RecvWr, RqConfig};
-use crate::sq::{BlueFlame, PostError, SendFlags, SendOp, SendWr, SqConfig};
+use crate::rq::{RecvError, RecvWr, RqConfig, RqSlot};
+use crate::sq::{BlueFlame, PostError, SendFlags, SendOp, SendWr, SqConfig, SqSlot};
 use core::fmt;
 
 const AREA: usize = 4096;
@@ -226,7 +226,7 @@ struct Made {
 }
 
 struct Side<U: crate::platform::Uar> {
-    qp: QueuePair<U, SQ_BBS, RQ_WQES>,
+    qp: QueuePair<U, [SqSlot; SQ_BBS], [RqSlot; RQ_WQES]>,
     cq: CompletionQueue<CQES>,
 }
 
@@ -524,7 +524,13 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         // the queues are dropped before cleanup destroys the objects.
         let (qpair, cq) = unsafe {
             (
-                qp.queue_pair::<_, SQ_BBS, RQ_WQES>(uar, sqc, rqc),
+                qp.queue_pair(
+                    uar,
+                    sqc,
+                    rqc,
+                    [SqSlot::default(); SQ_BBS],
+                    [RqSlot::default(); RQ_WQES],
+                ),
                 cqh.completion_queue::<CQES>(),
             )
         };

@@ -509,8 +509,33 @@ pub struct SendRetired {
     pub wr_data: u8,
 }
 
-/// A send queue of `N` WQEBBs over DMA memory, ringing through `U`.
-pub struct SendQueue<U: Uar, const N: usize> {
+/// What a send queue remembers about the WQE that starts at one WQEBB of
+/// its ring (16 bytes): the WR's `wr_id` and sequence number, the 16-bit
+/// WQEBB counter it was posted at (valid while the WR is in flight, so a
+/// completion is checked with two compares) and the completion opcode
+/// override of UMR-based WRs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SqSlot {
+    wr_id: u64,
+    seq: u32,
+    ctr: u16,
+    valid: bool,
+    wr_data: u8,
+}
+
+/// Storage for a send queue's per-WQEBB records: its length is the ring
+/// size in WQEBBs (a power of two up to 65536). A fixed array
+/// (`[SqSlot; N]`, no allocation, for `no_std` users), a borrowed slice, or
+/// any owner of one (`Box<[SqSlot]>`, `Vec<SqSlot>`) sized at run time from
+/// the queue's geometry.
+pub trait SqSlots: AsRef<[SqSlot]> + AsMut<[SqSlot]> {}
+impl<T: AsRef<[SqSlot]> + AsMut<[SqSlot]> + ?Sized> SqSlots for T {}
+
+/// A send queue with its records in a fixed array of `N` WQEBBs.
+pub type FixedSendQueue<U, const N: usize> = SendQueue<U, [SqSlot; N]>;
+
+/// A send queue of `slots.len()` WQEBBs over DMA memory, ringing through `U`.
+pub struct SendQueue<U: Uar, S: SqSlots> {
     ring: NonNull<u8>,
     dbrec: NonNull<u8>,
     uar: U,
@@ -529,18 +554,18 @@ pub struct SendQueue<U: Uar, const N: usize> {
     transport_ds: u32,
     /// Bit `opcode` set = that mlx5 opcode may be posted on this QP.
     allowed: u64,
-    wrid: [u64; N],
-    wqe_head: [u32; N],
-    /// `VALID | counter`: the 16-bit WQEBB counter each slot's WQE was
-    /// posted at, 0 for a slot that holds no WQE of this life of the queue.
-    wqe_ctr: [u32; N],
-    wr_data: [u8; N],
+    /// One record per WQEBB (ring size = `slots.len()`).
+    slots: S,
+    /// `slots.len() - 1`.
+    mask: u32,
+    /// `slots.len() * 64`.
+    ring_bytes: usize,
 }
 
 // SAFETY: the queue exclusively owns its ring and doorbell-record memory
 // (by the contract of `new`); moving it to another thread moves that
 // ownership. It is not Sync: `post` needs `&mut self`.
-unsafe impl<U: Uar + Send, const N: usize> Send for SendQueue<U, N> {}
+unsafe impl<U: Uar + Send, S: SqSlots + Send> Send for SendQueue<U, S> {}
 
 /// DS units of the control and operation segments, by mlx5 opcode (UMR
 /// counts the LOCAL_INV shape; a bind adds its KLM in `check_rare`).
@@ -555,9 +580,6 @@ const BASE_DS: [u8; 64] = {
     t
 };
 
-/// Marks a `wqe_ctr` entry as recorded by a post of this life of the queue.
-const SLOT_VALID: u32 = 1 << 16;
-
 /// Outcome of building one WQE in the ring.
 #[derive(Clone, Copy)]
 struct Built {
@@ -566,30 +588,37 @@ struct Built {
     inline: bool,
 }
 
-impl<U: Uar, const N: usize> SendQueue<U, N> {
-    const OK: () = assert!(
-        N.is_power_of_two() && N <= 1 << 16,
-        "SendQueue<N>: N (WQEBBs) must be a power of two no larger than 65536"
-    );
-    const RING_BYTES: usize = N * 64;
-
-    /// Creates a send queue over `ring` (`N` × 64 bytes) and the QP's
-    /// 8-byte doorbell record `dbrec` (word 1 is the send counter).
+impl<U: Uar, S: SqSlots> SendQueue<U, S> {
+    /// Creates a send queue over `ring` (`slots.len()` × 64 bytes) and the
+    /// QP's 8-byte doorbell record `dbrec` (word 1 is the send counter),
+    /// keeping its per-WQEBB records in `slots`. `None` when `slots.len()`
+    /// is not a power of two up to 65536 or the buffers are too small.
     ///
     /// Posting starts disabled, as after create: call [`enable`](Self::enable)
     /// when the QP reaches RTS.
     ///
     /// # Safety
-    /// `ring` and `dbrec` must be valid DMA memory of at least `N * 64` and
+    /// `ring` and `dbrec` must be valid DMA memory of at least `slots.len() * 64` and
     /// 8 bytes that this queue exclusively owns (no other queue writes them,
     /// no Rust reference points at them) for its whole life, and the device
     /// must only read them.
-    pub unsafe fn new(ring: DmaBuf, dbrec: DmaBuf, uar: U, cfg: SqConfig) -> Option<Self> {
-        let () = Self::OK;
-        if ring.len < Self::RING_BYTES || dbrec.len < 8 || cfg.max_post == 0 {
+    pub unsafe fn new(
+        ring: DmaBuf,
+        dbrec: DmaBuf,
+        uar: U,
+        cfg: SqConfig,
+        mut slots: S,
+    ) -> Option<Self> {
+        let n = slots.as_ref().len();
+        if !n.is_power_of_two() || n > 1 << 16 {
             return None;
         }
-        let slot_bytes = ((Self::RING_BYTES / cfg.max_post as usize) & !63).min(1024) as u32;
+        let ring_bytes = n * 64;
+        if ring.len < ring_bytes || dbrec.len < 8 || cfg.max_post == 0 {
+            return None;
+        }
+        slots.as_mut().fill(SqSlot::default());
+        let slot_bytes = ((ring_bytes / cfg.max_post as usize) & !63).min(1024) as u32;
         let max_ds = (slot_bytes / 16).min(crate::wqe::MAX_DS);
         let bit = |op: u8| 1u64 << op;
         let sends = bit(0x0a) | bit(0x0b);
@@ -627,10 +656,9 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
             tail: 0,
             fm_cache: 0,
             bf_offset: 0,
-            wrid: [0; N],
-            wqe_head: [0; N],
-            wqe_ctr: [0; N],
-            wr_data: [0; N],
+            slots,
+            mask: n as u32 - 1,
+            ring_bytes,
         })
     }
 
@@ -654,9 +682,11 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
     }
 
     /// Makes every slot name no WR in flight. The provider-visible
-    /// `wrid`/`wqe_head`/`wr_data` records are left as they are.
+    /// `wr_id`/sequence/`wr_data` records are left as they are.
     fn forget_slots(&mut self) {
-        self.wqe_ctr = [0; N];
+        for slot in self.slots.as_mut() {
+            slot.valid = false;
+        }
     }
 
     /// The configuration.
@@ -695,9 +725,9 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
     /// `idx` (the slot of a WQE's first WQEBB).
     pub fn slot(&self, idx: usize) -> Option<(u64, u32, u8)> {
         Some((
-            *self.wrid.get(idx)?,
-            *self.wqe_head.get(idx)?,
-            *self.wr_data.get(idx)?,
+            self.slots.as_ref().get(idx)?.wr_id,
+            self.slots.as_ref().get(idx)?.seq,
+            self.slots.as_ref().get(idx)?.wr_data,
         ))
     }
 
@@ -731,11 +761,8 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
     /// does with it); `wqebbs` is its real size in WQEBBs, at least 1, and
     /// the queue has room for it (fewer than `max_post` WRs outstanding).
     pub unsafe fn record_raw_post(&mut self, wr_id: u64, wqebbs: u32) {
-        let idx = (self.cur_post as usize) & (N - 1);
-        self.wrid[idx] = wr_id;
-        self.wqe_head[idx] = self.head;
-        self.wqe_ctr[idx] = SLOT_VALID | (self.cur_post & 0xffff);
-        self.wr_data[idx] = 0;
+        let idx = (self.cur_post & self.mask) as usize;
+        self.record(idx, wr_id, self.head, self.cur_post, 0);
         self.cur_post = self.cur_post.wrapping_add(wqebbs.max(1));
         self.head = self.head.wrapping_add(1);
     }
@@ -755,17 +782,20 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
     /// queue (or when the device no longer executes the queue).
     #[inline]
     pub unsafe fn retire(&mut self, wqe_counter: u16) -> Result<SendRetired, CompletionReject> {
-        let idx = wqe_counter as usize & (N - 1);
-        let seq = self.wqe_head[idx];
-        if self.wqe_ctr[idx] != SLOT_VALID | wqe_counter as u32
-            || seq.wrapping_sub(self.tail) >= self.head.wrapping_sub(self.tail)
+        let idx = (wqe_counter as u32 & self.mask) as usize;
+        let Some(&slot) = self.slots.as_ref().get(idx) else {
+            return Err(CompletionReject::NotInFlight);
+        };
+        if !slot.valid
+            || slot.ctr != wqe_counter
+            || slot.seq.wrapping_sub(self.tail) >= self.head.wrapping_sub(self.tail)
         {
             return Err(CompletionReject::NotInFlight);
         }
-        self.tail = seq.wrapping_add(1);
+        self.tail = slot.seq.wrapping_add(1);
         Ok(SendRetired {
-            wr_id: self.wrid[idx],
-            wr_data: self.wr_data[idx],
+            wr_id: slot.wr_id,
+            wr_data: slot.wr_data,
         })
     }
 
@@ -881,6 +911,7 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
         } else {
             self.state_max_gs.min(self.max_ds as i64 - base_ds as i64)
         };
+        let (mask, ring_bytes) = (self.mask, self.ring_bytes);
         let qpn8 = self.cfg.qpn << 8;
         let ring = self.ring.as_ptr();
         let mut cur = self.cur_post;
@@ -900,7 +931,7 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
                 });
                 break;
             }
-            let idx = (cur as usize) & (N - 1);
+            let idx = (cur & mask) as usize;
             let ctrl_off = idx << 6;
             let mut off = ctrl_off + 16;
             let mut ds = base_ds;
@@ -913,7 +944,7 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
                     off += 16;
                 }
                 for sge in wr.sgl {
-                    off = Self::wrap(off);
+                    off = wrap_at(off, ring_bytes);
                     if sge.length == 0 {
                         continue;
                     }
@@ -932,10 +963,7 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
                 core::ptr::write_unaligned(p.add(1), u64::from_ne_bytes(w1));
             }
             fence = 0;
-            self.wrid[idx] = wr.wr_id;
-            self.wqe_head[idx] = self.head.wrapping_add(nreq);
-            self.wqe_ctr[idx] = SLOT_VALID | (cur & 0xffff);
-            self.wr_data[idx] = 0;
+            self.record(idx, wr.wr_id, self.head.wrapping_add(nreq), cur, 0);
             cur = cur.wrapping_add((ds + 3) >> 2);
             last_ctrl = ctrl_off;
             last_ds = ds;
@@ -1151,20 +1179,31 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
 
     /// Ring byte offset after `off`, wrapping at the end ("wrap exact").
     #[inline(always)]
-    fn wrap(off: usize) -> usize {
-        if off == Self::RING_BYTES {
-            0
-        } else {
-            off
+    fn wrap(&self, off: usize) -> usize {
+        wrap_at(off, self.ring_bytes)
+    }
+
+    /// Records the WR whose WQE starts at ring slot `idx` (posted at WQEBB
+    /// counter `cur`, WR sequence `seq`) as in flight.
+    #[inline(always)]
+    fn record(&mut self, idx: usize, wr_id: u64, seq: u32, cur: u32, wr_data: u8) {
+        if let Some(slot) = self.slots.as_mut().get_mut(idx) {
+            *slot = SqSlot {
+                wr_id,
+                seq,
+                ctr: cur as u16,
+                valid: true,
+                wr_data,
+            };
         }
     }
 
     /// Stores a segment at ring offset `off`.
     ///
     /// # Safety
-    /// `off + S::SIZE <= RING_BYTES`.
+    /// `off + G::SIZE <= ring bytes`.
     #[inline(always)]
-    unsafe fn put<S: Segment>(&self, off: usize, seg: S) {
+    unsafe fn put<G: Segment>(&self, off: usize, seg: G) {
         // SAFETY: the caller keeps the segment inside the ring, which this
         // queue exclusively owns (contract of `new`).
         unsafe { seg.write_to(self.ring.as_ptr().add(off)) }
@@ -1173,7 +1212,7 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
     /// Stores raw bytes at ring offset `off` (within the ring).
     ///
     /// # Safety
-    /// `off + bytes.len() <= RING_BYTES`.
+    /// `off + bytes.len() <= ring bytes`.
     #[inline(always)]
     unsafe fn put_bytes(&self, off: usize, bytes: &[u8]) {
         // SAFETY: as `put`; `bytes` is ordinary memory, not the ring.
@@ -1195,7 +1234,7 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
         nreq: u32,
         cpu_of: &F,
     ) -> Built {
-        let idx = (self.cur_post as usize) & (N - 1);
+        let idx = (self.cur_post & self.mask) as usize;
         let ctrl_off = idx << 6;
         let mut off = ctrl_off + 16;
         let mut ds: u32 = 1;
@@ -1218,7 +1257,7 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
                     av.dqp_dct = Be32::new(ud.remote_qpn | EXTENDED_UD_AV);
                     av.key[..4].copy_from_slice(&ud.remote_qkey.to_be_bytes());
                     self.put(off, av);
-                    off = Self::wrap(off + 48);
+                    off = self.wrap(off + 48);
                     ds += 3;
                 }
             }
@@ -1287,7 +1326,7 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
             } else {
                 let atomic = opcode == 0x11 || opcode == 0x12;
                 for s in wr.sgl {
-                    off = Self::wrap(off);
+                    off = self.wrap(off);
                     if s.length == 0 {
                         continue;
                     }
@@ -1310,10 +1349,13 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
             self.put(ctrl_off, ctrl);
         }
 
-        self.wrid[idx] = wr.wr_id;
-        self.wqe_head[idx] = self.head.wrapping_add(nreq);
-        self.wqe_ctr[idx] = SLOT_VALID | (self.cur_post & 0xffff);
-        self.wr_data[idx] = wr_data;
+        self.record(
+            idx,
+            wr.wr_id,
+            self.head.wrapping_add(nreq),
+            self.cur_post,
+            wr_data,
+        );
         self.cur_post = self.cur_post.wrapping_add((ds + 3) >> 2);
         Built {
             ctrl_off,
@@ -1346,7 +1388,7 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
                 let mut src = cpu_of(s);
                 let mut len = s.length as usize;
                 total += s.length;
-                let room = Self::RING_BYTES - p;
+                let room = self.ring_bytes - p;
                 if len > room {
                     core::ptr::copy_nonoverlapping(src, self.ring.as_ptr().add(p), room);
                     src = src.add(room);
@@ -1407,11 +1449,11 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
         // with the wrap rule of the provider (segments never straddle).
         unsafe {
             for chunk in umr.chunks_exact(16) {
-                *off = Self::wrap(*off);
+                *off = self.wrap(*off);
                 self.put_bytes(*off, chunk);
                 *off += 16;
             }
-            *off = Self::wrap(*off);
+            *off = self.wrap(*off);
             // Mkey context segment (64 bytes): only the fields below.
             let m = *off;
             let qpn_mkey = (new_rkey & 0xff)
@@ -1450,7 +1492,7 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
             *off = m + 64;
             *ds += 3 + 4;
             if bind {
-                *off = Self::wrap(*off);
+                *off = self.wrap(*off);
                 let mut klm = [0u8; 64];
                 klm[0..4].copy_from_slice(&(length as u32).to_be_bytes());
                 klm[4..8].copy_from_slice(&mr_lkey.to_be_bytes());
@@ -1461,7 +1503,7 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
             }
             // A UMR ending exactly at the ring end: what follows (inline
             // data) starts at offset 0.
-            *off = Self::wrap(*off);
+            *off = self.wrap(*off);
         }
     }
 
@@ -1511,7 +1553,7 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
                     )
                 };
                 self.uar.write_bf(dst, &chunk);
-                src = Self::wrap(src + 64);
+                src = self.wrap(src + 64);
                 dst += 64;
             }
         } else {
@@ -1535,6 +1577,17 @@ impl<U: Uar, const N: usize> SendQueue<U, N> {
 // SAFETY: `Be64` is `#[repr(transparent)]` over `[u8; 8]`: no padding,
 // every bit pattern valid; `SIZE` is left at its default.
 unsafe impl Segment for Be64 {}
+
+/// Ring byte offset after `off`, wrapping at the end of a ring of
+/// `ring_bytes` ("wrap exact", FACTS §1.8).
+#[inline(always)]
+fn wrap_at(off: usize, ring_bytes: usize) -> usize {
+    if off == ring_bytes {
+        0
+    } else {
+        off
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -1576,12 +1629,19 @@ mod tests {
         }
     }
 
-    fn queue(f: &mut Fixture, c: SqConfig) -> SendQueue<MemUar, N> {
+    fn queue(f: &mut Fixture, c: SqConfig) -> SendQueue<MemUar, [SqSlot; N]> {
         // SAFETY: the fixture outlives the queue in every test and nothing
         // else touches it while the queue lives.
-        let mut q =
-            unsafe { SendQueue::new(buf(&mut f.ring), buf(&mut f.db), MemUar::filled(0xee), c) }
-                .unwrap();
+        let mut q = unsafe {
+            SendQueue::new(
+                buf(&mut f.ring),
+                buf(&mut f.db),
+                MemUar::filled(0xee),
+                c,
+                [SqSlot::default(); N],
+            )
+        }
+        .unwrap();
         q.enable();
         q
     }

@@ -16,6 +16,7 @@ use bareverbs::qp::QpType;
 use bareverbs::queue_pair::QueuePair;
 use bareverbs::rq::{RecvQueue, RecvWr, RqConfig};
 use bareverbs::sizing::{qp_layout, DeviceCaps, QpCaps, SendOps};
+use bareverbs::sq::SqSlot;
 use bareverbs::sq::{
     BlueFlame, PostErrorKind, SendFlags, SendOp, SendQueue, SendWr, Sge, SqConfig,
 };
@@ -103,11 +104,19 @@ fn random_post_poll_sequences_match_the_model() {
     };
     // SAFETY: each region is exclusively owned test memory outliving the
     // queues (the `Mem`s live until the end of the test).
-    let sq =
-        unsafe { SendQueue::<MemUar, SQ_BBS>::new(ring, dbrec, MemUar::default(), cfg) }.unwrap();
+    let sq = unsafe {
+        SendQueue::new(
+            ring,
+            dbrec,
+            MemUar::default(),
+            cfg,
+            [SqSlot::default(); SQ_BBS],
+        )
+    }
+    .unwrap();
     // SAFETY: as above.
     let rq = unsafe {
-        RecvQueue::<16>::new(
+        RecvQueue::new(
             rq_ring,
             dbrec,
             RqConfig {
@@ -115,6 +124,7 @@ fn random_post_poll_sequences_match_the_model() {
                 max_gs: 1,
                 max_post: 16,
             },
+            [bareverbs::rq::RqSlot::default(); 16],
         )
     }
     .unwrap();

@@ -11,6 +11,8 @@ use bareverbs::platform::{DmaBuf, MemUar};
 use bareverbs::qp::QpType;
 use bareverbs::queue_pair::{QpSet, QueuePair};
 use bareverbs::rq::{RecvErrorKind, RecvQueue, RecvWr, RqConfig, SharedReceiveQueue, SrqConfig};
+use bareverbs::rq::{RqSlot, SrqSlot};
+use bareverbs::sq::SqSlot;
 use bareverbs::sq::{BlueFlame, PostErrorKind, SendFlags, SendOp, SendWr, Sge, SqConfig};
 use core::ptr::NonNull;
 
@@ -19,7 +21,7 @@ const SQ: usize = 8;
 const RQ: usize = 4;
 const SRQ: usize = 4;
 
-type Qp = QueuePair<MemUar, SQ, RQ>;
+type Qp = QueuePair<MemUar, [SqSlot; SQ], [RqSlot; RQ]>;
 
 /// Heap memory standing in for DMA memory; the queues hold raw pointers
 /// into it, so it must outlive them (it is dropped last).
@@ -131,8 +133,16 @@ fn new_qp(mem: &mut Mem, qpn: u32, uidx: u32, version: u8, with_rq: bool) -> (Qp
     let db = mem.alloc(8);
     // SAFETY: test memory outliving the queues; the SQ uses record word 1,
     // the RQ word 0; nothing else touches them.
-    let sq = unsafe { bareverbs::sq::SendQueue::new(sq_ring, db, MemUar::default(), sq_cfg(qpn)) }
-        .unwrap();
+    let sq = unsafe {
+        bareverbs::sq::SendQueue::new(
+            sq_ring,
+            db,
+            MemUar::default(),
+            sq_cfg(qpn),
+            [SqSlot::default(); SQ],
+        )
+    }
+    .unwrap();
     let rq = with_rq.then(|| {
         let cfg = RqConfig {
             wqe_shift: 4,
@@ -140,7 +150,7 @@ fn new_qp(mem: &mut Mem, qpn: u32, uidx: u32, version: u8, with_rq: bool) -> (Qp
             max_post: 4,
         };
         // SAFETY: as above.
-        unsafe { RecvQueue::new(rq_ring, db, cfg) }.unwrap()
+        unsafe { RecvQueue::new(rq_ring, db, cfg, [RqSlot::default(); RQ]) }.unwrap()
     });
     let mut qp = QueuePair::new(qpn, uidx, version, sq, rq);
     qp.sq.enable();
@@ -322,9 +332,10 @@ fn phantom_srq_slot_is_rejected_and_never_handed_out() {
         wait_queue: false,
     };
     // SAFETY: test memory outliving the SRQ.
-    let mut srq = unsafe { SharedReceiveQueue::<SRQ>::new(ring, db, cfg) }.unwrap();
+    let mut srq =
+        unsafe { SharedReceiveQueue::new(ring, db, cfg, [SrqSlot::default(); SRQ]) }.unwrap();
     let sgl = [SGE];
-    let post = |srq: &mut SharedReceiveQueue<SRQ>, id| {
+    let post = |srq: &mut SharedReceiveQueue<[SrqSlot; SRQ]>, id| {
         // SAFETY: memory-only ring, never executed.
         unsafe {
             srq.post_recv_raw(&[RecvWr {
@@ -417,7 +428,7 @@ fn cqe_version_decides_the_routing_field() {
     post_sends(&mut a, &[0xa0]);
     post_sends(&mut b, &[0xb0]);
     let mut qps = [b, a];
-    let mut set = QpSet::<_, SQ, RQ, SRQ> {
+    let mut set = QpSet::<_, [SqSlot; SQ], [RqSlot; RQ], [SrqSlot; SRQ]> {
         qps: &mut qps,
         srq: None,
     };
@@ -443,7 +454,7 @@ fn cqe_version_decides_the_routing_field() {
     post_sends(&mut a, &[0xa1]);
     post_sends(&mut b, &[0xb1]);
     let mut qps = [a, b];
-    let mut set = QpSet::<_, SQ, RQ, SRQ> {
+    let mut set = QpSet::<_, [SqSlot; SQ], [RqSlot; RQ], [SrqSlot; SRQ]> {
         qps: &mut qps,
         srq: None,
     };
@@ -481,7 +492,7 @@ fn clean_purges_a_reset_qps_completions() {
     let mut qps = [a, b];
     let mut out = [WorkCompletion::default(); 2];
     // The user sees B's first completion and A's first flush, then resets A.
-    let mut set = QpSet::<_, SQ, RQ, SRQ> {
+    let mut set = QpSet::<_, [SqSlot; SQ], [RqSlot; RQ], [SrqSlot; SRQ]> {
         qps: &mut qps,
         srq: None,
     };
@@ -501,7 +512,7 @@ fn clean_purges_a_reset_qps_completions() {
     dev.push(cqe(0, 0x100, 1, 3));
     dev.push(cqe(2, 0x100, 1, 0));
     let _ = b;
-    let mut set = QpSet::<_, SQ, RQ, SRQ> {
+    let mut set = QpSet::<_, [SqSlot; SQ], [RqSlot; RQ], [SrqSlot; SRQ]> {
         qps: &mut qps,
         srq: None,
     };
@@ -531,7 +542,7 @@ fn stale_flushes_after_reset_are_rejected_not_wedging() {
     qps[0].rq.as_mut().unwrap().reset();
     qps[0].sq.enable();
     qps[0].rq.as_mut().unwrap().enable();
-    let mut set = QpSet::<_, SQ, RQ, SRQ> {
+    let mut set = QpSet::<_, [SqSlot; SQ], [RqSlot; RQ], [SrqSlot; SRQ]> {
         qps: &mut qps,
         srq: None,
     };
@@ -585,5 +596,5 @@ fn constructors_refuse_unsafe_geometry() {
         max_post: RQ as u32 + 1,
     };
     // SAFETY: as above.
-    assert!(unsafe { RecvQueue::<RQ>::new(rq_ring, db, cfg) }.is_none());
+    assert!(unsafe { RecvQueue::new(rq_ring, db, cfg, [RqSlot::default(); RQ]) }.is_none());
 }

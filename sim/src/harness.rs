@@ -10,8 +10,8 @@ use bareverbs::mr::MemoryRegion;
 use bareverbs::platform::{DmaBuf, BF_OFFSET};
 use bareverbs::qp::{QpAttrMask, QpState, QpType};
 use bareverbs::queue_pair::QueuePair;
-use bareverbs::rq::{RecvError, RecvQueue, RecvWr, RqConfig};
-use bareverbs::sq::{BlueFlame, PostError, SendQueue, SendWr, Sge, SqConfig};
+use bareverbs::rq::{RecvError, RecvQueue, RecvWr, RqConfig, RqSlot};
+use bareverbs::sq::{BlueFlame, PostError, SendQueue, SendWr, Sge, SqConfig, SqSlot};
 
 /// How to build an endpoint.
 #[derive(Clone, Copy, Debug)]
@@ -94,7 +94,7 @@ impl EpConfig {
 /// assert_eq!(ep.cq().cqn(), ep.cqn()); // read-only access
 /// ```
 pub struct Endpoint<const SQ: usize = 256, const RQ: usize = 256, const CQ: usize = 1024> {
-    qp: QueuePair<SimUar, SQ, RQ>,
+    qp: QueuePair<SimUar, [SqSlot; SQ], [RqSlot; RQ]>,
     cq: CompletionQueue<CQ>,
     pd: Pd,
     qpn: u32,
@@ -172,15 +172,16 @@ impl<const SQ: usize, const RQ: usize, const CQ: usize> Endpoint<SQ, RQ, CQ> {
         // SAFETY: the rings and the doorbell record were allocated by the
         // device for this QP alone and stay allocated while the device
         // lives; the device only reads the SQ ring and the records.
-        let sq =
-            unsafe { SendQueue::new(sq_ring, h.dbrec, h.uar, sqc) }.ok_or(SimError::BadSize)?;
+        let sq = unsafe { SendQueue::new(sq_ring, h.dbrec, h.uar, sqc, [SqSlot::default(); SQ]) }
+            .ok_or(SimError::BadSize)?;
         let rqc = RqConfig {
             wqe_shift: rq_shift,
             max_gs: cfg.max_recv_sge.max(1),
             max_post: RQ as u32,
         };
         // SAFETY: as above; the RQ uses word 0 of the same record.
-        let rq = unsafe { RecvQueue::new(rq_ring, h.dbrec, rqc) }.ok_or(SimError::BadSize)?;
+        let rq = unsafe { RecvQueue::new(rq_ring, h.dbrec, rqc, [RqSlot::default(); RQ]) }
+            .ok_or(SimError::BadSize)?;
         // SAFETY: ring and record come from the device's CQ creation and
         // are only written by the device under the CQ protocol.
         let mut cq = unsafe { CompletionQueue::new(cqh.ring, cqh.dbrec, cqh.cqn, CqeSize::B64, 1) }
@@ -261,12 +262,12 @@ impl<const SQ: usize, const RQ: usize, const CQ: usize> Endpoint<SQ, RQ, CQ> {
     }
 
     /// The core's queue pair (read-only).
-    pub fn qp(&self) -> &QueuePair<SimUar, SQ, RQ> {
+    pub fn qp(&self) -> &QueuePair<SimUar, [SqSlot; SQ], [RqSlot; RQ]> {
         &self.qp
     }
 
     /// The core's send queue (read-only).
-    pub fn sq(&self) -> &SendQueue<SimUar, SQ> {
+    pub fn sq(&self) -> &SendQueue<SimUar, [SqSlot; SQ]> {
         &self.qp.sq
     }
 

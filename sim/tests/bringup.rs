@@ -468,7 +468,7 @@ fn create_objects_connect_two_qps_error_reset_reuse_teardown() {
         let cqq = cq.completion_queue::<256>().unwrap();
         assert_eq!(cqq.ncqe(), 256);
         let uar = d.map_uar(a.uar_index).unwrap();
-        let sq = a.send_queue::<_, 64>(
+        let sq = a.send_queue(
             uar,
             SqConfig {
                 qpn: 0,
@@ -480,13 +480,15 @@ fn create_objects_connect_two_qps_error_reset_reuse_teardown() {
                 atomics: false,
                 bf: BlueFlame::doorbell_only(0x800),
             },
+            [bareverbs::sq::SqSlot::default(); 64],
         );
         assert!(sq.is_some());
-        let rq = a.recv_queue::<64>(RqConfig {
+        let rqc = RqConfig {
             wqe_shift: 5,
             max_gs: 2,
             max_post: 64,
-        });
+        };
+        let rq = a.recv_queue(rqc, [bareverbs::rq::RqSlot::default(); 64]);
         assert!(rq.is_some());
     }
 

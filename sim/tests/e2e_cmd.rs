@@ -22,8 +22,10 @@ use bareverbs::device::{
 use bareverbs::mr::MemoryRegion;
 use bareverbs::platform::{DmaAllocator, DmaBuf, BF_OFFSET};
 use bareverbs::queue_pair::QueuePair;
+use bareverbs::rq::RqSlot;
 use bareverbs::rq::{RecvWr, RqConfig};
 use bareverbs::sizing::QpType;
+use bareverbs::sq::SqSlot;
 use bareverbs::sq::{BlueFlame, SendFlags, SendOp, SendWr, SqConfig};
 use bareverbs_sim::fw::{bring_up_on, failure, reason, FwConfig, SimDevice, SimUar};
 use bareverbs_sim::{Device as SimNic, Fabric};
@@ -50,7 +52,7 @@ struct Side {
 
 /// The data-path queues over one side's command-created objects.
 struct Queues {
-    qp: QueuePair<SimUar, 64, 64>,
+    qp: QueuePair<SimUar, [SqSlot; 64], [RqSlot; 64]>,
     cq: CompletionQueue<256>,
 }
 
@@ -117,7 +119,15 @@ fn queues(s: &mut Side) -> Queues {
     // SAFETY: one queue object per handle; the queues are dropped before
     // the objects are destroyed (teardown happens after `drop`).
     unsafe {
-        let qp = s.qp.queue_pair::<_, 64, 64>(uar, sqc, rqc).unwrap();
+        let qp =
+            s.qp.queue_pair(
+                uar,
+                sqc,
+                rqc,
+                [SqSlot::default(); 64],
+                [RqSlot::default(); 64],
+            )
+            .unwrap();
         let mut cq = s.cq.completion_queue::<256>().unwrap();
         cq.init_ring();
         Queues { qp, cq }

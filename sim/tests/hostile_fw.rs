@@ -450,7 +450,7 @@ mod stale_rkey {
 
     /// The data-path queues over one side's command-created objects.
     struct Queues {
-        qp: QueuePair<SimUar, 64, 64>,
+        qp: QueuePair<SimUar, [bareverbs::sq::SqSlot; 64], [bareverbs::rq::RqSlot; 64]>,
         cq: CompletionQueue<256>,
     }
 
@@ -516,7 +516,15 @@ mod stale_rkey {
         // SAFETY: one queue object per handle; the queues are dropped before
         // the objects are destroyed (teardown happens after `drop`).
         unsafe {
-            let qp = s.qp.queue_pair::<_, 64, 64>(uar, sqc, rqc).unwrap();
+            let qp =
+                s.qp.queue_pair(
+                    uar,
+                    sqc,
+                    rqc,
+                    [bareverbs::sq::SqSlot::default(); 64],
+                    [bareverbs::rq::RqSlot::default(); 64],
+                )
+                .unwrap();
             let mut cq = s.cq.completion_queue::<256>().unwrap();
             cq.init_ring();
             Queues { qp, cq }

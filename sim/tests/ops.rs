@@ -448,7 +448,7 @@ fn srq_receives_and_limit_event() {
     db.set_uidx(qh.qpn, qh.qpn);
     // SAFETY: ring and record belong to this SRQ alone.
     let mut srq = unsafe {
-        SharedReceiveQueue::<8>::new(
+        SharedReceiveQueue::new(
             srqh.ring,
             srqh.dbrec,
             SrqConfig {
@@ -457,6 +457,7 @@ fn srq_receives_and_limit_event() {
                 nwqes: 8,
                 wait_queue: false,
             },
+            [bareverbs::rq::SrqSlot::default(); 8],
         )
     }
     .unwrap();
@@ -527,7 +528,7 @@ fn srq_receives_and_limit_event() {
     .unwrap();
     // SAFETY: sq ring/record of the QP, used only through this queue.
     let sq = unsafe {
-        bareverbs::sq::SendQueue::<_, 64>::new(
+        bareverbs::sq::SendQueue::new(
             qh.sq_ring.unwrap(),
             qh.dbrec,
             qh.uar,
@@ -541,10 +542,11 @@ fn srq_receives_and_limit_event() {
                 atomics: false,
                 bf: bareverbs::sq::BlueFlame::doorbell_only(0x800),
             },
+            [bareverbs::sq::SqSlot::default(); 64],
         )
     }
     .unwrap();
-    let mut qps = [QueuePair::<_, 64, 1> {
+    let mut qps = [QueuePair::<_, _, [bareverbs::rq::RqSlot; 1]> {
         qpn: qh.qpn,
         uidx: qh.qpn,
         cqe_version: 1,

@@ -5,9 +5,9 @@
 use anyhow::{bail, Context, Result};
 use bareverbs::platform::{DmaAllocator, DmaBuf, MemUar};
 use bareverbs::qp::QpType;
-use bareverbs::rq::{RecvQueue, RecvWr, RqConfig, SharedReceiveQueue, SrqConfig};
+use bareverbs::rq::{RecvQueue, RecvWr, RqConfig, RqSlot, SharedReceiveQueue, SrqConfig, SrqSlot};
 use bareverbs::sq::{
-    BlueFlame, MwBind, MwType, SendFlags, SendOp, SendQueue, SendWr, Sge, SqConfig, UdDest,
+    BlueFlame, MwBind, MwType, SendFlags, SendOp, SendQueue, SendWr, Sge, SqConfig, SqSlot, UdDest,
 };
 use bareverbs::wqe::{AddressVector, Segment};
 use bareverbs_sim::dma::HeapDma;
@@ -181,10 +181,17 @@ fn run_sq<const N: usize>(
     };
     // SAFETY: ring and dbrec are fresh allocations owned by `world`, which
     // outlives the queue (declared first, dropped last).
-    let mut sq: Box<SendQueue<MemUar, N>> = Box::new(
-        unsafe { SendQueue::new(world.ring, world.dbrec, MemUar::filled(uar_fill), cfg) }
-            .context("queue geometry rejected")?,
-    );
+    let slots = vec![SqSlot::default(); N];
+    let mut sq = unsafe {
+        SendQueue::new(
+            world.ring,
+            world.dbrec,
+            MemUar::filled(uar_fill),
+            cfg,
+            slots,
+        )
+    }
+    .context("queue geometry rejected")?;
     sq.enable();
 
     let plain = header.plain_av.as_deref().map(av_from).transpose()?;
@@ -491,8 +498,9 @@ fn run_rq<const N: usize>(case: &RecvCase, ring_fill: Option<u8>) -> Result<Recv
         max_post: g.max_post,
     };
     // SAFETY: fresh allocations owned by `dma`, which outlives the queue.
-    let mut rq: Box<RecvQueue<N>> =
-        Box::new(unsafe { RecvQueue::new(ring, dbrec, cfg) }.context("RQ geometry rejected")?);
+    let slots = vec![RqSlot::default(); N];
+    let mut rq =
+        unsafe { RecvQueue::new(ring, dbrec, cfg, slots) }.context("RQ geometry rejected")?;
     rq.enable();
     if let Some(RecvPrep::RqFillers {
         completed,
@@ -559,9 +567,9 @@ fn run_srq<const N: usize>(case: &RecvCase, ring_fill: Option<u8>) -> Result<Rec
         wait_queue: g.waitq_head >= 0,
     };
     // SAFETY: fresh allocations owned by `dma`, which outlives the queue.
-    let mut srq: Box<SharedReceiveQueue<N>> = Box::new(
-        unsafe { SharedReceiveQueue::new(ring, dbrec, cfg) }.context("SRQ geometry rejected")?,
-    );
+    let slots = vec![SrqSlot::default(); N];
+    let mut srq = unsafe { SharedReceiveQueue::new(ring, dbrec, cfg, slots) }
+        .context("SRQ geometry rejected")?;
     let filler_of = |f: &Option<crate::vectors::recv::RecvWr>| {
         (
             f.as_ref().map_or(0xf333, |f| f.wr_id),

@@ -55,10 +55,10 @@ use bareverbs::device::{
 use bareverbs::mr::MemoryRegion;
 use bareverbs::platform::{DmaAllocator, DmaBuf, Uar, BF_OFFSET};
 use bareverbs::queue_pair::QueuePair;
-use bareverbs::rq::{RecvError, RecvWr, RqConfig};
+use bareverbs::rq::{RecvError, RecvWr, RqConfig, RqSlot};
 use bareverbs::sizing::{qp_layout, QpLayout, QpType, SendOps};
 use bareverbs::sq::{
-    BlueFlame, PostError, RdmaOp, RdmaWr, SendFlags, SendOp, SendWr, Sge, SqConfig, UdDest,
+    BlueFlame, PostError, RdmaOp, RdmaWr, SendFlags, SendOp, SendWr, Sge, SqConfig, SqSlot, UdDest,
 };
 use bareverbs::wqe::AddressVector;
 use std::collections::{BTreeMap, VecDeque};
@@ -667,14 +667,14 @@ trait SideOps {
     fn wqe_ds(&self, wqebb: u32) -> u32;
 }
 
-struct Side<U: Uar, const N: usize> {
-    qp: QueuePair<U, N, RQ_WQES>,
+struct Side<U: Uar> {
+    qp: QueuePair<U, Vec<SqSlot>, Vec<RqSlot>>,
     cq: DynCompletionQueue,
     mrs: Vec<MemoryRegion>,
     ring: DmaBuf,
 }
 
-impl<U: Uar, const N: usize> SideOps for Side<U, N> {
+impl<U: Uar> SideOps for Side<U> {
     fn qpn(&self) -> u32 {
         self.qp.qpn
     }
@@ -711,15 +711,16 @@ impl<U: Uar, const N: usize> SideOps for Side<U, N> {
         self.qp.sq.cur_post()
     }
     fn wqe_ds(&self, wqebb: u32) -> u32 {
-        let off = (wqebb as usize & (N - 1)) * 64 + 7;
-        // SAFETY: off < N * 64 = the ring's length; a raw byte read of the
+        let n = self.ring.len / 64;
+        let off = (wqebb as usize & (n - 1)) * 64 + 7;
+        // SAFETY: off < n * 64 = the ring's length; a raw byte read of the
         // control segment's DS field, which only the host writes.
         (unsafe { std::ptr::read_volatile(self.ring.cpu.as_ptr().add(off)) } & 0x3f) as u32
     }
 }
 
 /// The data-path queues over one side's command-created QP and CQ.
-fn make_side<U: Uar + 'static, const N: usize>(
+fn make_side<U: Uar + 'static>(
     uar: U,
     qp: &QpHandle,
     cq: &CqHandle,
@@ -732,7 +733,13 @@ fn make_side<U: Uar + 'static, const N: usize>(
     // Objects::destroy runs).
     let (qpair, mut cqq) = unsafe {
         (
-            qp.queue_pair::<U, N, RQ_WQES>(uar, sqc, rqc),
+            qp.queue_pair(
+                uar,
+                sqc,
+                rqc,
+                vec![SqSlot::default(); qp.sq_wqebbs() as usize],
+                vec![RqSlot::default(); qp.rq_wqes() as usize],
+            ),
             CompletionQueue::<0>::with_entries(
                 cq.ncqe as usize,
                 cq.ring,
@@ -930,18 +937,10 @@ where
     let uar_b = dev
         .map_uar(objs.qps[1].uar_index)
         .map_err(|e| anyhow!("{e}"))?;
-    macro_rules! sides {
-        ($($n:literal)*) => {
-            match l.sq.wqe_cnt as usize {
-                $($n => (
-                    make_side::<B::Uar, $n>(uar_a, &objs.qps[0], &objs.cqs[0], sqc(0), rqc, mrs_a)?,
-                    make_side::<B::Uar, $n>(uar_b, &objs.qps[1], &objs.cqs[1], sqc(1), rqc, mrs_b)?,
-                ),)*
-                other => bail!("a send ring of {other} WQEBBs is not supported"),
-            }
-        };
-    }
-    let (a, b) = sides!(1 2 4 8 16 32 64 128 256 512 1024 2048 4096 8192 16384 32768 65536);
+    // Queue storage sized at run time from the geometry the device was
+    // given (no size macro, no big stack).
+    let a = make_side(uar_a, &objs.qps[0], &objs.cqs[0], sqc(0), rqc, mrs_a)?;
+    let b = make_side(uar_b, &objs.qps[1], &objs.cqs[1], sqc(1), rqc, mrs_b)?;
     let geo = Geometry::new(plan, opts, a_src, a_dst, b_src, b_dst, qa, qb);
     let mut r = Engine::new(timer, a, b, plan, cfg, opts);
     r.run(&geo)?;

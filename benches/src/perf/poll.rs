@@ -10,7 +10,8 @@ use bareverbs::cqe::{Cqe64, CqeSize, WorkCompletion};
 use bareverbs::platform::{DmaAllocator, DmaBuf, MemUar};
 use bareverbs::qp::QpType;
 use bareverbs::queue_pair::QueuePair;
-use bareverbs::sq::{BlueFlame, SendOp, SendQueue, SendWr, Sge, SqConfig};
+use bareverbs::rq::RqSlot;
+use bareverbs::sq::{BlueFlame, SendOp, SendQueue, SendWr, Sge, SqConfig, SqSlot};
 use bareverbs_sim::dma::HeapDma;
 use std::time::{Duration, Instant};
 
@@ -42,7 +43,7 @@ pub struct PollStats {
 pub struct PollBench {
     _dma: HeapDma,
     cq: Box<CompletionQueue<CQ_ENTRIES>>,
-    qp: Box<QueuePair<MemUar, SQ_BBS, 1>>,
+    qp: Box<QueuePair<MemUar, [SqSlot; SQ_BBS], [RqSlot; 1]>>,
     ring: DmaBuf,
     produced: u64,
     args: PollArgs,
@@ -77,8 +78,16 @@ impl PollBench {
             bf: BlueFlame::doorbell_only(0x800),
         };
         // SAFETY: as above.
-        let sq = unsafe { SendQueue::new(sq_ring, sq_db, MemUar::default(), cfg) }
-            .ok_or_else(|| anyhow::anyhow!("bad geometry"))?;
+        let sq = unsafe {
+            SendQueue::new(
+                sq_ring,
+                sq_db,
+                MemUar::default(),
+                cfg,
+                [SqSlot::default(); SQ_BBS],
+            )
+        }
+        .ok_or_else(|| anyhow::anyhow!("bad geometry"))?;
         let mut qp = QueuePair {
             qpn: 0x1234,
             uidx: 5,
@@ -166,7 +175,7 @@ impl PollBench {
 #[inline(never)]
 pub fn poll_once(
     cq: &mut CompletionQueue<CQ_ENTRIES>,
-    qp: &mut QueuePair<MemUar, SQ_BBS, 1>,
+    qp: &mut QueuePair<MemUar, [SqSlot; SQ_BBS], [RqSlot; 1]>,
     out: &mut [WorkCompletion],
 ) -> usize {
     cq.poll(qp, out).unwrap_or(0)

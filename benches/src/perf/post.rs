@@ -7,7 +7,7 @@
 use bareverbs::platform::{DmaAllocator, MemUar};
 use bareverbs::qp::QpType;
 use bareverbs::sq::{
-    BlueFlame, RdmaOp, RdmaWr, SendFlags, SendOp, SendQueue, SendWr, Sge, SqConfig,
+    BlueFlame, RdmaOp, RdmaWr, SendFlags, SendOp, SendQueue, SendWr, Sge, SqConfig, SqSlot,
 };
 use bareverbs_sim::dma::HeapDma;
 use std::time::Instant;
@@ -71,7 +71,7 @@ pub struct PostStats {
 /// A ready-to-post send queue plus the memory it uses.
 pub struct PostBench {
     _dma: HeapDma,
-    sq: Box<SendQueue<MemUar, RING_BBS>>,
+    sq: Box<SendQueue<MemUar, [SqSlot; RING_BBS]>>,
     wrs: Vec<SendWr<'static>>,
     rwrs: Vec<RdmaWr<'static>>,
     op: RdmaOp,
@@ -120,8 +120,16 @@ impl PostBench {
         };
         // SAFETY: ring and dbrec are fresh allocations owned by `dma`, which
         // lives in the returned struct alongside the queue.
-        let mut sq = unsafe { SendQueue::new(ring, dbrec, MemUar::default(), cfg) }
-            .ok_or_else(|| anyhow::anyhow!("bad geometry"))?;
+        let mut sq = unsafe {
+            SendQueue::new(
+                ring,
+                dbrec,
+                MemUar::default(),
+                cfg,
+                [SqSlot::default(); RING_BBS],
+            )
+        }
+        .ok_or_else(|| anyhow::anyhow!("bad geometry"))?;
         sq.enable();
         let payload = vec![0x5au8; 64 * 1024];
         let sgl: Vec<Sge> = (0..args.sge)

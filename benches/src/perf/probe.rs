@@ -7,7 +7,7 @@
 use crate::model::WqeOp;
 use bareverbs::platform::{DmaAllocator, DmaBuf, MemUar};
 use bareverbs::qp::QpType;
-use bareverbs::sq::{BlueFlame, SendFlags, SendOp, SendQueue, SendWr, Sge, SqConfig};
+use bareverbs::sq::{BlueFlame, SendFlags, SendOp, SendQueue, SendWr, Sge, SqConfig, SqSlot};
 use bareverbs_sim::dma::HeapDma;
 use std::time::Instant;
 
@@ -73,38 +73,21 @@ fn probe_with(
     reps: u32,
     samples: Samples<'_>,
 ) -> anyhow::Result<ProbeResult> {
-    macro_rules! go {
-        ($($n:literal)*) => {
-            match spec.ring_bbs {
-                $($n => run::<$n>(spec, iters, reps, samples),)*
-                other => anyhow::bail!("ring of {other} WQEBBs not supported by the probe"),
-            }
-        };
-    }
-    // A SendQueue<N> carries 13 × N bytes of bookkeeping by value (425 KiB
-    // at N = 32768); build it on a thread with a roomy stack.
-    std::thread::scope(|sc| {
-        std::thread::Builder::new()
-            .stack_size(64 << 20)
-            .spawn_scoped(
-                sc,
-                || go!(1 2 4 8 16 32 64 128 256 512 1024 2048 4096 8192 16384 32768 65536),
-            )
-            .map_err(|e| anyhow::anyhow!("probe thread: {e}"))?
-            .join()
-            .map_err(|_| anyhow::anyhow!("probe thread panicked"))?
-    })
+    run(spec, iters, reps, samples)
 }
 
-fn run<const N: usize>(
+fn run(
     spec: &ProbeSpec,
     iters: u64,
     reps: u32,
     samples: Samples<'_>,
 ) -> anyhow::Result<ProbeResult> {
+    // Queue storage is sized at run time from the ring (no size macro, no
+    // big stack).
+    let n = spec.ring_bbs as usize;
     let dma = HeapDma::new();
     let ring = dma
-        .alloc(N * 64, 4096)
+        .alloc(n * 64, 4096)
         .ok_or_else(|| anyhow::anyhow!("dma"))?;
     let dbrec = dma.alloc(64, 64).ok_or_else(|| anyhow::anyhow!("dma"))?;
     let cfg = SqConfig {
@@ -125,9 +108,10 @@ fn run<const N: usize>(
     // SAFETY: ring and dbrec are fresh allocations owned by `dma`, which
     // outlives the queue (both are dropped at the end of this function,
     // the queue first: it is declared later).
-    let sq = unsafe { SendQueue::<MemUar, N>::new(ring, dbrec, MemUar::default(), cfg) }
+    let slots = vec![SqSlot::default(); n];
+    let sq = unsafe { SendQueue::new(ring, dbrec, MemUar::default(), cfg, slots) }
         .ok_or_else(|| anyhow::anyhow!("bad SQ geometry"))?;
-    let mut sq = Box::new(sq);
+    let mut sq = sq;
     sq.enable();
 
     let k = spec.posted_sge.max(1);
@@ -181,7 +165,7 @@ fn run<const N: usize>(
     unsafe { sq.post_send_raw(&wrs[..1]) }
         .map_err(|e| anyhow::anyhow!("post failed: {:?}", e.kind))?;
     let wqebbs = sq.cur_post().wrapping_sub(before);
-    let ds = read_ds(&ring, before as usize % N);
+    let ds = read_ds(&ring, before as usize % n);
     let last = sq.cur_post().wrapping_sub(wqebbs) as u16;
     // SAFETY: memory-backed ring that no device executes.
     let _ = unsafe { sq.retire(last) };
@@ -251,7 +235,7 @@ fn run<const N: usize>(
 /// the control segment in WQEBB `idx` of `ring`.
 fn read_ds(ring: &DmaBuf, idx: usize) -> u32 {
     let mut w = [0u8; 4];
-    // SAFETY: `idx * 64 + 8 <= ring.len` (idx < N, ring is N * 64 bytes);
+    // SAFETY: `idx * 64 + 8 <= ring.len` (idx < n, ring is n * 64 bytes);
     // a raw copy out of DMA memory, no reference into it.
     unsafe {
         core::ptr::copy_nonoverlapping(ring.cpu.as_ptr().add(idx * 64 + 4), w.as_mut_ptr(), 4)

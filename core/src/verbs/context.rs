@@ -14,9 +14,9 @@ use crate::device::{
     UarMap,
 };
 use crate::platform::{DmaAllocator, DmaBuf, BF_OFFSET};
-use crate::rq::{RqConfig, SrqConfig};
+use crate::rq::{RqConfig, RqSlot, SrqConfig, SrqSlot};
 use crate::sizing::{self, QpCaps, QpType};
-use crate::sq::{BlueFlame, SqConfig};
+use crate::sq::{BlueFlame, SqConfig, SqSlot};
 use core::cell::{Cell, RefCell};
 use core::fmt;
 use core::mem::ManuallyDrop;
@@ -191,7 +191,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Context<B, C, A> {
         // SAFETY: one queue object over this handle's ring, kept with the
         // handle by the returned value, which destroys the SRQ (freeing the
         // ring) only in its own drop.
-        let Some(q) = (unsafe { h.shared_receive_queue::<N>(cfg) }) else {
+        let Some(q) = (unsafe { h.shared_receive_queue(cfg, [SrqSlot::default(); N]) }) else {
             self.destroy_srq(h);
             return Err(Error::Unsupported {
                 what: "an SRQ geometry the data path rejects",
@@ -290,10 +290,11 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Context<B, C, A> {
             max_gs: l.rq.max_gs,
             max_post: l.rq.max_post,
         };
+        let slots = ([SqSlot::default(); SQ], [RqSlot::default(); RQ]);
         // SAFETY: one queue object per handle; the handle is kept by the
         // returned QueuePair, which destroys the QP (freeing the rings)
         // only in its own drop, after which the queues are never used.
-        let Some(inner) = (unsafe { h.queue_pair::<B::Uar, SQ, RQ>(uar, sqc, rqc) }) else {
+        let Some(inner) = (unsafe { h.queue_pair(uar, sqc, rqc, slots.0, slots.1) }) else {
             self.destroy_qp(h);
             return Err(Error::Unsupported {
                 what: "a queue geometry the data path rejects",

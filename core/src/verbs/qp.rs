@@ -8,9 +8,10 @@ use crate::cmd::ops::{AddressPath, HwQpState, IbMtu, Init2Rtr, Rst2Init, Rtr2Rts
 use crate::cq::{CompletionReject, RecvDone, SendDone, WrResolver};
 use crate::device::QpHandle;
 use crate::platform::Uar;
+use crate::rq::RqSlot;
 use crate::rq::{RecvError, RecvErrorKind};
 use crate::sizing::QpType;
-use crate::sq::{PostError, PostErrorKind, SendFlags, SendOp, Sge, UdDest};
+use crate::sq::{PostError, PostErrorKind, SendFlags, SendOp, Sge, SqSlot, UdDest};
 use core::fmt;
 use core::marker::PhantomData;
 
@@ -323,7 +324,7 @@ const CHUNK: usize = 4;
 /// (`'a`): dropping it destroys the QP on the device before any of them can
 /// go.
 pub struct QueuePair<'a, U: Uar, const SQ: usize, const RQ: usize> {
-    inner: crate::queue_pair::QueuePair<U, SQ, RQ>,
+    inner: crate::queue_pair::QueuePair<U, [SqSlot; SQ], [RqSlot; RQ]>,
     handle: Option<QpHandle>,
     qp_type: QpType,
     cap: QpCap,
@@ -365,7 +366,7 @@ fn log_depth(n: u8) -> u8 {
 impl<'a, U: Uar, const SQ: usize, const RQ: usize> QueuePair<'a, U, SQ, RQ> {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
-        inner: crate::queue_pair::QueuePair<U, SQ, RQ>,
+        inner: crate::queue_pair::QueuePair<U, [SqSlot; SQ], [RqSlot; RQ]>,
         handle: QpHandle,
         qp_type: QpType,
         cap: QpCap,

@@ -4,7 +4,7 @@
 use super::{Owner, ProtectionDomain, RecvWr};
 use crate::cq::CompletionReject;
 use crate::device::SrqHandle;
-use crate::rq::{RecvError, RecvErrorKind};
+use crate::rq::{RecvError, RecvErrorKind, SrqSlot};
 use crate::sq::Sge;
 use core::cell::{Cell, RefCell};
 use core::fmt;
@@ -40,7 +40,7 @@ impl fmt::Debug for SrqLink<'_> {
 /// it borrow it; every region its WRs name must outlive it, and dropping it
 /// destroys it on the device first.
 pub struct SharedReceiveQueue<'a, const N: usize> {
-    srq: RefCell<crate::rq::SharedReceiveQueue<N>>,
+    srq: RefCell<crate::rq::SharedReceiveQueue<[SrqSlot; N]>>,
     handle: Option<SrqHandle>,
     max_wr: u32,
     max_sge: u32,
@@ -66,7 +66,7 @@ const CHUNK: usize = 4;
 
 impl<'a, const N: usize> SharedReceiveQueue<'a, N> {
     pub(crate) fn new(
-        srq: crate::rq::SharedReceiveQueue<N>,
+        srq: crate::rq::SharedReceiveQueue<[SrqSlot; N]>,
         handle: SrqHandle,
         max_wr: u32,
         max_sge: u32,

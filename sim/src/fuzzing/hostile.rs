@@ -20,8 +20,8 @@ use bareverbs::cqe::{Cqe64, CqeSize, MiniCqeFormat, WorkCompletion, WrittenField
 use bareverbs::platform::{DmaBuf, MemUar};
 use bareverbs::qp::QpType;
 use bareverbs::queue_pair::{QpSet, QueuePair};
-use bareverbs::rq::{RecvQueue, RecvWr, RqConfig, SharedReceiveQueue, SrqConfig};
-use bareverbs::sq::{BlueFlame, SendFlags, SendOp, SendQueue, SendWr, Sge, SqConfig};
+use bareverbs::rq::{RecvQueue, RecvWr, RqConfig, RqSlot, SharedReceiveQueue, SrqConfig, SrqSlot};
+use bareverbs::sq::{BlueFlame, SendFlags, SendOp, SendQueue, SendWr, Sge, SqConfig, SqSlot};
 use core::ptr::NonNull;
 
 const NCQE: usize = 16;
@@ -141,7 +141,7 @@ struct Model {
     recent: [u16; 4],
 }
 
-type Qp = QueuePair<MemUar, SQ, RQ>;
+type Qp = QueuePair<MemUar, [SqSlot; SQ], [RqSlot; RQ]>;
 
 /// The control segment of the WQE at WQEBB counter `ctr` of QP `qp`.
 fn sq_ctrl(sq_p: *const u8, qp: usize, ctr: u16) -> [u8; 16] {
@@ -214,6 +214,7 @@ pub fn hostile_cq(data: &[u8]) {
                 dma(qpdb_p.wrapping_add(k * 8), 8),
                 MemUar::default(),
                 sq_cfg(QPN[k]),
+                [SqSlot::default(); SQ],
             )
         }
         .expect("sq");
@@ -224,7 +225,15 @@ pub fn hostile_cq(data: &[u8]) {
                 max_post: 4,
             };
             // SAFETY: as above (record word 0 of QP 0).
-            unsafe { RecvQueue::new(dma(rq_p, RQ * 16), dma(qpdb_p, 8), cfg) }.expect("rq")
+            unsafe {
+                RecvQueue::new(
+                    dma(rq_p, RQ * 16),
+                    dma(qpdb_p, 8),
+                    cfg,
+                    [RqSlot::default(); RQ],
+                )
+            }
+            .expect("rq")
         });
         let mut q = QueuePair::new(QPN[k], UIDX[k], version, sq, rq);
         q.sq.enable();
@@ -241,9 +250,15 @@ pub fn hostile_cq(data: &[u8]) {
         wait_queue: false,
     };
     // SAFETY: as above.
-    let mut srq =
-        unsafe { SharedReceiveQueue::<SRQ>::new(dma(srq_p, SRQ * 32), dma(srqdb_p, 8), srq_cfg) }
-            .expect("srq");
+    let mut srq = unsafe {
+        SharedReceiveQueue::new(
+            dma(srq_p, SRQ * 32),
+            dma(srqdb_p, 8),
+            srq_cfg,
+            [SrqSlot::default(); SRQ],
+        )
+    }
+    .expect("srq");
     let mut m = Model {
         sends: [Fifo::new(), Fifo::new()],
         recvs: Fifo::new(),
@@ -532,7 +547,7 @@ fn write_entry(cq: *mut u8, pos: u32, bytes: &[u8; 64]) {
 fn poll(
     cq: &mut CompletionQueue<NCQE>,
     qps: &mut [Qp; 2],
-    srq: &mut SharedReceiveQueue<SRQ>,
+    srq: &mut SharedReceiveQueue<[SrqSlot; SRQ]>,
     m: &mut Model,
     ne: usize,
     version: u8,
@@ -614,7 +629,7 @@ fn poll(
 
 fn check(
     qps: &[Qp; 2],
-    srq: &SharedReceiveQueue<SRQ>,
+    srq: &SharedReceiveQueue<[SrqSlot; SRQ]>,
     m: &Model,
     sq_p: *const u8,
     rq_p: *const u8,
