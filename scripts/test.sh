@@ -46,6 +46,9 @@ cargo build -p bareverbs --target x86_64-unknown-none
 step "workspace tests (unit, integration, vendor-header conformance, vector replays, corpus replays)"
 cargo test --workspace --release
 
+step "the newcomer's example (safe verbs API, no unsafe): loopback WRITE, SEND/RECV, READ"
+cargo run --release -q -p bareverbs-sim --example loopback
+
 step "compile-fail proofs with their error codes (rustdoc checks codes on nightly)"
 cargo +nightly test -p bareverbs --doc
 

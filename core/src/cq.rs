@@ -366,6 +366,13 @@ pub enum CqError {
         /// The version given.
         version: u8,
     },
+    /// The queue's entry count is not the one the CQ was created with.
+    EntriesDisagree {
+        /// Entries of the queue type.
+        queue: usize,
+        /// Entries the device's CQ has.
+        created: u32,
+    },
 }
 
 impl fmt::Display for CqError {
@@ -383,6 +390,10 @@ impl fmt::Display for CqError {
             CqError::Misaligned { addr } => {
                 write!(f, "CQ memory at {addr:#x} is not 8-byte aligned")
             }
+            CqError::EntriesDisagree { queue, created } => write!(
+                f,
+                "a {queue}-entry completion queue over a CQ created with {created} entries"
+            ),
             CqError::BadCqeVersion { version } => write!(f, "CQE version {version} (0 or 1)"),
         }
     }

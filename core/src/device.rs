@@ -344,11 +344,18 @@ pub struct CqHandle {
 }
 
 impl CqHandle {
-    /// The data-path CQ over this handle's memory.
+    /// The data-path CQ over this handle's memory; `N` must be the entry
+    /// count the CQ was created with ([`CqError::EntriesDisagree`]).
     ///
     /// # Safety
     /// Call at most once per handle; drop the queue before destroying the CQ.
     pub unsafe fn completion_queue<const N: usize>(&self) -> Result<CompletionQueue<N>, CqError> {
+        if N != self.ncqe as usize {
+            return Err(CqError::EntriesDisagree {
+                queue: N,
+                created: self.ncqe,
+            });
+        }
         // SAFETY: the ring and record are exclusively this CQ's (allocated
         // by the device for it); caller guarantees a single queue object.
         unsafe {

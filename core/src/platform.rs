@@ -201,3 +201,35 @@ unsafe impl Uar for MemUar {
         self.store(offset, chunk);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A description may name memory this program does not own (its
+    /// fields are public): slicing it does no in-bounds pointer arithmetic
+    /// (miri flags `add` past an allocation) and wraps to `None`, never to a
+    /// null pointer.
+    #[test]
+    fn slicing_a_forged_description_is_not_undefined() {
+        let forged = DmaBuf {
+            cpu: NonNull::dangling(),
+            iova: 0,
+            len: usize::MAX,
+        };
+        let s = forged.slice(1 << 40, 16).expect("in the claimed range");
+        assert_eq!((s.len, s.iova), (16, 1 << 40));
+        let high = DmaBuf {
+            iova: u64::MAX - 8,
+            ..forged
+        };
+        assert!(high.slice(16, 16).is_none(), "iova would overflow");
+        let near_null = DmaBuf {
+            cpu: NonNull::new(usize::MAX as *mut u8).expect("non-null"),
+            iova: 0,
+            len: usize::MAX,
+        };
+        assert!(near_null.slice(1, 1).is_none(), "would wrap to null");
+        assert!(near_null.slice(usize::MAX, 1).is_none());
+    }
+}

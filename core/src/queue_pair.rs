@@ -61,7 +61,10 @@ impl<U: Uar, SS: SqSlots, RS: RqSlots> QueuePair<U, SS, RS> {
     /// from `cqs` ([`CompletionQueue::clean`](crate::cq::CompletionQueue::clean)),
     /// as rdma-core does on a move to RESET (FACTS §5.10, §6.4). Call it
     /// after the device QP was moved to RESET.
-    pub fn reset<const N: usize>(&mut self, cqs: &mut [&mut crate::cq::CompletionQueue<N>]) {
+    ///
+    /// # Safety
+    /// As [`SendQueue::reset`]: the device no longer executes this QP.
+    pub unsafe fn reset<const N: usize>(&mut self, cqs: &mut [&mut crate::cq::CompletionQueue<N>]) {
         let id = if self.cqe_version == 1 {
             self.uidx
         } else {
@@ -70,9 +73,11 @@ impl<U: Uar, SS: SqSlots, RS: RqSlots> QueuePair<U, SS, RS> {
         for cq in cqs.iter_mut() {
             cq.clean(id);
         }
-        self.sq.reset();
+        // SAFETY: forwarded: the device no longer executes this QP.
+        unsafe { self.sq.reset() };
         if let Some(rq) = self.rq.as_mut() {
-            rq.reset();
+            // SAFETY: as above.
+            unsafe { rq.reset() };
         }
     }
 }

@@ -203,7 +203,12 @@ impl<S: RqSlots> RecvQueue<S> {
     /// Nothing is outstanding afterwards, so a stale CQE of the previous
     /// life is rejected ([`CompletionReject::NothingOutstanding`] or
     /// [`CompletionReject::NotOldest`]).
-    pub fn reset(&mut self) {
+    ///
+    /// # Safety
+    /// Forgetting the WRs hands their WQEs' ring space (and, to the caller,
+    /// their memory) back: call it only when the device no longer executes
+    /// this queue (its QP was moved to RESET, or was never started).
+    pub unsafe fn reset(&mut self) {
         self.state_max_gs = -1;
         self.head = 0;
         self.tail = 0;

@@ -453,6 +453,13 @@ impl fmt::Display for PostError {
 }
 
 /// BlueFlame register geometry of the UAR a QP uses. FACTS §4.2.
+///
+/// The half toggle lives in the send queue, so a BlueFlame register
+/// (`reg_offset` of one UAR page) with `enabled` must belong to one send
+/// queue: two queues sharing it would toggle independently and could write
+/// the same half at once. Give each queue its own register (the VFIO and
+/// simulator tools do), or use [`BlueFlame::doorbell_only`] (what the safe
+/// [`verbs`](crate::verbs) layer uses).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BlueFlame {
     /// Offset of the register in the UAR page (0x800 + k × bf_reg_size).
@@ -671,7 +678,12 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     /// (FACTS §2.1, §6.4): indices to 0, the send doorbell record zeroed,
     /// and every slot's record cleared, so a stale CQE of the previous
     /// life (still in a CQ) is rejected instead of retiring new work.
-    pub fn reset(&mut self) {
+    ///
+    /// # Safety
+    /// Forgetting the WRs hands their WQEs' ring space (and, to the caller,
+    /// their memory) back: call it only when the device no longer executes
+    /// this queue (its QP was moved to RESET, or was never started).
+    pub unsafe fn reset(&mut self) {
         self.state_max_gs = -1;
         self.cur_post = 0;
         self.head = 0;
@@ -1801,7 +1813,8 @@ mod tests {
             "only the two posted WQEBBs changed"
         );
         // Posting is refused in a non-RTS state.
-        q.reset();
+        // SAFETY: memory-only ring, never executed by a device.
+        unsafe { q.reset() };
         // SAFETY: as above.
         let e = unsafe { q.post_send_raw(&[SendWr::new(1, SendOp::Send, &[])]) }.unwrap_err();
         assert!(matches!(
@@ -1980,7 +1993,8 @@ mod tests {
         let s4 = [s1[0]; 4];
         // SAFETY: memory-only ring; SGEs never dereferenced.
         unsafe { q.post_send_raw(&[send_wr(1, &s1), send_wr(2, &s1), send_wr(3, &s1)]) }.unwrap();
-        q.reset();
+        // SAFETY: memory-only ring, never executed by a device.
+        unsafe { q.reset() };
         q.enable();
         // New life: WR 10 at counter 0 (2 WQEBBs), WR 11 at counter 2.
         // SAFETY: as above.

@@ -500,7 +500,8 @@ fn clean_purges_a_reset_qps_completions() {
     assert_eq!(ids(&out), [7, 1]);
     assert_eq!(out[1].status, WcStatus::WrFlushErr);
     let [a, b] = &mut qps;
-    a.reset(&mut [&mut cq]);
+    // SAFETY: memory-only queues; no device executes them.
+    unsafe { a.reset(&mut [&mut cq]) };
     // Two polled + five of A's CQEs dropped; B's WR 8 moved to slot 7.
     assert_eq!(cq.consumer_index(), 7, "five of A's CQEs dropped");
     assert_eq!(cq.read_dbrec(0), 7);
@@ -538,8 +539,11 @@ fn stale_flushes_after_reset_are_rejected_not_wedging() {
     let (mut cq, _dev, a, b) = flushed_world(&mut mem);
     let mut qps = [a, b];
     // Reset without cleaning the CQ.
-    qps[0].sq.reset();
-    qps[0].rq.as_mut().unwrap().reset();
+    // SAFETY: memory-only queues; no device executes them.
+    unsafe {
+        qps[0].sq.reset();
+        qps[0].rq.as_mut().unwrap().reset();
+    }
     qps[0].sq.enable();
     qps[0].rq.as_mut().unwrap().enable();
     let mut set = QpSet::<_, [SqSlot; SQ], [RqSlot; RQ], [SrqSlot; SRQ]> {

@@ -317,7 +317,8 @@ impl<const SQ: usize, const RQ: usize, const CQ: usize> Endpoint<SQ, RQ, CQ> {
         self.dev.modify_qp(self.qpn, attr, mask)?;
         match attr.qp_state {
             // As rdma-core: the QP's unpolled CQEs are purged too.
-            QpState::Reset => self.qp.reset(&mut [&mut self.cq]),
+            // SAFETY: the simulated QP was just moved to RESET.
+            QpState::Reset => unsafe { self.qp.reset(&mut [&mut self.cq]) },
             QpState::Init => {
                 if let Some(rq) = self.qp.rq.as_mut() {
                     rq.enable();
@@ -374,9 +375,12 @@ impl<const SQ: usize, const RQ: usize, const CQ: usize> Endpoint<SQ, RQ, CQ> {
     /// Resets the host queues only (the CQ is left as it is), as a driver
     /// that forgot to clean the CQ at RESET would: for hostile-CQ tests.
     pub fn reset_host_queues(&mut self) {
-        self.qp.sq.reset();
+        // SAFETY: test support: callers move the simulated QP to RESET
+        // first (or test a driver that forgot the CQ, which is the point).
+        unsafe { self.qp.sq.reset() };
         if let Some(rq) = self.qp.rq.as_mut() {
-            rq.reset();
+            // SAFETY: as above.
+            unsafe { rq.reset() };
         }
     }
 

@@ -373,8 +373,11 @@ fn write_send_read_error_reset_reuse_teardown_by_command() {
     // Back to RESET (both ends, since B's PSNs moved on) and reused.
     for (s, q) in [(&mut a, &mut qa), (&mut b, &mut qb)] {
         s.d.qp_to_reset(&mut s.qp).unwrap();
-        q.qp.sq.reset();
-        q.qp.rq.as_mut().unwrap().reset();
+        // SAFETY: the QP was moved to RESET by command just before.
+        unsafe {
+            q.qp.sq.reset();
+            q.qp.rq.as_mut().unwrap().reset();
+        }
         assert_eq!(s.d.query_qp(&mut s.qp).unwrap().state, HwQpState::Reset);
     }
     connect(&mut a, &mut qa, bn, lb, (0x500, 0x700));

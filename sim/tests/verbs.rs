@@ -495,3 +495,22 @@ fn a_cq_refuses_completions_for_a_qp_that_does_not_report_to_it() {
     );
     assert_eq!(qb.send_outstanding(), 1, "nothing of B's QP was retired");
 }
+
+#[test]
+fn raw_factories_refuse_storage_that_disagrees_with_the_geometry() {
+    use bareverbs::cqe::CqeSize;
+    let fabric = Fabric::new(1);
+    let mut d = dev(&fabric);
+    let cq = d.dev.create_cq(256, CqeSize::B64).unwrap();
+    // SAFETY: both attempts are refused before any queue object exists.
+    let e = unsafe { cq.completion_queue::<128>() }.unwrap_err();
+    assert_eq!(
+        e,
+        bareverbs::cq::CqError::EntriesDisagree {
+            queue: 128,
+            created: 256
+        }
+    );
+    // SAFETY: as above; the one queue built is dropped before teardown.
+    assert!(unsafe { cq.completion_queue::<256>() }.is_ok());
+}

@@ -509,9 +509,11 @@ impl<'a, U: Uar, const SQ: usize, const RQ: usize> QueuePair<'a, U, SQ, RQ> {
         if !core::ptr::eq(self.send_cq, self.recv_cq) {
             self.recv_cq.cq.borrow_mut().clean(key);
         }
-        self.inner.sq.reset();
+        // SAFETY: 2RST succeeded: the device no longer executes the QP.
+        unsafe { self.inner.sq.reset() };
         if let Some(rq) = self.inner.rq.as_mut() {
-            rq.reset();
+            // SAFETY: as above.
+            unsafe { rq.reset() };
         }
         Ok(())
     }

@@ -433,7 +433,8 @@ pub fn hostile_cq(data: &[u8]) {
             7 => {
                 // Reset QP 0 (clean the CQ), then reuse it.
                 if op & 0x30 == 0 {
-                    qps[0].reset(&mut [&mut cq]);
+                    // SAFETY: memory-only queues; no device executes them.
+                    unsafe { qps[0].reset(&mut [&mut cq]) };
                     qps[0].sq.enable();
                     qps[0].rq.as_mut().expect("rq").enable();
                     m.sends[0].n = 0;
