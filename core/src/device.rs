@@ -281,15 +281,44 @@ pub struct Pd(pub u32);
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Mkey {
     /// mkey index (CREATE_MKEY output).
-    pub index: u32,
+    pub(crate) index: u32,
     /// lkey = rkey = `(index << 8) | variant`.
-    pub key: u32,
+    pub(crate) key: u32,
     /// First address SGEs use (the buffer's IOVA).
-    pub addr: u64,
+    pub(crate) addr: u64,
     /// Length in bytes.
-    pub len: u64,
+    pub(crate) len: u64,
     /// Access rights granted.
-    pub access: MkeyAccess,
+    pub(crate) access: MkeyAccess,
+}
+
+/// Read-only views of the handle: its fields are the driver's, so safe
+/// code cannot change what the driver believes about the object.
+impl Mkey {
+    /// mkey index (CREATE_MKEY output).
+    pub const fn index(&self) -> u32 {
+        self.index
+    }
+    /// lkey = rkey = `(index << 8) | variant`.
+    pub const fn key(&self) -> u32 {
+        self.key
+    }
+    /// First address SGEs use (the buffer's IOVA).
+    pub const fn addr(&self) -> u64 {
+        self.addr
+    }
+    /// Length in bytes.
+    pub const fn len(&self) -> u64 {
+        self.len
+    }
+    /// Access rights granted.
+    pub const fn access(&self) -> MkeyAccess {
+        self.access
+    }
+    /// Whether the key covers no bytes.
+    pub const fn is_empty(&self) -> bool {
+        self.len == 0
+    }
 }
 
 impl Mkey {
@@ -330,17 +359,46 @@ impl Mkey {
 #[derive(Debug, PartialEq, Eq)]
 pub struct CqHandle {
     /// CQ number.
-    pub cqn: u32,
+    pub(crate) cqn: u32,
     /// CQE ring (`ncqe × cqe_size` bytes, 4 KiB pages).
-    pub ring: DmaBuf,
+    pub(crate) ring: DmaBuf,
     /// Doorbell record (8 bytes).
-    pub dbrec: DmaBuf,
+    pub(crate) dbrec: DmaBuf,
     /// Entries.
-    pub ncqe: u32,
+    pub(crate) ncqe: u32,
     /// CQE size.
-    pub cqe_size: CqeSize,
+    pub(crate) cqe_size: CqeSize,
     /// CQE version to parse with.
-    pub cqe_version: u8,
+    pub(crate) cqe_version: u8,
+}
+
+/// Read-only views of the handle: its fields are the driver's, so safe
+/// code cannot change what the driver believes about the object.
+impl CqHandle {
+    /// CQ number.
+    pub const fn cqn(&self) -> u32 {
+        self.cqn
+    }
+    /// CQE ring (`ncqe × cqe_size` bytes, 4 KiB pages).
+    pub const fn ring(&self) -> DmaBuf {
+        self.ring
+    }
+    /// Doorbell record (8 bytes).
+    pub const fn dbrec(&self) -> DmaBuf {
+        self.dbrec
+    }
+    /// Entries.
+    pub const fn ncqe(&self) -> u32 {
+        self.ncqe
+    }
+    /// CQE size.
+    pub const fn cqe_size(&self) -> CqeSize {
+        self.cqe_size
+    }
+    /// CQE version to parse with.
+    pub const fn cqe_version(&self) -> u8 {
+        self.cqe_version
+    }
 }
 
 impl CqHandle {
@@ -404,24 +462,65 @@ pub struct QpSpec {
 #[derive(Debug, PartialEq, Eq)]
 pub struct QpHandle {
     /// QP number.
-    pub qpn: u32,
+    pub(crate) qpn: u32,
     /// Whole QP buffer (RQ at 0, SQ at `rq.len`; FACTS §3.6).
-    pub buf: DmaBuf,
+    pub(crate) buf: DmaBuf,
     /// Receive part (empty with an SRQ).
-    pub rq: DmaBuf,
+    pub(crate) rq: DmaBuf,
     /// Send part.
-    pub sq: DmaBuf,
+    pub(crate) sq: DmaBuf,
     /// Doorbell record (8 bytes: RCV, SND).
-    pub dbrec: DmaBuf,
+    pub(crate) dbrec: DmaBuf,
     /// UAR index of the send doorbell.
-    pub uar_index: u32,
+    pub(crate) uar_index: u32,
     /// The spec it was created from.
-    pub spec: QpSpec,
+    pub(crate) spec: QpSpec,
     /// State the driver believes the QP is in (FACTS §6.1).
-    pub state: HwQpState,
+    pub(crate) state: HwQpState,
     /// CQE version of the device's CQs (1: completions carry the user
     /// index): how [`QpHandle::queue_pair`] routes completions.
-    pub cqe_version: u8,
+    pub(crate) cqe_version: u8,
+}
+
+/// Read-only views of the handle: its fields are the driver's, so safe
+/// code cannot change what the driver believes about the object.
+impl QpHandle {
+    /// QP number.
+    pub const fn qpn(&self) -> u32 {
+        self.qpn
+    }
+    /// Whole QP buffer (RQ at 0, SQ at `rq.len`; FACTS §3.6).
+    pub const fn buf(&self) -> DmaBuf {
+        self.buf
+    }
+    /// Receive part (empty with an SRQ).
+    pub const fn rq(&self) -> DmaBuf {
+        self.rq
+    }
+    /// Send part.
+    pub const fn sq(&self) -> DmaBuf {
+        self.sq
+    }
+    /// Doorbell record (8 bytes: RCV, SND).
+    pub const fn dbrec(&self) -> DmaBuf {
+        self.dbrec
+    }
+    /// UAR index of the send doorbell.
+    pub const fn uar_index(&self) -> u32 {
+        self.uar_index
+    }
+    /// The spec it was created from.
+    pub const fn spec(&self) -> QpSpec {
+        self.spec
+    }
+    /// State the driver holds the QP in (FACTS §6.1); it changes only through the transition calls.
+    pub const fn state(&self) -> HwQpState {
+        self.state
+    }
+    /// CQE version of the CQs this QP reports to.
+    pub const fn cqe_version(&self) -> u8 {
+        self.cqe_version
+    }
 }
 
 impl QpHandle {
@@ -520,13 +619,34 @@ pub struct SrqSpec {
 #[derive(Debug, PartialEq, Eq)]
 pub struct SrqHandle {
     /// SRQ number.
-    pub srqn: u32,
+    pub(crate) srqn: u32,
     /// WQE ring.
-    pub ring: DmaBuf,
+    pub(crate) ring: DmaBuf,
     /// Doorbell record (4 bytes).
-    pub dbrec: DmaBuf,
+    pub(crate) dbrec: DmaBuf,
     /// The spec.
-    pub spec: SrqSpec,
+    pub(crate) spec: SrqSpec,
+}
+
+/// Read-only views of the handle: its fields are the driver's, so safe
+/// code cannot change what the driver believes about the object.
+impl SrqHandle {
+    /// SRQ number.
+    pub const fn srqn(&self) -> u32 {
+        self.srqn
+    }
+    /// WQE ring.
+    pub const fn ring(&self) -> DmaBuf {
+        self.ring
+    }
+    /// Doorbell record (4 bytes).
+    pub const fn dbrec(&self) -> DmaBuf {
+        self.dbrec
+    }
+    /// The spec.
+    pub const fn spec(&self) -> SrqSpec {
+        self.spec
+    }
 }
 
 impl SrqHandle {

@@ -46,7 +46,7 @@ fn rc_spec(d: &mut SimDevice, cqn: u32) -> QpSpec {
 fn qp_refused_when_its_cq_cannot_hold_every_outstanding_wr() {
     let mut d = bring_up_sim(FwConfig::default()).unwrap();
     let cq = d.create_cq(4096, CqeSize::B64).unwrap();
-    let mut spec = rc_spec(&mut d, cq.cqn);
+    let mut spec = rc_spec(&mut d, cq.cqn());
     spec.max_send_wr = 2048;
     spec.max_recv_wr = 2048;
     let e = d.create_qp(spec).unwrap_err();
@@ -58,7 +58,7 @@ fn qp_refused_when_its_cq_cannot_hold_every_outstanding_wr() {
     assert!(msg.contains("4095") && msg.contains("2048"), "{msg}");
     spec.max_recv_wr = 2047;
     let qp = d.create_qp(spec).unwrap();
-    let mut spec2 = rc_spec(&mut d, cq.cqn);
+    let mut spec2 = rc_spec(&mut d, cq.cqn());
     spec2.max_send_wr = 1;
     assert!(d.create_qp(spec2).is_err(), "the CQ is fully committed");
     d.destroy_qp(qp).unwrap();
@@ -205,7 +205,7 @@ fn roce_is_enabled_on_ethernet_ports_only_and_qps_need_it() {
     };
     let mut d = bring_up_sim_with(FwConfig::default(), dev).unwrap();
     let cq = d.create_cq(64, CqeSize::B64).unwrap();
-    let spec = rc_spec(&mut d, cq.cqn);
+    let spec = rc_spec(&mut d, cq.cqn());
     let mut q = d.create_qp(spec).unwrap();
     let e = d
         .rst2init(
@@ -416,29 +416,29 @@ fn create_objects_connect_two_qps_error_reset_reuse_teardown() {
     {
         let bar = d.bar();
         let f = bar.fw();
-        let m = &f.objects().mkeys[&mr.index];
+        let m = &f.objects().mkeys[&mr.index()];
         // lkey/rkey = index << 8 | mkey_7_0 (FACTS §7.12), with the variant
         // byte the command programmed (it rotates per key, nonzero; it was
         // always 0 before, when this read `mr.key == mr.index << 8`).
-        assert_eq!(mr.key, mr.index << 8 | m.variant as u32);
+        assert_eq!(mr.key(), mr.index() << 8 | m.variant as u32);
         assert_ne!(m.variant, 0);
         assert_eq!((m.start, m.len, m.pd), (buf.iova, 3 * 4096, pd.0));
         assert_eq!(m.pages, vec![buf.iova, buf.iova + 4096, buf.iova + 8192]);
     }
 
     let cq = d.create_cq(256, CqeSize::B64).unwrap();
-    let spec = rc_spec(&mut d, cq.cqn);
+    let spec = rc_spec(&mut d, cq.cqn());
     let mut a = d.create_qp(spec).unwrap();
     let mut b = d.create_qp(spec).unwrap();
-    assert_ne!(a.qpn, b.qpn);
+    assert_ne!(a.qpn(), b.qpn());
     // Buffer layout: RQ (64 × 32 B) then SQ (64 × 64 B) (FACTS §3.6).
-    assert_eq!(a.rq.len, 64 * 32);
-    assert_eq!(a.sq.iova, a.buf.iova + 64 * 32);
-    assert_eq!(a.sq.len, 64 * 64);
+    assert_eq!(a.rq().len, 64 * 32);
+    assert_eq!(a.sq().iova, a.buf().iova + 64 * 32);
+    assert_eq!(a.sq().len, 64 * 64);
 
-    connect(&mut d, &mut a, b.qpn);
-    connect(&mut d, &mut b, a.qpn);
-    let (aq, bq) = (a.qpn, b.qpn);
+    connect(&mut d, &mut a, b.qpn());
+    connect(&mut d, &mut b, a.qpn());
+    let (aq, bq) = (a.qpn(), b.qpn());
     for (q, peer) in [(&mut a, bq), (&mut b, aq)] {
         let st = d.query_qp(q).unwrap();
         assert_eq!(st.state, HwQpState::Rts);
@@ -446,16 +446,16 @@ fn create_objects_connect_two_qps_error_reset_reuse_teardown() {
         assert_eq!(st.sq_psn, 0x200);
         assert_eq!(st.rq_psn, 0x100);
         assert_eq!(st.mtu, 3);
-        assert_eq!((st.cqn_snd, st.cqn_rcv), (cq.cqn, cq.cqn));
+        assert_eq!((st.cqn_snd, st.cqn_rcv), (cq.cqn(), cq.cqn()));
         assert_eq!(st.port, 1);
     }
     {
         let bar = d.bar();
         let f = bar.fw();
-        let q = &f.objects().qps[&a.qpn];
+        let q = &f.objects().qps[&a.qpn()];
         assert_eq!(q.state, HwQpState::Rts);
-        assert_eq!(q.dbr_addr, a.dbrec.iova);
-        assert_eq!(q.pages[0], a.buf.iova);
+        assert_eq!(q.dbr_addr, a.dbrec().iova);
+        assert_eq!(q.pages[0], a.buf().iova);
         assert_eq!((q.rre, q.rwe, q.rae), (true, true, false));
         assert_eq!(q.user_index, 7);
         assert_eq!(q.retry_count, 7);
@@ -467,7 +467,7 @@ fn create_objects_connect_two_qps_error_reset_reuse_teardown() {
     unsafe {
         let cqq = cq.completion_queue::<256>().unwrap();
         assert_eq!(cqq.ncqe(), 256);
-        let uar = d.map_uar(a.uar_index).unwrap();
+        let uar = d.map_uar(a.uar_index()).unwrap();
         let sq = a.send_queue(
             uar,
             SqConfig {
@@ -497,7 +497,7 @@ fn create_objects_connect_two_qps_error_reset_reuse_teardown() {
     assert_eq!(d.query_qp(&mut a).unwrap().state, HwQpState::Err);
     d.qp_to_reset(&mut a).unwrap();
     assert_eq!(d.query_qp(&mut a).unwrap().state, HwQpState::Reset);
-    connect(&mut d, &mut a, b.qpn);
+    connect(&mut d, &mut a, b.qpn());
     assert_eq!(d.query_qp(&mut a).unwrap().state, HwQpState::Rts);
 
     // An SRQ and a QP receiving through it.
@@ -509,21 +509,21 @@ fn create_objects_connect_two_qps_error_reset_reuse_teardown() {
         })
         .unwrap();
     let mut s = spec;
-    s.srqn = Some(srq.srqn);
+    s.srqn = Some(srq.srqn());
     let c = d.create_qp(s).unwrap();
-    assert_eq!(c.rq.len, 0);
-    assert_eq!(d.bar().fw().objects().qps[&c.qpn].srqn, Some(srq.srqn));
+    assert_eq!(c.rq().len, 0);
+    assert_eq!(d.bar().fw().objects().qps[&c.qpn()].srqn, Some(srq.srqn()));
 
     // The hook saw every object change.
     {
         let ev = events.lock().unwrap();
         assert!(ev
             .iter()
-            .any(|e| matches!(e, ObjectEvent::QpCreated(q) if q.qpn == a.qpn)));
+            .any(|e| matches!(e, ObjectEvent::QpCreated(q) if q.qpn == a.qpn())));
         let a_states: Vec<HwQpState> = ev
             .iter()
             .filter_map(|e| match e {
-                ObjectEvent::QpModified(q) if q.qpn == a.qpn => Some(q.state),
+                ObjectEvent::QpModified(q) if q.qpn == a.qpn() => Some(q.state),
                 _ => None,
             })
             .collect();
@@ -531,7 +531,7 @@ fn create_objects_connect_two_qps_error_reset_reuse_teardown() {
         assert_eq!(a_states, vec![Init, Rtr, Rts, Err, Reset, Init, Rtr, Rts]);
         assert!(ev
             .iter()
-            .any(|e| matches!(e, ObjectEvent::MkeyCreated(m) if m.index == mr.index)));
+            .any(|e| matches!(e, ObjectEvent::MkeyCreated(m) if m.index == mr.index())));
     }
 
     // Explicit destroy of one QP; teardown handles the rest.
@@ -573,7 +573,7 @@ fn b_qpn(events: &Arc<Mutex<Vec<ObjectEvent>>>) -> u32 {
 fn bad_parameter_bad_opcode_and_wrong_state() {
     let mut d = bring_up_sim(FwConfig::default()).unwrap();
     let cq = d.create_cq(64, CqeSize::B64).unwrap();
-    let spec = rc_spec(&mut d, cq.cqn);
+    let spec = rc_spec(&mut d, cq.cqn());
     let mut q = d.create_qp(spec).unwrap();
 
     // Driver-side check: RTR2RTS from RESET is not a legal transition.
@@ -586,7 +586,7 @@ fn bad_parameter_bad_opcode_and_wrong_state() {
         }
     ));
     // Firmware-side check: the same command sent anyway → BAD_QP_STATE 0x10.
-    let r = ops::rtr2rts(d.input(), q.qpn, &Rtr2Rts::default());
+    let r = ops::rtr2rts(d.input(), q.qpn(), &Rtr2Rts::default());
     // SAFETY: an RTR2RTS built for q.qpn in d.input(); on success the QP
     // would be in RTS, the state given (firmware refuses it here).
     let e = unsafe { d.modify_unchecked(&mut q, r, HwQpState::Rts) }.unwrap_err();
@@ -606,7 +606,11 @@ fn bad_parameter_bad_opcode_and_wrong_state() {
         e,
         DeviceError::Cmd(failure(op::RST2INIT_QP, CmdStatus::BadParam, reason::FIELD))
     );
-    assert_eq!(q.state, HwQpState::Reset, "failed command leaves the state");
+    assert_eq!(
+        q.state(),
+        HwQpState::Reset,
+        "failed command leaves the state"
+    );
     d.rst2init(
         &mut q,
         &Rst2Init {
@@ -636,7 +640,7 @@ fn bad_parameter_bad_opcode_and_wrong_state() {
     );
 
     // Bad resource state: CQ and PD still in use.
-    let r = ops::with_obj(d.input(), op::DESTROY_CQ, cq.cqn);
+    let r = ops::with_obj(d.input(), op::DESTROY_CQ, cq.cqn());
     // SAFETY: firmware must refuse it (the CQ is in use by q; asserted).
     // Even if the simulated firmware accepted it, the CQ's ring stays
     // allocated and tracked by the driver (freed only by destroy_cq or
@@ -674,7 +678,7 @@ fn exceeded_limit_when_qp_table_full() {
     cfg.caps.log_max_qp = 1; // two QPs
     let mut d = bring_up_sim(cfg).unwrap();
     let cq = d.create_cq(64, CqeSize::B64).unwrap();
-    let spec = rc_spec(&mut d, cq.cqn);
+    let spec = rc_spec(&mut d, cq.cqn());
     let _a = d.create_qp(spec).unwrap();
     let _b = d.create_qp(spec).unwrap();
     let e = d.create_qp(spec).unwrap_err();
@@ -723,7 +727,7 @@ fn missing_pages_fail_without_eq_and_are_requested_with_eq() {
     let cq = d.create_cq(64, CqeSize::B64).unwrap();
     assert_eq!(d.page_events(), 1);
     assert_eq!(d.pages_held(), before + 2);
-    let spec = rc_spec(&mut d, cq.cqn);
+    let spec = rc_spec(&mut d, cq.cqn());
     let _qp = d.create_qp(spec).unwrap();
     assert_eq!(d.page_events(), 2);
     {
@@ -877,7 +881,7 @@ fn delivery_errors_and_corrupt_mailboxes_are_typed() {
         })
     );
     let cq = d.create_cq(64, CqeSize::B64).unwrap();
-    let spec = rc_spec(&mut d, cq.cqn);
+    let spec = rc_spec(&mut d, cq.cqn());
     let mut q = d.create_qp(spec).unwrap();
     d.bar().fw().faults.corrupt_out_block_num = true;
     let e = d.query_qp(&mut q).unwrap_err();

@@ -69,8 +69,8 @@ fn side(fabric: &Fabric, access: MkeyAccess) -> Side {
         .create_qp(QpSpec {
             st: QpServiceType::Rc,
             pd,
-            send_cqn: cq.cqn,
-            recv_cqn: cq.cqn,
+            send_cqn: cq.cqn(),
+            recv_cqn: cq.cqn(),
             log_sq_size: 6,
             log_rq_size: 6,
             rq_wqe_shift: 5,
@@ -92,7 +92,7 @@ fn side(fabric: &Fabric, access: MkeyAccess) -> Side {
 }
 
 fn queues(s: &mut Side) -> Queues {
-    let uar = s.d.map_uar(s.qp.uar_index).unwrap();
+    let uar = s.d.map_uar(s.qp.uar_index()).unwrap();
     // bf_reg_size = 2^log_bf_reg_size (FwConfig default 9 → 512 B): two
     // 256-byte halves (FACTS §4.2).
     let half = 1usize << (s.d.hca_caps().log_bf_reg_size - 1);
@@ -236,14 +236,14 @@ fn post_signaled(s: &Side, q: &mut Queues, wr_id: u64, op: SendOp, off: u64, len
 /// RDMA WRITE / READ naming `off` of the peer's key.
 fn write_to(peer: &Side, off: u64) -> SendOp {
     SendOp::Write {
-        remote_addr: peer.mkey.addr + off,
-        rkey: peer.mkey.key,
+        remote_addr: peer.mkey.addr() + off,
+        rkey: peer.mkey.key(),
     }
 }
 fn read_from(peer: &Side, off: u64) -> SendOp {
     SendOp::Read {
-        remote_addr: peer.mkey.addr + off,
-        rkey: peer.mkey.key,
+        remote_addr: peer.mkey.addr() + off,
+        rkey: peer.mkey.key(),
     }
 }
 
@@ -282,14 +282,14 @@ fn write_send_read_error_reset_reuse_teardown_by_command() {
     // Each side's driver numbers are the simulated NIC's numbers.
     assert_ne!(a.nic.lid(), b.nic.lid());
     assert_eq!(
-        a.nic.qp_state(a.qp.qpn),
+        a.nic.qp_state(a.qp.qpn()),
         Some(bareverbs::qp::QpState::Reset)
     );
 
     let mut qa = queues(&mut a);
     let mut qb = queues(&mut b);
     let (la, lb) = (a.nic.lid(), b.nic.lid());
-    let (an, bn) = (a.qp.qpn, b.qp.qpn);
+    let (an, bn) = (a.qp.qpn(), b.qp.qpn());
     connect(&mut a, &mut qa, bn, lb, (0x10, 0x20));
     connect(&mut b, &mut qb, an, la, (0x20, 0x10));
     assert_eq!(a.d.query_qp(&mut a.qp).unwrap().state, HwQpState::Rts);
@@ -420,7 +420,7 @@ fn remote_rights_of_a_command_created_key_are_enforced() {
     let mut b = side(&fabric, read_only);
     let mut qa = queues(&mut a);
     let mut qb = queues(&mut b);
-    let (an, bn, la, lb) = (a.qp.qpn, b.qp.qpn, a.nic.lid(), b.nic.lid());
+    let (an, bn, la, lb) = (a.qp.qpn(), b.qp.qpn(), a.nic.lid(), b.nic.lid());
     connect(&mut a, &mut qa, bn, lb, (1, 2));
     connect(&mut b, &mut qb, an, la, (2, 1));
 

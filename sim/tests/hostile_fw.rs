@@ -63,13 +63,13 @@ fn a_repeated_cq_number_is_refused_and_the_live_cq_keeps_its_ring() {
     let mut d = bring_up_sim(FwConfig::default()).unwrap();
     let cq1 = d.create_cq(64, CqeSize::B64).unwrap();
     let before = live_bytes(&d);
-    lie_next(&d, cq1.cqn);
+    lie_next(&d, cq1.cqn());
     let e = d.create_cq(64, CqeSize::B64).unwrap_err();
     assert_eq!(
         e,
         DeviceError::DuplicateObjectNumber {
             what: "CQ",
-            number: cq1.cqn
+            number: cq1.cqn()
         }
     );
     assert!(e.to_string().contains("already live"), "{e}");
@@ -82,9 +82,9 @@ fn a_repeated_cq_number_is_refused_and_the_live_cq_keeps_its_ring() {
     assert!(d
         .allocator()
         .0
-        .translate(cq1.ring.iova, cq1.ring.len)
+        .translate(cq1.ring().iova, cq1.ring().len)
         .is_some());
-    let cqn = cq1.cqn;
+    let cqn = cq1.cqn();
     d.destroy_cq(cq1).unwrap();
     assert!(!d.bar().fw().objects().cqs.contains_key(&cqn));
     assert_eq!(d.bar().fw().objects().cqs.len(), 1, "the other CQ is left");
@@ -124,30 +124,30 @@ fn repeated_numbers_are_refused_for_every_object_kind() {
 
     let buf = d.allocator().alloc(8192, 4096).unwrap();
     let k = /* SAFETY: the test's own buffer, never a ring, freed after teardown. */ unsafe { d.create_mkey(pd, &buf, ALL) }.unwrap();
-    lie_next(&d, k.index);
+    lie_next(&d, k.index());
     assert_eq!(
         /* SAFETY: the test's own buffer, never a ring, freed after teardown. */
         unsafe { d.create_mkey(pd, &buf, ALL) }.unwrap_err(),
         DeviceError::DuplicateObjectNumber {
             what: "mkey",
-            number: k.index
+            number: k.index()
         }
     );
 
     let cq = d.create_cq(256, CqeSize::B64).unwrap();
-    let qp = d.create_qp(rc_spec(pd, cq.cqn)).unwrap();
-    lie_next(&d, qp.qpn);
+    let qp = d.create_qp(rc_spec(pd, cq.cqn())).unwrap();
+    lie_next(&d, qp.qpn());
     assert_eq!(
-        d.create_qp(rc_spec(pd, cq.cqn)).unwrap_err(),
+        d.create_qp(rc_spec(pd, cq.cqn())).unwrap_err(),
         DeviceError::DuplicateObjectNumber {
             what: "QP",
-            number: qp.qpn
+            number: qp.qpn()
         }
     );
     // Same number, other kind: not a duplicate.
-    lie_next(&d, cq.cqn);
-    let qp2 = d.create_qp(rc_spec(pd, cq.cqn)).unwrap();
-    assert_eq!(qp2.qpn, cq.cqn);
+    lie_next(&d, cq.cqn());
+    let qp2 = d.create_qp(rc_spec(pd, cq.cqn())).unwrap();
+    assert_eq!(qp2.qpn(), cq.cqn());
 
     let spec = SrqSpec {
         pd,
@@ -155,16 +155,16 @@ fn repeated_numbers_are_refused_for_every_object_kind() {
         wqe_shift: 6,
     };
     let srq = d.create_srq(spec).unwrap();
-    lie_next(&d, srq.srqn);
+    lie_next(&d, srq.srqn());
     assert_eq!(
         d.create_srq(spec).unwrap_err(),
         DeviceError::DuplicateObjectNumber {
             what: "SRQ",
-            number: srq.srqn
+            number: srq.srqn()
         }
     );
     // The live objects are untouched: they destroy as themselves.
-    let qpn = qp.qpn;
+    let qpn = qp.qpn();
     d.destroy_qp(qp).unwrap();
     assert!(!d.bar().fw().objects().qps.contains_key(&qpn));
     d.destroy_srq(srq).unwrap();
@@ -186,9 +186,9 @@ fn object_numbers_above_24_bits_are_refused() {
     );
     let cq = d.create_cq(64, CqeSize::B64).unwrap();
     let pd = d.alloc_pd().unwrap();
-    lie_next(&d, 0xff00_0000 | cq.cqn);
+    lie_next(&d, 0xff00_0000 | cq.cqn());
     assert!(matches!(
-        d.create_qp(rc_spec(pd, cq.cqn)).unwrap_err(),
+        d.create_qp(rc_spec(pd, cq.cqn())).unwrap_err(),
         DeviceError::BadObjectNumber { what: "QP", .. }
     ));
     lie_next(&d, 0x8000_0000);
@@ -346,21 +346,21 @@ fn an_unaligned_buffer_gets_every_page_it_touches() {
     let big = d.allocator().alloc(3 * 4096, 4096).unwrap();
     let buf = big.slice(0x800, 4096).unwrap();
     let k = /* SAFETY: the test's own buffer, never a ring, freed after teardown. */ unsafe { d.create_mkey(pd, &buf, ALL) }.unwrap();
-    assert_eq!((k.addr, k.len), (big.iova + 0x800, 4096));
-    let m = d.bar().fw().objects().mkeys[&k.index].clone();
+    assert_eq!((k.addr(), k.len()), (big.iova + 0x800, 4096));
+    let m = d.bar().fw().objects().mkeys[&k.index()].clone();
     assert_eq!(m.pages, vec![big.iova, big.iova + 4096]);
     assert_eq!((m.start, m.len), (big.iova + 0x800, 4096));
     // 1 byte at the last byte of a page: one page; 2 bytes across: two.
     let one = big.slice(0xfff, 1).unwrap();
     let k1 = /* SAFETY: the test's own buffer, never a ring, freed after teardown. */ unsafe { d.create_mkey(pd, &one, ALL) }.unwrap();
     assert_eq!(
-        d.bar().fw().objects().mkeys[&k1.index].pages,
+        d.bar().fw().objects().mkeys[&k1.index()].pages,
         vec![big.iova]
     );
     let two = big.slice(0xfff, 2).unwrap();
     let k2 = /* SAFETY: the test's own buffer, never a ring, freed after teardown. */ unsafe { d.create_mkey(pd, &two, ALL) }.unwrap();
     assert_eq!(
-        d.bar().fw().objects().mkeys[&k2.index].pages,
+        d.bar().fw().objects().mkeys[&k2.index()].pages,
         vec![big.iova, big.iova + 4096]
     );
 }
@@ -380,19 +380,19 @@ fn a_reused_mkey_index_gets_a_new_variant() {
     let buf = d.allocator().alloc(4096, 4096).unwrap();
     let mut prev = /* SAFETY: the test's own buffer, never a ring, freed after teardown. */ unsafe { d.create_mkey(pd, &buf, ALL) }.unwrap();
     let mut seen = std::collections::HashSet::new();
-    seen.insert(prev.key);
+    seen.insert(prev.key());
     for _ in 0..300 {
-        let (idx, stale) = (prev.index, prev.key);
+        let (idx, stale) = (prev.index(), prev.key());
         d.destroy_mkey(prev).unwrap();
         let k = /* SAFETY: the test's own buffer, never a ring, freed after teardown. */ unsafe { d.create_mkey(pd, &buf, ALL) }.unwrap();
-        assert_eq!(k.index, idx, "the model reuses the index");
-        assert_ne!(k.key, stale, "a stale key must not name the new key");
-        assert_eq!(k.key >> 8, k.index);
-        assert_ne!(k.key & 0xff, 0);
-        assert_ne!(k.key, 0x100);
-        let m = d.bar().fw().objects().mkeys[&k.index].clone();
-        assert_eq!(m.variant as u32, k.key & 0xff, "programmed in mkey_7_0");
-        seen.insert(k.key);
+        assert_eq!(k.index(), idx, "the model reuses the index");
+        assert_ne!(k.key(), stale, "a stale key must not name the new key");
+        assert_eq!(k.key() >> 8, k.index());
+        assert_ne!(k.key() & 0xff, 0);
+        assert_ne!(k.key(), 0x100);
+        let m = d.bar().fw().objects().mkeys[&k.index()].clone();
+        assert_eq!(m.variant as u32, k.key() & 0xff, "programmed in mkey_7_0");
+        seen.insert(k.key());
         prev = k;
     }
     // 301 keys over one index: all 255 nonzero variants were used.
@@ -466,8 +466,8 @@ mod stale_rkey {
             .create_qp(QpSpec {
                 st: QpServiceType::Rc,
                 pd,
-                send_cqn: cq.cqn,
-                recv_cqn: cq.cqn,
+                send_cqn: cq.cqn(),
+                recv_cqn: cq.cqn(),
                 log_sq_size: 6,
                 log_rq_size: 6,
                 rq_wqe_shift: 5,
@@ -489,7 +489,7 @@ mod stale_rkey {
     }
 
     fn queues(s: &mut Side) -> Queues {
-        let uar = s.d.map_uar(s.qp.uar_index).unwrap();
+        let uar = s.d.map_uar(s.qp.uar_index()).unwrap();
         // bf_reg_size = 2^log_bf_reg_size (FwConfig default 9 → 512 B): two
         // 256-byte halves (FACTS §4.2).
         let half = 1usize << (s.d.hca_caps().log_bf_reg_size - 1);
@@ -633,14 +633,14 @@ mod stale_rkey {
     /// RDMA WRITE / READ naming `off` of the peer's key.
     fn write_to(peer: &Side, off: u64) -> SendOp {
         SendOp::Write {
-            remote_addr: peer.mkey.addr + off,
-            rkey: peer.mkey.key,
+            remote_addr: peer.mkey.addr() + off,
+            rkey: peer.mkey.key(),
         }
     }
     fn read_from(peer: &Side, off: u64) -> SendOp {
         SendOp::Read {
-            remote_addr: peer.mkey.addr + off,
-            rkey: peer.mkey.key,
+            remote_addr: peer.mkey.addr() + off,
+            rkey: peer.mkey.key(),
         }
     }
 
@@ -673,12 +673,12 @@ mod stale_rkey {
         let mut b = side(&fabric, ALL, reuse);
         // B destroys its key and makes a new one over the same buffer: the
         // model hands out the same index again.
-        let pd = b.qp.spec.pd;
+        let pd = b.qp.spec().pd;
         let stale = b.mkey;
         b.d.destroy_mkey(stale).unwrap();
         let fresh = /* SAFETY: the test's own buffer, never a ring, freed after teardown. */ unsafe { b.d.create_mkey(pd, &b.buf, ALL) }.unwrap();
-        assert_eq!(fresh.index, stale.index, "index reused by firmware");
-        assert_ne!(fresh.key, stale.key, "the variant byte rotated");
+        assert_eq!(fresh.index(), stale.index(), "index reused by firmware");
+        assert_ne!(fresh.key(), stale.key(), "the variant byte rotated");
         b.mkey = fresh;
         // SAFETY: `b.buf` is the key's buffer; freed only after teardown.
         b.mr = unsafe { fresh.memory_region(&b.buf) }.unwrap();
@@ -686,7 +686,7 @@ mod stale_rkey {
         let mut qa = queues(&mut a);
         let mut qb = queues(&mut b);
         let (la, lb) = (a.nic.lid(), b.nic.lid());
-        let (an, bn) = (a.qp.qpn, b.qp.qpn);
+        let (an, bn) = (a.qp.qpn(), b.qp.qpn());
         connect(&mut a, &mut qa, bn, lb, (0x10, 0x20));
         connect(&mut b, &mut qb, an, la, (0x20, 0x10));
 
@@ -708,8 +708,8 @@ mod stale_rkey {
             &mut qa,
             2,
             SendOp::Write {
-                remote_addr: stale.addr + 1024,
-                rkey: stale.key,
+                remote_addr: stale.addr() + 1024,
+                rkey: stale.key(),
             },
             4096,
             512,

@@ -636,8 +636,8 @@ fn area<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(
             slots.push(Slot {
                 // SAFETY: off < len, inside the allocation.
                 cpu: unsafe { NonNull::new_unchecked(buf.cpu.as_ptr().add(off)) },
-                addr: mkey.addr + off as u64,
-                key: mkey.key,
+                addr: mkey.addr() + off as u64,
+                key: mkey.key(),
             });
         }
     }
@@ -741,12 +741,12 @@ fn make_side<U: Uar + 'static>(
                 vec![RqSlot::default(); qp.rq_wqes() as usize],
             ),
             CompletionQueue::<0>::with_entries(
-                cq.ncqe as usize,
-                cq.ring,
-                cq.dbrec,
-                cq.cqn,
-                cq.cqe_size,
-                cq.cqe_version,
+                cq.ncqe() as usize,
+                cq.ring(),
+                cq.dbrec(),
+                cq.cqn(),
+                cq.cqe_size(),
+                cq.cqe_version(),
             ),
         )
     };
@@ -763,7 +763,7 @@ fn make_side<U: Uar + 'static>(
         qp: qpair,
         cq: cqq.map_err(|e| anyhow!("CQ: {e}"))?,
         mrs,
-        ring: qp.sq,
+        ring: qp.sq(),
     }))
 }
 
@@ -785,7 +785,7 @@ fn connect<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(
              the single-device perf tests need them"
         );
     }
-    let qpn = qp.qpn;
+    let qpn = qp.qpn();
     let ctx = |step: &str, e: DeviceError| anyhow!("{step} of QP {qpn:#x}: {e}");
     dev.rst2init(
         qp,
@@ -871,8 +871,8 @@ where
         let spec = QpSpec {
             st: plan.st,
             pd,
-            send_cqn: objs.cqs[side as usize].cqn,
-            recv_cqn: objs.cqs[side as usize].cqn,
+            send_cqn: objs.cqs[side as usize].cqn(),
+            recv_cqn: objs.cqs[side as usize].cqn(),
             log_sq_size: log(l.sq.wqe_cnt),
             log_rq_size: log(l.rq.wqe_cnt),
             rq_wqe_shift: l.rq.wqe_shift as u8,
@@ -897,7 +897,7 @@ where
         })?;
         objs.qps.push(qp);
     }
-    let (qa, qb) = (objs.qps[0].qpn, objs.qps[1].qpn);
+    let (qa, qb) = (objs.qps[0].qpn(), objs.qps[1].qpn());
     connect(dev, &mut objs.qps[0], qb, plan, (0x100, 0x200))?;
     connect(dev, &mut objs.qps[1], qa, plan, (0x200, 0x100))?;
 
@@ -932,10 +932,10 @@ where
         max_post: l.rq.max_post,
     };
     let uar_a = dev
-        .map_uar(objs.qps[0].uar_index)
+        .map_uar(objs.qps[0].uar_index())
         .map_err(|e| anyhow!("{e}"))?;
     let uar_b = dev
-        .map_uar(objs.qps[1].uar_index)
+        .map_uar(objs.qps[1].uar_index())
         .map_err(|e| anyhow!("{e}"))?;
     // Queue storage sized at run time from the geometry the device was
     // given (no size macro, no big stack).

@@ -226,8 +226,8 @@ pub fn cmd_outbox(data: &[u8]) {
         let spec = QpSpec {
             st: QpServiceType::Rc,
             pd,
-            send_cqn: cq.cqn,
-            recv_cqn: cq.cqn,
+            send_cqn: cq.cqn(),
+            recv_cqn: cq.cqn(),
             log_sq_size: 4,
             log_rq_size: 4,
             rq_wqe_shift: 5,
