@@ -406,321 +406,98 @@ fn a_reused_mkey_index_gets_a_new_variant() {
 /// gives the next key the same index; with the variant byte rotating, the
 /// old rkey differs from the new one, and the simulated responder — which
 /// looks keys up by their full 32 bits — refuses the stale rkey with a
-/// remote access error while the new rkey works. Helpers as in
-/// `e2e_cmd.rs` (two functions on a fabric, objects by command).
+/// remote access error while the new rkey works. Built on the safe verbs
+/// layer (two functions on a fabric, objects by command).
 ///
 /// Expected values come from the operation performed (the bytes written)
 /// and FACTS (§5.6 statuses, §7.12 key = index << 8 | mkey_7_0).
-#[allow(dead_code)]
 mod stale_rkey {
-    use bareverbs::cq::CompletionQueue;
-    use bareverbs::cqe::{CqeSize, WcOpcode, WcStatus, WorkCompletion};
-    use bareverbs::device::{
-        AddressPath, CqHandle, DeviceConfig, Init2Rtr, Mkey, MkeyAccess, QpHandle, QpServiceType,
-        QpSpec, Rst2Init, Rtr2Rts,
-    };
-    use bareverbs::mr::MemoryRegion;
-    use bareverbs::platform::{DmaAllocator, DmaBuf, BF_OFFSET};
-    use bareverbs::queue_pair::QueuePair;
-    use bareverbs::rq::{RecvWr, RqConfig};
+    use bareverbs::cmd::ops::IbMtu;
+    use bareverbs::cqe::{WcStatus, WorkCompletion};
+    use bareverbs::device::DeviceConfig;
     use bareverbs::sizing::QpType;
-    use bareverbs::sq::{BlueFlame, SendFlags, SendOp, SendWr, SqConfig};
-    use bareverbs_sim::fw::{bring_up_on, FwConfig, SimDevice, SimUar};
-    use bareverbs_sim::{Device as SimNic, Fabric};
+    use bareverbs::sq::SendOp;
+    use bareverbs::verbs::*;
+    use bareverbs_sim::fw::{bring_up_on, FwConfig, SimUar};
+    use bareverbs_sim::Fabric;
 
-    const BUF: usize = 64 * 1024;
-    const ALL: MkeyAccess = MkeyAccess {
-        local_read: true,
-        local_write: true,
-        remote_read: true,
-        remote_write: true,
-        atomic: true,
-    };
+    type Qp<'a> = QueuePair<'a, SimUar, 64, 16>;
 
-    /// One function: driver, its simulated NIC, and objects made by command.
-    struct Side {
-        d: SimDevice,
-        nic: SimNic,
-        buf: DmaBuf,
-        mkey: Mkey,
-        mr: MemoryRegion,
-        cq: CqHandle,
-        qp: QpHandle,
-    }
-
-    /// The data-path queues over one side's command-created objects.
-    struct Queues {
-        qp: QueuePair<SimUar, [bareverbs::sq::SqSlot; 64], [bareverbs::rq::RqSlot; 64]>,
-        cq: CompletionQueue<256>,
-    }
-
-    fn side(fabric: &Fabric, access: MkeyAccess, fw: FwConfig) -> Side {
-        let (mut d, nic) = bring_up_on(fabric, fw, DeviceConfig::default()).unwrap();
-        let pd = d.alloc_pd().unwrap();
-        let buf = d.allocator().alloc(BUF, 4096).unwrap();
-        let mkey = /* SAFETY: the test's own buffer, never a ring, freed after teardown. */ unsafe { d.create_mkey(pd, &buf, access) }.unwrap();
-        // SAFETY: `buf` is the key's buffer; it is freed only after teardown.
-        let mr = unsafe { mkey.memory_region(&buf) }.unwrap();
-        let cq = d.create_cq(256, CqeSize::B64).unwrap();
-        let qp = d
-            .create_qp(QpSpec {
-                st: QpServiceType::Rc,
-                pd,
-                send_cqn: cq.cqn(),
-                recv_cqn: cq.cqn(),
-                log_sq_size: 6,
-                log_rq_size: 6,
-                rq_wqe_shift: 5,
-                srqn: None,
-                user_index: 0x42,
-                max_send_wr: 32,
-                max_recv_wr: 64,
-            })
+    fn connect(qp: &mut Qp, peer_qpn: u32, peer_lid: u16) {
+        let all = Access::REMOTE_WRITE | Access::REMOTE_READ;
+        qp.to_init(&InitAttr::new(1, all)).unwrap();
+        let ah = AddressHandle::ib(1, peer_lid);
+        qp.to_rtr(&RtrAttr::new(IbMtu::Mtu1024, peer_qpn, 0, ah))
             .unwrap();
-        Side {
-            d,
-            nic,
-            buf,
-            mkey,
-            mr,
-            cq,
-            qp,
-        }
+        qp.to_rts(&RtsAttr::new(0)).unwrap();
     }
 
-    fn queues(s: &mut Side) -> Queues {
-        let uar = s.d.map_uar(s.qp.uar_index()).unwrap();
-        // bf_reg_size = 2^log_bf_reg_size (FwConfig default 9 → 512 B): two
-        // 256-byte halves (FACTS §4.2).
-        let half = 1usize << (s.d.hca_caps().log_bf_reg_size - 1);
-        let sqc = SqConfig {
-            qpn: 0,
-            qp_type: QpType::Rc,
-            max_post: 32,
-            max_gs: 1,
-            max_inline_data: 64,
-            sig_all: false,
-            atomics: true,
-            bf: BlueFlame {
-                reg_offset: BF_OFFSET,
-                buf_size: half,
-                enabled: true,
-                prefer: false,
-            },
-        };
-        let rqc = RqConfig {
-            wqe_shift: 5,
-            max_gs: 2,
-            max_post: 64,
-        };
-        // SAFETY: one queue object per handle; the queues are dropped before
-        // the objects are destroyed (teardown happens after `drop`).
-        unsafe {
-            let qp =
-                s.qp.queue_pair(
-                    uar,
-                    sqc,
-                    rqc,
-                    [bareverbs::sq::SqSlot::default(); 64],
-                    [bareverbs::rq::RqSlot::default(); 64],
-                )
-                .unwrap();
-            let mut cq = s.cq.completion_queue::<256>().unwrap();
-            cq.init_ring();
-            Queues { qp, cq }
-        }
-    }
-
-    /// RESET → INIT → RTR → RTS by command toward `peer` (LID-routed), and the
-    /// host queues follow (RQ usable from INIT, SQ from RTS).
-    fn connect(s: &mut Side, q: &mut Queues, peer_qpn: u32, peer_lid: u16, psn: (u32, u32)) {
-        s.d.rst2init(
-            &mut s.qp,
-            &Rst2Init {
-                port: 1,
-                remote_read: true,
-                remote_write: true,
-                remote_atomic: true,
-                ..Default::default()
-            },
-        )
-        .unwrap();
-        q.qp.rq.as_mut().unwrap().enable();
-        s.d.init2rtr(
-            &mut s.qp,
-            &Init2Rtr {
-                mtu: 3, // 1024 B: a 5000-byte message is 5 packets
-                log_msg_max: 30,
-                remote_qpn: peer_qpn,
-                rq_psn: psn.0,
-                log_rra_max: 2,
-                min_rnr_nak: 1,
-                path: AddressPath {
-                    rlid: peer_lid,
-                    port: 1,
-                    ..Default::default()
-                },
-            },
-        )
-        .unwrap();
-        s.d.rtr2rts(
-            &mut s.qp,
-            &Rtr2Rts {
-                sq_psn: psn.1,
-                retry_count: 7,
-                rnr_retry: 7,
-                ack_timeout: 14,
-                log_sra_max: 2,
-            },
-        )
-        .unwrap();
-        q.qp.sq.enable();
-    }
-
-    fn pattern(seed: u8, n: usize) -> Vec<u8> {
-        (0..n)
-            .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
-            .collect()
-    }
-
-    fn put(s: &Side, off: usize, bytes: &[u8]) {
-        assert!(off + bytes.len() <= s.buf.len);
-        // SAFETY: inside the live buffer; the device is idle (auto progress:
-        // every post has completed when it returns).
-        unsafe {
-            std::ptr::copy_nonoverlapping(bytes.as_ptr(), s.buf.cpu.as_ptr().add(off), bytes.len())
-        }
-    }
-
-    fn get(s: &Side, off: usize, n: usize) -> Vec<u8> {
-        assert!(off + n <= s.buf.len);
-        let mut v = vec![0u8; n];
-        // SAFETY: as in `put`.
-        unsafe { std::ptr::copy_nonoverlapping(s.buf.cpu.as_ptr().add(off), v.as_mut_ptr(), n) };
-        v
-    }
-
-    fn poll_all(q: &mut Queues) -> Vec<WorkCompletion> {
-        let mut out = Vec::new();
-        let mut wc = [WorkCompletion::default(); 16];
-        loop {
-            let n = match q.cq.poll(&mut q.qp, &mut wc) {
-                Ok(n) => n,
-                Err(e) => panic!("poll: {e:?}"),
-            };
-            out.extend_from_slice(&wc[..n]);
-            if n < wc.len() {
-                return out;
-            }
-        }
-    }
-
-    fn post(s: &Side, q: &mut Queues, wr: SendWr<'_>) {
-        q.qp.sq.post_send(&[wr], &[s.mr]).unwrap();
-    }
-
-    /// Posts one signaled WR whose single SGE is `[off, off + len)` of the
-    /// side's buffer.
-    fn post_signaled(s: &Side, q: &mut Queues, wr_id: u64, op: SendOp, off: u64, len: u32) {
-        let sge = [s.mr.sge(off, len).unwrap()];
-        post(
-            s,
-            q,
-            SendWr::new(wr_id, op, &sge).with_flags(SendFlags::SIGNALED),
-        );
-    }
-
-    /// RDMA WRITE / READ naming `off` of the peer's key.
-    fn write_to(peer: &Side, off: u64) -> SendOp {
-        SendOp::Write {
-            remote_addr: peer.mkey.addr() + off,
-            rkey: peer.mkey.key(),
-        }
-    }
-    fn read_from(peer: &Side, off: u64) -> SendOp {
-        SendOp::Read {
-            remote_addr: peer.mkey.addr() + off,
-            rkey: peer.mkey.key(),
-        }
-    }
-
-    fn recv(s: &Side, q: &mut Queues, wr_id: u64, off: u64, len: u32) {
-        let sge = [s.mr.sge(off, len).unwrap()];
-        // SAFETY: the SGE lies inside the registered, live buffer.
-        unsafe {
-            q.qp.rq
-                .as_mut()
-                .unwrap()
-                .post_recv_raw(&[RecvWr { wr_id, sgl: &sge }])
-        }
-        .unwrap();
-    }
-
-    fn one(q: &mut Queues) -> WorkCompletion {
-        let wcs = poll_all(q);
-        assert_eq!(wcs.len(), 1, "{wcs:?}");
-        wcs[0]
+    fn one(cq: &CompletionQueue, qp: &mut Qp) -> WorkCompletion {
+        let mut wc = [WorkCompletion::default(); 4];
+        assert_eq!(cq.poll(qp, &mut wc).unwrap(), 1);
+        wc[0]
     }
 
     #[test]
     fn a_stale_rkey_of_a_reused_mkey_index_is_refused_by_the_responder() {
         let fabric = Fabric::new(11);
-        let mut a = side(&fabric, ALL, FwConfig::default());
         let reuse = FwConfig {
             reuse_mkey_index: true,
             ..FwConfig::default()
         };
-        let mut b = side(&fabric, ALL, reuse);
-        // B destroys its key and makes a new one over the same buffer: the
+        let (da, na) = bring_up_on(&fabric, FwConfig::default(), DeviceConfig::default()).unwrap();
+        let (db, nb) = bring_up_on(&fabric, reuse, DeviceConfig::default()).unwrap();
+        let (a, b) = (Context::new(da), Context::new(db));
+        let rights = Access::LOCAL_WRITE | Access::REMOTE_WRITE;
+        let (pa, pb) = (a.alloc_pd().unwrap(), b.alloc_pd().unwrap());
+        let (ba, bb) = (a.alloc_buffer(8192).unwrap(), b.alloc_buffer(8192).unwrap());
+        let ma = a.reg_mr(&pa, &ba, rights).unwrap();
+        // B destroys a key and makes a new one over the same buffer: the
         // model hands out the same index again.
-        let pd = b.qp.spec().pd;
-        let stale = b.mkey;
-        b.d.destroy_mkey(stale).unwrap();
-        let fresh = /* SAFETY: the test's own buffer, never a ring, freed after teardown. */ unsafe { b.d.create_mkey(pd, &b.buf, ALL) }.unwrap();
-        assert_eq!(fresh.index(), stale.index(), "index reused by firmware");
-        assert_ne!(fresh.key(), stale.key(), "the variant byte rotated");
-        b.mkey = fresh;
-        // SAFETY: `b.buf` is the key's buffer; freed only after teardown.
-        b.mr = unsafe { fresh.memory_region(&b.buf) }.unwrap();
-
-        let mut qa = queues(&mut a);
-        let mut qb = queues(&mut b);
-        let (la, lb) = (a.nic.lid(), b.nic.lid());
-        let (an, bn) = (a.qp.qpn(), b.qp.qpn());
-        connect(&mut a, &mut qa, bn, lb, (0x10, 0x20));
-        connect(&mut b, &mut qb, an, la, (0x20, 0x10));
+        let stale = b.reg_mr(&pb, &bb, rights).unwrap();
+        let old = stale.remote(1024, 512).unwrap();
+        drop(stale);
+        let fresh = b.reg_mr(&pb, &bb, rights).unwrap();
+        assert_eq!(fresh.rkey() >> 8, old.rkey >> 8, "index reused by firmware");
+        assert_ne!(fresh.rkey(), old.rkey, "the variant byte rotated");
+        let (ca, cb) = (a.create_cq(32).unwrap(), b.create_cq(32).unwrap());
+        let cap = QpCap::new(16, 16, 1, 1);
+        let mut qa: Qp = a
+            .create_qp(&pa, &QpInitAttr::new(QpType::Rc, &ca, &ca, cap))
+            .unwrap();
+        let mut qb: Qp = b
+            .create_qp(&pb, &QpInitAttr::new(QpType::Rc, &cb, &cb, cap))
+            .unwrap();
+        connect(&mut qa, qb.qp_num(), nb.lid());
+        connect(&mut qb, qa.qp_num(), na.lid());
 
         // The new key works: WRITE A[0..512] → B[0..512].
-        let data = pattern(5, 512);
-        put(&a, 0, &data);
-        post_signaled(&a, &mut qa, 1, write_to(&b, 0), 0, 512);
-        let wc = one(&mut qa);
-        assert_eq!(
-            (wc.wr_id, wc.status, wc.opcode),
-            (1, WcStatus::Success, WcOpcode::RdmaWrite)
-        );
-        assert_eq!(get(&b, 0, 512), data);
+        let data: Vec<u8> = (0..512u32).map(|i| (i * 31 + 5) as u8).collect();
+        ba.write(0, &data).unwrap();
+        let t = fresh.remote(0, 512).unwrap();
+        let write = SendOp::Write {
+            remote_addr: t.addr,
+            rkey: t.rkey,
+        };
+        qa.post_send(&[SendWr::new(1, write, &[ma.sge(0, 512).unwrap()]).signaled()])
+            .unwrap();
+        let wc = one(&ca, &mut qa);
+        assert_eq!((wc.wr_id, wc.status), (1, WcStatus::Success));
+        let mut got = vec![0u8; 512];
+        bb.read(0, &mut got).unwrap();
+        assert_eq!(got, data);
 
         // The stale key (same index, old variant) is refused and writes nothing.
-        put(&a, 4096, &pattern(9, 512));
-        post_signaled(
-            &a,
-            &mut qa,
-            2,
-            SendOp::Write {
-                remote_addr: stale.addr() + 1024,
-                rkey: stale.key(),
-            },
-            4096,
-            512,
-        );
-        let wc = one(&mut qa);
+        ba.write(4096, &[9; 512]).unwrap();
+        let write = SendOp::Write {
+            remote_addr: old.addr,
+            rkey: old.rkey,
+        };
+        qa.post_send(&[SendWr::new(2, write, &[ma.sge(4096, 512).unwrap()]).signaled()])
+            .unwrap();
+        let wc = one(&ca, &mut qa);
         assert_eq!((wc.wr_id, wc.status), (2, WcStatus::RemAccessErr));
-        assert_eq!(
-            get(&b, 1024, 512),
-            vec![0u8; 512],
-            "stale key wrote nothing"
-        );
-        drop((qa, qb));
+        bb.read(1024, &mut got).unwrap();
+        assert_eq!(got, vec![0u8; 512], "stale key wrote nothing");
     }
 }

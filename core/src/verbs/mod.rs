@@ -178,6 +178,7 @@ mod cq;
 mod error;
 mod mr;
 mod qp;
+mod recv;
 mod srq;
 
 pub use buffer::DmaBuffer;
@@ -186,9 +187,9 @@ pub use cq::CompletionQueue;
 pub use error::Error;
 pub use mr::{Access, LocalSge, MemoryRegion, ProtectionDomain, RemoteBuf};
 pub use qp::{
-    AddressHandle, GlobalRoute, InitAttr, QpCap, QpInitAttr, QueuePair, RecvWr, RtrAttr, RtsAttr,
-    SendWr,
+    AddressHandle, GlobalRoute, InitAttr, QpCap, QpInitAttr, QueuePair, RtrAttr, RtsAttr, SendWr,
 };
+pub use recv::RecvWr;
 pub use srq::{SharedReceiveQueue, SrqLink};
 
 use crate::device::{CqHandle, DeviceError, Mkey, Pd, QpHandle, SrqHandle};

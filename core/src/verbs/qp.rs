@@ -3,7 +3,7 @@
 //! safe calls.
 
 use super::srq::SrqLink;
-use super::{Access, CompletionQueue, Error, LocalSge, Owner, ProtectionDomain};
+use super::{Access, CompletionQueue, Error, LocalSge, Owner, ProtectionDomain, RecvWr};
 use crate::cmd::ops::{AddressPath, HwQpState, IbMtu, Init2Rtr, Rst2Init, Rtr2Rts};
 use crate::cq::{CompletionReject, RecvDone, SendDone, WrResolver};
 use crate::device::QpHandle;
@@ -291,23 +291,6 @@ impl<'w, 'm> SendWr<'w, 'm> {
     pub const fn with_ud(mut self, ud: UdDest<'w>) -> Self {
         self.ud = Some(ud);
         self
-    }
-}
-
-/// A receive work request of the safe API (`ibv_recv_wr`): every SGE must
-/// lie in a region with [`Access::LOCAL_WRITE`].
-#[derive(Clone, Copy, Debug)]
-pub struct RecvWr<'w, 'm> {
-    /// Caller's identifier, returned in the completion.
-    pub wr_id: u64,
-    /// Scatter list.
-    pub sgl: &'w [LocalSge<'m>],
-}
-
-impl<'w, 'm> RecvWr<'w, 'm> {
-    /// A receive WR.
-    pub const fn new(wr_id: u64, sgl: &'w [LocalSge<'m>]) -> Self {
-        RecvWr { wr_id, sgl }
     }
 }
 
@@ -631,55 +614,13 @@ impl<'a, U: Uar, const SQ: usize, const RQ: usize> QueuePair<'a, U, SQ, RQ> {
                 },
             });
         };
-        let mut done = 0;
-        while done < wrs.len() {
-            let n = (wrs.len() - done).min(CHUNK);
-            let mut sges = [[Sge::default(); MAX_SGE]; CHUNK];
-            let mut raw = [crate::rq::RecvWr { wr_id: 0, sgl: &[] }; CHUNK];
-            let mut bad = None;
-            'wrs: for (k, wr) in wrs[done..done + n].iter().enumerate() {
-                if wr.sgl.len() > MAX_SGE {
-                    bad = Some(RecvError {
-                        index: done + k,
-                        kind: RecvErrorKind::TooManySges {
-                            num: wr.sgl.len(),
-                            max: Some(self.cap.max_recv_sge),
-                        },
-                    });
-                    break;
-                }
-                for (j, s) in wr.sgl.iter().enumerate() {
-                    if !s.region.access().allows(crate::mr::Access::LOCAL_WRITE) {
-                        bad = Some(RecvError {
-                            index: done + k,
-                            kind: RecvErrorKind::SgeOutOfBounds { sge: j },
-                        });
-                        break 'wrs;
-                    }
-                    sges[k][j] = s.sge;
-                }
-            }
-            let good = bad.map_or(n, |e| e.index - done);
-            for (k, wr) in wrs[done..done + good].iter().enumerate() {
-                raw[k] = crate::rq::RecvWr {
-                    wr_id: wr.wr_id,
-                    sgl: &sges[k][..wr.sgl.len()],
-                };
-            }
+        super::recv::post_checked(wrs, self.cap.max_recv_sge, |raw| {
             // SAFETY: every SGE is a LocalSge inside a live region with
-            // LOCAL_WRITE (checked above) whose key and buffer outlive this
-            // QP ('a); dropping the QP destroys it on the device first; no
-            // Rust reference points at DmaBuffer memory.
-            unsafe { rq.post_recv_raw(&raw[..good]) }.map_err(|e| RecvError {
-                index: e.index + done,
-                kind: e.kind,
-            })?;
-            if let Some(e) = bad {
-                return Err(e);
-            }
-            done += n;
-        }
-        Ok(())
+            // LOCAL_WRITE (checked by `post_checked`) whose key and buffer
+            // outlive this QP ('a); dropping the QP destroys it on the
+            // device first; no Rust reference points at DmaBuffer memory.
+            unsafe { rq.post_recv_raw(raw) }
+        })
     }
 }
 

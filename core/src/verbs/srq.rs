@@ -4,8 +4,7 @@
 use super::{Owner, ProtectionDomain, RecvWr};
 use crate::cq::CompletionReject;
 use crate::device::SrqHandle;
-use crate::rq::{RecvError, RecvErrorKind, SrqSlot};
-use crate::sq::Sge;
+use crate::rq::{RecvError, SrqSlot};
 use core::cell::{Cell, RefCell};
 use core::fmt;
 use core::marker::PhantomData;
@@ -59,11 +58,6 @@ impl<const N: usize> fmt::Debug for SharedReceiveQueue<'_, N> {
     }
 }
 
-/// Largest scatter list per WR the safe API carries.
-const MAX_SGE: usize = 64;
-/// WRs converted per doorbell-record update.
-const CHUNK: usize = 4;
-
 impl<'a, const N: usize> SharedReceiveQueue<'a, N> {
     pub(crate) fn new(
         srq: crate::rq::SharedReceiveQueue<[SrqSlot; N]>,
@@ -104,55 +98,13 @@ impl<'a, const N: usize> SharedReceiveQueue<'a, N> {
     /// [`Access::LOCAL_WRITE`](super::Access::LOCAL_WRITE) region; a refused WR writes nothing, the WRs before it are posted.
     pub fn post_recv(&self, wrs: &[RecvWr<'_, 'a>]) -> Result<(), RecvError> {
         let mut srq = self.srq.borrow_mut();
-        let mut done = 0;
-        while done < wrs.len() {
-            let n = (wrs.len() - done).min(CHUNK);
-            let mut sges = [[Sge::default(); MAX_SGE]; CHUNK];
-            let mut raw = [crate::rq::RecvWr { wr_id: 0, sgl: &[] }; CHUNK];
-            let mut bad = None;
-            'wrs: for (k, wr) in wrs[done..done + n].iter().enumerate() {
-                if wr.sgl.len() > MAX_SGE {
-                    bad = Some(RecvError {
-                        index: done + k,
-                        kind: RecvErrorKind::TooManySges {
-                            num: wr.sgl.len(),
-                            max: Some(self.max_sge),
-                        },
-                    });
-                    break;
-                }
-                for (j, s) in wr.sgl.iter().enumerate() {
-                    if !s.region.access().allows(crate::mr::Access::LOCAL_WRITE) {
-                        bad = Some(RecvError {
-                            index: done + k,
-                            kind: RecvErrorKind::SgeOutOfBounds { sge: j },
-                        });
-                        break 'wrs;
-                    }
-                    sges[k][j] = s.sge;
-                }
-            }
-            let good = bad.map_or(n, |e| e.index - done);
-            for (k, wr) in wrs[done..done + good].iter().enumerate() {
-                raw[k] = crate::rq::RecvWr {
-                    wr_id: wr.wr_id,
-                    sgl: &sges[k][..wr.sgl.len()],
-                };
-            }
+        super::recv::post_checked(wrs, self.max_sge, |raw| {
             // SAFETY: every SGE is a LocalSge inside a live region with
-            // LOCAL_WRITE (checked above) whose key and buffer outlive this
-            // SRQ ('a); dropping the SRQ destroys it on the device first;
-            // no Rust reference points at DmaBuffer memory.
-            unsafe { srq.post_recv_raw(&raw[..good]) }.map_err(|e| RecvError {
-                index: e.index + done,
-                kind: e.kind,
-            })?;
-            if let Some(e) = bad {
-                return Err(e);
-            }
-            done += n;
-        }
-        Ok(())
+            // LOCAL_WRITE (checked by `post_checked`) whose key and buffer
+            // outlive this SRQ ('a); dropping the SRQ destroys it on the
+            // device first; no Rust reference points at DmaBuffer memory.
+            unsafe { srq.post_recv_raw(raw) }
+        })
     }
 }
 
