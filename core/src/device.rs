@@ -209,6 +209,16 @@ pub enum DeviceError {
         /// The whole 32-bit word returned.
         number: u32,
     },
+    /// A handle names no object this driver holds (a stale copy of a
+    /// destroyed key, a PD number it never allocated, a key whose variant
+    /// no longer matches): nothing is sent, so another owner's object with
+    /// the same number is never destroyed.
+    NotOurs {
+        /// Object kind (`"PD"`, `"mkey"`).
+        what: &'static str,
+        /// The number (mkey: the whole key) the handle names.
+        number: u32,
+    },
     /// A memory key over this many bytes from this IOVA does not fit the
     /// 64-bit address space.
     MkeyRange {
@@ -260,6 +270,10 @@ impl fmt::Display for DeviceError {
             DeviceError::DuplicateObjectNumber { what, number } => write!(
                 f,
                 "device returned {what} number 0x{number:x}, which is already live"
+            ),
+            DeviceError::NotOurs { what, number } => write!(
+                f,
+                "{what} 0x{number:x} is not an object this driver holds (stale or foreign handle)"
             ),
             DeviceError::BadObjectNumber { what, number } => write!(
                 f,
@@ -781,7 +795,8 @@ pub const MAX_OBJECTS: usize = 64;
 #[derive(Clone, Copy, Debug)]
 enum Obj {
     Pd(u32),
-    Mkey(u32),
+    /// Index and the whole key (index and variant) handed out.
+    Mkey(u32, u32),
     Cq(u32, DmaBuf, DmaBuf, CqLoad),
     Qp(u32, DmaBuf, DmaBuf, QpLoad),
     Srq(u32, DmaBuf, DmaBuf),
@@ -793,7 +808,7 @@ impl Obj {
     fn id(&self) -> (&'static str, u32) {
         match self {
             Obj::Pd(n) => ("PD", *n),
-            Obj::Mkey(n) => ("mkey", *n),
+            Obj::Mkey(n, _) => ("mkey", *n),
             Obj::Cq(n, ..) => ("CQ", *n),
             Obj::Qp(n, ..) => ("QP", *n),
             Obj::Srq(n, ..) => ("SRQ", *n),
@@ -1592,7 +1607,19 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         Ok(Pd(pd))
     }
     /// DEALLOC_PD.
+    /// Refused with [`DeviceError::NotOurs`] for a PD number this driver
+    /// does not hold.
     pub fn dealloc_pd(&mut self, pd: Pd) -> Result<(), DeviceError> {
+        if !self
+            .objs
+            .iter()
+            .any(|o| matches!(o, Obj::Pd(x) if *x == pd.0))
+        {
+            return Err(DeviceError::NotOurs {
+                what: "PD",
+                number: pd.0,
+            });
+        }
         let r = ops::dealloc_pd(&mut self.inb, pd.0);
         self.exec(r)?;
         self.untrack(|o| matches!(o, Obj::Pd(x) if *x == pd.0));
@@ -1675,20 +1702,35 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         // created a key with this variant.
         self.mkey_variant = variant;
         let index = ops::parse_obj_id(&self.outb);
-        self.track(Obj::Mkey(index))?;
+        let key = (index << 8) | variant as u32;
+        self.track(Obj::Mkey(index, key))?;
         Ok(Mkey {
             index,
-            key: (index << 8) | variant as u32,
+            key,
             addr: buf.iova,
             len: buf.len as u64,
             access,
         })
     }
     /// DESTROY_MKEY.
+    ///
+    /// `Mkey` is `Copy`: a stale copy (its index since reused by a new key,
+    /// whose variant differs) is refused with [`DeviceError::NotOurs`], so
+    /// the new key is never destroyed through an old handle.
     pub fn destroy_mkey(&mut self, mkey: Mkey) -> Result<(), DeviceError> {
+        if !self
+            .objs
+            .iter()
+            .any(|o| matches!(o, Obj::Mkey(x, k) if *x == mkey.index && *k == mkey.key))
+        {
+            return Err(DeviceError::NotOurs {
+                what: "mkey",
+                number: mkey.key,
+            });
+        }
         let r = ops::with_obj(&mut self.inb, op::DESTROY_MKEY, mkey.index);
         self.exec(r)?;
-        self.untrack(|o| matches!(o, Obj::Mkey(x) if *x == mkey.index));
+        self.untrack(|o| matches!(o, Obj::Mkey(x, _) if *x == mkey.index));
         Ok(())
     }
 
@@ -2143,7 +2185,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
                 Obj::Qp(n, a, b, _) => (op::DESTROY_QP, n, Some((a, b))),
                 Obj::Srq(n, a, b) => (op::DESTROY_SRQ, n, Some((a, b))),
                 Obj::Cq(n, a, b, _) => (op::DESTROY_CQ, n, Some((a, b))),
-                Obj::Mkey(n) => (op::DESTROY_MKEY, n, None),
+                Obj::Mkey(n, _) => (op::DESTROY_MKEY, n, None),
                 Obj::Pd(n) => (op::DEALLOC_PD, n, None),
             };
             let r = ops::with_obj(&mut self.inb, opc, id);

@@ -514,3 +514,46 @@ fn raw_factories_refuse_storage_that_disagrees_with_the_geometry() {
     // SAFETY: as above; the one queue built is dropped before teardown.
     assert!(unsafe { cq.completion_queue::<256>() }.is_ok());
 }
+
+#[test]
+fn stale_or_foreign_handles_destroy_nothing() {
+    use bareverbs::cmd::ops::MkeyAccess;
+    use bareverbs::device::{DeviceError, Pd};
+    use bareverbs::platform::DmaAllocator;
+    let fabric = Fabric::new(1);
+    let reuse = FwConfig {
+        reuse_mkey_index: true,
+        ..FwConfig::default()
+    };
+    let (mut d, _nic) = bring_up_on(&fabric, reuse, DeviceConfig::default()).unwrap();
+    let bar = d.bar().clone();
+    let pd = d.alloc_pd().unwrap();
+    let buf = d.allocator().alloc(4096, 4096).unwrap();
+    let rights = MkeyAccess::from_ibv(Access::LOCAL_WRITE);
+    // SAFETY: the test's own buffer (no ring), freed by teardown's allocator.
+    let k1 = unsafe { d.create_mkey(pd, &buf, rights) }.unwrap();
+    let stale = k1;
+    d.destroy_mkey(k1).unwrap();
+    // SAFETY: as above.
+    let k2 = unsafe { d.create_mkey(pd, &buf, rights) }.unwrap();
+    assert_eq!(k2.index(), stale.index(), "firmware reused the index");
+    // The stale copy names the old variant: refused, the new key survives.
+    assert_eq!(
+        d.destroy_mkey(stale),
+        Err(DeviceError::NotOurs {
+            what: "mkey",
+            number: stale.key()
+        })
+    );
+    assert_eq!(counts(&bar).1, 1, "the new key is still live");
+    // A PD number this driver never allocated: refused, nothing sent.
+    let foreign = Pd(pd.0 ^ 0x40);
+    assert!(matches!(
+        d.dealloc_pd(foreign),
+        Err(DeviceError::NotOurs { what: "PD", .. })
+    ));
+    assert_eq!(counts(&bar).0, 1);
+    d.destroy_mkey(k2).unwrap();
+    d.dealloc_pd(pd).unwrap();
+    let _ = d.teardown();
+}
