@@ -22,6 +22,7 @@
 //! | [`ring`] | explicit ring-wrap helpers | §1.8 |
 //! | [`cmd`] | firmware command interface: BAR0, init segment, command queue, mailboxes, commands, EQ, pages | §7 |
 //! | [`device`] | bring-up sequence, PD/mkey/CQ/QP/SRQ by command, QP transitions, teardown | §6.3, §7.6 |
+//! | [`verbs`] | the safe object model: `Context`, PD, owned DMA buffers, memory regions, CQ/QP/SRQ from verbs caps, checked post and poll | §3, §6.2 |
 #![cfg_attr(not(test), no_std)]
 #![deny(
     unsafe_op_in_unsafe_fn,
