@@ -1,4 +1,4 @@
-//! The safe, verbs-level object model: a brought-up [`Device`] becomes a
+//! The safe, verbs-level object model: a brought-up [`Device`](crate::device::Device) becomes a
 //! [`Context`] (`ibv_context`), and every object made through it —
 //! [`ProtectionDomain`], [`DmaBuffer`], [`MemoryRegion`],
 //! [`CompletionQueue`], [`QueuePair`] — borrows it, so the compiler checks
@@ -12,7 +12,7 @@
 //!   requests name must outlive it: dropping the QP destroys it on the
 //!   device (DESTROY_QP) first, so no posted WR can outlive its memory;
 //! * no object can outlive its [`Context`], and dropping the context tears
-//!   the function down in order ([`Device::teardown`]).
+//!   the function down in order ([`Device::teardown`](crate::device::Device::teardown)).
 //!
 //! Driver rings and doorbell records are never handed out as
 //! [`DmaBuffer`]s, so no safe call can register a key over them.

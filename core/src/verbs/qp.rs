@@ -15,8 +15,9 @@ use crate::sq::{PostError, PostErrorKind, SendFlags, SendOp, Sge, SqSlot, UdDest
 use core::fmt;
 use core::marker::PhantomData;
 
-/// Queue capacities (`ibv_qp_cap`): what [`Context::create_qp`]
-/// (super::Context::create_qp) is asked for, and what it reads back.
+/// Queue capacities (`ibv_qp_cap`): what
+/// [`Context::create_qp`](super::Context::create_qp) is asked for, and what
+/// it reads back.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct QpCap {
     /// Send work requests that may be outstanding.
