@@ -29,6 +29,7 @@ struct CSq {
     wrid: *mut u64,
     wqe_head: *mut u32,
     doorbells: u64,
+    to_signal: u32,
 }
 
 extern "C" {
@@ -41,6 +42,9 @@ extern "C" {
         signal_every: u32,
     ) -> u64;
 }
+
+/// Every this many WRs one is signaled (as the Rust side's `--signal-every 16`).
+const SIGNAL_EVERY: u32 = 16;
 
 /// A C-posted send queue over heap memory (same geometry as `PostBench`:
 /// 4096 WQEBBs, slot = align64(32 + 16 × SGEs)).
@@ -80,6 +84,7 @@ impl CPostQueue {
             wrid: wrid.as_mut_ptr(),
             wqe_head: wqe_head.as_mut_ptr(),
             doorbells: 0,
+            to_signal: SIGNAL_EVERY,
         });
         let sgl = (0..sge)
             .map(|i| CSge {
@@ -113,7 +118,7 @@ impl CPostQueue {
                 self.batch,
                 self.sgl.as_ptr(),
                 self.sgl.len() as u32,
-                16,
+                SIGNAL_EVERY,
             )
         }
     }
@@ -251,6 +256,20 @@ mod tests {
         assert_eq!(&b[32..36], &4096u32.to_be_bytes());
         assert_eq!(&b[36..40], &0x42u32.to_be_bytes());
         assert_eq!(&b[40..48], &0x1000_0000u64.to_be_bytes());
+        assert_eq!(b[11], 0, "WR 0 is unsignaled");
+    }
+
+    /// Every 16th WR (ids 15, 31, …) is signaled (CQ_UPDATE = 0x08 in
+    /// fm_ce_se, FACTS §1.3), across batches and calls.
+    #[test]
+    fn c_signals_every_sixteenth_wr() {
+        let mut q = CPostQueue::new(1, 5);
+        assert_eq!(q.run(40), 40);
+        // 1 SGE: 3 DS → one WQEBB per WR, so WR k is WQEBB k.
+        for k in 0..40 {
+            let want = if (k + 1) % 16 == 0 { 0x08 } else { 0 };
+            assert_eq!(q.wqebb(k)[11], want, "WR {k}");
+        }
     }
 
     #[test]
