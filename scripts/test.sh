@@ -47,6 +47,10 @@ step "workspace tests (unit, integration, vendor-header conformance, vector repl
 cargo test --workspace --release
 
 step "the newcomer's example (safe verbs API, no unsafe): loopback WRITE, SEND/RECV, READ"
+if grep -nw 'unsafe' sim/examples/loopback.rs; then
+  echo "the newcomer's example must not use unsafe" >&2
+  exit 1
+fi
 cargo run --release -q -p bareverbs-sim --example loopback
 
 step "compile-fail proofs with their error codes (rustdoc checks codes on nightly)"
