@@ -176,6 +176,7 @@ mod buffer;
 mod context;
 mod cq;
 mod error;
+mod gather;
 mod mr;
 mod qp;
 mod recv;

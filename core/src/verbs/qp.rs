@@ -295,12 +295,6 @@ impl<'w, 'm> SendWr<'w, 'm> {
     }
 }
 
-/// Largest gather/scatter list the safe API carries per WR (the device's
-/// `max_sge` is below this on every ConnectX).
-const MAX_SGE: usize = 64;
-/// WRs converted (and rung) per doorbell in the safe API.
-const CHUNK: usize = 4;
-
 /// A queue pair (`ibv_qp`) with `SQ` send WQEBBs and `RQ` receive WQEs of
 /// storage, which must equal the geometry sizing gave the device.
 ///
@@ -510,95 +504,45 @@ impl<'a, U: Uar, const SQ: usize, const RQ: usize> QueuePair<'a, U, SQ, RQ> {
     /// offered here (they change what keys reach); the raw queue has them.
     /// On error, the WRs before `index` were posted.
     pub fn post_send(&mut self, wrs: &[SendWr<'_, 'a>]) -> Result<(), PostError> {
-        let mut done = 0;
-        while done < wrs.len() {
-            let n = (wrs.len() - done).min(CHUNK);
-            let mut sges = [[Sge::default(); MAX_SGE]; CHUNK];
-            let mut raw = [crate::sq::SendWr::new(0, SendOp::Send, &[]); CHUNK];
-            let mut bad = None;
-            for (k, wr) in wrs[done..done + n].iter().enumerate() {
-                if let Err(kind) = self.check_send(wr, &mut sges[k]) {
-                    bad = Some(PostError {
-                        index: done + k,
-                        kind,
-                    });
-                    break;
-                }
-            }
-            let good = bad.map_or(n, |e| e.index - done);
-            for (k, wr) in wrs[done..done + good].iter().enumerate() {
-                raw[k] = crate::sq::SendWr {
-                    wr_id: wr.wr_id,
-                    op: wr.op,
-                    sgl: &sges[k][..wr.sgl.len()],
-                    flags: wr.flags,
-                    ud: wr.ud,
-                };
-            }
-            // SAFETY: every SGE comes from a LocalSge: inside a live region
-            // (bounds checked when the token was made) whose key and buffer
-            // outlive this QP ('a), and dropping the QP destroys it on the
-            // device first. `check_send` refused device writes into regions
-            // without LOCAL_WRITE, atomics whose result SGE is under 8
-            // bytes, and window binds; inline SGEs were translated to CPU
-            // addresses inside their region's buffer (exposed provenance),
-            // readable now. No Rust reference points at those buffers.
-            unsafe { self.inner.sq.post_send_raw(&raw[..good]) }.map_err(|e| PostError {
-                index: e.index + done,
+        let (qp_type, max_sge) = (self.qp_type, self.cap.max_send_sge);
+        let sq = &mut self.inner.sq;
+        super::gather::post_chunked(
+            wrs,
+            |wr| check_send(wr, qp_type),
+            send_sge,
+            |num| PostErrorKind::TooManySges {
+                num,
+                max: Some(max_sge),
+            },
+            |chunk, lists| {
+                let raw: heapless::Vec<crate::sq::SendWr<'_>, { super::gather::CHUNK }> = chunk
+                    .iter()
+                    .zip(lists)
+                    .map(|(wr, sgl)| crate::sq::SendWr {
+                        wr_id: wr.wr_id,
+                        op: wr.op,
+                        sgl,
+                        flags: wr.flags,
+                        ud: wr.ud,
+                    })
+                    .collect();
+                // SAFETY: every SGE comes from a LocalSge: inside a live
+                // region (bounds checked when the token was made) whose key
+                // and buffer outlive this QP ('a), and dropping the QP
+                // destroys it on the device first. `check_send`/`send_sge`
+                // refused device writes into regions without LOCAL_WRITE,
+                // atomics whose result SGE is under 8 bytes, and window
+                // binds; inline SGEs were translated to CPU addresses inside
+                // their region's buffer (exposed provenance), readable now.
+                // No Rust reference points at those buffers.
+                unsafe { sq.post_send_raw(&raw) }
+            },
+            |index, kind| PostError { index, kind },
+            |e, by| PostError {
+                index: e.index + by,
                 kind: e.kind,
-            })?;
-            if let Some(e) = bad {
-                return Err(e);
-            }
-            done += n;
-        }
-        Ok(())
-    }
-
-    fn check_send(
-        &self,
-        wr: &SendWr<'_, 'a>,
-        out: &mut [Sge; MAX_SGE],
-    ) -> Result<(), PostErrorKind> {
-        if matches!(wr.op, SendOp::BindMw { .. } | SendOp::LocalInv { .. }) {
-            return Err(PostErrorKind::OpNotAllowed {
-                op: wr.op.name(),
-                qp_type: self.qp_type,
-            });
-        }
-        if wr.sgl.len() > MAX_SGE {
-            return Err(PostErrorKind::TooManySges {
-                num: wr.sgl.len(),
-                max: Some(self.cap.max_send_sge),
-            });
-        }
-        let atomic = matches!(wr.op, SendOp::CompSwap { .. } | SendOp::FetchAdd { .. });
-        let writes = atomic || matches!(wr.op, SendOp::Read { .. });
-        if atomic && wr.sgl.first().is_none_or(|s| s.sge.length < 8) {
-            return Err(PostErrorKind::SgeOutOfBounds { sge: 0 });
-        }
-        let inline = wr.flags.contains(SendFlags::INLINE);
-        for (j, s) in wr.sgl.iter().enumerate() {
-            if writes
-                && s.sge.length != 0
-                && !s.region.access().allows(crate::mr::Access::LOCAL_WRITE)
-            {
-                return Err(PostErrorKind::SgeOutOfBounds { sge: j });
-            }
-            out[j] = if inline {
-                let p = s
-                    .region
-                    .cpu_of(&s.sge)
-                    .ok_or(PostErrorKind::InlineNotReadable { sge: j })?;
-                Sge {
-                    addr: p.as_ptr().expose_provenance() as u64,
-                    ..s.sge
-                }
-            } else {
-                s.sge
-            };
-        }
-        Ok(())
+            },
+        )
     }
 
     /// Posts receive WRs (the QP must be in INIT or later). Every SGE must
@@ -622,6 +566,53 @@ impl<'a, U: Uar, const SQ: usize, const RQ: usize> QueuePair<'a, U, SQ, RQ> {
             // device first; no Rust reference points at DmaBuffer memory.
             unsafe { rq.post_recv_raw(raw) }
         })
+    }
+}
+
+/// WR-level rules of the safe send path: no window binds or local
+/// invalidation (they change what keys reach), and an atomic's first SGE
+/// holds the 8-byte result.
+fn check_send(wr: &SendWr<'_, '_>, qp_type: QpType) -> Result<(), PostErrorKind> {
+    if matches!(wr.op, SendOp::BindMw { .. } | SendOp::LocalInv { .. }) {
+        return Err(PostErrorKind::OpNotAllowed {
+            op: wr.op.name(),
+            qp_type,
+        });
+    }
+    let atomic = matches!(wr.op, SendOp::CompSwap { .. } | SendOp::FetchAdd { .. });
+    if atomic && wr.sgl.first().is_none_or(|s| s.sge.length < 8) {
+        return Err(PostErrorKind::SgeOutOfBounds { sge: 0 });
+    }
+    Ok(())
+}
+
+/// SGE `j` of a send WR for the ring: the device writes only into
+/// LOCAL_WRITE regions (READ destinations, atomic results); an inline
+/// source becomes the CPU address of its bytes inside the region's buffer.
+fn send_sge(wr: &SendWr<'_, '_>, j: usize, s: &LocalSge<'_>) -> Result<Sge, PostErrorKind> {
+    let writes = matches!(
+        wr.op,
+        SendOp::Read { .. } | SendOp::CompSwap { .. } | SendOp::FetchAdd { .. }
+    );
+    if writes && s.sge.length != 0 && !s.region.access().allows(crate::mr::Access::LOCAL_WRITE) {
+        return Err(PostErrorKind::SgeOutOfBounds { sge: j });
+    }
+    if wr.flags.contains(SendFlags::INLINE) {
+        let p = s
+            .region
+            .cpu_of(&s.sge)
+            .ok_or(PostErrorKind::InlineNotReadable { sge: j })?;
+        return Ok(Sge {
+            addr: p.as_ptr().expose_provenance() as u64,
+            ..s.sge
+        });
+    }
+    Ok(s.sge)
+}
+
+impl super::gather::Gathers for SendWr<'_, '_> {
+    fn sgl(&self) -> &[LocalSge<'_>] {
+        self.sgl
     }
 }
 

@@ -3,7 +3,6 @@
 
 use super::LocalSge;
 use crate::rq::{RecvError, RecvErrorKind};
-use crate::sq::Sge;
 
 /// A receive work request of the safe API (`ibv_recv_wr`): every SGE must
 /// lie in a region with [`Access::LOCAL_WRITE`](super::Access::LOCAL_WRITE).
@@ -22,64 +21,50 @@ impl<'w, 'm> RecvWr<'w, 'm> {
     }
 }
 
-/// Largest scatter list per WR the safe API carries (the device's
-/// `max_sge` is below this on every ConnectX).
-const MAX_SGE: usize = 64;
-/// WRs converted per call of the raw post.
-const CHUNK: usize = 4;
+impl super::gather::Gathers for RecvWr<'_, '_> {
+    fn sgl(&self) -> &[LocalSge<'_>] {
+        self.sgl
+    }
+}
 
-/// Checks `wrs` (scatter list length, every SGE in a LOCAL_WRITE region)
-/// and hands the WRs before the first refused one, converted, to `post` a
-/// few at a time. `max_sge` is what a too-long list is reported against.
+/// Checks `wrs` (list length, every SGE in a LOCAL_WRITE region) and
+/// hands the WRs before the first refused one, converted, to `post` a
+/// chunk at a time. `max_sge` is what a too-long list is reported against.
 /// Returns the first refusal (ours or `post`'s), with its index in `wrs`.
 pub(crate) fn post_checked(
     wrs: &[RecvWr<'_, '_>],
     max_sge: u32,
     mut post: impl FnMut(&[crate::rq::RecvWr<'_>]) -> Result<(), RecvError>,
 ) -> Result<(), RecvError> {
-    let mut done = 0;
-    while done < wrs.len() {
-        let n = (wrs.len() - done).min(CHUNK);
-        let mut sges = [[Sge::default(); MAX_SGE]; CHUNK];
-        let mut bad = None;
-        'wrs: for (k, wr) in wrs[done..done + n].iter().enumerate() {
-            if wr.sgl.len() > MAX_SGE {
-                bad = Some(RecvError {
-                    index: done + k,
-                    kind: RecvErrorKind::TooManySges {
-                        num: wr.sgl.len(),
-                        max: Some(max_sge),
-                    },
-                });
-                break;
+    super::gather::post_chunked(
+        wrs,
+        |_| Ok(()),
+        |_, j, s| {
+            if s.region.access().allows(crate::mr::Access::LOCAL_WRITE) {
+                Ok(s.sge)
+            } else {
+                Err(RecvErrorKind::SgeOutOfBounds { sge: j })
             }
-            for (j, s) in wr.sgl.iter().enumerate() {
-                if !s.region.access().allows(crate::mr::Access::LOCAL_WRITE) {
-                    bad = Some(RecvError {
-                        index: done + k,
-                        kind: RecvErrorKind::SgeOutOfBounds { sge: j },
-                    });
-                    break 'wrs;
-                }
-                sges[k][j] = s.sge;
-            }
-        }
-        let good = bad.map_or(n, |e| e.index - done);
-        let mut raw = [crate::rq::RecvWr { wr_id: 0, sgl: &[] }; CHUNK];
-        for (k, wr) in wrs[done..done + good].iter().enumerate() {
-            raw[k] = crate::rq::RecvWr {
-                wr_id: wr.wr_id,
-                sgl: &sges[k][..wr.sgl.len()],
-            };
-        }
-        post(&raw[..good]).map_err(|e| RecvError {
-            index: e.index + done,
+        },
+        |num| RecvErrorKind::TooManySges {
+            num,
+            max: Some(max_sge),
+        },
+        |chunk, lists| {
+            let raw: heapless::Vec<crate::rq::RecvWr<'_>, { super::gather::CHUNK }> = chunk
+                .iter()
+                .zip(lists)
+                .map(|(wr, sgl)| crate::rq::RecvWr {
+                    wr_id: wr.wr_id,
+                    sgl,
+                })
+                .collect();
+            post(&raw)
+        },
+        |index, kind| RecvError { index, kind },
+        |e, by| RecvError {
+            index: e.index + by,
             kind: e.kind,
-        })?;
-        if let Some(e) = bad {
-            return Err(e);
-        }
-        done += n;
-    }
-    Ok(())
+        },
+    )
 }
