@@ -22,15 +22,17 @@ use crate::cq::CompletionReject;
 use crate::platform::{self, DmaBuf, Uar};
 use crate::qp::QpType;
 use crate::wqe::{
-    AddressVector, AtomicSeg, Be32, Be64, CtrlSeg, DataSeg, InlineHdr, RaddrSeg, Segment,
-    ATOMIC_SIZE, EXTENDED_UD_AV,
+    AddressVector, AtomicSeg, Be32, Be64, CtrlSeg, InlineHdr, RaddrSeg, Segment, ATOMIC_SIZE,
+    EXTENDED_UD_AV,
 };
 use bitflags::bitflags;
 use core::fmt;
 use core::ptr::NonNull;
+use static_assertions::const_assert_eq;
 
 /// One scatter/gather element: device address, length and local key.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
 pub struct Sge {
     /// Device (IO virtual) address of the buffer.
     pub addr: u64,
@@ -38,6 +40,59 @@ pub struct Sge {
     pub length: u32,
     /// Local key of the memory region holding the buffer.
     pub lkey: u32,
+}
+
+const_assert_eq!(core::mem::offset_of!(Sge, length), 8);
+const_assert_eq!(core::mem::offset_of!(Sge, lkey), 12);
+const_assert_eq!(core::mem::size_of::<Sge>(), 16);
+
+/// `length` and `lkey` of an SGE as one 8-byte load (they are adjacent:
+/// `repr(C)`, offsets asserted above), for builders that form the data
+/// segment's first word from it ([`data_seg_word0`]).
+#[inline(always)]
+fn len_key(s: &Sge) -> u64 {
+    // SAFETY: bytes 8..16 of the `Sge` behind the reference (its size is
+    // 16, asserted above): initialised `u32` fields, no padding; the read
+    // is unaligned-tolerant and creates no reference.
+    unsafe {
+        core::ptr::from_ref(s)
+            .cast::<u8>()
+            .add(8)
+            .cast::<u64>()
+            .read_unaligned()
+    }
+}
+
+/// The `length` field inside a [`len_key`] word.
+#[inline(always)]
+const fn len_of(lk: u64) -> u32 {
+    if cfg!(target_endian = "little") {
+        lk as u32
+    } else {
+        (lk >> 32) as u32
+    }
+}
+
+/// A [`len_key`] word with its `length` replaced by `len`.
+#[inline(always)]
+const fn with_len(lk: u64, len: u32) -> u64 {
+    if cfg!(target_endian = "little") {
+        (lk & !(u32::MAX as u64)) | len as u64
+    } else {
+        (lk & u32::MAX as u64) | ((len as u64) << 32)
+    }
+}
+
+/// The memory image of a data segment's first 8 bytes (`BE32(length)`,
+/// `BE32(lkey)`, FACTS §1.5) from a [`len_key`] word: on little-endian
+/// hosts a swap and a rotate, on big-endian ones the word itself.
+#[inline(always)]
+const fn data_seg_word0(lk: u64) -> u64 {
+    if cfg!(target_endian = "little") {
+        lk.swap_bytes().rotate_left(32)
+    } else {
+        lk
+    }
 }
 
 bitflags! {
@@ -209,6 +264,16 @@ impl SendOp {
             SendOp::FetchAdd { .. } => "ATOMIC_FETCH_AND_ADD",
             SendOp::LocalInv { .. } => "LOCAL_INV",
             SendOp::BindMw { .. } => "BIND_MW",
+        }
+    }
+    /// The completion opcode override recorded for this operation's slot:
+    /// UMR-based operations complete as 5 (BIND_MW) or 6 (LOCAL_INV),
+    /// everything else 0. FACTS §1.10.
+    const fn wr_data(&self) -> u8 {
+        match self {
+            SendOp::BindMw { .. } => 5,
+            SendOp::LocalInv { .. } => 6,
+            _ => 0,
         }
     }
     const fn is_atomic(&self) -> bool {
@@ -517,17 +582,57 @@ pub struct SendRetired {
 }
 
 /// What a send queue remembers about the WQE that starts at one WQEBB of
-/// its ring (16 bytes): the WR's `wr_id` and sequence number, the 16-bit
-/// WQEBB counter it was posted at (valid while the WR is in flight, so a
-/// completion is checked with two compares) and the completion opcode
-/// override of UMR-based WRs.
+/// its ring (16 bytes, written with two 8-byte stores per WR): the WR's
+/// `wr_id`, and one word holding the WR's sequence number (bits 31:0), the
+/// 16-bit WQEBB counter it was posted at (47:32) and the completion opcode
+/// override of UMR-based WRs (63:56). A completion is checked against it
+/// with two compares: the counter must be the recorded one and the
+/// sequence number inside the in-flight window `[tail, head)`.
+///
+/// A record whose WQEBB was later covered by the middle of another WQE
+/// keeps an old sequence number, below `tail` (that WQE could only be
+/// posted once the old one was retired: the geometry reserves room for
+/// `max_post` WRs). A record the queue forgets (reset, replay) gets the
+/// counter `idx ^ 1`, which no completion for slot `idx` can carry.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[repr(C)]
 pub struct SqSlot {
     wr_id: u64,
-    seq: u32,
-    ctr: u16,
-    valid: bool,
-    wr_data: u8,
+    meta: u64,
+}
+
+impl SqSlot {
+    /// The record of a WR posted at WQEBB counter `ctr` as WR `seq`.
+    #[inline(always)]
+    const fn posted(wr_id: u64, seq: u32, ctr: u32, wr_data: u8) -> Self {
+        SqSlot {
+            wr_id,
+            meta: seq as u64 | ((ctr as u16 as u64) << 32) | ((wr_data as u64) << 56),
+        }
+    }
+    /// The same record with the WQEBB counter `ctr`.
+    #[inline(always)]
+    const fn with_ctr(self, ctr: u16) -> Self {
+        SqSlot {
+            wr_id: self.wr_id,
+            meta: (self.meta & !(0xffff << 32)) | ((ctr as u64) << 32),
+        }
+    }
+    /// WR sequence number.
+    #[inline(always)]
+    const fn seq(&self) -> u32 {
+        self.meta as u32
+    }
+    /// WQEBB counter the WR was posted at.
+    #[inline(always)]
+    const fn ctr(&self) -> u16 {
+        (self.meta >> 32) as u16
+    }
+    /// Completion opcode override.
+    #[inline(always)]
+    const fn wr_data(&self) -> u8 {
+        (self.meta >> 56) as u8
+    }
 }
 
 /// Storage for a send queue's per-WQEBB records: its length is the ring
@@ -541,38 +646,52 @@ impl<T: AsRef<[SqSlot]> + AsMut<[SqSlot]> + ?Sized> SqSlots for T {}
 /// A send queue with its records in a fixed array of `N` WQEBBs.
 pub type FixedSendQueue<U, const N: usize> = SendQueue<U, [SqSlot; N]>;
 
+/// The send ring as the builder sees it: base, size and the QP number
+/// stamped into control segments. Every store into the ring goes through
+/// it, with the explicit wrap rule of [`SqRing::wrap`].
+#[derive(Clone, Copy)]
+struct SqRing {
+    base: NonNull<u8>,
+    /// Ring bytes (WQEBBs × 64, a power of two).
+    bytes: usize,
+    qpn: u32,
+    /// The QPN part of every control segment's bytes 4..8
+    /// ([`CtrlSeg::qpn_ds_image`] with DS 0).
+    qpn_image: u32,
+    /// WQEBBs − 1.
+    mask: u32,
+    /// A UD QP: WQEs carry the datagram segment.
+    datagram: bool,
+}
+
 /// A send queue of `slots.len()` WQEBBs over DMA memory, ringing through `U`.
 pub struct SendQueue<U: Uar, S: SqSlots> {
-    ring: NonNull<u8>,
+    ring: SqRing,
     dbrec: NonNull<u8>,
     uar: U,
     cfg: SqConfig,
-    /// -1 = posting disabled (RESET/INIT/RTR), else the SGE limit.
-    state_max_gs: i64,
+    /// What the WR checks need (posting state, SGE and slot limits,
+    /// allowed opcodes), kept up to date by `new`, `enable` and `reset`.
+    lim: Limits,
     cur_post: u32,
     head: u32,
     tail: u32,
     fm_cache: u8,
     bf_offset: usize,
     sig_bits: u8,
-    /// Largest DS count a WQE may have (slot bytes / 16, at most 63).
-    max_ds: u32,
-    /// DS units of the transport segment (UD: 3).
-    transport_ds: u32,
-    /// Bit `opcode` set = that mlx5 opcode may be posted on this QP.
-    allowed: u64,
     /// One record per WQEBB (ring size = `slots.len()`).
     slots: S,
     /// `slots.len() - 1`.
     mask: u32,
-    /// `slots.len() * 64`.
-    ring_bytes: usize,
 }
 
 // SAFETY: the queue exclusively owns its ring and doorbell-record memory
 // (by the contract of `new`); moving it to another thread moves that
 // ownership. It is not Sync: `post` needs `&mut self`.
 unsafe impl<U: Uar + Send, S: SqSlots + Send> Send for SendQueue<U, S> {}
+
+/// The fence-mode field of `fm_ce_se` (bits 7:5). FACTS §1.3.
+const FENCE_BITS: u8 = 0xe0;
 
 /// DS units of the control and operation segments, by mlx5 opcode (UMR
 /// counts the LOCAL_INV shape; a bind adds its KLM in `check_rare`).
@@ -593,6 +712,126 @@ struct Built {
     ctrl_off: usize,
     ds: u32,
     inline: bool,
+}
+
+/// What the WR checks need to know about the queue, copied out of it once
+/// per post call (so the loop keeps it in registers).
+#[derive(Clone, Copy)]
+struct Limits {
+    /// `sgl.len() < sge_lim` ⇔ posting is enabled and within `max_gs`.
+    sge_lim: usize,
+    /// `sgl.len() < quick[b]` ⇔ a non-inline WR whose operation segments
+    /// take `b` DS units (0..=3, control included) passes every check:
+    /// posting enabled, within `max_gs`, within the slot; 0 on UD QPs
+    /// (their WRs always take the full checks).
+    quick: [usize; 4],
+    max_gs: u32,
+    max_ds: u32,
+    transport_ds: u32,
+    allowed: u64,
+    max_inline: u32,
+    qp_type: QpType,
+    atomics: bool,
+}
+
+impl Limits {
+    /// Posting enabled (RTS and later) or disabled (RESET/INIT/RTR): sets
+    /// the SGE limit and the one-compare bounds derived from it.
+    fn set_enabled(&mut self, on: bool) {
+        self.sge_lim = if on { self.max_gs as usize + 1 } else { 0 };
+        let (sge_lim, max_ds, udp) = (self.sge_lim, self.max_ds as usize, self.transport_ds != 0);
+        self.quick = core::array::from_fn(|b| {
+            if udp {
+                0
+            } else {
+                sge_lim.min((max_ds + 1).saturating_sub(b))
+            }
+        });
+    }
+
+    #[cold]
+    fn too_many_sges(&self, num: usize) -> PostErrorKind {
+        PostErrorKind::TooManySges {
+            num,
+            max: if self.sge_lim == 0 {
+                None
+            } else {
+                Some(self.max_gs)
+            },
+        }
+    }
+
+    /// Checks that need the opcode; nothing is written yet.
+    #[inline(always)]
+    fn check_late(&self, wr: &SendWr<'_>, opcode: u8) -> Result<(), PostErrorKind> {
+        if self.allowed & (1u64 << (opcode & 63)) == 0 {
+            return Err(self.not_allowed(wr.op.is_atomic(), wr.op.name()));
+        }
+        let base_ds = BASE_DS[(opcode & 63) as usize] as u32 + self.transport_ds;
+        let data_ds = if wr.flags.contains(SendFlags::INLINE) && !wr.sgl.is_empty() {
+            let len: u64 = wr.sgl.iter().map(|s| s.length as u64).sum();
+            if len > self.max_inline as u64 {
+                return Err(PostErrorKind::InlineTooLarge {
+                    len,
+                    max: self.max_inline,
+                });
+            }
+            (len as u32 + 4).div_ceil(16)
+        } else {
+            wr.sgl.len() as u32
+        };
+        if base_ds + data_ds > self.max_ds || opcode == 0x25 || self.transport_ds != 0 {
+            let bind_len = match wr.op {
+                SendOp::BindMw { bind, .. } => Some(bind.length),
+                _ => None,
+            };
+            return self.check_rare(bind_len, wr.ud.is_some(), base_ds + data_ds);
+        }
+        Ok(())
+    }
+
+    #[cold]
+    fn not_allowed(&self, atomic: bool, op: &'static str) -> PostErrorKind {
+        if atomic && !self.atomics && self.qp_type != QpType::Ud {
+            PostErrorKind::AtomicsDisabled
+        } else {
+            PostErrorKind::OpNotAllowed {
+                op,
+                qp_type: self.qp_type,
+            }
+        }
+    }
+
+    /// Checks of the rarer shapes: UMR WQEs (`bind_len`: a bind's length),
+    /// UD destinations, oversize. Takes plain values, not the WR, so the
+    /// common path never has to keep the WR in memory for it.
+    #[inline(never)]
+    fn check_rare(
+        &self,
+        bind_len: Option<u64>,
+        has_ud: bool,
+        mut ds: u32,
+    ) -> Result<(), PostErrorKind> {
+        if let Some(length) = bind_len {
+            if length > 1 << 31 {
+                return Err(PostErrorKind::BindTooLong { length });
+            }
+            if length != 0 {
+                ds += 4; // inline KLM
+            }
+        }
+        if self.qp_type == QpType::Ud && !has_ud {
+            return Err(PostErrorKind::MissingUdDest);
+        }
+        if ds > self.max_ds {
+            let bytes = (ds * 16).next_multiple_of(64);
+            return Err(PostErrorKind::WqeTooLarge {
+                bytes,
+                slot: self.max_ds * 16,
+            });
+        }
+        Ok(())
+    }
 }
 
 impl<U: Uar, S: SqSlots> SendQueue<U, S> {
@@ -649,15 +888,29 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
             QpType::XrcRecv => 0,
         };
         Some(SendQueue {
-            ring: ring.cpu,
+            ring: SqRing {
+                base: ring.cpu,
+                bytes: ring_bytes,
+                qpn: cfg.qpn,
+                qpn_image: CtrlSeg::qpn_ds_image(cfg.qpn, 0),
+                mask: n as u32 - 1,
+                datagram: cfg.qp_type == QpType::Ud,
+            },
             dbrec: dbrec.cpu,
             uar,
             sig_bits: if cfg.sig_all { 0x08 } else { 0 },
-            max_ds,
-            transport_ds: if cfg.qp_type == QpType::Ud { 3 } else { 0 },
-            allowed,
+            lim: Limits {
+                sge_lim: 0,
+                quick: [0; 4],
+                max_gs: cfg.max_gs,
+                max_ds,
+                transport_ds: if cfg.qp_type == QpType::Ud { 3 } else { 0 },
+                allowed,
+                max_inline: cfg.max_inline_data,
+                qp_type: cfg.qp_type,
+                atomics: cfg.atomics,
+            },
             cfg,
-            state_max_gs: -1,
             cur_post: 0,
             head: 0,
             tail: 0,
@@ -665,13 +918,12 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
             bf_offset: 0,
             slots,
             mask: n as u32 - 1,
-            ring_bytes,
         })
     }
 
     /// Allows posting (the QP entered RTS, or stays in SQD/SQE/ERR).
     pub fn enable(&mut self) {
-        self.state_max_gs = self.cfg.max_gs as i64;
+        self.lim.set_enabled(true);
     }
 
     /// Disables posting and resets every counter, as a move to RESET does
@@ -684,7 +936,7 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     /// their memory) back: call it only when the device no longer executes
     /// this queue (its QP was moved to RESET, or was never started).
     pub unsafe fn reset(&mut self) {
-        self.state_max_gs = -1;
+        self.lim.set_enabled(false);
         self.cur_post = 0;
         self.head = 0;
         self.tail = 0;
@@ -696,8 +948,8 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     /// Makes every slot name no WR in flight. The provider-visible
     /// `wr_id`/sequence/`wr_data` records are left as they are.
     fn forget_slots(&mut self) {
-        for slot in self.slots.as_mut() {
-            slot.valid = false;
+        for (idx, slot) in self.slots.as_mut().iter_mut().enumerate() {
+            *slot = slot.with_ctr(idx as u16 ^ 1);
         }
     }
 
@@ -736,11 +988,8 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     /// `wr_id`, WR sequence number and `wr_data` recorded for ring slot
     /// `idx` (the slot of a WQE's first WQEBB).
     pub fn slot(&self, idx: usize) -> Option<(u64, u32, u8)> {
-        Some((
-            self.slots.as_ref().get(idx)?.wr_id,
-            self.slots.as_ref().get(idx)?.seq,
-            self.slots.as_ref().get(idx)?.wr_data,
-        ))
+        let s = self.slots.as_ref().get(idx)?;
+        Some((s.wr_id, s.seq(), s.wr_data()))
     }
 
     /// Positions the counters as if `cur_post` WQEBBs and `head` WRs had
@@ -763,7 +1012,7 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     }
 
     /// Accounts for one WQE of `wqebbs` WQEBBs that the caller wrote at
-    /// the producer index itself (bypassing the builders, e.g. to test a
+    /// the producer index itself (bypassing the builder, e.g. to test a
     /// device's validation): records `wr_id` for its first WQEBB as a
     /// posted WR and advances `cur_post` and `head`. The doorbell is not
     /// touched.
@@ -774,7 +1023,9 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     /// the queue has room for it (fewer than `max_post` WRs outstanding).
     pub unsafe fn record_raw_post(&mut self, wr_id: u64, wqebbs: u32) {
         let idx = (self.cur_post & self.mask) as usize;
-        self.record(idx, wr_id, self.head, self.cur_post, 0);
+        if let Some(slot) = self.slots.as_mut().get_mut(idx) {
+            *slot = SqSlot::posted(wr_id, self.head, self.cur_post, 0);
+        }
         self.cur_post = self.cur_post.wrapping_add(wqebbs.max(1));
         self.head = self.head.wrapping_add(1);
     }
@@ -798,16 +1049,15 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
         let Some(&slot) = self.slots.as_ref().get(idx) else {
             return Err(CompletionReject::NotInFlight);
         };
-        if !slot.valid
-            || slot.ctr != wqe_counter
-            || slot.seq.wrapping_sub(self.tail) >= self.head.wrapping_sub(self.tail)
+        if slot.ctr() != wqe_counter
+            || slot.seq().wrapping_sub(self.tail) >= self.head.wrapping_sub(self.tail)
         {
             return Err(CompletionReject::NotInFlight);
         }
-        self.tail = slot.seq.wrapping_add(1);
+        self.tail = slot.seq().wrapping_add(1);
         Ok(SendRetired {
             wr_id: slot.wr_id,
-            wr_data: slot.wr_data,
+            wr_data: slot.wr_data(),
         })
     }
 
@@ -828,9 +1078,11 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     pub unsafe fn post_send_raw(&mut self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
         // SAFETY: forwarded contract; inline SGE addresses are CPU addresses.
         unsafe {
-            self.post_impl(wrs, |s: &Sge| {
-                core::ptr::with_exposed_provenance::<u8>(s.addr as usize)
-            })
+            self.post_engine(
+                wrs,
+                |w: &SendWr<'_>| *w,
+                |s: &Sge| core::ptr::with_exposed_provenance::<u8>(s.addr as usize),
+            )
         }
     }
 
@@ -884,20 +1136,24 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
         // WRs naming it are outstanding; inline sources are translated to
         // CPU pointers inside those regions.
         let r = unsafe {
-            self.post_impl(&wrs[..upto], |s: &Sge| {
-                crate::mr::find(mrs, s)
-                    .and_then(|m| m.cpu_of(s))
-                    .map_or(core::ptr::null(), |p| p.as_ptr() as *const u8)
-            })
+            self.post_engine(
+                &wrs[..upto],
+                |w: &SendWr<'_>| *w,
+                |s: &Sge| {
+                    crate::mr::find(mrs, s)
+                        .and_then(|m| m.cpu_of(s))
+                        .map_or(core::ptr::null(), |p| p.as_ptr() as *const u8)
+                },
+            )
         };
         r.and(bad.map_or(Ok(()), Err))
     }
 
-    /// The hot path for the most common work: RDMA WRITE, RDMA READ or
-    /// SEND with pointer SGEs, one operation for the whole batch. It
-    /// produces exactly the WQEs [`post_send_raw`](Self::post_send_raw)
-    /// would for the same WRs (a test checks this byte for byte), with the
-    /// per-WR decisions of the general path hoisted out of the loop.
+    /// The batch form for the most common work: RDMA WRITE, RDMA READ or
+    /// SEND with pointer SGEs, one operation for the whole batch. The same
+    /// engine and builder as [`post_send_raw`](Self::post_send_raw) (every
+    /// check, the same WQEs), instantiated for a fixed operation so the
+    /// per-WR decisions that depend only on it fold away.
     ///
     /// # Safety
     /// As [`post_send_raw`](Self::post_send_raw) for non-inline SGEs.
@@ -907,307 +1163,282 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
         op: RdmaOp,
         wrs: &[RdmaWr<'_>],
     ) -> Result<(), PostError> {
-        let (opcode, base_ds) = match op {
-            RdmaOp::Write => (0x08u8, 2u32),
-            RdmaOp::Read => (0x10, 2),
-            RdmaOp::Send => (0x0a, 1),
-        };
-        if self.allowed & (1u64 << opcode) == 0 || self.transport_ds != 0 {
-            // UD/UC/raw restrictions and datagram segments: general path.
-            return self.post_rdma_general(op, wrs);
+        let no_inline = |_: &Sge| core::ptr::null::<u8>();
+        // SAFETY: forwarded contract; no WR is inline, so `no_inline` is
+        // never called.
+        unsafe {
+            match op {
+                RdmaOp::Write => self.post_engine(
+                    wrs,
+                    |w: &RdmaWr<'_>| {
+                        w.with_op(SendOp::Write {
+                            remote_addr: w.remote_addr,
+                            rkey: w.rkey,
+                        })
+                    },
+                    no_inline,
+                ),
+                RdmaOp::Read => self.post_engine(
+                    wrs,
+                    |w: &RdmaWr<'_>| {
+                        w.with_op(SendOp::Read {
+                            remote_addr: w.remote_addr,
+                            rkey: w.rkey,
+                        })
+                    },
+                    no_inline,
+                ),
+                RdmaOp::Send => {
+                    self.post_engine(wrs, |w: &RdmaWr<'_>| w.with_op(SendOp::Send), no_inline)
+                }
+            }
         }
+    }
+
+    /// The posting engine: checks each WR (`view` turns the caller's form
+    /// into a [`SendWr`]), builds its WQE with [`SqRing::build`], records
+    /// its slot and rings one doorbell for the batch. `cpu_of` gives the
+    /// CPU address inline payloads are copied from.
+    ///
+    /// The queue's counters and limits are copied into locals for the
+    /// loop and written back once.
+    ///
+    /// # Safety
+    /// As `post_send_raw`, with `cpu_of(sge)` readable for `sge.length`
+    /// bytes for every inline SGE.
+    #[inline(always)]
+    unsafe fn post_engine<T, V, F>(
+        &mut self,
+        wrs: &[T],
+        view: V,
+        cpu_of: F,
+    ) -> Result<(), PostError>
+    where
+        V: Fn(&T) -> SendWr<'_>,
+        F: Fn(&Sge) -> *const u8,
+    {
         let outstanding = self.head.wrapping_sub(self.tail);
-        let room = self.cfg.max_post.saturating_sub(outstanding);
-        let max_sge = if self.state_max_gs < 0 {
-            -1
-        } else {
-            self.state_max_gs.min(self.max_ds as i64 - base_ds as i64)
-        };
-        let (mask, ring_bytes) = (self.mask, self.ring_bytes);
-        let qpn8 = self.cfg.qpn << 8;
-        let ring = self.ring.as_ptr();
-        let mut cur = self.cur_post;
-        let mut fence = self.fm_cache;
-        let mut nreq = 0u32;
-        let mut last_ctrl = 0usize;
-        let mut last_ds = 0u32;
-        let mut result = Ok(());
-        // Bytes 8..16 of every control segment but fm_ce_se: signature 0,
-        // DCI stream 0, immediate 0 (FACTS §1.2). Stored as one 8-byte word.
+        let room = self.cfg.max_post.saturating_sub(outstanding) as usize;
+        // WRs that fit; the one after them (if any) is refused as
+        // QueueFull once the ones before it passed their checks.
+        let fits = wrs.len().min(room);
+        let lim = &self.lim;
+        let ring = self.ring;
+        let mask = self.mask;
         let sig_bits = self.sig_bits;
-        for (i, wr) in wrs.iter().enumerate() {
-            if nreq >= room || wr.sgl.len() as i64 > max_sge {
+        let seq0 = self.head;
+        // WR sequence number of the next WR (`seq - seq0` WRs built so far,
+        // which is also the index of the WR being built).
+        let mut seq = seq0;
+        let mut cur = self.cur_post;
+        // WQEBB counter of the last WQE built.
+        let mut last_cur = cur;
+        // The fm_ce_se bits the next WQE starts from: CQ_UPDATE when every
+        // WQE is signaled, plus the fence the provider caches for it.
+        let mut bits = sig_bits | self.fm_cache;
+        let mut result = Ok(());
+        // The records: `cur & slot_mask` indexes them with no check left
+        // in the loop. Storage that shrank since `new` (an `AsMut` that
+        // changes its answer) records into one spare entry instead, so
+        // nothing posted now ever completes (the queue fills and refuses),
+        // which is safe.
+        let mut spare = SqSlot::default();
+        let (slot_base, slot_mask) = {
+            let all = self.slots.as_mut();
+            if all.len() > mask as usize {
+                (all.as_mut_ptr(), mask)
+            } else {
+                (&mut spare as *mut SqSlot, 0)
+            }
+        };
+        for item in &wrs[..fits] {
+            let wr = view(item);
+            let i = seq.wrapping_sub(seq0) as usize;
+            let opcode = wr.op.mlx5_opcode();
+            // One compare decides that the common shape passes every check
+            // below (for a fixed operation the opcode, its DS count and the
+            // flags fold to constants); anything else takes them in order.
+            let base = BASE_DS[(opcode & 63) as usize] as usize;
+            let quick = opcode != 0x25
+                && !wr.flags.contains(SendFlags::INLINE)
+                && base < 4
+                && wr.sgl.len() < lim.quick[base & 3];
+            if !quick && wr.sgl.len() >= lim.sge_lim {
                 result = Err(PostError {
                     index: i,
-                    kind: self.fast_refusal(wr, nreq, outstanding, base_ds),
+                    kind: lim.too_many_sges(wr.sgl.len()),
                 });
                 break;
             }
-            let idx = (cur & mask) as usize;
-            let ctrl_off = idx << 6;
-            let mut off = ctrl_off + 16;
-            let mut ds = base_ds;
-            // SAFETY: the WQE has at most `max_ds` units (checked above),
-            // which fit the slot reserved per WR; segments are 16 bytes at
-            // 16-aligned offsets, wrapped at the ring end.
-            unsafe {
-                if base_ds == 2 {
-                    RaddrSeg::new(wr.remote_addr, wr.rkey).write_to(ring.add(off));
-                    off += 16;
+            // The provider consumes the cached fence once these checks
+            // pass, even if a later check fails (FACTS §1.3).
+            let mine = if wr.flags.contains(SendFlags::FENCE) {
+                (bits & !FENCE_BITS) | 0x80
+            } else {
+                bits
+            };
+            bits = sig_bits;
+            if !quick {
+                if let Err(kind) = lim.check_late(&wr, opcode) {
+                    result = Err(PostError { index: i, kind });
+                    break;
                 }
-                for sge in wr.sgl {
-                    off = wrap_at(off, ring_bytes);
-                    if sge.length == 0 {
-                        continue;
-                    }
-                    DataSeg::new(sge.length, sge.lkey, sge.addr).write_to(ring.add(off));
-                    off += 16;
-                    ds += 1;
-                }
-                let fm_ce_se = sig_bits | fence | ((wr.signaled as u8) << 3);
-                let mut w0 = [0u8; 8];
-                w0[..4].copy_from_slice(&(((cur & 0xffff) << 8) | opcode as u32).to_be_bytes());
-                w0[4..].copy_from_slice(&(qpn8 | ds).to_be_bytes());
-                let mut w1 = [0u8; 8];
-                w1[3] = fm_ce_se;
-                let p = ring.add(ctrl_off).cast::<u64>();
-                core::ptr::write_unaligned(p, u64::from_ne_bytes(w0));
-                core::ptr::write_unaligned(p.add(1), u64::from_ne_bytes(w1));
             }
-            fence = 0;
-            self.record(idx, wr.wr_id, self.head.wrapping_add(nreq), cur, 0);
+            if opcode == 0x25 {
+                bits = sig_bits | 0x20; // LOCAL_INV / BIND_MW: next WQE small-fenced
+            }
+            let fm_ce_se = mine
+                | ((wr.flags.bits() & SendFlags::SIGNALED.bits()) << 2) as u8
+                | ((wr.flags.bits() & SendFlags::SOLICITED.bits()) >> 1) as u8;
+            // The record first (it needs nothing the WQE decides), so the
+            // WR's id is consumed at once.
+            // SAFETY: `cur & slot_mask <= slot_mask`, and `slot_base` has
+            // more than `slot_mask` entries (checked above; nothing else
+            // touches the records during the loop).
+            unsafe {
+                slot_base
+                    .add((cur & slot_mask) as usize)
+                    .write(SqSlot::posted(wr.wr_id, seq, cur, wr.op.wr_data()))
+            };
+            // SAFETY: forwarded from this function's contract; the checks
+            // above proved the WQE fits the slot the geometry reserves, and
+            // the queue has room for it.
+            let ds = unsafe { ring.build(&wr, opcode, fm_ce_se, cur, &cpu_of) };
+            last_cur = cur;
             cur = cur.wrapping_add((ds + 3) >> 2);
-            last_ctrl = ctrl_off;
-            last_ds = ds;
-            nreq += 1;
+            seq = seq.wrapping_add(1);
         }
+        let nreq = seq.wrapping_sub(seq0);
+        if result.is_ok() && fits < wrs.len() {
+            result = Err(PostError {
+                index: fits,
+                kind: PostErrorKind::QueueFull {
+                    outstanding: outstanding.wrapping_add(fits as u32),
+                    max_post: self.cfg.max_post,
+                },
+            });
+        }
+        self.fm_cache = bits & FENCE_BITS;
         if nreq > 0 {
             self.cur_post = cur;
-            self.fm_cache = 0;
+            // The last WQE, as the doorbell needs it: where it starts, its
+            // DS count (read back from the control segment this call
+            // wrote) and, for a single-WR post, whether it was inline.
+            let ctrl_off = ((last_cur & mask) as usize) << 6;
+            // SAFETY: byte 7 of the control segment at `ctrl_off`, inside
+            // the ring this queue owns; a raw read, no reference.
+            let ds = unsafe { ring.base.as_ptr().add(ctrl_off + 7).read() } as u32 & 0x3f;
+            let inline = nreq == 1 && {
+                let w = view(&wrs[0]);
+                w.flags.contains(SendFlags::INLINE) && !w.sgl.is_empty()
+            };
             self.ring_doorbell(
                 nreq,
                 Built {
-                    ctrl_off: last_ctrl,
-                    ds: last_ds,
-                    inline: false,
+                    ctrl_off,
+                    ds,
+                    inline,
                 },
             );
         }
         result
     }
 
-    #[cold]
-    fn fast_refusal(
-        &self,
-        wr: &RdmaWr<'_>,
-        nreq: u32,
-        outstanding: u32,
-        base_ds: u32,
-    ) -> PostErrorKind {
-        if nreq >= self.cfg.max_post.saturating_sub(outstanding) {
-            PostErrorKind::QueueFull {
-                outstanding: outstanding.wrapping_add(nreq),
-                max_post: self.cfg.max_post,
-            }
-        } else if self.state_max_gs < 0 || wr.sgl.len() > self.cfg.max_gs as usize {
-            PostErrorKind::TooManySges {
-                num: wr.sgl.len(),
-                max: if self.state_max_gs < 0 {
-                    None
-                } else {
-                    Some(self.cfg.max_gs)
-                },
-            }
-        } else {
-            let bytes = ((base_ds + wr.sgl.len() as u32) * 16).next_multiple_of(64);
-            PostErrorKind::WqeTooLarge {
-                bytes,
-                slot: self.max_ds * 16,
-            }
-        }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn post_rdma_general(&mut self, op: RdmaOp, wrs: &[RdmaWr<'_>]) -> Result<(), PostError> {
-        let mut done = 0;
-        while done < wrs.len() {
-            let n = (wrs.len() - done).min(16);
-            let mut tmp = [SendWr::new(0, SendOp::Send, &[]); 16];
-            for (k, w) in wrs[done..done + n].iter().enumerate() {
-                tmp[k] = w.to_send_wr(op);
-            }
-            // SAFETY: forwarded from `post_rdma_raw`'s contract (no inline).
-            unsafe { self.post_send_raw(&tmp[..n]) }.map_err(|e| PostError {
-                index: e.index + done,
-                kind: e.kind,
-            })?;
-            done += n;
-        }
-        Ok(())
-    }
-
-    /// The posting engine; `cpu_of` gives the CPU address inline payloads
-    /// are copied from.
-    ///
-    /// # Safety
-    /// As `post_send_raw`, with `cpu_of(sge)` readable for `sge.length`
-    /// bytes for every inline SGE.
     #[inline(always)]
-    unsafe fn post_impl<F: Fn(&Sge) -> *const u8>(
-        &mut self,
-        wrs: &[SendWr<'_>],
-        cpu_of: F,
-    ) -> Result<(), PostError> {
-        let mut last: Option<Built> = None;
-        let mut next_fence = self.fm_cache;
-        let mut result = Ok(());
-        let outstanding = self.head.wrapping_sub(self.tail);
-        let room = self.cfg.max_post.saturating_sub(outstanding);
-        let mut nreq = 0u32;
-        for (i, wr) in wrs.iter().enumerate() {
-            if nreq >= room {
-                result = Err(PostError {
-                    index: i,
-                    kind: PostErrorKind::QueueFull {
-                        outstanding: outstanding.wrapping_add(nreq),
-                        max_post: self.cfg.max_post,
-                    },
-                });
-                break;
-            }
-            if wr.sgl.len() as i64 > self.state_max_gs {
-                result = Err(PostError {
-                    index: i,
-                    kind: self.too_many_sges(wr),
-                });
-                break;
-            }
-            // The provider consumes the cached fence once these checks
-            // pass, even if a later check fails (FACTS §1.3).
-            let fence = if wr.flags.contains(SendFlags::FENCE) {
-                0x80
-            } else {
-                next_fence
-            };
-            next_fence = 0;
-            let opcode = wr.op.mlx5_opcode();
-            if let Err(kind) = self.check_late(wr, opcode) {
-                result = Err(PostError { index: i, kind });
-                break;
-            }
-            if opcode == 0x25 {
-                next_fence = 0x20; // LOCAL_INV / BIND_MW: next WQE small-fenced
-            }
-            // SAFETY: forwarded from this function's contract; the checks
-            // above proved the WQE fits the slot the geometry reserves.
-            let built = unsafe { self.build(wr, opcode, fence, nreq, &cpu_of) };
-            last = Some(built);
-            nreq += 1;
-        }
-        self.fm_cache = next_fence;
-        if let Some(b) = last {
-            self.ring_doorbell(nreq, b);
-        }
-        result
-    }
-
-    #[cold]
-    fn too_many_sges(&self, wr: &SendWr<'_>) -> PostErrorKind {
-        PostErrorKind::TooManySges {
-            num: wr.sgl.len(),
-            max: if self.state_max_gs < 0 {
-                None
-            } else {
-                Some(self.cfg.max_gs)
-            },
+    fn write_dbrec(&mut self, value: u32) {
+        // SAFETY: dbrec is 8 bytes of DMA memory this queue owns (contract
+        // of `new`); word 1 (bytes 4..8) is the send counter. Volatile: the
+        // device reads it asynchronously.
+        unsafe {
+            core::ptr::write_volatile(
+                self.dbrec.as_ptr().add(4).cast::<[u8; 4]>(),
+                value.to_be_bytes(),
+            )
         }
     }
 
-    /// Checks that need the opcode; nothing is written yet.
+    /// The doorbell sequence of FACTS §4.3 for `nreq` WRs whose last WQE
+    /// is `last`.
     #[inline(always)]
-    fn check_late(&self, wr: &SendWr<'_>, opcode: u8) -> Result<(), PostErrorKind> {
-        if self.allowed & (1u64 << (opcode & 63)) == 0 {
-            return Err(self.not_allowed(wr));
-        }
-        let base_ds = BASE_DS[(opcode & 63) as usize] as u32 + self.transport_ds;
-        let data_ds = if wr.flags.contains(SendFlags::INLINE) && !wr.sgl.is_empty() {
-            let len: u64 = wr.sgl.iter().map(|s| s.length as u64).sum();
-            if len > self.cfg.max_inline_data as u64 {
-                return Err(PostErrorKind::InlineTooLarge {
-                    len,
-                    max: self.cfg.max_inline_data,
-                });
-            }
-            (len as u32 + 4).div_ceil(16)
-        } else {
-            wr.sgl.len() as u32
-        };
-        if base_ds + data_ds > self.max_ds || opcode == 0x25 || self.transport_ds != 0 {
-            return self.check_rare(wr, base_ds + data_ds);
-        }
-        Ok(())
-    }
-
-    #[cold]
-    fn not_allowed(&self, wr: &SendWr<'_>) -> PostErrorKind {
-        if wr.op.is_atomic() && !self.cfg.atomics && self.cfg.qp_type != QpType::Ud {
-            PostErrorKind::AtomicsDisabled
-        } else {
-            PostErrorKind::OpNotAllowed {
-                op: wr.op.name(),
-                qp_type: self.cfg.qp_type,
-            }
-        }
-    }
-
-    /// Checks of the rarer shapes: UMR WQEs, UD destinations, oversize.
-    #[inline(never)]
-    fn check_rare(&self, wr: &SendWr<'_>, mut ds: u32) -> Result<(), PostErrorKind> {
-        if let SendOp::BindMw {
-            bind: MwBind { length, .. },
-            ..
-        } = wr.op
+    fn ring_doorbell(&mut self, nreq: u32, last: Built) {
+        self.head = self.head.wrapping_add(nreq);
+        platform::to_device_barrier();
+        self.write_dbrec(self.cur_post & 0xffff);
+        platform::mmio_flush_writes();
+        let bf = self.cfg.bf;
+        let reg = bf.reg_offset + self.bf_offset;
+        if bf.enabled
+            && bf.buf_size != 0
+            && nreq == 1
+            && (last.inline || bf.prefer)
+            && last.ds > 1
+            && (last.ds as usize) <= bf.buf_size / 16
         {
-            if length > 1 << 31 {
-                return Err(PostErrorKind::BindTooLong { length });
-            }
-            if length != 0 {
-                ds += 4; // inline KLM
-            }
-        }
-        if self.cfg.qp_type == QpType::Ud && wr.ud.is_none() {
-            return Err(PostErrorKind::MissingUdDest);
-        }
-        if ds > self.max_ds {
-            let bytes = (ds * 16).next_multiple_of(64);
-            return Err(PostErrorKind::WqeTooLarge {
-                bytes,
-                slot: self.max_ds * 16,
-            });
-        }
-        Ok(())
-    }
-
-    /// Ring byte offset after `off`, wrapping at the end ("wrap exact").
-    #[inline(always)]
-    fn wrap(&self, off: usize) -> usize {
-        wrap_at(off, self.ring_bytes)
-    }
-
-    /// Records the WR whose WQE starts at ring slot `idx` (posted at WQEBB
-    /// counter `cur`, WR sequence `seq`) as in flight.
-    #[inline(always)]
-    fn record(&mut self, idx: usize, wr_id: u64, seq: u32, cur: u32, wr_data: u8) {
-        if let Some(slot) = self.slots.as_mut().get_mut(idx) {
-            *slot = SqSlot {
-                wr_id,
-                seq,
-                ctr: cur as u16,
-                valid: true,
-                wr_data,
+            self.blueflame_copy(reg, last);
+        } else {
+            let mut first = [0u8; 8];
+            // SAFETY: the control segment of the last WQE lies inside the
+            // ring at `ctrl_off`.
+            unsafe {
+                core::ptr::copy_nonoverlapping(
+                    self.ring.base.as_ptr().add(last.ctrl_off),
+                    first.as_mut_ptr(),
+                    8,
+                )
             };
+            self.uar.write64(reg, first);
         }
+        self.uar.flush();
+        self.bf_offset ^= bf.buf_size;
+    }
+
+    /// Copies the single WQE `last` into the BlueFlame register at `reg`
+    /// in 64-byte chunks, wrapping at the ring end.
+    #[inline(never)]
+    fn blueflame_copy(&mut self, reg: usize, last: Built) {
+        let bytes = (last.ds as usize * 16).div_ceil(64) * 64;
+        let mut src = last.ctrl_off;
+        let mut dst = reg;
+        let mut chunk = [0u8; 64];
+        for _ in 0..bytes / 64 {
+            // SAFETY: `src` is a 64-aligned offset inside the ring (it
+            // wraps to 0 at the end); the chunk is copied out of DMA
+            // memory with a raw read, no reference to the ring.
+            unsafe {
+                core::ptr::copy_nonoverlapping(
+                    self.ring.base.as_ptr().add(src),
+                    chunk.as_mut_ptr(),
+                    64,
+                )
+            };
+            self.uar.write_bf(dst, &chunk);
+            src = self.ring.wrap(src + 64);
+            dst += 64;
+        }
+    }
+}
+
+impl<'a> RdmaWr<'a> {
+    /// This WR as the builder sees it, with operation `op`.
+    #[inline(always)]
+    fn with_op(&self, op: SendOp) -> SendWr<'a> {
+        SendWr {
+            wr_id: self.wr_id,
+            op,
+            sgl: self.sgl,
+            flags: SendFlags::from_bits_retain((self.signaled as u32) << 1),
+            ud: None,
+        }
+    }
+}
+
+impl SqRing {
+    /// Ring byte offset after `off`, wrapping at the end ("wrap exact",
+    /// FACTS §1.8): a segment never straddles the end, and one that
+    /// would start at the end starts at 0.
+    #[inline(always)]
+    fn wrap(self, off: usize) -> usize {
+        wrap_at(off, self.bytes)
     }
 
     /// Stores a segment at ring offset `off`.
@@ -1215,10 +1446,10 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     /// # Safety
     /// `off + G::SIZE <= ring bytes`.
     #[inline(always)]
-    unsafe fn put<G: Segment>(&self, off: usize, seg: G) {
+    unsafe fn put<G: Segment>(self, off: usize, seg: G) {
         // SAFETY: the caller keeps the segment inside the ring, which this
-        // queue exclusively owns (contract of `new`).
-        unsafe { seg.write_to(self.ring.as_ptr().add(off)) }
+        // queue exclusively owns (contract of `SendQueue::new`).
+        unsafe { seg.write_to(self.base.as_ptr().add(off)) }
     }
 
     /// Stores raw bytes at ring offset `off` (within the ring).
@@ -1226,44 +1457,64 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     /// # Safety
     /// `off + bytes.len() <= ring bytes`.
     #[inline(always)]
-    unsafe fn put_bytes(&self, off: usize, bytes: &[u8]) {
+    unsafe fn put_bytes(self, off: usize, bytes: &[u8]) {
         // SAFETY: as `put`; `bytes` is ordinary memory, not the ring.
         unsafe {
-            core::ptr::copy_nonoverlapping(bytes.as_ptr(), self.ring.as_ptr().add(off), bytes.len())
+            core::ptr::copy_nonoverlapping(bytes.as_ptr(), self.base.as_ptr().add(off), bytes.len())
         }
     }
 
-    /// Builds one WQE at the producer index.
+    /// Stores the data segment naming an SGE (its [`len_key`] word and
+    /// address) at ring offset `off`; the byte count is 8 for an atomic's
+    /// result (FACTS §1.5).
     ///
     /// # Safety
-    /// As `post_send_raw`, and the checks of `post_impl` passed for `wr`.
+    /// `off + 16 <= ring bytes`.
+    #[inline(always)]
+    unsafe fn put_sge(self, off: usize, lk: u64, addr: u64, atomic: bool) {
+        let w0 = data_seg_word0(if atomic {
+            with_len(lk, ATOMIC_SIZE)
+        } else {
+            lk
+        });
+        // SAFETY: forwarded: 16 bytes at `off` inside the ring.
+        unsafe {
+            let p = self.base.as_ptr().add(off).cast::<u64>();
+            p.write_unaligned(w0);
+            p.add(1)
+                .write_unaligned(u64::from_ne_bytes(addr.to_be_bytes()));
+        }
+    }
+
+    /// Builds the WQE of `wr` at WQEBB counter `cur` — the one builder
+    /// every post path uses — and returns its DS count.
+    ///
+    /// # Safety
+    /// As `SendQueue::post_send_raw`; the checks of `post_engine` passed
+    /// for `wr` (its WQE fits the slot the geometry reserves per WR) and
+    /// the queue has room for it.
     #[inline(always)]
     unsafe fn build<F: Fn(&Sge) -> *const u8>(
-        &mut self,
+        self,
         wr: &SendWr<'_>,
         opcode: u8,
-        fence: u8,
-        nreq: u32,
+        fm_ce_se: u8,
+        cur: u32,
         cpu_of: &F,
-    ) -> Built {
-        let idx = (self.cur_post & self.mask) as usize;
-        let ctrl_off = idx << 6;
+    ) -> u32 {
+        let ctrl_off = ((cur & self.mask) as usize) << 6;
         let mut off = ctrl_off + 16;
         let mut ds: u32 = 1;
-        let mut inline = false;
-        let mut wr_data = 0u8;
         let mut imm = 0u32;
-        let fm_ce_se = self.sig_bits
-            | fence
-            | ((wr.flags.bits() & SendFlags::SIGNALED.bits()) << 2) as u8
-            | ((wr.flags.bits() & SendFlags::SOLICITED.bits()) >> 1) as u8;
 
         // SAFETY: every store below stays inside the ring: segments are
         // 16-byte multiples written at 16-aligned offsets and wrapped at the
         // ring end, and the WQE is at most `max_ds` units, which fit the
-        // slot the geometry reserves per WR (checked before `build`).
+        // slot the geometry reserves per WR (checked before `build`). The
+        // segments before the first data segment end within the WQE's
+        // first WQEBB, so they never reach the ring end.
         unsafe {
-            if self.transport_ds != 0 {
+            if self.datagram {
                 if let Some(ud) = wr.ud {
                     let mut av = *ud.av;
                     av.dqp_dct = Be32::new(ud.remote_qpn | EXTENDED_UD_AV);
@@ -1323,57 +1574,55 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
                 SendOp::LocalInv { invalidate_rkey } => {
                     imm = invalidate_rkey;
                     self.umr(&mut off, &mut ds, &MwBind::UNBIND);
-                    wr_data = 6;
                 }
                 SendOp::BindMw { mw_rkey, bind } => {
                     imm = mw_rkey;
                     self.umr(&mut off, &mut ds, &bind);
-                    wr_data = 5;
                 }
             }
 
             if wr.flags.contains(SendFlags::INLINE) && !wr.sgl.is_empty() {
                 ds += self.copy_inline(off, wr.sgl, cpu_of);
-                inline = true;
             } else {
                 let atomic = opcode == 0x11 || opcode == 0x12;
-                for s in wr.sgl {
-                    off = self.wrap(off);
-                    if s.length == 0 {
-                        continue;
+                // The ring is a power of two: masking the offset is the
+                // wrap rule (an offset at the end becomes 0).
+                let end_mask = self.bytes - 1;
+                let sgl = if let [s] = wr.sgl {
+                    // One SGE: no loop; no wrap when it starts in the
+                    // WQE's first WQEBB (the common shapes).
+                    let lk = len_key(s);
+                    if len_of(lk) != 0 {
+                        if off - ctrl_off >= 64 {
+                            off &= end_mask;
+                        }
+                        self.put_sge(off, lk, s.addr, atomic);
+                        ds += 1;
                     }
-                    let bc = if atomic { ATOMIC_SIZE } else { s.length };
-                    self.put(off, DataSeg::new(bc, s.lkey, s.addr));
-                    off += 16;
-                    ds += 1;
+                    &[]
+                } else {
+                    wr.sgl
+                };
+                for s in sgl {
+                    let lk = len_key(s);
+                    if len_of(lk) != 0 {
+                        off &= end_mask;
+                        self.put_sge(off, lk, s.addr, atomic);
+                        off += 16;
+                        ds += 1;
+                    }
                 }
             }
 
-            let ctrl = CtrlSeg::new(
-                0,
-                self.cur_post as u16,
-                opcode,
-                self.cfg.qpn,
-                ds as u8,
-                fm_ce_se,
-                Be32::new(imm),
-            );
-            self.put(ctrl_off, ctrl);
+            // The control segment as two words; its QPN part was formed
+            // once, at queue creation.
+            let qpn_ds = self.qpn_image | CtrlSeg::ds_image(ds as u8);
+            let p = self.base.as_ptr().add(ctrl_off).cast::<u64>();
+            p.write_unaligned(CtrlSeg::word0(cur as u16, opcode, qpn_ds));
+            p.add(1)
+                .write_unaligned(CtrlSeg::word1(fm_ce_se, Be32::new(imm)));
         }
-
-        self.record(
-            idx,
-            wr.wr_id,
-            self.head.wrapping_add(nreq),
-            self.cur_post,
-            wr_data,
-        );
-        self.cur_post = self.cur_post.wrapping_add((ds + 3) >> 2);
-        Built {
-            ctrl_off,
-            ds,
-            inline,
-        }
+        ds
     }
 
     /// Copies an inline payload after its 4-byte header at `off`, splitting
@@ -1383,7 +1632,7 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     /// As `build`: the payload fits the slot; `cpu_of(s)` is readable.
     #[inline(never)]
     unsafe fn copy_inline<F: Fn(&Sge) -> *const u8>(
-        &self,
+        self,
         off: usize,
         sgl: &[Sge],
         cpu_of: &F,
@@ -1400,14 +1649,14 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
                 let mut src = cpu_of(s);
                 let mut len = s.length as usize;
                 total += s.length;
-                let room = self.ring_bytes - p;
+                let room = self.bytes - p;
                 if len > room {
-                    core::ptr::copy_nonoverlapping(src, self.ring.as_ptr().add(p), room);
+                    core::ptr::copy_nonoverlapping(src, self.base.as_ptr().add(p), room);
                     src = src.add(room);
                     len -= room;
                     p = 0;
                 }
-                core::ptr::copy_nonoverlapping(src, self.ring.as_ptr().add(p), len);
+                core::ptr::copy_nonoverlapping(src, self.base.as_ptr().add(p), len);
                 p += len;
             }
             if total == 0 {
@@ -1424,7 +1673,7 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     /// # Safety
     /// `*off` is a 16-aligned ring offset with room for the UMR segments.
     #[inline(never)]
-    unsafe fn umr(&self, off: &mut usize, ds: &mut u32, b: &MwBind) {
+    unsafe fn umr(self, off: &mut usize, ds: &mut u32, b: &MwBind) {
         let MwBind {
             mw_type,
             new_rkey,
@@ -1472,7 +1721,7 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
                 | if mw_type == MwType::Type1 || !bind {
                     0xffff_ff00
                 } else {
-                    self.cfg.qpn << 8
+                    self.qpn << 8
                 };
             if bind {
                 let mut acc = 0u8;
@@ -1517,72 +1766,6 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
             // data) starts at offset 0.
             *off = self.wrap(*off);
         }
-    }
-
-    #[inline(always)]
-    fn write_dbrec(&mut self, value: u32) {
-        // SAFETY: dbrec is 8 bytes of DMA memory this queue owns (contract
-        // of `new`); word 1 (bytes 4..8) is the send counter. Volatile: the
-        // device reads it asynchronously.
-        unsafe {
-            core::ptr::write_volatile(
-                self.dbrec.as_ptr().add(4).cast::<[u8; 4]>(),
-                value.to_be_bytes(),
-            )
-        }
-    }
-
-    /// The doorbell sequence of FACTS §4.3 for `nreq` WRs whose last WQE
-    /// is `last`.
-    #[inline(always)]
-    fn ring_doorbell(&mut self, nreq: u32, last: Built) {
-        self.head = self.head.wrapping_add(nreq);
-        platform::to_device_barrier();
-        self.write_dbrec(self.cur_post & 0xffff);
-        platform::mmio_flush_writes();
-        let bf = self.cfg.bf;
-        let reg = bf.reg_offset + self.bf_offset;
-        if bf.enabled
-            && bf.buf_size != 0
-            && nreq == 1
-            && (last.inline || bf.prefer)
-            && last.ds > 1
-            && (last.ds as usize) <= bf.buf_size / 16
-        {
-            let bytes = (last.ds as usize * 16).div_ceil(64) * 64;
-            let mut src = last.ctrl_off;
-            let mut dst = reg;
-            let mut chunk = [0u8; 64];
-            for _ in 0..bytes / 64 {
-                // SAFETY: `src` is a 64-aligned offset inside the ring (it
-                // wraps to 0 at the end); the chunk is copied out of DMA
-                // memory with a raw read, no reference to the ring.
-                unsafe {
-                    core::ptr::copy_nonoverlapping(
-                        self.ring.as_ptr().add(src),
-                        chunk.as_mut_ptr(),
-                        64,
-                    )
-                };
-                self.uar.write_bf(dst, &chunk);
-                src = self.wrap(src + 64);
-                dst += 64;
-            }
-        } else {
-            let mut first = [0u8; 8];
-            // SAFETY: the control segment of the last WQE lies inside the
-            // ring at `ctrl_off`.
-            unsafe {
-                core::ptr::copy_nonoverlapping(
-                    self.ring.as_ptr().add(last.ctrl_off),
-                    first.as_mut_ptr(),
-                    8,
-                )
-            };
-            self.uar.write64(reg, first);
-        }
-        self.uar.flush();
-        self.bf_offset ^= bf.buf_size;
     }
 }
 

@@ -217,6 +217,47 @@ impl CtrlSeg {
             imm,
         }
     }
+    /// Memory image of bytes 4..8 (`BE32(qpn << 8 | ds)`) as a native
+    /// `u32`. The QPN and DS parts occupy disjoint bits, so
+    /// `qpn_ds_image(qpn, 0) | qpn_ds_image(0, ds)` is the whole field: a
+    /// builder forms the QPN part once per queue.
+    #[inline(always)]
+    pub const fn qpn_ds_image(qpn: u32, ds: u8) -> u32 {
+        u32::from_ne_bytes(((qpn << 8) | (ds as u32 & 0x3f)).to_be_bytes())
+    }
+
+    /// The DS part of [`qpn_ds_image`](Self::qpn_ds_image) for `ds <= 63`
+    /// (the caller's bound: a WQE has at most 63 units): the same as
+    /// `qpn_ds_image(0, ds)` without the mask.
+    #[inline(always)]
+    pub const fn ds_image(ds: u8) -> u32 {
+        u32::from_ne_bytes([0, 0, 0, ds])
+    }
+
+    /// Memory image of bytes 0..8 (opmod 0, `wqe_index`, `opcode`, then
+    /// the [`qpn_ds_image`](Self::qpn_ds_image)) as one native-endian word,
+    /// for builders that store the segment as two words.
+    #[inline(always)]
+    pub const fn word0(wqe_index: u16, opcode: u8, qpn_ds_image: u32) -> u64 {
+        if cfg!(target_endian = "little") {
+            // Bytes 1..3 are the index big-endian: its two bytes swapped,
+            // one byte up; the opcode is byte 3.
+            ((qpn_ds_image as u64) << 32)
+                | ((opcode as u64) << 24)
+                | ((wqe_index.swap_bytes() as u64) << 8)
+        } else {
+            let lo = ((wqe_index as u32) << 8) | opcode as u32;
+            join(lo.to_be_bytes(), qpn_ds_image.to_ne_bytes())
+        }
+    }
+
+    /// Memory image of bytes 8..16 (signature 0, DCI stream 0, `fm_ce_se`,
+    /// `imm`) as one native-endian word.
+    #[inline(always)]
+    pub const fn word1(fm_ce_se: u8, imm: Be32) -> u64 {
+        join([0, 0, 0, fm_ce_se], imm.0)
+    }
+
     /// The mlx5 opcode (bits 7:0).
     pub const fn opcode(&self) -> u8 {
         self.opmod_idx_opcode.get() as u8
@@ -360,11 +401,66 @@ pub type DatagramSeg = AddressVector;
 // arrays and the `Be16`/`Be32`/`Be64` byte-array wrappers: alignment 1, so
 // no padding (the sizes below equal the sums of the fields), every bit
 // pattern valid, no interior mutability; `SIZE` is left at its default.
-unsafe impl Segment for CtrlSeg {}
+unsafe impl Segment for CtrlSeg {
+    /// Two 8-byte stores of the segment's memory image (a field-by-field
+    /// write would be six stores).
+    #[inline(always)]
+    unsafe fn write_to(self, dst: *mut u8) {
+        let d = self.dci_stream_channel_id.0;
+        let w0 = join(self.opmod_idx_opcode.0, self.qpn_ds.0);
+        let w1 = join([self.signature, d[0], d[1], self.fm_ce_se], self.imm.0);
+        // SAFETY: the caller guarantees 16 writable bytes at `dst` (SIZE);
+        // unaligned stores assume no alignment.
+        unsafe { store_words(dst, w0, w1) }
+    }
+}
 // SAFETY: see above.
-unsafe impl Segment for RaddrSeg {}
+unsafe impl Segment for RaddrSeg {
+    /// Two 8-byte stores of the segment's memory image.
+    #[inline(always)]
+    unsafe fn write_to(self, dst: *mut u8) {
+        let w0 = u64::from_ne_bytes(self.raddr.0);
+        let w1 = join(self.rkey.0, self.reserved.0);
+        // SAFETY: as for `CtrlSeg`: 16 writable bytes at `dst`.
+        unsafe { store_words(dst, w0, w1) }
+    }
+}
 // SAFETY: see above.
-unsafe impl Segment for DataSeg {}
+unsafe impl Segment for DataSeg {
+    /// Two 8-byte stores of the segment's memory image.
+    #[inline(always)]
+    unsafe fn write_to(self, dst: *mut u8) {
+        let w0 = join(self.byte_count.0, self.lkey.0);
+        let w1 = u64::from_ne_bytes(self.addr.0);
+        // SAFETY: as for `CtrlSeg`: 16 writable bytes at `dst`.
+        unsafe { store_words(dst, w0, w1) }
+    }
+}
+
+/// The native-endian 8-byte word whose memory image is `lo` then `hi`.
+#[inline(always)]
+const fn join(lo: [u8; 4], hi: [u8; 4]) -> u64 {
+    let (lo, hi) = (u32::from_ne_bytes(lo) as u64, u32::from_ne_bytes(hi) as u64);
+    if cfg!(target_endian = "little") {
+        lo | (hi << 32)
+    } else {
+        (lo << 32) | hi
+    }
+}
+
+/// Stores `w0` then `w1` (memory images) at `dst` with two unaligned
+/// 8-byte raw stores.
+///
+/// # Safety
+/// `dst` is valid for writes of 16 bytes; no reference points at them.
+#[inline(always)]
+unsafe fn store_words(dst: *mut u8, w0: u64, w1: u64) {
+    // SAFETY: forwarded; both stores lie in the 16 bytes.
+    unsafe {
+        core::ptr::write_unaligned(dst.cast::<u64>(), w0);
+        core::ptr::write_unaligned(dst.add(8).cast::<u64>(), w1);
+    }
+}
 // SAFETY: see above.
 unsafe impl Segment for InlineHdr {}
 // SAFETY: see above.
