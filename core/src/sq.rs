@@ -1234,8 +1234,12 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
         // WQEBB counter of the last WQE built.
         let mut last_cur = cur;
         // The fm_ce_se bits the next WQE starts from: CQ_UPDATE when every
-        // WQE is signaled, plus the fence the provider caches for it.
-        let mut bits = sig_bits | self.fm_cache;
+        // WQE is signaled, plus the small fence a UMR WQE sets for the one
+        // after it. The fence cached from an earlier call goes into the
+        // first WQE after the loop (so the loop carries no extra state).
+        let cached = self.fm_cache;
+        let first_ctrl = ((cur & mask) as usize) << 6;
+        let mut bits = sig_bits;
         let mut result = Ok(());
         // The records: `cur & slot_mask` indexes them with no check left
         // in the loop. Storage that shrank since `new` (an `AsMut` that
@@ -1303,9 +1307,9 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
             // SAFETY: forwarded from this function's contract; the checks
             // above proved the WQE fits the slot the geometry reserves, and
             // the queue has room for it.
-            let ds = unsafe { ring.build(&wr, opcode, fm_ce_se, cur, &cpu_of) };
+            let bbs = unsafe { ring.build(&wr, opcode, fm_ce_se, cur, &cpu_of) };
             last_cur = cur;
-            cur = cur.wrapping_add((ds + 3) >> 2);
+            cur = cur.wrapping_add(bbs);
             seq = seq.wrapping_add(1);
         }
         let nreq = seq.wrapping_sub(seq0);
@@ -1318,7 +1322,23 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
                 },
             });
         }
-        self.fm_cache = bits & FENCE_BITS;
+        // The provider consumes the cached fence once the first WR passes
+        // the queue-full and SGE checks, even if a later check refuses it
+        // (FACTS §1.3); a WQE that took it without FENCE of its own gets it.
+        let consumed = nreq > 0
+            || matches!(&result, Err(e) if e.index == 0
+                && !matches!(e.kind, PostErrorKind::QueueFull { .. } | PostErrorKind::TooManySges { .. }));
+        if consumed {
+            if nreq > 0 && cached != 0 && !view(&wrs[0]).flags.contains(SendFlags::FENCE) {
+                // SAFETY: byte 11 (fm_ce_se) of the first WQE this call
+                // built, inside the ring this queue owns; not yet rung.
+                unsafe {
+                    let p = ring.base.as_ptr().add(first_ctrl + 11);
+                    p.write(p.read() | cached);
+                }
+            }
+            self.fm_cache = bits & FENCE_BITS;
+        }
         if nreq > 0 {
             self.cur_post = cur;
             // The last WQE, as the doorbell needs it: where it starts, its
@@ -1487,7 +1507,7 @@ impl SqRing {
     }
 
     /// Builds the WQE of `wr` at WQEBB counter `cur` — the one builder
-    /// every post path uses — and returns its DS count.
+    /// every post path uses — and returns the WQEBBs it takes.
     ///
     /// # Safety
     /// As `SendQueue::post_send_raw`; the checks of `post_engine` passed
@@ -1598,6 +1618,10 @@ impl SqRing {
                         }
                         self.put_sge(off, lk, s.addr, atomic);
                         ds += 1;
+                        // Finished here, so the DS count (and the WQEBBs
+                        // it takes) stay constants for a fixed operation.
+                        self.put_ctrl(ctrl_off, cur, opcode, ds, fm_ce_se, imm);
+                        return (ds + 3) >> 2;
                     }
                     &[]
                 } else {
@@ -1614,15 +1638,34 @@ impl SqRing {
                 }
             }
 
-            // The control segment as two words; its QPN part was formed
-            // once, at queue creation.
-            let qpn_ds = self.qpn_image | CtrlSeg::ds_image(ds as u8);
+            self.put_ctrl(ctrl_off, cur, opcode, ds, fm_ce_se, imm);
+        }
+        (ds + 3) >> 2
+    }
+
+    /// Stores the control segment of the WQE at `ctrl_off` as two words
+    /// (its QPN part was formed once, at queue creation).
+    ///
+    /// # Safety
+    /// `ctrl_off` is a WQE's 64-aligned offset inside the ring.
+    #[inline(always)]
+    unsafe fn put_ctrl(
+        self,
+        ctrl_off: usize,
+        cur: u32,
+        opcode: u8,
+        ds: u32,
+        fm_ce_se: u8,
+        imm: u32,
+    ) {
+        let qpn_ds = self.qpn_image | CtrlSeg::ds_image(ds as u8);
+        // SAFETY: forwarded: 16 bytes at a WQEBB boundary inside the ring.
+        unsafe {
             let p = self.base.as_ptr().add(ctrl_off).cast::<u64>();
             p.write_unaligned(CtrlSeg::word0(cur as u16, opcode, qpn_ds));
             p.add(1)
                 .write_unaligned(CtrlSeg::word1(fm_ce_se, Be32::new(imm)));
         }
-        ds
     }
 
     /// Copies an inline payload after its 4-byte header at `off`, splitting

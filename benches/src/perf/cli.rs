@@ -44,16 +44,25 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
                 println!("{}", serde_json::to_string(&res)?);
             } else {
                 println!(
-                    "Rust (bareverbs::sq) vs C (mlx5dv.h setters), same doorbell sequence into RAM; {rounds} interleaved rounds x {per_round} WRs"
+                    "Rust (bareverbs::sq) vs C (mlx5dv.h setters), same doorbell sequence into RAM; {rounds} interleaved rounds x {per_round} WRs; median [min-max] over the rounds"
                 );
                 println!(
-                    "{:<28} {:>10} {:>10} {:>8}",
+                    "{:<26} {:>22} {:>22} {:>20}",
                     "case", "Rust ns/WR", "C ns/WR", "Rust/C"
                 );
+                let f = |s: &crate::perf::cpost::Spread, w: usize| {
+                    format!("{:.2} [{:.2}-{:.2}]", s.median, s.min, s.max)
+                        .chars()
+                        .take(w)
+                        .collect::<String>()
+                };
                 for r in &res {
                     println!(
-                        "{:<28} {:>10.2} {:>10.2} {:>8.2}",
-                        r.case.name, r.rust_ns, r.c_ns, r.ratio
+                        "{:<26} {:>22} {:>22} {:>20}",
+                        r.case.name,
+                        f(&r.rust_ns, 22),
+                        f(&r.c_ns, 22),
+                        f(&r.ratio, 20)
                     );
                 }
             }

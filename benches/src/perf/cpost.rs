@@ -173,22 +173,57 @@ pub const CASES: [CompareCase; 3] = [
     },
 ];
 
-/// Result of one case.
+/// Median, minimum and maximum of a set of per-round figures.
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct Spread {
+    /// Median.
+    pub median: f64,
+    /// Smallest round.
+    pub min: f64,
+    /// Largest round.
+    pub max: f64,
+}
+
+impl Spread {
+    /// The spread of `v` (not empty).
+    pub fn of(v: &[f64]) -> Spread {
+        let mut s = v.to_vec();
+        s.sort_by(f64::total_cmp);
+        let n = s.len();
+        let median = if n % 2 == 1 {
+            s[n / 2]
+        } else {
+            (s[n / 2 - 1] + s[n / 2]) / 2.0
+        };
+        Spread {
+            median,
+            min: s[0],
+            max: s[n - 1],
+        }
+    }
+}
+
+/// Result of one case: per-round nanoseconds per WR of each side and the
+/// per-round ratio (each round times the Rust and the C loop back to
+/// back, alternating which goes first).
 #[derive(Clone, Copy, Debug, serde::Serialize)]
 pub struct CompareResult {
     /// Case.
     pub case: CompareCase,
+    /// Rounds run.
+    pub rounds: u32,
     /// Rust ns per WR.
-    pub rust_ns: f64,
+    pub rust_ns: Spread,
     /// C ns per WR.
-    pub c_ns: f64,
-    /// rust_ns / c_ns.
-    pub ratio: f64,
+    pub c_ns: Spread,
+    /// Rust ns / C ns, round by round.
+    pub ratio: Spread,
 }
 
 /// Interleaves `rounds` Rust and C runs of `per_round` WRs each (alternating
-/// which goes first) and returns per-WR times.
+/// which goes first) and returns the per-round figures.
 pub fn compare(case: CompareCase, rounds: u32, per_round: u64) -> anyhow::Result<CompareResult> {
+    anyhow::ensure!(rounds >= 1, "--rounds must be at least 1");
     let mut rust = PostBench::new(PostArgs {
         opcode: PerfOpcode::Write,
         sge: case.sge,
@@ -203,36 +238,38 @@ pub fn compare(case: CompareCase, rounds: u32, per_round: u64) -> anyhow::Result
     // Warm-up.
     let _ = rust.run();
     c.run(per_round);
-    let (mut tr, mut tc, mut nr, mut nc) = (0u128, 0u128, 0u64, 0u64);
+    let (mut rs, mut cs, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
     for r in 0..rounds {
-        let mut rust_round = |tr: &mut u128, nr: &mut u64| {
+        let mut rust_round = || {
             let t = Instant::now();
             let mut done = 0u64;
             while done < per_round {
                 done += rust.step() as u64;
             }
-            *tr += t.elapsed().as_nanos();
-            *nr += done;
+            t.elapsed().as_nanos() as f64 / done as f64
         };
-        if r % 2 == 0 {
-            rust_round(&mut tr, &mut nr);
+        let mut c_round = || {
             let t = Instant::now();
-            nc += c.run(per_round);
-            tc += t.elapsed().as_nanos();
+            let n = c.run(per_round);
+            t.elapsed().as_nanos() as f64 / n as f64
+        };
+        let (a, b) = if r % 2 == 0 {
+            let a = rust_round();
+            (a, c_round())
         } else {
-            let t = Instant::now();
-            nc += c.run(per_round);
-            tc += t.elapsed().as_nanos();
-            rust_round(&mut tr, &mut nr);
-        }
+            let b = c_round();
+            (rust_round(), b)
+        };
+        rs.push(a);
+        cs.push(b);
+        ratio.push(a / b);
     }
-    let rust_ns = tr as f64 / nr as f64;
-    let c_ns = tc as f64 / nc as f64;
     Ok(CompareResult {
         case,
-        rust_ns,
-        c_ns,
-        ratio: rust_ns / c_ns,
+        rounds,
+        rust_ns: Spread::of(&rs),
+        c_ns: Spread::of(&cs),
+        ratio: Spread::of(&ratio),
     })
 }
 
@@ -274,7 +311,16 @@ mod tests {
 
     #[test]
     fn compare_runs() {
-        let r = compare(CASES[0], 2, 2000).unwrap();
-        assert!(r.rust_ns > 0.0 && r.c_ns > 0.0);
+        let r = compare(CASES[0], 3, 2000).unwrap();
+        assert!(r.rust_ns.min > 0.0 && r.c_ns.min > 0.0);
+        assert!(r.ratio.min <= r.ratio.median && r.ratio.median <= r.ratio.max);
+    }
+
+    #[test]
+    fn spread_is_median_min_max() {
+        let s = Spread::of(&[3.0, 1.0, 2.0, 10.0]);
+        assert_eq!((s.median, s.min, s.max), (2.5, 1.0, 10.0));
+        let s = Spread::of(&[5.0, 1.0, 2.0]);
+        assert_eq!((s.median, s.min, s.max), (2.0, 1.0, 5.0));
     }
 }
