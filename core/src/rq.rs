@@ -6,7 +6,6 @@
 use crate::cq::CompletionReject;
 use crate::platform::{self, DmaBuf};
 use crate::sq::Sge;
-use crate::wqe::{DataSeg, Segment};
 use core::fmt;
 use core::ptr::NonNull;
 
@@ -277,76 +276,266 @@ impl<S: RqSlots> RecvQueue<S> {
     /// Posts receive WRs naming raw device addresses, then publishes the
     /// new head in the doorbell record (once per batch).
     ///
+    /// Refusals, in the order each WR is checked: the queue is full
+    /// ([`RecvErrorKind::QueueFull`]), posting is disabled
+    /// ([`RecvErrorKind::TooManySges`] with `max: None`) or the WR has more
+    /// than `max_gs` SGEs. The WRs before the refused one are posted and
+    /// published.
+    ///
     /// # Safety
     /// The device writes into every SGE: each must name registered memory
     /// that stays valid, and is not read or written through Rust
     /// references, until the WR completes.
     pub unsafe fn post_recv_raw(&mut self, wrs: &[RecvWr<'_>]) -> Result<(), RecvError> {
-        let mut nreq = 0u32;
-        let mut result = Ok(());
-        for (i, wr) in wrs.iter().enumerate() {
-            let outstanding = self.head.wrapping_sub(self.tail).wrapping_add(nreq);
-            if outstanding >= self.cfg.max_post {
-                result = Err(RecvError {
-                    index: i,
+        let head = self.head;
+        let max_post = self.cfg.max_post;
+        let outstanding = head.wrapping_sub(self.tail);
+        // The room is computed once: WR `i` is refused as "queue full"
+        // exactly when `outstanding + i >= max_post`, i.e. `i >= room`.
+        let room = max_post.saturating_sub(outstanding) as usize;
+        let (fit, mut result) = match wrs.get(..room) {
+            Some(fit) if fit.len() < wrs.len() => (
+                fit,
+                Err(RecvError {
+                    index: room,
                     kind: RecvErrorKind::QueueFull {
-                        outstanding,
-                        max_post: self.cfg.max_post,
+                        outstanding: outstanding.wrapping_add(room as u32),
+                        max_post,
                     },
-                });
-                break;
+                }),
+            ),
+            _ => (wrs, Ok(())),
+        };
+        if self.state_max_gs < 0 {
+            // Posting disabled: the first WR with room is refused.
+            return match fit.first() {
+                Some(wr) => Err(RecvError {
+                    index: 0,
+                    kind: RecvErrorKind::TooManySges {
+                        num: wr.sgl.len(),
+                        max: None,
+                    },
+                }),
+                None => result,
+            };
+        }
+        let max_gs = self.state_max_gs as usize;
+        let ring = self.ring.as_ptr();
+        let shift = self.cfg.wqe_shift;
+        let start = (head & self.mask) as usize;
+        let slots = self.slots.as_mut();
+        // The fast run: single-SGE WRs into consecutive slots from the
+        // head up to the ring end, records of exactly mask + 1 slots.
+        let done = match slots.get_mut(..=self.mask as usize) {
+            Some(exact) if max_gs >= 1 => {
+                let run_slots = exact.get_mut(start..).unwrap_or_default();
+                // SAFETY: start <= mask: slot `start` begins inside the
+                // ring, and `run_slots` has one record per slot from there
+                // to the ring end; max_gs >= 1 and 16 * max_gs <= 1 << shift
+                // (checked in `new`); the SGEs obey this function's
+                // contract.
+                unsafe {
+                    let wqe = ring.add(start << shift);
+                    if max_gs == 1 {
+                        post_single_run::<true>(wqe, shift, max_gs, fit, run_slots)
+                    } else {
+                        post_single_run::<false>(wqe, shift, max_gs, fit, run_slots)
+                    }
+                }
             }
-            if wr.sgl.len() as i64 > self.state_max_gs {
-                let max = if self.state_max_gs < 0 {
-                    None
-                } else {
-                    Some(self.cfg.max_gs)
-                };
+            _ => 0,
+        };
+        let filled = if done < fit.len() {
+            // Another SGE count, the ring end, or a geometry the fast run
+            // does not cover: the rest WR by WR.
+            // SAFETY: forwarded from this function's contract.
+            unsafe { self.post_checked(fit, done) }
+        } else {
+            Ok(())
+        };
+        let nreq = match filled {
+            Ok(()) => fit.len(),
+            Err(i) => {
                 result = Err(RecvError {
                     index: i,
                     kind: RecvErrorKind::TooManySges {
-                        num: wr.sgl.len(),
-                        max,
+                        num: fit.get(i).map_or(0, |wr| wr.sgl.len()),
+                        max: Some(self.cfg.max_gs),
                     },
                 });
-                break;
+                i
             }
-            let ind = (self.head.wrapping_add(nreq) & self.mask) as usize;
-            let base = ind << self.cfg.wqe_shift;
-            let mut j = 0usize;
-            for s in wr.sgl {
-                if s.length == 0 {
-                    continue;
-                }
-                // SAFETY: j < max_gs and max_gs * 16 <= stride (checked in
-                // `new`), so the segment lies inside slot `ind` of the ring.
-                unsafe {
-                    DataSeg::new(s.length, s.lkey, s.addr)
-                        .write_to(self.ring.as_ptr().add(base + (j << 4)))
-                };
-                j += 1;
-            }
-            if j < self.cfg.max_gs as usize {
-                // SAFETY: as above, j < max_gs.
-                unsafe { DataSeg::TERMINATOR.write_to(self.ring.as_ptr().add(base + (j << 4))) };
-            }
-            if let Some(slot) = self.slots.as_mut().get_mut(ind) {
-                slot.wr_id = wr.wr_id;
-            }
-            nreq += 1;
-        }
+        };
         if nreq > 0 {
-            self.head = self.head.wrapping_add(nreq);
+            // nreq <= room <= max_post <= 65536: no truncation.
+            self.head = head.wrapping_add(nreq as u32);
             platform::to_device_barrier();
             self.write_dbrec(self.head & 0xffff);
         }
         result
     }
 
+    /// Writes WQEs `head + from, …` for `wrs[from..]` one by one (any SGE
+    /// count, the ring wrapping), recording each `wr_id` if the records
+    /// have that slot; stops at the first WR with more than `max_gs` SGEs
+    /// and returns its index. Does not move the head.
+    ///
+    /// # Safety
+    /// Posting is enabled (`state_max_gs >= 0`); every SGE obeys
+    /// [`post_recv_raw`](Self::post_recv_raw)'s contract.
+    #[inline(never)]
+    unsafe fn post_checked(&mut self, wrs: &[RecvWr<'_>], from: usize) -> Result<(), usize> {
+        let max_gs = self.state_max_gs as usize;
+        let slots = self.slots.as_mut();
+        for (i, wr) in wrs.iter().enumerate().skip(from) {
+            let ind = (self.head.wrapping_add(i as u32) & self.mask) as usize;
+            // SAFETY: ind <= mask: slot `ind` (max_gs segments, checked in
+            // `new`) is inside the ring; `put_any` checks the SGE count
+            // before writing.
+            let wqe = unsafe { self.ring.as_ptr().add(ind << self.cfg.wqe_shift) };
+            // SAFETY: as above.
+            if !unsafe { put_any::<true>(wqe, wr.sgl, max_gs) } {
+                return Err(i);
+            }
+            if let Some(slot) = slots.get_mut(ind) {
+                slot.wr_id = wr.wr_id;
+            }
+        }
+        Ok(())
+    }
+
     fn write_dbrec(&mut self, v: u32) {
         // SAFETY: word 0 of the QP doorbell record, owned by this queue.
         unsafe { core::ptr::write_volatile(self.dbrec.as_ptr().cast::<[u8; 4]>(), v.to_be_bytes()) }
     }
+}
+
+/// The 16 bytes of a data segment `{byte_count, lkey, addr}` (FACTS
+/// §1.5) as two native words whose in-memory bytes are the big-endian
+/// fields: the same bytes as [`DataSeg::new`](crate::wqe::DataSeg::new), stored with two 8-byte
+/// stores.
+#[inline(always)]
+const fn seg_words(byte_count: u32, lkey: u32, addr: u64) -> [u64; 2] {
+    [
+        (((byte_count as u64) << 32) | lkey as u64).to_be(),
+        addr.to_be(),
+    ]
+}
+
+/// [`DataSeg::TERMINATOR`](crate::wqe::DataSeg::TERMINATOR) as [`seg_words`].
+const TERMINATOR_WORDS: [u64; 2] = seg_words(0, crate::wqe::INVALID_LKEY, 0);
+
+/// Stores one data segment.
+///
+/// # Safety
+/// `dst` must be valid for writes of 16 bytes (no alignment needed), with
+/// no Rust reference to them.
+#[inline(always)]
+unsafe fn put_seg(dst: *mut u8, w: [u64; 2]) {
+    // SAFETY: the caller guarantees 16 writable bytes at `dst`; the stores
+    // are unaligned, so no alignment is assumed.
+    unsafe {
+        dst.cast::<u64>().write_unaligned(w[0]);
+        dst.add(8).cast::<u64>().write_unaligned(w[1]);
+    }
+}
+
+/// Writes the data segments of one receive WR at `wqe`: its SGEs (those
+/// of length 0 skipped when `SKIP_ZERO`), then the terminator when fewer
+/// than `max_gs` segments were written. FACTS §2.1, §2.2.
+///
+/// # Safety
+/// `sgl.len() <= max_gs` and `wqe` valid for writes of `16 * max_gs` bytes
+/// with no Rust reference to them.
+#[inline(always)]
+unsafe fn put_recv_segs<const SKIP_ZERO: bool>(wqe: *mut u8, sgl: &[Sge], max_gs: usize) {
+    let mut j = 0usize;
+    if let [s] = sgl {
+        // The common single-SGE receive, without the loop.
+        if !SKIP_ZERO || s.length != 0 {
+            // SAFETY: 1 = sgl.len() <= max_gs: segment 0 is inside `wqe`.
+            unsafe { put_seg(wqe, seg_words(s.length, s.lkey, s.addr)) };
+            j = 1;
+        }
+    } else {
+        for s in sgl {
+            if SKIP_ZERO && s.length == 0 {
+                continue;
+            }
+            // SAFETY: j counts written segments, j < sgl.len() <= max_gs:
+            // segment j is inside `wqe`.
+            unsafe { put_seg(wqe.add(j << 4), seg_words(s.length, s.lkey, s.addr)) };
+            j += 1;
+        }
+    }
+    if j < max_gs {
+        // SAFETY: j < max_gs: segment j is inside `wqe`.
+        unsafe { put_seg(wqe.add(j << 4), TERMINATOR_WORDS) };
+    }
+}
+
+/// Writes one receive WQE per single-SGE WR of `wrs` into consecutive ring
+/// slots from `wqe` on, recording each `wr_id` in the matching record of
+/// `slots`; stops at the first WR with another SGE count, or when either
+/// slice ends, and returns how many WRs were written. `ONE`: `max_gs == 1`,
+/// so a written SGE fills the WQE (no terminator). FACTS §2.1.
+///
+/// # Safety
+/// `max_gs >= 1`, `16 * max_gs <= 1 << shift`; `wqe` is the start of a
+/// ring slot followed by at least `slots.len()` slots of `1 << shift` bytes
+/// inside the ring, no Rust reference to them; every SGE obeys
+/// [`RecvQueue::post_recv_raw`]'s contract.
+#[inline(always)]
+unsafe fn post_single_run<const ONE: bool>(
+    mut wqe: *mut u8,
+    shift: u32,
+    max_gs: usize,
+    wrs: &[RecvWr<'_>],
+    slots: &mut [RqSlot],
+) -> usize {
+    let term_after_one = !ONE && max_gs > 1;
+    let stride = 1usize << shift;
+    let mut n = 0usize;
+    for (wr, slot) in wrs.iter().zip(slots.iter_mut()) {
+        let [s] = wr.sgl else { break };
+        if s.length != 0 {
+            // SAFETY: segment 0 is inside the WQE (max_gs >= 1), segment 1
+            // too when max_gs > 1.
+            unsafe {
+                put_seg(wqe, seg_words(s.length, s.lkey, s.addr));
+                if term_after_one {
+                    put_seg(wqe.add(16), TERMINATOR_WORDS);
+                }
+            }
+        } else {
+            // Skipped: the terminator comes first (0 < max_gs).
+            // SAFETY: segment 0 is inside the WQE (max_gs >= 1).
+            unsafe { put_seg(wqe, TERMINATOR_WORDS) };
+        }
+        slot.wr_id = wr.wr_id;
+        // One past the last slot at most: inside or at the end of the ring.
+        wqe = wqe.wrapping_add(stride);
+        n += 1;
+    }
+    n
+}
+
+/// [`put_recv_segs`] for any SGE count, out of the hot loop: `false`
+/// (nothing written) when `sgl.len() > max_gs`.
+///
+/// # Safety
+/// `wqe` valid for writes of `16 * max_gs` bytes with no Rust reference to
+/// them.
+#[cold]
+#[inline(never)]
+unsafe fn put_any<const SKIP_ZERO: bool>(wqe: *mut u8, sgl: &[Sge], max_gs: usize) -> bool {
+    if sgl.len() > max_gs {
+        return false;
+    }
+    // SAFETY: sgl.len() <= max_gs (checked above), the caller's WQE holds
+    // max_gs segments.
+    unsafe { put_recv_segs::<SKIP_ZERO>(wqe, sgl, max_gs) };
+    true
 }
 
 /// Geometry of a shared receive queue (from sizing). FACTS §3.8.
@@ -376,6 +565,8 @@ pub struct SharedReceiveQueue<S: SrqSlots> {
     waitq_head: i32,
     waitq_tail: i32,
     counter: u16,
+    /// `slots.len()` at creation: the ring holds this many WQEs.
+    n: u32,
     slots: S,
 }
 
@@ -413,6 +604,7 @@ impl<S: SrqSlots> SharedReceiveQueue<S> {
             waitq_head: -1,
             waitq_tail: -1,
             counter: 0,
+            n: n as u32,
             slots: {
                 slots.as_mut().fill(SrqSlot::default());
                 slots
@@ -432,16 +624,13 @@ impl<S: SrqSlots> SharedReceiveQueue<S> {
     }
 
     fn link(&mut self, from: u32, to: u32) {
-        self.slots.as_mut()[from as usize].next = to as u16;
-        let p = (from as usize) << self.cfg.wqe_shift;
-        // SAFETY: `from` < n (the index above would have panicked), so
-        // bytes 2..4 of its slot are inside the ring.
-        unsafe {
-            core::ptr::write_volatile(
-                self.ring.as_ptr().add(p + 2).cast::<[u8; 2]>(),
-                (to as u16).to_be_bytes(),
-            )
-        }
+        let all = self.slots.as_mut();
+        let len = all.len().min(self.n as usize);
+        all[..len][from as usize].next = to as u16;
+        // SAFETY: `from` < min(slots.len(), n) (the index above would have
+        // panicked), so bytes 2..4 of its slot are inside the ring of `n`
+        // WQEs.
+        unsafe { write_link(self.ring.as_ptr().add((from as usize) << self.cfg.wqe_shift), to) }
     }
 
     fn is_free(&self, i: u32) -> bool {
@@ -563,56 +752,50 @@ impl<S: SrqSlots> SharedReceiveQueue<S> {
     /// Posts receive WRs naming raw device addresses. Zero-length SGEs are
     /// written as-is (unlike the RQ). FACTS §2.2.
     ///
+    /// Refusals, in the order each WR is checked: more than `max_gs` SGEs
+    /// ([`RecvErrorKind::TooManySges`]), then no free slot even after
+    /// re-linking the completed ones ([`RecvErrorKind::QueueFull`]). The
+    /// WRs before the refused one are posted and published.
+    ///
     /// # Safety
     /// As [`RecvQueue::post_recv_raw`].
     pub unsafe fn post_recv_raw(&mut self, wrs: &[RecvWr<'_>]) -> Result<(), RecvError> {
-        let mut nreq = 0u32;
-        let mut result = Ok(());
-        for (i, wr) in wrs.iter().enumerate() {
-            if wr.sgl.len() > self.cfg.max_gs as usize {
-                result = Err(RecvError {
-                    index: i,
-                    kind: RecvErrorKind::TooManySges {
-                        num: wr.sgl.len(),
-                        max: Some(self.cfg.max_gs),
-                    },
-                });
-                break;
+        let mut done = 0usize;
+        let result = loop {
+            let rest = wrs.get(done..).unwrap_or_default();
+            // SAFETY: forwarded from this function's contract.
+            let (n, stop) = unsafe { self.fill(rest) };
+            done += n;
+            match stop {
+                SrqStop::Done => break Ok(()),
+                SrqStop::TooManySges(num) => {
+                    break Err(RecvError {
+                        index: done,
+                        kind: RecvErrorKind::TooManySges {
+                            num,
+                            max: Some(self.cfg.max_gs),
+                        },
+                    })
+                }
+                // The next slot was not free: re-link the completed ones
+                // (FACTS §2.2), then go on with the same WR.
+                SrqStop::NeedSlot if self.extend() => {
+                    debug_assert_ne!(self.head, self.tail, "extend leaves the head free");
+                }
+                SrqStop::NeedSlot => {
+                    break Err(RecvError {
+                        index: done,
+                        kind: RecvErrorKind::QueueFull {
+                            outstanding: self.cfg.nwqes - 1,
+                            max_post: self.cfg.nwqes - 1,
+                        },
+                    })
+                }
             }
-            if self.head == self.tail && !self.extend() {
-                result = Err(RecvError {
-                    index: i,
-                    kind: RecvErrorKind::QueueFull {
-                        outstanding: self.cfg.nwqes - 1,
-                        max_post: self.cfg.nwqes - 1,
-                    },
-                });
-                break;
-            }
-            let slot = self.head as usize;
-            let rec = &mut self.slots.as_mut()[slot];
-            rec.wr_id = wr.wr_id;
-            rec.posted = true;
-            self.head = rec.next as u32;
-            let base = (slot << self.cfg.wqe_shift) + 16;
-            let mut j = 0usize;
-            for s in wr.sgl {
-                // SAFETY: j < max_gs and (max_gs + 1) * 16 <= WQE size
-                // (checked in `new`): inside slot `slot`.
-                unsafe {
-                    DataSeg::new(s.length, s.lkey, s.addr)
-                        .write_to(self.ring.as_ptr().add(base + (j << 4)))
-                };
-                j += 1;
-            }
-            if j < self.cfg.max_gs as usize {
-                // SAFETY: as above.
-                unsafe { DataSeg::TERMINATOR.write_to(self.ring.as_ptr().add(base + (j << 4))) };
-            }
-            nreq += 1;
-        }
-        if nreq > 0 {
-            self.counter = self.counter.wrapping_add(nreq as u16);
+        };
+        if done > 0 {
+            // done <= wrs.len(); the counter is 16 bits by definition.
+            self.counter = self.counter.wrapping_add(done as u16);
             platform::to_device_barrier();
             // SAFETY: the SRQ doorbell record (4 bytes) this queue owns.
             unsafe {
@@ -624,11 +807,99 @@ impl<S: SrqSlots> SharedReceiveQueue<S> {
         }
         result
     }
+
+    /// Writes WQEs for a prefix of `wrs` at the free-list head, following
+    /// the links, and returns how many were written and why it stopped.
+    /// When the head reaches the tail and the slot after it is free, the
+    /// tail is advanced there (the common case of [`extend`](Self::extend),
+    /// the same link written); otherwise it stops with
+    /// [`SrqStop::NeedSlot`] for `extend` to search.
+    ///
+    /// # Safety
+    /// As [`RecvQueue::post_recv_raw`].
+    #[inline(always)]
+    unsafe fn fill(&mut self, wrs: &[RecvWr<'_>]) -> (usize, SrqStop) {
+        let ring = self.ring.as_ptr();
+        let shift = self.cfg.wqe_shift;
+        let nw = self.cfg.nwqes;
+        let max_gs = self.cfg.max_gs as usize;
+        let mut head = self.head;
+        let mut tail = self.tail;
+        // At most the `n` records `new` saw, so every index that passes
+        // the slice's bounds check names a slot inside the ring.
+        let all = self.slots.as_mut();
+        let len = all.len().min(self.n as usize);
+        let slots = &mut all[..len];
+        let mut stop = SrqStop::Done;
+        let mut posted = wrs.len();
+        for (i, wr) in wrs.iter().enumerate() {
+            if wr.sgl.len() > max_gs {
+                (posted, stop) = (i, SrqStop::TooManySges(wr.sgl.len()));
+                break;
+            }
+            if head == tail {
+                let next_tail = tail + 1;
+                // `(tail + 1) % nw` without the division (tail < nw).
+                let next_tail = if next_tail < nw {
+                    next_tail
+                } else {
+                    next_tail % nw
+                };
+                if !slots.get(next_tail as usize).is_some_and(|r| r.free) {
+                    (posted, stop) = (i, SrqStop::NeedSlot);
+                    break;
+                }
+                slots[tail as usize].next = next_tail as u16;
+                // SAFETY: `tail` indexed `slots` above, so tail < n and
+                // bytes 2..4 of its WQE are inside the ring.
+                unsafe { write_link(ring.add((tail as usize) << shift), next_tail) };
+                slots[next_tail as usize].free = false;
+                tail = next_tail;
+            }
+            let slot = head as usize;
+            let rec = &mut slots[slot];
+            rec.wr_id = wr.wr_id;
+            rec.posted = true;
+            head = rec.next as u32;
+            // SAFETY: slot < n (it indexed `slots`), so its WQE is inside
+            // the ring; after the 16-byte next segment it holds max_gs
+            // data segments ((max_gs + 1) * 16 <= WQE size, checked in
+            // `new`) and sgl.len() <= max_gs (checked above).
+            unsafe { put_recv_segs::<false>(ring.add((slot << shift) + 16), wr.sgl, max_gs) };
+        }
+        self.head = head;
+        self.tail = tail;
+        (posted, stop)
+    }
+}
+
+/// Why [`SharedReceiveQueue::fill`] stopped.
+enum SrqStop {
+    /// Every WR was written.
+    Done,
+    /// This WR has this many SGEs, more than `max_gs`.
+    TooManySges(usize),
+    /// No free slot at the head: the free list must be extended.
+    NeedSlot,
+}
+
+/// Stores the free-list link `to` in bytes 2..4 of the SRQ WQE at `wqe`
+/// (the next segment's `next_wqe_index`, big-endian). FACTS §2.2.
+///
+/// # Safety
+/// `wqe` must be valid for writes of 4 bytes, with no Rust reference to
+/// them.
+#[inline(always)]
+unsafe fn write_link(wqe: *mut u8, to: u32) {
+    // SAFETY: bytes 2..4 of the caller's 4 writable bytes; `[u8; 2]` needs
+    // no alignment.
+    unsafe { core::ptr::write_volatile(wqe.add(2).cast::<[u8; 2]>(), (to as u16).to_be_bytes()) }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wqe::{DataSeg, Segment};
 
     fn buf<T>(a: &mut [T]) -> DmaBuf {
         DmaBuf {
