@@ -259,7 +259,9 @@ impl From<PerfCmd> for bareverbs_bench::perf::cli::Cmd {
         use bareverbs_bench::perf::cli::Cmd;
         use bareverbs_bench::perf::run::PerfTest as T;
         match c {
-            PerfCmd::Post { .. } | PerfCmd::Poll { .. } | PerfCmd::PostRecv { .. } => unreachable!("handled above"),
+            PerfCmd::Post { .. } | PerfCmd::Poll { .. } | PerfCmd::PostRecv { .. } => {
+                unreachable!("handled above")
+            }
             PerfCmd::WriteLat(a) => Cmd::Test(T::WriteLat, Box::new(a)),
             PerfCmd::WriteBw(a) => Cmd::Test(T::WriteBw, Box::new(a)),
             PerfCmd::SendLat(a) => Cmd::Test(T::SendLat, Box::new(a)),

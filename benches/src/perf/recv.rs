@@ -105,10 +105,9 @@ impl RecvBench {
                 // SAFETY: ring and dbrec are fresh allocations owned by
                 // `dma`, which lives in the returned struct alongside the
                 // queue and is touched by nothing else.
-                let mut rq = unsafe {
-                    RecvQueue::new(ring, dbrec, cfg, [RqSlot::default(); RING_WQES])
-                }
-                .ok_or_else(|| anyhow::anyhow!("bad RQ geometry"))?;
+                let mut rq =
+                    unsafe { RecvQueue::new(ring, dbrec, cfg, [RqSlot::default(); RING_WQES]) }
+                        .ok_or_else(|| anyhow::anyhow!("bad RQ geometry"))?;
                 rq.enable();
                 (Queue::Rq(Box::new(rq)), cfg.max_post as u64, cfg.max_gs)
             }
