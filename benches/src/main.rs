@@ -63,6 +63,14 @@ enum PerfCmd {
         #[arg(long)]
         json: bool,
     },
+    /// CPU cost of posting receive WRs (RQ or SRQ) with the doorbell record.
+    PostRecv {
+        #[command(flatten)]
+        args: bareverbs_bench::perf::recv::RecvArgs,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// ib_write_lat look-alike.
     WriteLat(bareverbs_bench::perf::run::PerfArgs),
     /// ib_write_bw look-alike.
@@ -223,6 +231,23 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 );
             }
         }
+        Cli::Perf(PerfCmd::PostRecv { args, json }) => {
+            let stats = bareverbs_bench::perf::recv::RecvBench::new(args)?.run()?;
+            if json {
+                println!("{}", serde_json::to_string(&stats)?);
+            } else {
+                println!(
+                    "post-recv {:?} sge={} batch={}: {:.2} ns/WR over {} WRs (max_gs {}, {} doorbell records)",
+                    args.queue,
+                    args.sge,
+                    args.batch,
+                    stats.ns_per_op,
+                    stats.ops,
+                    stats.max_gs,
+                    stats.doorbells
+                );
+            }
+        }
         Cli::Perf(cmd) => return bareverbs_bench::perf::cli::run(cmd.into()),
         Cli::Sweep(args) => bareverbs_bench::sweep::run(&args)?,
     }
@@ -234,7 +259,9 @@ impl From<PerfCmd> for bareverbs_bench::perf::cli::Cmd {
         use bareverbs_bench::perf::cli::Cmd;
         use bareverbs_bench::perf::run::PerfTest as T;
         match c {
-            PerfCmd::Post { .. } | PerfCmd::Poll { .. } => unreachable!("handled above"),
+            PerfCmd::Post { .. } | PerfCmd::Poll { .. } | PerfCmd::PostRecv { .. } => {
+                unreachable!("handled above")
+            }
             PerfCmd::WriteLat(a) => Cmd::Test(T::WriteLat, Box::new(a)),
             PerfCmd::WriteBw(a) => Cmd::Test(T::WriteBw, Box::new(a)),
             PerfCmd::SendLat(a) => Cmd::Test(T::SendLat, Box::new(a)),

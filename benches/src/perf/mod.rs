@@ -1,5 +1,5 @@
 //! `bareverbs perf`: CPU cost of the data path on memory-backed queues
-//! (`post`, `poll`, `compare-c`), and perftest-style transfers.
+//! (`post`, `post-recv`, `poll`, `compare-c`), and perftest-style transfers.
 
 pub mod cli;
 pub mod cmd_backend;
@@ -7,5 +7,6 @@ pub mod cpost;
 pub mod poll;
 pub mod post;
 pub mod probe;
+pub mod recv;
 pub mod run;
 pub mod sim_backend;
