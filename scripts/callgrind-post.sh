@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
-# Instructions per posted WR on the Rust post path, measured with
-# valgrind --tool=callgrind by difference of two iteration counts (so
-# process start-up, queue setup and exit cancel out), printed beside the
-# vendor-provider anchors.
+# Instruction counts of the data path (send post, poll, receive post),
+# measured with valgrind --tool=callgrind by difference of two iteration
+# counts (so process start-up, queue setup and exit cancel out), printed
+# beside the anchors and the goals of the hot-path work:
+#
+#   vendor    rdma-core's mlx5 provider for the same work (ibv_post_send /
+#             ibv_poll_cq), measured once on this machine class
+#   C loop    benches/c/post_loop.c, a lean mlx5dv.h loop (counted here, in
+#             the same run, by the same method)
+#   goal      what the hot path is meant to reach
 #
 #   scripts/callgrind-post.sh [path/to/bareverbs]
 #
-# Env: N1 / N2 (iteration counts, default 20000 / 220000),
+# Env: N1 / N2 (iteration counts, default 20000 / 120000),
 #      CARGO_TARGET_DIR (default target) when the binary is not given.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BIN=${1:-${CARGO_TARGET_DIR:-target}/release/bareverbs}
 N1=${N1:-20000}
-N2=${N2:-220000}
+N2=${N2:-120000}
 command -v valgrind >/dev/null || { echo "valgrind not found (apt-get install valgrind)" >&2; exit 1; }
 if [ ! -x "$BIN" ]; then
   cargo build --release -p bareverbs-bench >&2
@@ -20,40 +26,75 @@ fi
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
-# total_ir ARGS... -> prints the program's total instruction count
+# total_ir ARGS... -> the program's total instruction count (or only the
+# functions VG_EXTRA's --toggle-collect names)
 total_ir() {
-  valgrind --tool=callgrind ${VG_EXTRA:-} --callgrind-out-file="$TMP/cg.out" "$BIN" "$@" >/dev/null 2>"$TMP/cg.err"
+  valgrind --tool=callgrind ${VG_EXTRA:-} --callgrind-out-file="$TMP/cg.out" "$BIN" "$@" >/dev/null 2>"$TMP/cg.err" \
+    || { cat "$TMP/cg.err" >&2; exit 1; }
   grep -E '^(summary|totals):' "$TMP/cg.out" | head -1 | awk '{print $2}'
 }
 
-# per_wr NAME ANCHOR ARGS... -> one table row
-per_wr() {
-  local name=$1 anchor=$2; shift 2
+# per_op ARGS... -> instructions per operation: (Ir(N2) - Ir(N1)) / (N2 - N1)
+per_op() {
   local a b
-  a=$(total_ir perf post "$@" --iters "$N1")
-  b=$(total_ir perf post "$@" --iters "$N2")
-  awk -v n="$name" -v a="$a" -v b="$b" -v n1="$N1" -v n2="$N2" -v anc="$anchor" \
-    'BEGIN { d = (b - a) / (n2 - n1); printf "%-34s %10.1f %14s %8.2f\n", n, d, anc, d / anc }'
+  a=$(total_ir "$@" --iters "$N1")
+  b=$(total_ir "$@" --iters "$N2")
+  awk -v a="$a" -v b="$b" -v n1="$N1" -v n2="$N2" 'BEGIN { printf "%.1f", (b - a) / (n2 - n1) }'
 }
 
-printf "%-34s %10s %14s %8s\n" "case (RC RDMA WRITE)" "instr/WR" "vendor anchor" "ratio"
-per_wr "1 SGE, 16 WRs per doorbell" 192 --opcode write --sge 1 --batch 16 --signal-every 16
-per_wr "1 SGE, 1 WR per doorbell"   322 --opcode write --sge 1 --batch 1 --signal-every 16
-per_wr "16 SGEs, 16 WRs per doorbell" 657 --opcode write --sge 16 --batch 16 --signal-every 16
-# per_cqe NAME ANCHOR ARGS... -> one row for the poll path
-per_cqe() {
-  local name=$1 anchor=$2; shift 2
-  local a b
-  a=$(VG_EXTRA='--toggle-collect=*poll_once*' total_ir perf poll "$@" --iters "$N1")
-  b=$(VG_EXTRA='--toggle-collect=*poll_once*' total_ir perf poll "$@" --iters "$N2")
-  awk -v n="$name" -v a="$a" -v b="$b" -v n1="$N1" -v n2="$N2" -v anc="$anchor" \
-    'BEGIN { d = (b - a) / (n2 - n1); printf "%-34s %10.1f %14s %8.2f\n", n, d, anc, d / anc }'
+# verdict VALUE GOAL -> "met" / "not met"
+verdict() {
+  awk -v v="$1" -v g="$2" 'BEGIN { print (v <= g) ? "met" : "not met" }'
 }
+
+echo "Send post: RC RDMA WRITE into a memory-backed ring, full doorbell sequence (instructions per WR)"
+printf "%-30s %9s %9s %7s %7s %6s  %s\n" "case" "bareverbs" "post only" "C loop" "vendor" "goal" ""
+send_row() {
+  local name=$1 vendor=$2 goal=$3; shift 3
+  local all only c
+  all=$(per_op perf post --opcode write --signal-every 16 "$@")
+  only=$(VG_EXTRA='--toggle-collect=*post_rdma_once*' per_op perf post --opcode write --signal-every 16 "$@")
+  c=$(per_op perf post --c-loop --opcode write --signal-every 16 "$@")
+  printf "%-30s %9s %9s %7s %7s %6s  %s\n" "$name" "$all" "$only" "$c" "$vendor" "<=$goal" "$(verdict "$all" "$goal")"
+}
+send_row "1 SGE, 16 WRs per doorbell" 192 40 --sge 1 --batch 16
+send_row "1 SGE, 1 WR per doorbell" 322 80 --sge 1 --batch 1
+send_row "16 SGEs, 16 WRs per doorbell" 657 120 --sge 16 --batch 16
+echo "  bareverbs and C loop: the whole benchmark loop per WR (setting wr_id and"
+echo "  signaled, the post call, the retire a poller does); post only: the"
+echo "  post_rdma_raw calls alone."
 echo
-printf "%-34s %10s %14s %8s\n" "case (requester CQEs)" "instr/CQE" "vendor anchor" "ratio"
-per_cqe "16 CQEs per poll" 111 --batch 16
-per_cqe "1 CQE per poll" 184 --batch 1
+
+echo "Poll: requester CQEs, each checked against the WR in flight (instructions per CQE, poll calls only)"
+printf "%-30s %9s %9s %7s %6s  %s\n" "case" "lean" "full" "vendor" "goal" ""
+poll_row() {
+  local name=$1 vendor=$2 goal=$3; shift 3
+  local lean full
+  lean=$(VG_EXTRA='--toggle-collect=*poll_once*' per_op perf poll "$@")
+  full=$(VG_EXTRA='--toggle-collect=*poll_once*' per_op perf poll --full "$@")
+  printf "%-30s %9s %9s %7s %6s  %s\n" "$name" "$lean" "$full" "$vendor" "<=$goal" "$(verdict "$lean" "$goal")"
+}
+poll_row "16 CQEs per poll" 111 30 --batch 16
+poll_row "1 CQE per poll" 184 60 --batch 1
+echo "  lean: poll_completions (cqe::Completion); full: poll (WorkCompletion)."
 echo
-echo "Post rows include the benchmark's own loop (setting wr_id/signaled) and the"
-echo "retire step; poll rows count only the poll calls (callgrind --toggle-collect"
-echo "on poll_once). Floor ~20 instructions per WR (WQE stores only)."
+
+echo "Receive post: 1-SGE receive WRs (instructions per WR)"
+printf "%-30s %9s %9s %6s  %s\n" "case" "bareverbs" "post only" "goal" ""
+recv_row() {
+  local name=$1 goal=$2; shift 2
+  local all only
+  all=$(per_op perf post-recv --sge 1 "$@")
+  only=$(VG_EXTRA='--toggle-collect=*RecvBench*post*' per_op perf post-recv --sge 1 "$@")
+  if [ "$goal" = "-" ]; then
+    printf "%-30s %9s %9s %6s\n" "$name" "$all" "$only" "-"
+  else
+    printf "%-30s %9s %9s %6s  %s\n" "$name" "$all" "$only" "<=$goal" "$(verdict "$only" "$goal")"
+  fi
+}
+recv_row "RQ, 16 WRs per doorbell rec" 30 --queue rq --batch 16
+recv_row "SRQ, 16 WRs per doorbell rec" 30 --queue srq --batch 16
+recv_row "RQ, 1 WR per doorbell rec" - --queue rq --batch 1
+recv_row "SRQ, 1 WR per doorbell rec" - --queue srq --batch 1
+echo "  bareverbs: the whole loop per WR (wr_id, post, the oldest-first retire);"
+echo "  post only: the post calls alone (the goal's measure)."

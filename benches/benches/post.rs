@@ -25,6 +25,8 @@ fn bench(c: &mut Criterion) {
             iters: 0,
             blueflame: false,
             general: false,
+        c_loop: false,
+            c_loop: false,
         })
         .expect("bench queue");
         g.bench_function(format!("rust/{name}"), |b| b.iter(|| rust.step()));

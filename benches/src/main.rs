@@ -212,6 +212,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 );
             }
         }
+        Cli::Perf(PerfCmd::Post { args, json }) if args.c_loop => {
+            let stats = bareverbs_bench::perf::cpost::run_c_loop(args)?;
+            if json {
+                println!("{}", serde_json::to_string(&stats)?);
+            } else {
+                println!(
+                    "C loop: post Write sge={} batch={} signal_every=16: {:.2} ns/WR over {} WRs",
+                    args.sge, args.batch, stats.ns_per_op, stats.ops
+                );
+            }
+        }
         Cli::Perf(PerfCmd::Post { args, json }) => {
             let stats = bareverbs_bench::perf::post::PostBench::new(args)?.run();
             if json {

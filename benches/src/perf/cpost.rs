@@ -143,6 +143,33 @@ impl CPostQueue {
     }
 }
 
+/// `bareverbs perf post --c-loop`: the C loop alone for `args` (RDMA
+/// WRITE, pointer SGEs, one signaled WR in 16 as in every comparison).
+pub fn run_c_loop(args: PostArgs) -> anyhow::Result<super::post::PostStats> {
+    anyhow::ensure!(
+        args.opcode == PerfOpcode::Write && args.inline.is_none() && !args.general,
+        "--c-loop runs RDMA WRITEs with pointer SGEs only (no --inline, --general, --opcode)"
+    );
+    anyhow::ensure!(
+        args.signal_every == SIGNAL_EVERY,
+        "--c-loop signals one WR in {SIGNAL_EVERY} (the comparison's setting)"
+    );
+    anyhow::ensure!(
+        (1..=16).contains(&args.sge) && args.batch >= 1,
+        "--c-loop needs --sge 1..=16 and --batch >= 1"
+    );
+    let mut c = CPostQueue::new(args.sge, args.batch);
+    let t = Instant::now();
+    let ops = c.run(args.iters);
+    let el = t.elapsed();
+    Ok(super::post::PostStats {
+        ns_per_op: el.as_nanos() as f64 / ops.max(1) as f64,
+        ops,
+        wqebbs_per_wr: (32 + 16 * args.sge).div_ceil(64) as f64,
+        doorbells: c.doorbells(),
+    })
+}
+
 /// One comparison case.
 #[derive(Clone, Copy, Debug, serde::Serialize)]
 pub struct CompareCase {
@@ -233,6 +260,7 @@ pub fn compare(case: CompareCase, rounds: u32, per_round: u64) -> anyhow::Result
         iters: per_round,
         blueflame: false,
         general: false,
+        c_loop: false,
     })?;
     let mut c = CPostQueue::new(case.sge, case.batch);
     // Warm-up.

@@ -53,6 +53,11 @@ pub struct PostArgs {
     /// Post through the general `post_send_raw` instead of the hot path.
     #[arg(long)]
     pub general: bool,
+    /// Run the C comparison loop (`benches/c/post_loop.c`, RDMA WRITE
+    /// only, no inline) instead of the Rust post path, for instruction
+    /// counts of both by the same method.
+    #[arg(long = "c-loop")]
+    pub c_loop: bool,
 }
 
 /// Result of a post benchmark.
@@ -211,9 +216,7 @@ impl PostBench {
                     to_signal = a.signal_every;
                 }
             }
-            // SAFETY: the SGEs name fake device addresses that the
-            // memory-backed UAR never dereferences.
-            unsafe { self.sq.post_rdma_raw(self.op, &self.rwrs) }
+            post_rdma_once(&mut self.sq, self.op, &self.rwrs)
         } else {
             for (k, wr) in self.wrs.iter_mut().enumerate() {
                 to_signal -= 1;
@@ -228,9 +231,7 @@ impl PostBench {
                 wr.wr_id = self.posted + k as u64;
                 wr.flags = flags;
             }
-            // SAFETY: non-inline SGEs are never dereferenced; inline SGEs
-            // point into `self.payload`, alive and readable.
-            unsafe { self.sq.post_send_raw(&self.wrs) }
+            post_send_once(&mut self.sq, &self.wrs)
         };
         let posted = match r {
             Ok(()) => n,
@@ -271,4 +272,29 @@ impl PostBench {
             doorbells: self.sq.uar().doorbells + self.sq.uar().bf_chunks,
         }
     }
+}
+
+/// One `post_rdma_raw` call, out of line so instruction counters
+/// (`valgrind --tool=callgrind --toggle-collect='*post_*_once*'`) count
+/// only the post path, apart from the benchmark's own loop.
+#[inline(never)]
+pub fn post_rdma_once(
+    sq: &mut SendQueue<MemUar, [SqSlot; RING_BBS]>,
+    op: RdmaOp,
+    wrs: &[RdmaWr<'_>],
+) -> Result<(), bareverbs::sq::PostError> {
+    // SAFETY: the benchmark's SGEs name fake device addresses that the
+    // memory-backed UAR never dereferences.
+    unsafe { sq.post_rdma_raw(op, wrs) }
+}
+
+/// One `post_send_raw` call, out of line (as [`post_rdma_once`]).
+#[inline(never)]
+pub fn post_send_once(
+    sq: &mut SendQueue<MemUar, [SqSlot; RING_BBS]>,
+    wrs: &[SendWr<'_>],
+) -> Result<(), bareverbs::sq::PostError> {
+    // SAFETY: the benchmark's non-inline SGEs are never dereferenced; its
+    // inline SGEs point into the bench's payload, alive and readable.
+    unsafe { sq.post_send_raw(wrs) }
 }
