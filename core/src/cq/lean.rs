@@ -449,3 +449,6 @@ const _: () = {
     let read = Completion::rest(0, 0, WcOpcode::RdmaRead as u8, CompletionFlags::empty(), 0);
     assert!(REQ_TABLE[0x10] == read | LEN_BYTE_CNT);
 };
+
+#[cfg(test)]
+mod tests;
