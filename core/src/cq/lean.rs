@@ -34,10 +34,9 @@ use crate::cqe::{req_completion, Completion, CompletionFlags, WcOpcode, WcStatus
 use crate::cqe::{CqeSize, WorkCompletion, CQE128_SIZE, CQE64_SIZE};
 use core::ptr;
 
-/// Bits of `op_own` that must equal `0b0000_00p0`-style values for a fast
-/// CQE: opcode bits 7:6 (opcode < 4), format bits 3:2 (plain) and the
-/// owner bit 0 (compared with the pass parity). Bit 1 (SE) and opcode bits
-/// 5:4 are free.
+/// The bits of `op_own ^ parity` that are zero in a fast CQE: opcode bits
+/// 7:6 (opcode < 4), format bits 3:2 (plain) and the owner bit 0 (equal to
+/// the pass parity). Bit 1 (SE) and opcode bits 5:4 are free.
 const FAST_MASK: u8 = 0xCD;
 
 /// [`REQ_MAP`] entry bit: `byte_len` is the CQE's `byte_cnt` (RDMA read).
@@ -105,17 +104,6 @@ const REQ_TABLE: [u64; 256] = {
     t
 };
 
-/// Why [`CompletionQueue::fast_run`] stopped.
-#[derive(Clone, Copy)]
-enum Stop {
-    /// The run is full.
-    Full,
-    /// The next entry is not a fast CQE (its `op_own` byte): not consumed.
-    Other(u8),
-    /// The next CQE was refused by the resolver: consumed, nothing retired.
-    Rejected,
-}
-
 /// Big-endian u32 at `p + off`.
 ///
 /// # Safety
@@ -182,11 +170,8 @@ impl<const N: usize> CompletionQueue<N> {
 
     /// The loop of [`Self::poll_completions`]; `UIDX`: the CQE version is
     /// 1 (the resolver is given the user index, else the QPN); `STRIDE`:
-    /// the entry size (`self.cqe_size.bytes()`).
-    ///
-    /// The ring is walked in runs that do not wrap ([`Self::fast_run`]: the
-    /// pass parity is fixed, the entry pointer simply advances); `self.ci`
-    /// is written back before the general path runs and at the end.
+    /// the entry size (`self.cqe_size.bytes()`). `self.ci` is kept in a
+    /// local and written back before the general path runs and at the end.
     #[inline(always)]
     fn lean_loop<const UIDX: bool, const STRIDE: usize, R: WrResolver + ?Sized>(
         &mut self,
@@ -195,42 +180,48 @@ impl<const N: usize> CompletionQueue<N> {
     ) -> Result<usize, PollError> {
         let ncqe = self.ncqe();
         let call_start = self.ci;
+        // The cqe64 of entry 0: the entry, or its second half for 128-byte
+        // entries (STRIDE − 64 = cqe64_offset).
+        let base = self
+            .ring
+            .cpu
+            .as_ptr()
+            .wrapping_add(STRIDE - CQE64_SIZE)
+            .cast_const();
         let mut ci = self.ci;
         let mut n = 0usize;
         let mut failed = None;
-        while n < out.len() {
+        'outer: while n < out.len() {
             if self.zip.is_none() {
-                // A run of entries up to the ring's end: one pass, one parity.
-                let idx = ci & (ncqe - 1);
-                let rest = &mut out[n..];
-                let len = ((ncqe - idx) as usize).min(rest.len());
-                let run = &mut rest[..len];
-                let parity = ((ci & ncqe) != 0) as u8;
-                // The cqe64 of entry idx: the entry, or its second half for
-                // 128-byte entries (STRIDE − 64 = cqe64_offset).
-                let p = self
-                    .ring
-                    .cpu
-                    .as_ptr()
-                    .wrapping_add(idx as usize * STRIDE + (STRIDE - CQE64_SIZE));
-                let (k, stop) = Self::fast_run::<UIDX, STRIDE, R>(r, run, p, parity, &mut failed);
-                n += k;
-                ci = ci.wrapping_add(k as u32);
-                match stop {
-                    Stop::Full => continue,
-                    Stop::Rejected => {
-                        ci = ci.wrapping_add(1);
+                loop {
+                    let p = base.wrapping_add((ci & (ncqe - 1)) as usize * STRIDE);
+                    // SAFETY: p is the cqe64 of entry ci & (ncqe − 1),
+                    // inside the ring (ncqe × STRIDE bytes, construction);
+                    // the ownership byte is read alone, by value, with no
+                    // reference.
+                    let own = unsafe { ptr::read_volatile(p.add(OP_OWN_OFFSET)) };
+                    let parity = ((ci & ncqe) != 0) as u8;
+                    if (own ^ parity) & FAST_MASK != 0 {
+                        if !sw_owns(own, ci, ncqe) {
+                            break 'outer;
+                        }
                         break;
                     }
-                    Stop::Other(op_own) => {
-                        if !sw_owns(op_own, ci, ncqe) {
-                            break;
-                        }
+                    platform::from_device_barrier();
+                    let res = Self::fast_one::<UIDX, R>(r, &mut out[n], p);
+                    ci = ci.wrapping_add(1);
+                    if let Err(e) = res {
+                        failed = Some(e);
+                        break 'outer;
+                    }
+                    n += 1;
+                    if n == out.len() {
+                        break 'outer;
                     }
                 }
             }
             // A compressed session in progress, or an owned CQE the fast
-            // run does not decode.
+            // path does not decode.
             self.ci = ci;
             let res = self.lean_cold(r, call_start);
             ci = self.ci;
@@ -253,97 +244,49 @@ impl<const N: usize> CompletionQueue<N> {
         }
     }
 
-    /// Polls fast CQEs into `run`, the entries at `p`, `p + STRIDE`, … of
-    /// one pass with owner bit `parity`, until `run` is full
-    /// ([`Stop::Full`]), an entry is not a fast CQE ([`Stop::Other`], not
-    /// consumed) or a CQE is refused by the resolver ([`Stop::Rejected`],
-    /// consumed; the error is stored in `failed`). Returns the number of
-    /// completions written. `p` must be the cqe64 of an entry of the ring
-    /// with `run.len()` entries from it up to the ring's end.
-    ///
-    /// The ownership bytes of the run are read first, up to the first
-    /// entry that is not a fast CQE; one [`platform::from_device_barrier`]
-    /// then orders all of them before the reads of the entries' other
-    /// fields (FACTS §4.4, §5.3: the device writes an entry before its
-    /// ownership byte).
+    /// Turns the fast CQE at `p` (software-owned, ordered by the barrier,
+    /// opcode 0–3 in plain format per its ownership byte) into `slot`
+    /// through the resolver, or returns the refusal.
     #[inline(always)]
-    fn fast_run<const UIDX: bool, const STRIDE: usize, R: WrResolver + ?Sized>(
+    fn fast_one<const UIDX: bool, R: WrResolver + ?Sized>(
         r: &mut R,
-        run: &mut [Completion],
+        slot: &mut Completion,
         p: *const u8,
-        parity: u8,
-        failed: &mut Option<PollError>,
-    ) -> (usize, Stop) {
-        let mut owned = 0;
-        let mut stop = Stop::Full;
-        let mut q = p;
-        while owned < run.len() {
-            // SAFETY: q is the cqe64 of entry `owned` of the run, inside
-            // the ring (caller); the ownership byte is read alone, by
-            // value, with no reference.
-            let own = unsafe { ptr::read_volatile(q.add(OP_OWN_OFFSET)) };
-            if (own ^ parity) & FAST_MASK != 0 {
-                stop = Stop::Other(own);
-                break;
-            }
-            owned += 1;
-            q = q.wrapping_add(STRIDE);
-        }
-        if owned == 0 {
-            return (0, stop);
-        }
-        platform::from_device_barrier();
-        let first = p;
-        let mut p = p;
-        // The index of the entry at p in the run (only needed on a refusal;
-        // one induction variable less in the loop).
-        let index = |p: *const u8| (p.addr() - first.addr()) / STRIDE;
-        for slot in run[..owned].iter_mut() {
-            // SAFETY: software owns the 64 bytes at p (their ownership
-            // byte was tested above, ordered by the barrier); p is 8-byte
-            // aligned (the ring is, entries are 64 or 128 bytes), so are
-            // p + 56 and p + 32.
-            let tail = unsafe { be64(p, 56) };
-            let ctr = (tail >> 16) as u16;
-            let qp = if UIDX {
-                // SAFETY: as above.
-                (unsafe { be32(p, 32) }) & 0x00ff_ffff
+    ) -> Result<(), PollError> {
+        // SAFETY: software owns the 64 bytes at p (caller); p is 8-byte
+        // aligned (the ring is, entries are 64 or 128 bytes), so are p + 56
+        // and p + 32.
+        let tail = unsafe { be64(p, 56) };
+        let ctr = (tail >> 16) as u16;
+        let qp = if UIDX {
+            // SAFETY: as above.
+            (unsafe { be32(p, 32) }) & 0x00ff_ffff
+        } else {
+            (tail >> 32) as u32 & 0x00ff_ffff
+        };
+        // Opcode bits 5:4 of op_own as this load sees it (opcode 0–3: bits
+        // 7:6 were zero in the byte tested before the barrier; a device
+        // that rewrites an entry it handed over only changes which fast
+        // CQE it is).
+        if tail & 0x30 == 0 {
+            let d = r
+                .send_done(qp, ctr)
+                .map_err(|why| PollError::reject(qp, ctr, why))?;
+            let e = REQ_MAP[(tail >> 56) as usize];
+            // Each branch stores its own completion (a phi of the 24-byte
+            // value would go through the stack).
+            if e & SPECIAL == 0 {
+                *slot = Completion::from_words(d.wr_id, tail & QPN_HI, e);
             } else {
-                (tail >> 32) as u32 & 0x00ff_ffff
-            };
-            // Opcode bits 5:4 of op_own as this load sees it (opcode 0–3:
-            // bits 7:6 were zero in the byte tested above; a device that
-            // rewrites an entry it handed over only changes which fast CQE
-            // it is).
-            if tail & 0x30 == 0 {
-                let d = match r.send_done(qp, ctr) {
-                    Ok(d) => d,
-                    Err(why) => {
-                        *failed = Some(PollError::reject(qp, ctr, why));
-                        return (index(p), Stop::Rejected);
-                    }
-                };
-                let e = REQ_MAP[(tail >> 56) as usize];
-                // Each branch stores its own completion (a phi of the
-                // 24-byte value would go through the stack).
-                if e & SPECIAL == 0 {
-                    *slot = Completion::from_words(d.wr_id, tail & QPN_HI, e);
-                } else {
-                    Self::req_special(slot, e, d.wr_id, d.wr_data, tail, p);
-                }
-            } else {
-                let d = match r.recv_done(qp, ctr) {
-                    Ok(d) => d,
-                    Err(why) => {
-                        *failed = Some(PollError::reject(qp, ctr, why));
-                        return (index(p), Stop::Rejected);
-                    }
-                };
-                *slot = Self::resp((tail as u8 >> 4) & 3, d.wr_id, d.rx_csum, tail, p);
+                Self::req_special(slot, e, d.wr_id, d.wr_data, tail, p);
             }
-            p = p.wrapping_add(STRIDE);
+        } else {
+            let d = r
+                .recv_done(qp, ctr)
+                .map_err(|why| PollError::reject(qp, ctr, why))?;
+            *slot = Self::resp((tail as u8 >> 4) & 3, d.wr_id, d.rx_csum, tail, p);
         }
-        (owned, stop)
+        Ok(())
     }
 
     /// The completion of a successful, plain responder CQE of opcode `op`
@@ -391,8 +334,8 @@ impl<const N: usize> CompletionQueue<N> {
         )
     }
 
-    /// Writes to `slot` the completion of a requester CQE whose [`REQ_MAP`] entry `e` has
-    /// [`SPECIAL`] bits: RDMA read (`byte_cnt` from the CQE at `p`),
+    /// Writes to `slot` the completion of a requester CQE whose [`REQ_MAP`]
+    /// entry `e` has [`SPECIAL`] bits: RDMA read (`byte_cnt` from the CQE at `p`),
     /// atomics (8), UMR / SET_PSV / NOP / MMO (opcode `wr_data`). `tail`
     /// is the CQE's bytes 56..64, big-endian.
     #[inline(never)]
