@@ -207,8 +207,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 println!("{}", serde_json::to_string(&stats)?);
             } else {
                 println!(
-                    "poll batch={}: {:.2} ns/CQE over {} CQEs",
-                    args.batch, stats.ns_per_op, stats.ops
+                    "poll batch={} path={}: {:.2} ns/CQE over {} CQEs",
+                    args.batch,
+                    if args.full { "full" } else { "lean" },
+                    stats.ns_per_op,
+                    stats.ops
                 );
             }
         }

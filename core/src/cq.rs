@@ -401,6 +401,16 @@ impl fmt::Display for CqError {
 
 impl core::error::Error for CqError {}
 
+/// Outcome of one step of the general poll path ([`CompletionQueue::step`]).
+enum Step {
+    /// Software owns no entry at the consumer index: nothing consumed.
+    Empty,
+    /// One completion written; the CQE (or mini-CQE) consumed.
+    Done,
+    /// The CQE was consumed but is no completion.
+    Failed(PollError),
+}
+
 #[derive(Clone, Copy, Debug)]
 struct ZipState {
     exp: MiniCqeExpander,
@@ -623,15 +633,12 @@ impl<const N: usize> CompletionQueue<N> {
 
     #[inline(always)]
     fn write_dbrec(&mut self, word: usize, v: u32) {
-        let p = self
-            .dbrec
-            .cpu
-            .as_ptr()
-            .wrapping_add(word * 4)
-            .cast::<[u8; 4]>();
-        // SAFETY: the record is at least 8 bytes (construction) and word is
-        // 0 or 1; [u8; 4] has alignment 1; volatile keeps the store.
-        unsafe { ptr::write_volatile(p, v.to_be_bytes()) };
+        let p = self.dbrec.cpu.as_ptr().wrapping_add(word * 4).cast::<u32>();
+        // SAFETY: the record is at least 8 bytes and 8-byte aligned
+        // (construction) and word is 0 or 1, so p is valid and aligned for
+        // a 4-byte store; volatile keeps the store. The stored bytes are
+        // BE32(v) on any host.
+        unsafe { ptr::write_volatile(p, u32::from_ne_bytes(v.to_be_bytes())) };
     }
 
     /// Reads the doorbell record word `word` (0 = SET_CI, 1 = ARM) as a
@@ -721,58 +728,14 @@ impl<const N: usize> CompletionQueue<N> {
         r: &mut R,
         out: &mut [WorkCompletion],
     ) -> Result<usize, PollError> {
-        let ncqe = self.ncqe();
         let call_start = self.ci;
         let mut n = 0;
         let mut res = Ok(());
         for slot in out.iter_mut() {
-            if self.zip.is_some() {
-                match self.poll_zip(r) {
-                    Ok(wc) => {
-                        *slot = wc;
-                        n += 1;
-                        continue;
-                    }
-                    Err(e) => {
-                        res = Err(e);
-                        break;
-                    }
-                }
-            }
-            let pos = self.ci;
-            let p = self.cqe64_ptr(pos);
-            // SAFETY: p points at a cqe64 inside the ring (cqe64_ptr); the
-            // ownership byte is read alone, by value, with no reference.
-            let op_own = unsafe { ptr::read_volatile(p.add(OP_OWN_OFFSET)) };
-            if !sw_owns(op_own, pos, ncqe) {
-                break;
-            }
-            platform::from_device_barrier();
-            // SAFETY: the 64 bytes at p are inside the ring and software
-            // owns the entry (checked above, ordered by the barrier).
-            let cqe = unsafe { read_cqe64(p) };
-            if cqe.format() == CqeFormat::Compressed as u8 {
-                match self
-                    .start_zip(cqe, pos, call_start)
-                    .and_then(|()| self.poll_zip(r))
-                {
-                    Ok(wc) => {
-                        *slot = wc;
-                        n += 1;
-                        continue;
-                    }
-                    Err(e) => {
-                        res = Err(e);
-                        break;
-                    }
-                }
-            }
-            self.ci = pos.wrapping_add(1);
-            match self.complete(&cqe, p, r, slot) {
-                Ok(()) => {
-                    n += 1;
-                }
-                Err(e) => {
+            match self.step(r, call_start, slot) {
+                Step::Done => n += 1,
+                Step::Empty => break,
+                Step::Failed(e) => {
                     res = Err(e);
                     break;
                 }
@@ -782,6 +745,59 @@ impl<const N: usize> CompletionQueue<N> {
         match res {
             Ok(()) => Ok(n),
             Err(e) => Err(e.with_completions(n)),
+        }
+    }
+
+    /// One step of the general poll path: the next completion of a
+    /// compressed session in progress, or the CQE at the consumer index if
+    /// software owns it (a compressed title starts a session). Writes
+    /// `slot` on [`Step::Done`]; consumes the CQE (advances `ci`) on
+    /// [`Step::Done`] and [`Step::Failed`]; does not touch the doorbell
+    /// record. `call_start` is the consumer index when the poll call began.
+    #[inline(always)]
+    fn step<R: WrResolver + ?Sized>(
+        &mut self,
+        r: &mut R,
+        call_start: u32,
+        slot: &mut WorkCompletion,
+    ) -> Step {
+        if self.zip.is_some() {
+            return match self.poll_zip(r) {
+                Ok(wc) => {
+                    *slot = wc;
+                    Step::Done
+                }
+                Err(e) => Step::Failed(e),
+            };
+        }
+        let pos = self.ci;
+        let p = self.cqe64_ptr(pos);
+        // SAFETY: p points at a cqe64 inside the ring (cqe64_ptr); the
+        // ownership byte is read alone, by value, with no reference.
+        let op_own = unsafe { ptr::read_volatile(p.add(OP_OWN_OFFSET)) };
+        if !sw_owns(op_own, pos, self.ncqe()) {
+            return Step::Empty;
+        }
+        platform::from_device_barrier();
+        // SAFETY: the 64 bytes at p are inside the ring and software
+        // owns the entry (checked above, ordered by the barrier).
+        let cqe = unsafe { read_cqe64(p) };
+        if cqe.format() == CqeFormat::Compressed as u8 {
+            return match self
+                .start_zip(cqe, pos, call_start)
+                .and_then(|()| self.poll_zip(r))
+            {
+                Ok(wc) => {
+                    *slot = wc;
+                    Step::Done
+                }
+                Err(e) => Step::Failed(e),
+            };
+        }
+        self.ci = pos.wrapping_add(1);
+        match self.complete(&cqe, p, r, slot) {
+            Ok(()) => Step::Done,
+            Err(e) => Step::Failed(e),
         }
     }
 
@@ -1186,6 +1202,8 @@ impl CompletionQueue<0> {
         Self::build(ncqe, ring, dbrec, cqn, cqe_size, cqe_version)
     }
 }
+
+mod lean;
 
 #[cfg(test)]
 mod tests;

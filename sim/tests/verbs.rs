@@ -7,7 +7,7 @@
 //! the driver's output.
 
 use bareverbs::cmd::ops::{HwQpState, IbMtu};
-use bareverbs::cqe::{WcStatus, WorkCompletion};
+use bareverbs::cqe::{Completion, WcOpcode, WcStatus, WorkCompletion};
 use bareverbs::device::DeviceConfig;
 use bareverbs::rq::RecvErrorKind;
 use bareverbs::sizing::QpType;
@@ -306,6 +306,30 @@ fn atomic_and_inline_through_the_safe_api() {
         .post_send(&[SendWr::new(3, write, &[mr.sge(0, 61).unwrap()]).with_flags(inl)])
         .unwrap_err();
     assert_eq!(e.kind, PostErrorKind::InlineTooLarge { len: 61, max: 60 });
+    // The same two WRs again, polled in lean form: the atomic reports its
+    // 8 bytes, both their opcodes.
+    qp.post_send(&[SendWr::new(4, fadd, &[mr.sge(0, 8).unwrap()]).signaled()])
+        .unwrap();
+    qp.post_send(&[SendWr::new(5, write, &[mr.sge(2048, 32).unwrap()])
+        .signaled()
+        .with_flags(inl)])
+        .unwrap();
+    let mut cs = [Completion::default(); 4];
+    assert_eq!(cq.poll_completions(&mut qp, &mut cs).unwrap(), 2);
+    let got: Vec<_> = cs[..2]
+        .iter()
+        .map(|c| (c.wr_id(), c.status(), c.opcode(), c.byte_len()))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (4, WcStatus::Success, WcOpcode::FetchAdd, 8),
+            (5, WcStatus::Success, WcOpcode::RdmaWrite, 0)
+        ]
+    );
+    assert_eq!(cq.poll_completions(&mut qp, &mut cs).unwrap(), 0);
+    buf.read(1024, &mut old).unwrap();
+    assert_eq!(u64::from_be_bytes(old), 43);
 }
 
 #[test]

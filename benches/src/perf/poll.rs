@@ -1,12 +1,17 @@
 //! `bareverbs perf poll`: CPU cost of polling CQEs from a memory-backed
 //! completion queue, with `wr_id` recovery through a send queue
 //! (`QueuePair` as the resolver) and one doorbell-record update per poll.
+//! By default the lean path ([`CompletionQueue::poll_completions`] into
+//! [`Completion`]s, timed in [`poll_once`]); `--full` measures the full
+//! [`WorkCompletion`] path ([`CompletionQueue::poll`], in
+//! [`poll_once_full`]). Both are out of line and named `poll_once*`, so
+//! `valgrind --tool=callgrind --toggle-collect='*poll_once*'` isolates them.
 //!
 //! A fake device refills the ring between laps with requester CQEs whose
 //! owner bit matches the next pass; only the `poll` calls are timed.
 
 use bareverbs::cq::CompletionQueue;
-use bareverbs::cqe::{Cqe64, CqeSize, WorkCompletion};
+use bareverbs::cqe::{Completion, Cqe64, CqeSize, WorkCompletion};
 use bareverbs::platform::{DmaAllocator, DmaBuf, MemUar};
 use bareverbs::qp::QpType;
 use bareverbs::queue_pair::QueuePair;
@@ -28,6 +33,10 @@ pub struct PollArgs {
     /// CQEs to poll in total.
     #[arg(long, default_value_t = 1_000_000)]
     pub iters: u64,
+    /// Measure the full `WorkCompletion` path (`poll`) instead of the lean
+    /// `Completion` path (`poll_completions`).
+    #[arg(long)]
+    pub full: bool,
 }
 
 /// Result of a poll benchmark.
@@ -43,7 +52,7 @@ pub struct PollStats {
 pub struct PollBench {
     _dma: HeapDma,
     cq: Box<CompletionQueue<CQ_ENTRIES>>,
-    qp: Box<QueuePair<MemUar, [SqSlot; SQ_BBS], [RqSlot; 1]>>,
+    qp: Box<BenchQp>,
     ring: DmaBuf,
     produced: u64,
     args: PollArgs,
@@ -146,7 +155,21 @@ impl PollBench {
 
     /// Runs the benchmark.
     pub fn run(&mut self) -> PollStats {
-        let mut wcs = vec![WorkCompletion::default(); self.args.batch as usize];
+        if self.args.full {
+            let mut wcs = vec![WorkCompletion::default(); self.args.batch as usize];
+            self.run_with(|cq, qp, want| poll_once_full(cq, qp, &mut wcs[..want]))
+        } else {
+            let mut cs = vec![Completion::default(); self.args.batch as usize];
+            self.run_with(|cq, qp, want| poll_once(cq, qp, &mut cs[..want]))
+        }
+    }
+
+    /// The benchmark loop around `poll` (called with the queues and the
+    /// number of CQEs to ask for; returns the number polled).
+    fn run_with(
+        &mut self,
+        mut poll: impl FnMut(&mut CompletionQueue<CQ_ENTRIES>, &mut BenchQp, usize) -> usize,
+    ) -> PollStats {
         let mut done = 0u64;
         let mut timed = Duration::ZERO;
         while done < self.args.iters {
@@ -155,7 +178,7 @@ impl PollBench {
             while lap < CQ_ENTRIES && done < self.args.iters {
                 let want = (self.args.batch as usize).min(CQ_ENTRIES - lap);
                 let t = Instant::now();
-                let n = poll_once(&mut self.cq, &mut self.qp, &mut wcs[..want]);
+                let n = poll(&mut self.cq, &mut self.qp, want);
                 timed += t.elapsed();
                 if n == 0 {
                     break;
@@ -171,11 +194,25 @@ impl PollBench {
     }
 }
 
-/// One poll call (kept out of line so instruction counters can isolate it).
+/// The resolver of the benchmark: one RC QP with a 4096-WQEBB send queue.
+pub type BenchQp = QueuePair<MemUar, [SqSlot; SQ_BBS], [RqSlot; 1]>;
+
+/// One lean poll call (kept out of line so instruction counters can
+/// isolate it).
 #[inline(never)]
 pub fn poll_once(
     cq: &mut CompletionQueue<CQ_ENTRIES>,
-    qp: &mut QueuePair<MemUar, [SqSlot; SQ_BBS], [RqSlot; 1]>,
+    qp: &mut BenchQp,
+    out: &mut [Completion],
+) -> usize {
+    cq.poll_completions(qp, out).unwrap_or(0)
+}
+
+/// One full poll call (`WorkCompletion`s; out of line like [`poll_once`]).
+#[inline(never)]
+pub fn poll_once_full(
+    cq: &mut CompletionQueue<CQ_ENTRIES>,
+    qp: &mut BenchQp,
     out: &mut [WorkCompletion],
 ) -> usize {
     cq.poll(qp, out).unwrap_or(0)

@@ -1,17 +1,19 @@
 //! Completion queue entries: the 64-byte CQE, the error-CQE view, 128-byte
 //! CQEs, ownership, opcodes, syndromes → work-completion status, requester
-//! and responder field mapping, compressed (mini) CQE expansion and a
-//! readable dump. FACTS §5.
+//! and responder field mapping, the lean [`Completion`], compressed (mini)
+//! CQE expansion and a readable dump. FACTS §5.
 //!
 //! Everything here works on *copies*: the poll path (`crate::cq`) copies a
 //! CQE out of device memory with raw-pointer reads and hands the bytes to
 //! [`Cqe64::from_bytes`]. No type in this module ever refers to
 //! device-visible memory, and no accessor can panic on any byte pattern.
 
+mod completion;
 mod dump;
 mod mini;
 mod status;
 
+pub use completion::{Completion, CompletionFlags};
 pub use dump::CqeDump;
 pub use mini::{MiniCqe, MiniCqeExpander, MiniCqeFormat, MiniCqeIter, MINI_CQES_PER_SLOT};
 pub use status::{

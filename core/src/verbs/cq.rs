@@ -4,7 +4,7 @@
 use super::Owner;
 use super::QueuePair;
 use crate::cq::{CompletionReject, DynCompletionQueue, PollError, RecvDone, SendDone, WrResolver};
-use crate::cqe::WorkCompletion;
+use crate::cqe::{Completion, WorkCompletion};
 use crate::device::CqHandle;
 use crate::platform::Uar;
 use core::cell::{Cell, RefCell};
@@ -85,6 +85,30 @@ impl<'a> CompletionQueue<'a> {
             cq: self as *const Self as *const (),
         };
         self.cq.borrow_mut().poll(&mut r, out)
+    }
+
+    /// As [`poll`](Self::poll), writing lean [`Completion`]s (the same
+    /// CQEs, checks and errors; see
+    /// [`poll_completions`](crate::cq::CompletionQueue::poll_completions)).
+    pub fn poll_completions<U: Uar, const SQ: usize, const RQ: usize>(
+        &self,
+        qp: &mut QueuePair<'_, U, SQ, RQ>,
+        out: &mut [Completion],
+    ) -> Result<usize, PollError> {
+        self.poll_any_completions(&mut [qp], out)
+    }
+
+    /// As [`poll_any`](Self::poll_any), writing lean [`Completion`]s.
+    pub fn poll_any_completions<U: Uar, const SQ: usize, const RQ: usize>(
+        &self,
+        qps: &mut [&mut QueuePair<'_, U, SQ, RQ>],
+        out: &mut [Completion],
+    ) -> Result<usize, PollError> {
+        let mut r = Bound {
+            qps,
+            cq: self as *const Self as *const (),
+        };
+        self.cq.borrow_mut().poll_completions(&mut r, out)
     }
 }
 

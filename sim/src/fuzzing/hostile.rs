@@ -13,10 +13,16 @@
 //!   over a WQE the device may still execute);
 //! * the doorbell record follows the consumer index.
 //!
+//! The script runs twice: polled with [`CompletionQueue::poll`] (full
+//! `WorkCompletion`s), then with [`CompletionQueue::poll_completions`] (the
+//! lean path). The second run must see, poll for poll, the same result or
+//! error, the same completions (`Completion::from(&wc)`), the same consumer
+//! index, doorbell record and ring bytes as the first.
+//!
 //! Everything lives in fixed arrays on the stack: no allocation per run.
 
 use bareverbs::cq::{CompletionQueue, PollError};
-use bareverbs::cqe::{Cqe64, CqeSize, MiniCqeFormat, WorkCompletion, WrittenFields};
+use bareverbs::cqe::{Completion, Cqe64, CqeSize, MiniCqeFormat, WorkCompletion};
 use bareverbs::platform::{DmaBuf, MemUar};
 use bareverbs::qp::QpType;
 use bareverbs::queue_pair::{QpSet, QueuePair};
@@ -148,8 +154,45 @@ fn sq_ctrl(sq_p: *const u8, qp: usize, ctr: u16) -> [u8; 16] {
     peek::<16>(sq_p.wrapping_add(qp * SQ * 64 + (ctr as usize & (SQ - 1)) * 64))
 }
 
-/// Runs one script.
+/// Polls of one script (at most 200 steps plus the final drain).
+const MAX_POLLS: usize = 200 + 2 * NCQE;
+
+/// What one poll call did, as the first (full-path) run saw it.
+#[derive(Clone, Copy, Default, PartialEq, Debug)]
+struct PollRecord {
+    res: Option<Result<usize, PollError>>,
+    completions: [Completion; 4],
+    ci: u32,
+    dbrec: u32,
+    /// FNV-1a of the CQ ring bytes after the call.
+    ring: u64,
+}
+
+/// The full-path run's polls, replayed against the lean-path run.
+struct Trace {
+    polls: [PollRecord; MAX_POLLS],
+    n: usize,
+    /// Second run: compare instead of record.
+    replay: bool,
+}
+
+/// Runs one script, on the full poll path and then on the lean one; see
+/// the module documentation.
 pub fn hostile_cq(data: &[u8]) {
+    let mut t = Trace {
+        polls: [PollRecord::default(); MAX_POLLS],
+        n: 0,
+        replay: false,
+    };
+    run(data, &mut t);
+    let polls = t.n;
+    t.replay = true;
+    t.n = 0;
+    run(data, &mut t);
+    assert_eq!(t.n, polls, "lean run polled a different number of times");
+}
+
+fn run(data: &[u8], trace: &mut Trace) {
     let mut b = Bytes(data);
     let sel = b.u8();
     let version = sel & 1;
@@ -449,14 +492,14 @@ pub fn hostile_cq(data: &[u8]) {
             }
             _ => {
                 let ne = 1 + (op >> 4) as usize % 4;
-                poll(&mut cq, &mut qps, &mut srq, &mut m, ne, version);
+                poll(&mut cq, &mut qps, &mut srq, &mut m, ne, version, trace);
             }
         }
         check(&qps, &srq, &m, sq_p, rq_p, srq_p);
     }
     // Drain what is left; the invariants hold to the end.
     for _ in 0..2 * NCQE {
-        poll(&mut cq, &mut qps, &mut srq, &mut m, 4, version);
+        poll(&mut cq, &mut qps, &mut srq, &mut m, 4, version, trace);
     }
     check(&qps, &srq, &m, sq_p, rq_p, srq_p);
 }
@@ -545,6 +588,7 @@ fn write_entry(cq: *mut u8, pos: u32, bytes: &[u8; 64]) {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn poll(
     cq: &mut CompletionQueue<NCQE>,
     qps: &mut [Qp; 2],
@@ -552,15 +596,25 @@ fn poll(
     m: &mut Model,
     ne: usize,
     version: u8,
+    trace: &mut Trace,
 ) {
-    let mut out = [WorkCompletion::default(); 4];
+    let mut out = [Completion::default(); 4];
     let before = cq.consumer_index();
     let r = {
         let mut set = QpSet {
             qps: &mut qps[..],
             srq: Some(&mut *srq),
         };
-        cq.poll(&mut set, &mut out[..ne])
+        if trace.replay {
+            cq.poll_completions(&mut set, &mut out[..ne])
+        } else {
+            let mut wcs = [WorkCompletion::default(); 4];
+            let r = cq.poll(&mut set, &mut wcs[..ne]);
+            for (c, w) in out.iter_mut().zip(&wcs) {
+                *c = Completion::from(w);
+            }
+            r
+        }
     };
     let n = match r {
         Ok(n) => n,
@@ -571,6 +625,26 @@ fn poll(
             | PollError::BadCompressedSession { .. }),
         ) => e.completions(),
     };
+    // The lean run must repeat the full run, poll for poll.
+    let mut rec = PollRecord {
+        res: Some(r),
+        completions: [Completion::default(); 4],
+        ci: cq.consumer_index(),
+        dbrec: cq.read_dbrec(0),
+        ring: fnv(cq.ring().cpu.as_ptr(), NCQE * 64),
+    };
+    rec.completions[..n].copy_from_slice(&out[..n]);
+    let i = trace.n;
+    assert!(i < MAX_POLLS, "more polls than the script allows");
+    if trace.replay {
+        assert_eq!(
+            rec, trace.polls[i],
+            "poll {i}: poll_completions differs from poll"
+        );
+    } else {
+        trace.polls[i] = rec;
+    }
+    trace.n += 1;
     assert!(n <= ne);
     assert_eq!(cq.read_dbrec(0), cq.consumer_index() & 0xff_ffff);
     assert!(cq.consumer_index().wrapping_sub(before) <= NCQE as u32 * 2);
@@ -578,22 +652,22 @@ fn poll(
         // CQEs that complete no work request (RESIZE_CQ, undefined
         // opcodes) are counted as the provider counts them, without a
         // wr_id: they retire nothing (`check` compares the queues).
-        if !w.written.contains(WrittenFields::WR_ID) {
+        if !w.completes_wr() {
             continue;
         }
         let k = if version == 0 {
             // Routed by QPN: `qp_num` is the routing field.
-            if w.qp_num == QPN[0] {
+            if w.qp_num() == QPN[0] {
                 0
-            } else if w.qp_num == QPN[1] {
+            } else if w.qp_num() == QPN[1] {
                 1
             } else {
-                panic!("completion for unknown QP {:#x}", w.qp_num);
+                panic!("completion for unknown QP {:#x}", w.qp_num());
             }
         } else {
             // Routed by user index; `qp_num` is only what the CQE claims
             // (not cross-checked, see `QueuePair::is`). The WR decides.
-            let id = w.wr_id;
+            let id = w.wr_id();
             let mine = m.sends[0].items().iter().any(|r| r.id == id)
                 || m.recvs.items().iter().any(|r| r.id == id);
             if mine {
@@ -604,16 +678,16 @@ fn poll(
         };
         // Send side: the WR must be in flight; it and every earlier WR of
         // that SQ retire.
-        if let Some(i) = m.sends[k].items().iter().position(|r| r.id == w.wr_id) {
+        if let Some(i) = m.sends[k].items().iter().position(|r| r.id == w.wr_id()) {
             m.sends[k].drop_front(i + 1);
             continue;
         }
         if k == 0 {
             let it = m.recvs.items();
             assert!(
-                !it.is_empty() && it[0].id == w.wr_id,
+                !it.is_empty() && it[0].id == w.wr_id(),
                 "receive completion {} is not the oldest outstanding",
-                w.wr_id
+                w.wr_id()
             );
             m.recvs.drop_front(1);
         } else {
@@ -621,11 +695,23 @@ fn poll(
                 .srq
                 .items()
                 .iter()
-                .position(|r| r.id == w.wr_id)
-                .unwrap_or_else(|| panic!("phantom or repeated completion {}", w.wr_id));
+                .position(|r| r.id == w.wr_id())
+                .unwrap_or_else(|| panic!("phantom or repeated completion {}", w.wr_id()));
             m.srq.remove(i);
         }
     }
+}
+
+/// FNV-1a over `len` bytes at `p` (raw volatile reads).
+fn fnv(p: *const u8, len: usize) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for i in 0..len {
+        // SAFETY: callers pass the CQ ring inside `Mem`; raw volatile
+        // reads, no reference into device-visible memory.
+        h ^= unsafe { core::ptr::read_volatile(p.add(i)) } as u64;
+        h = h.wrapping_mul(0x100_0000_01b3);
+    }
+    h
 }
 
 fn check(

@@ -1,0 +1,397 @@
+//! The lean poll path: [`CompletionQueue::poll_completions`] writes
+//! [`Completion`]s, reading each fast CQE's fields once, straight from the
+//! ring, and hands everything else to the general path.
+//!
+//! # Fast and cold CQEs
+//!
+//! A CQE is *fast* when its `op_own` byte alone shows it owned by software
+//! (owner bit = pass parity), uncompressed and plain (format 0), with
+//! opcode REQ (0), RESP_WR_IMM (1), RESP_SEND (2) or RESP_SEND_IMM (3):
+//! `(op_own ^ parity) & 0xCD == 0`, one test. Only then, after
+//! [`platform::from_device_barrier`], are the fields read — with aligned
+//! 4- and 8-byte volatile loads, each once: bytes 56..64 (`sop_drop_qpn`,
+//! `wqe_counter`, `signature`, `op_own`) in one load, `srqn_uidx` with CQE
+//! version 1, and after the resolver accepted the CQE only what the
+//! completion reports (`byte_cnt`, `flags_rqpn`, the immediate; the
+//! checksum bits when the queue asks for them).
+//!
+//! The resolver checks a fast CQE exactly as in [`CompletionQueue::poll`]
+//! (the same [`WrResolver`] calls with the same arguments, the same
+//! [`PollError`] for a refusal, the CQE consumed either way), and the
+//! completion holds what the general path writes, in lean form
+//! (`Completion::from(&wc)`).
+//!
+//! Every other CQE the software owns — error CQEs (13/14), compressed
+//! sessions, inline scatter, RESP_SEND_INV, RESIZE_CQ, undefined opcodes —
+//! and every mini-CQE of a session in progress goes through the general
+//! step ([`CompletionQueue::step`], the body of `poll`), out of line, and
+//! is converted. An entry software does not own stops the poll, as in
+//! `poll`. The doorbell record is stored once per call, even when nothing
+//! was polled or a CQE was refused.
+
+use super::{platform, sw_owns, CompletionQueue, PollError, Step, WrResolver, OP_OWN_OFFSET};
+use crate::cqe::{req_completion, Completion, CompletionFlags, WcOpcode, WcStatus};
+use crate::cqe::{CqeSize, WorkCompletion, CQE128_SIZE, CQE64_SIZE};
+use core::ptr;
+
+/// The bits of `op_own ^ parity` that are zero in a fast CQE: opcode bits
+/// 7:6 (opcode < 4), format bits 3:2 (plain) and the owner bit 0 (equal to
+/// the pass parity). Bit 1 (SE) and opcode bits 5:4 are free.
+const FAST_MASK: u8 = 0xCD;
+
+/// [`REQ_MAP`] entry bit: `byte_len` is the CQE's `byte_cnt` (RDMA read).
+const LEN_BYTE_CNT: u64 = 1 << 0;
+/// [`REQ_MAP`] entry bit: `byte_len` is 8 (atomics).
+const LEN_8: u64 = 1 << 1;
+/// [`REQ_MAP`] entry bit: the opcode is the slot's `wr_data` (UMR, SET_PSV,
+/// NOP, MMO).
+const OP_WR_DATA: u64 = 1 << 2;
+/// Where the [`REQ_MAP`] bits above live: the `imm` part of the word,
+/// which is 0 in every requester completion.
+const SPECIAL: u64 = 0xffff_ffff;
+/// The opcode byte of a [`Completion::rest`] word.
+const OPCODE_BITS: u64 = 0xff << 40;
+/// The QPN bits of the big-endian bytes 56..64 (`sop_drop_qpn & 0xffffff`
+/// in bits 55:32): `qp_num << 32`.
+const QPN_HI: u64 = 0x00ff_ffff_0000_0000;
+
+/// One [`REQ_MAP`] entry, derived from [`req_completion`] (the mapping the
+/// general path uses) by probing it with two different `wr_data` /
+/// `byte_cnt` pairs: the [`Completion::rest`] word of a successful
+/// requester completion (status 0, the opcode — [`WcOpcode::Send`] where
+/// the general path leaves it unwritten — and the flags, no immediate),
+/// with the [`SPECIAL`] bits in its `imm` part. Fails to compile if
+/// `req_completion` ever maps an opcode in a way the table cannot express.
+const fn req_entry(sop: u8) -> u64 {
+    let a = req_completion(sop, WcOpcode::Send, 0);
+    let b = req_completion(sop, WcOpcode::LocalInv, 0x1234_5678);
+    assert!(a.flags.bits() == b.flags.bits());
+    let mut special = 0;
+    let opcode = match (a.opcode, b.opcode) {
+        (Some(x), Some(y)) => {
+            if x as u32 != y as u32 {
+                assert!(x as u32 == WcOpcode::Send as u32);
+                assert!(y as u32 == WcOpcode::LocalInv as u32);
+                special |= OP_WR_DATA;
+            }
+            assert!(x as u32 <= 0xff);
+            x as u8
+        }
+        (None, None) => WcOpcode::Send as u8,
+        _ => panic!("req_completion: opcode written for one wr_data only"),
+    };
+    match (a.byte_len, b.byte_len) {
+        (None, None) => {}
+        (Some(0), Some(0x1234_5678)) => special |= LEN_BYTE_CNT,
+        (Some(8), Some(8)) => special |= LEN_8,
+        _ => panic!("req_completion: byte_len the table cannot express"),
+    }
+    let flags = CompletionFlags::from_wc(a.flags);
+    Completion::rest(0, WcStatus::Success as u8, opcode, flags, 0) | special
+}
+
+/// Requester mapping by send WQE opcode (`sop_drop_qpn >> 24`), FACTS §5.7.
+static REQ_MAP: [u64; 256] = REQ_TABLE;
+
+/// [`REQ_MAP`]'s value.
+const REQ_TABLE: [u64; 256] = {
+    let mut t = [0u64; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = req_entry(i as u8);
+        i += 1;
+    }
+    t
+};
+
+/// Big-endian u32 at `p + off`.
+///
+/// # Safety
+/// `p + off` is valid for a 4-byte read and 4-byte aligned.
+#[inline(always)]
+unsafe fn be32(p: *const u8, off: usize) -> u32 {
+    // SAFETY: forwarded contract; a by-value volatile read, no reference.
+    u32::from_be_bytes(unsafe { ptr::read_volatile(p.add(off).cast::<u32>()) }.to_ne_bytes())
+}
+
+/// The 4 bytes at `p + off` as stored (`u32::from_ne_bytes`).
+///
+/// # Safety
+/// As [`be32`].
+#[inline(always)]
+unsafe fn raw32(p: *const u8, off: usize) -> u32 {
+    // SAFETY: forwarded contract.
+    unsafe { ptr::read_volatile(p.add(off).cast::<u32>()) }
+}
+
+/// Big-endian u64 at `p + off`.
+///
+/// # Safety
+/// `p + off` is valid for an 8-byte read and 8-byte aligned.
+#[inline(always)]
+unsafe fn be64(p: *const u8, off: usize) -> u64 {
+    // SAFETY: forwarded contract.
+    u64::from_be_bytes(unsafe { ptr::read_volatile(p.add(off).cast::<u64>()) }.to_ne_bytes())
+}
+
+impl<const N: usize> CompletionQueue<N> {
+    /// Polls up to `out.len()` completions in lean form: the same CQEs,
+    /// checks, errors, consumer index and doorbell-record update as
+    /// [`Self::poll`] — a CQE the resolver refuses (unknown QP; phantom,
+    /// repeated, stale or out-of-order counter) is consumed, retires
+    /// nothing and is the returned [`PollError`] — with each completion
+    /// written as the [`Completion`] of the [`WorkCompletion`] `poll` would
+    /// have written (`Completion::from(&wc)`).
+    ///
+    /// Successful requester and send / write-with-immediate responder CQEs
+    /// in plain format are decoded inline from a few aligned loads; every
+    /// other CQE (errors, compressed sessions, inline scatter, send with
+    /// invalidate, RESIZE_CQ, undefined opcodes) goes through the general
+    /// path out of line. See the module documentation of `cq::lean`.
+    ///
+    /// Returns the number of completions written to `out`, or the
+    /// [`PollError`] for the first CQE that could not become one (after
+    /// [`PollError::completions`] valid entries).
+    #[inline]
+    pub fn poll_completions<R: WrResolver + ?Sized>(
+        &mut self,
+        r: &mut R,
+        out: &mut [Completion],
+    ) -> Result<usize, PollError> {
+        let res = match (self.cqe_version == 1, self.cqe_size) {
+            (true, CqeSize::B64) => self.lean_loop::<true, CQE64_SIZE, R>(r, out),
+            (true, CqeSize::B128) => self.lean_loop::<true, CQE128_SIZE, R>(r, out),
+            (false, CqeSize::B64) => self.lean_loop::<false, CQE64_SIZE, R>(r, out),
+            (false, CqeSize::B128) => self.lean_loop::<false, CQE128_SIZE, R>(r, out),
+        };
+        self.publish_ci();
+        res
+    }
+
+    /// The loop of [`Self::poll_completions`]; `UIDX`: the CQE version is
+    /// 1 (the resolver is given the user index, else the QPN); `STRIDE`:
+    /// the entry size (`self.cqe_size.bytes()`). `self.ci` is kept in a
+    /// local and written back before the general path runs and at the end.
+    #[inline(always)]
+    fn lean_loop<const UIDX: bool, const STRIDE: usize, R: WrResolver + ?Sized>(
+        &mut self,
+        r: &mut R,
+        out: &mut [Completion],
+    ) -> Result<usize, PollError> {
+        let ncqe = self.ncqe();
+        let call_start = self.ci;
+        // The cqe64 of entry 0: the entry, or its second half for 128-byte
+        // entries (STRIDE − 64 = cqe64_offset).
+        let base = self
+            .ring
+            .cpu
+            .as_ptr()
+            .wrapping_add(STRIDE - CQE64_SIZE)
+            .cast_const();
+        let mut ci = self.ci;
+        let mut n = 0usize;
+        let mut failed = None;
+        'outer: while n < out.len() {
+            if self.zip.is_none() {
+                loop {
+                    let p = base.wrapping_add((ci & (ncqe - 1)) as usize * STRIDE);
+                    // SAFETY: p is the cqe64 of entry ci & (ncqe − 1),
+                    // inside the ring (ncqe × STRIDE bytes, construction);
+                    // the ownership byte is read alone, by value, with no
+                    // reference.
+                    let own = unsafe { ptr::read_volatile(p.add(OP_OWN_OFFSET)) };
+                    let parity = ((ci & ncqe) != 0) as u8;
+                    if (own ^ parity) & FAST_MASK != 0 {
+                        if !sw_owns(own, ci, ncqe) {
+                            break 'outer;
+                        }
+                        break;
+                    }
+                    platform::from_device_barrier();
+                    let res = Self::fast_one::<UIDX, R>(r, &mut out[n], p);
+                    ci = ci.wrapping_add(1);
+                    if let Err(e) = res {
+                        failed = Some(e);
+                        break 'outer;
+                    }
+                    n += 1;
+                    if n == out.len() {
+                        break 'outer;
+                    }
+                }
+            }
+            // A compressed session in progress, or an owned CQE the fast
+            // path does not decode.
+            self.ci = ci;
+            let res = self.lean_cold(r, call_start);
+            ci = self.ci;
+            match res {
+                Ok(Some(c)) => {
+                    out[n] = c;
+                    n += 1;
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        self.ci = ci;
+        match failed {
+            None => Ok(n),
+            Some(e) => Err(e.with_completions(n)),
+        }
+    }
+
+    /// Turns the fast CQE at `p` (software-owned, ordered by the barrier,
+    /// opcode 0–3 in plain format per its ownership byte) into `slot`
+    /// through the resolver, or returns the refusal.
+    #[inline(always)]
+    fn fast_one<const UIDX: bool, R: WrResolver + ?Sized>(
+        r: &mut R,
+        slot: &mut Completion,
+        p: *const u8,
+    ) -> Result<(), PollError> {
+        // SAFETY: software owns the 64 bytes at p (caller); p is 8-byte
+        // aligned (the ring is, entries are 64 or 128 bytes), so are p + 56
+        // and p + 32.
+        let tail = unsafe { be64(p, 56) };
+        let ctr = (tail >> 16) as u16;
+        let qp = if UIDX {
+            // SAFETY: as above.
+            (unsafe { be32(p, 32) }) & 0x00ff_ffff
+        } else {
+            (tail >> 32) as u32 & 0x00ff_ffff
+        };
+        // Opcode bits 5:4 of op_own as this load sees it (opcode 0–3: bits
+        // 7:6 were zero in the byte tested before the barrier; a device
+        // that rewrites an entry it handed over only changes which fast
+        // CQE it is).
+        if tail & 0x30 == 0 {
+            let d = r
+                .send_done(qp, ctr)
+                .map_err(|why| PollError::reject(qp, ctr, why))?;
+            let e = REQ_MAP[(tail >> 56) as usize];
+            // Each branch stores its own completion (a phi of the 24-byte
+            // value would go through the stack).
+            if e & SPECIAL == 0 {
+                *slot = Completion::from_words(d.wr_id, tail & QPN_HI, e);
+            } else {
+                Self::req_special(slot, e, d.wr_id, d.wr_data, tail, p);
+            }
+        } else {
+            let d = r
+                .recv_done(qp, ctr)
+                .map_err(|why| PollError::reject(qp, ctr, why))?;
+            *slot = Self::resp((tail as u8 >> 4) & 3, d.wr_id, d.rx_csum, tail, p);
+        }
+        Ok(())
+    }
+
+    /// The completion of a successful, plain responder CQE of opcode `op`
+    /// (1–3) at `p` whose receive `wr_id` the resolver returned; `tail`
+    /// is the CQE's bytes 56..64, big-endian.
+    #[inline(always)]
+    fn resp(op: u8, wr_id: u64, rx_csum: bool, tail: u64, p: *const u8) -> Completion {
+        // SAFETY: (every read below) the lean loop passes the
+        // software-owned, 8-byte aligned cqe64 at p; offsets 44, 24, 36
+        // and 28 are 4-byte aligned inside it.
+        let byte_len = unsafe { be32(p, 44) };
+        // SAFETY: as above.
+        let rqpn = unsafe { be32(p, 24) };
+        let mut flags = if (rqpn >> 28) & 3 != 0 {
+            CompletionFlags::GRH
+        } else {
+            CompletionFlags::empty()
+        };
+        let (opcode, imm) = if op == 2 {
+            (WcOpcode::Recv, 0)
+        } else {
+            flags |= CompletionFlags::WITH_IMM;
+            let o = if op == 1 {
+                WcOpcode::RecvRdmaWithImm
+            } else {
+                WcOpcode::Recv
+            };
+            // SAFETY: as above.
+            (o, unsafe { raw32(p, 36) })
+        };
+        if rx_csum {
+            // Byte 28 hds_ip_ext, byte 29 l4_hdr_type_etc: L3_OK and L4_OK
+            // on an IPv4 packet. FACTS §5.8.
+            // SAFETY: as above.
+            let w = unsafe { be32(p, 28) };
+            let (hds, l3) = ((w >> 24) as u8, ((w >> 16) as u8 >> 2) & 3);
+            if hds & 0x6 == 0x6 && l3 == 2 {
+                flags |= CompletionFlags::IP_CSUM_OK;
+            }
+        }
+        Completion::from_words(
+            wr_id,
+            byte_len as u64 | (tail & QPN_HI),
+            Completion::rest(imm, WcStatus::Success as u8, opcode as u8, flags, 0),
+        )
+    }
+
+    /// Writes to `slot` the completion of a requester CQE whose [`REQ_MAP`]
+    /// entry `e` has [`SPECIAL`] bits: RDMA read (`byte_cnt` from the CQE at `p`),
+    /// atomics (8), UMR / SET_PSV / NOP / MMO (opcode `wr_data`). `tail`
+    /// is the CQE's bytes 56..64, big-endian.
+    #[inline(never)]
+    fn req_special(
+        slot: &mut Completion,
+        e: u64,
+        wr_id: u64,
+        wr_data: WcOpcode,
+        tail: u64,
+        p: *const u8,
+    ) {
+        let mut rest = e & !SPECIAL;
+        if e & OP_WR_DATA != 0 {
+            rest = (rest & !OPCODE_BITS) | (wr_data as u8 as u64) << 40;
+        }
+        let byte_len = if e & LEN_BYTE_CNT != 0 {
+            // SAFETY: called by the lean loop for the software-owned cqe64
+            // at p (8-byte aligned); byte_cnt is bytes 44..48.
+            unsafe { be32(p, 44) }
+        } else if e & LEN_8 != 0 {
+            8
+        } else {
+            0
+        };
+        *slot = Completion::from_words(wr_id, byte_len as u64 | (tail & QPN_HI), rest);
+    }
+
+    /// One general step ([`Self::step`], the body of [`Self::poll`]) for a
+    /// CQE the lean path does not decode, converted to a [`Completion`]:
+    /// `Ok(None)` when software owns no entry.
+    #[cold]
+    #[inline(never)]
+    fn lean_cold<R: WrResolver + ?Sized>(
+        &mut self,
+        r: &mut R,
+        call_start: u32,
+    ) -> Result<Option<Completion>, PollError> {
+        let mut wc = WorkCompletion::default();
+        match self.step(r, call_start, &mut wc) {
+            Step::Done => Ok(Some(Completion::from(&wc))),
+            Step::Empty => Ok(None),
+            Step::Failed(e) => Err(e),
+        }
+    }
+}
+
+// Spot checks of the requester table (all 256 entries are compared with
+// the general path in the tests).
+const _: () = {
+    let write = Completion::rest(0, 0, WcOpcode::RdmaWrite as u8, CompletionFlags::empty(), 0);
+    assert!(REQ_TABLE[0x08] == write);
+    let imm = Completion::rest(0, 0, WcOpcode::Send as u8, CompletionFlags::WITH_IMM, 0);
+    assert!(REQ_TABLE[0x0b] == imm);
+    let read = Completion::rest(0, 0, WcOpcode::RdmaRead as u8, CompletionFlags::empty(), 0);
+    assert!(REQ_TABLE[0x10] == read | LEN_BYTE_CNT);
+};
+
+#[cfg(test)]
+mod tests;
