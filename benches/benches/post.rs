@@ -25,7 +25,7 @@ fn bench(c: &mut Criterion) {
             iters: 0,
             blueflame: false,
             general: false,
-        c_loop: false,
+            c_loop: false,
             c_loop: false,
         })
         .expect("bench queue");

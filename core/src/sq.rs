@@ -1045,8 +1045,12 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     /// queue (or when the device no longer executes the queue).
     #[inline]
     pub unsafe fn retire(&mut self, wqe_counter: u16) -> Result<SendRetired, CompletionReject> {
-        let idx = (wqe_counter as u32 & self.mask) as usize;
-        let Some(&slot) = self.slots.as_ref().get(idx) else {
+        // Indexed modulo the records' own length (the ring size, so the
+        // same slot as `wqe_counter & mask`): for a fixed array the index
+        // is in bounds by construction and the check disappears.
+        let slots = self.slots.as_ref();
+        let idx = wqe_counter as usize & slots.len().wrapping_sub(1);
+        let Some(&slot) = slots.get(idx) else {
             return Err(CompletionReject::NotInFlight);
         };
         if slot.ctr() != wqe_counter
