@@ -26,7 +26,6 @@ fn bench(c: &mut Criterion) {
             blueflame: false,
             general: false,
             c_loop: false,
-            c_loop: false,
         })
         .expect("bench queue");
         g.bench_function(format!("rust/{name}"), |b| b.iter(|| rust.step()));
