@@ -592,8 +592,11 @@ pub struct SendRetired {
 /// A record whose WQEBB was later covered by the middle of another WQE
 /// keeps an old sequence number, below `tail` (that WQE could only be
 /// posted once the old one was retired: the geometry reserves room for
-/// `max_post` WRs). A record the queue forgets (reset, replay) gets the
-/// counter `idx ^ 1`, which no completion for slot `idx` can carry.
+/// `max_post` WRs). A record the queue forgets (creation, reset, replay)
+/// gets the counter `idx ^ 1`, which no completion for slot `idx` can
+/// carry on a ring of two or more WQEBBs; on a one-WQEBB ring every post
+/// rewrites the only record, and reset and replay leave the in-flight
+/// window empty until then.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(C)]
 pub struct SqSlot {
@@ -720,11 +723,12 @@ struct Built {
 struct Limits {
     /// `sgl.len() < sge_lim` ⇔ posting is enabled and within `max_gs`.
     sge_lim: usize,
-    /// `sgl.len() < quick[b]` ⇔ a non-inline WR whose operation segments
-    /// take `b` DS units (0..=3, control included) passes every check:
-    /// posting enabled, within `max_gs`, within the slot; 0 on UD QPs
-    /// (their WRs always take the full checks).
-    quick: [usize; 4],
+    /// `sgl.len() < quick[opcode]` ⇔ a non-inline WR with that mlx5
+    /// opcode passes every check: the opcode is allowed on this QP,
+    /// posting is enabled, the SGEs are within `max_gs` and the WQE fits
+    /// the slot. 0 for UMR opcodes and on UD QPs (their WRs always take
+    /// the full checks).
+    quick: [u8; 64],
     max_gs: u32,
     max_ds: u32,
     transport_ds: u32,
@@ -740,11 +744,13 @@ impl Limits {
     fn set_enabled(&mut self, on: bool) {
         self.sge_lim = if on { self.max_gs as usize + 1 } else { 0 };
         let (sge_lim, max_ds, udp) = (self.sge_lim, self.max_ds as usize, self.transport_ds != 0);
-        self.quick = core::array::from_fn(|b| {
-            if udp {
+        let allowed = self.allowed;
+        self.quick = core::array::from_fn(|op| {
+            if udp || op == 0x25 || allowed & (1 << op) == 0 {
                 0
             } else {
-                sge_lim.min((max_ds + 1).saturating_sub(b))
+                // At most 64: max_ds <= 63.
+                sge_lim.min((max_ds + 1).saturating_sub(BASE_DS[op] as usize)) as u8
             }
         });
     }
@@ -863,7 +869,12 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
         if ring.len < ring_bytes || dbrec.len < 8 || cfg.max_post == 0 {
             return None;
         }
-        slots.as_mut().fill(SqSlot::default());
+        // No record names a WR in flight: each gets a counter no
+        // completion for its slot carries (a default record's counter 0
+        // would match one for slot 0).
+        for (idx, slot) in slots.as_mut().iter_mut().enumerate() {
+            *slot = SqSlot::default().with_ctr(idx as u16 ^ 1);
+        }
         let slot_bytes = ((ring_bytes / cfg.max_post as usize) & !63).min(1024) as u32;
         let max_ds = (slot_bytes / 16).min(crate::wqe::MAX_DS);
         let bit = |op: u8| 1u64 << op;
@@ -887,7 +898,7 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
             }
             QpType::XrcRecv => 0,
         };
-        Some(SendQueue {
+        let q = SendQueue {
             ring: SqRing {
                 base: ring.cpu,
                 bytes: ring_bytes,
@@ -901,7 +912,7 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
             sig_bits: if cfg.sig_all { 0x08 } else { 0 },
             lim: Limits {
                 sge_lim: 0,
-                quick: [0; 4],
+                quick: [0; 64],
                 max_gs: cfg.max_gs,
                 max_ds,
                 transport_ds: if cfg.qp_type == QpType::Ud { 3 } else { 0 },
@@ -918,7 +929,8 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
             bf_offset: 0,
             slots,
             mask: n as u32 - 1,
-        })
+        };
+        Some(q)
     }
 
     /// Allows posting (the QP entered RTS, or stays in SQD/SQE/ERR).
@@ -1264,13 +1276,12 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
             let i = seq.wrapping_sub(seq0) as usize;
             let opcode = wr.op.mlx5_opcode();
             // One compare decides that the common shape passes every check
-            // below (for a fixed operation the opcode, its DS count and the
-            // flags fold to constants); anything else takes them in order.
-            let base = BASE_DS[(opcode & 63) as usize] as usize;
-            let quick = opcode != 0x25
-                && !wr.flags.contains(SendFlags::INLINE)
-                && base < 4
-                && wr.sgl.len() < lim.quick[base & 3];
+            // below (the opcode allowed here, posting enabled, SGEs and WQE
+            // within their limits; for a fixed operation the opcode and
+            // the flags fold to constants); anything else takes them in
+            // order.
+            let quick = !wr.flags.contains(SendFlags::INLINE)
+                && wr.sgl.len() < lim.quick[(opcode & 63) as usize] as usize;
             if !quick && wr.sgl.len() >= lim.sge_lim {
                 result = Err(PostError {
                     index: i,
@@ -1535,8 +1546,11 @@ impl SqRing {
         // 16-byte multiples written at 16-aligned offsets and wrapped at the
         // ring end, and the WQE is at most `max_ds` units, which fit the
         // slot the geometry reserves per WR (checked before `build`). The
-        // segments before the first data segment end within the WQE's
-        // first WQEBB, so they never reach the ring end.
+        // remote-address and atomic segments start inside the WQE's first
+        // WQEBB (at most 48 bytes after the control segment), so they need
+        // no wrap; the datagram segment and the UMR segments are followed
+        // by an explicit wrap, and every data segment is wrapped (masked)
+        // where it could reach the ring end.
         unsafe {
             if self.datagram {
                 if let Some(ud) = wr.ud {
@@ -1617,7 +1631,9 @@ impl SqRing {
                     // WQE's first WQEBB (the common shapes).
                     let lk = len_key(s);
                     if len_of(lk) != 0 {
-                        if off - ctrl_off >= 64 {
+                        // (`off` may have wrapped below `ctrl_off` after a
+                        // datagram segment: then it is masked, harmlessly.)
+                        if off.wrapping_sub(ctrl_off) >= 64 {
                             off &= end_mask;
                         }
                         self.put_sge(off, lk, s.addr, atomic);
@@ -1830,6 +1846,10 @@ fn wrap_at(off: usize, ring_bytes: usize) -> usize {
         off
     }
 }
+
+#[cfg(test)]
+#[path = "sq_post_tests.rs"]
+mod post_tests;
 
 #[cfg(test)]
 mod tests {
