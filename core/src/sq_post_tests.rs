@@ -274,9 +274,6 @@ impl Rng {
     fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
-    fn coin(&mut self, one_in: u64) -> bool {
-        self.below(one_in) == 0
-    }
 }
 
 // ---------------------------------------------------------------------------
