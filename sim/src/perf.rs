@@ -69,6 +69,15 @@ pub struct PerfConfig {
     pub max_inline: u32,
     /// Send small messages inline.
     pub inline: bool,
+    /// WRs per doorbell (perftest `-l`): whole lists are posted in one
+    /// `post_send` call once the send window has room for all of them.
+    pub post_list: u32,
+    /// CQ moderation (perftest `-Q`): one signaled WR every `cq_mod`, plus
+    /// the last one and any that fills the send window; a completion
+    /// retires every earlier WR of its QP.
+    pub cq_mod: u32,
+    /// Path MTU in bytes (256, 512, 1024, 2048 or 4096).
+    pub mtu: u32,
     /// Packet loss probability.
     pub loss: f64,
     /// Seed of the fault plan.
@@ -89,6 +98,9 @@ impl Default for PerfConfig {
             posted_sges: 1,
             max_inline: 0,
             inline: false,
+            post_list: 1,
+            cq_mod: 1,
+            mtu: 4096,
             loss: 0.0,
             seed: 1,
             params: ModelParams::default(),
@@ -122,6 +134,8 @@ pub struct PerfReport {
     pub responder: Counters,
     /// Wall-clock seconds the simulation took.
     pub wall_s: f64,
+    /// Why the run stopped early (QP creation or a post refused), if it did.
+    pub error: Option<String>,
 }
 
 type Ep = Endpoint<4096, 1024, 8192>;
@@ -173,23 +187,44 @@ pub fn run_perf(cfg: &PerfConfig) -> PerfReport {
         blueflame: true,
         ..EpConfig::new(QpType::Rc)
     };
+    let path_mtu = match cfg.mtu {
+        256 => 1,
+        512 => 2,
+        1024 => 3,
+        2048 => 4,
+        _ => 5,
+    };
     let opts = ConnOpts {
         timeout: 10,
+        path_mtu,
         ..ConnOpts::default()
     };
+    let mut rep = PerfReport::default();
     let mut cl: Vec<Ep> = Vec::new();
     let mut sv: Vec<Ep> = Vec::new();
-    let mk = |d: &Device| Ep::new(d, &ecfg).expect("endpoint");
+    let mk = |d: &Device| Ep::new(d, &ecfg).map_err(|e| format!("creating the QP: {e:?}"));
     for _ in 0..cfg.num_qps.max(1) {
-        let mut a = mk(&da);
-        let mut b = mk(&db);
-        connect(&mut a, &mut b, &opts).expect("connect");
-        cl.push(a);
-        sv.push(b);
+        let pair = mk(&da).and_then(|mut a| {
+            let mut b = mk(&db)?;
+            connect(&mut a, &mut b, &opts).map_err(|e| format!("connecting the QPs: {e:?}"))?;
+            Ok((a, b))
+        });
+        match pair {
+            Ok((a, b)) => {
+                cl.push(a);
+                sv.push(b);
+            }
+            Err(e) => {
+                rep.error = Some(e);
+                rep.wall_s = wall.elapsed().as_secs_f64();
+                return rep;
+            }
+        }
     }
     let nq = cl.len();
     let iters = cfg.iterations;
-    let mut rep = PerfReport::default();
+    let post_list = cfg.post_list.clamp(1, depth) as u64;
+    let cq_mod = cfg.cq_mod.max(1) as u64;
     let mut posted = vec![0u64; nq];
     let mut done = vec![0u64; nq];
     let mut post_t = vec![0u64; nq];
@@ -207,65 +242,94 @@ pub fn run_perf(cfg: &PerfConfig) -> PerfReport {
     let mut wcs = [WorkCompletion::default(); 64];
     let p = cfg.params;
     loop {
-        // Post.
-        for q in 0..nq {
-            while posted[q] < iters && posted[q] - done[q] < depth as u64 {
-                let it = posted[q];
-                let slot = (it % slots as u64) as usize;
-                let off = slot as u64 * size as u64;
-                let pat = pattern(it, q as u32);
-                let (a, b) = (&mut cl[q], &mut sv[q]);
-                let op = match cfg.kind {
-                    TestKind::WriteBw | TestKind::WriteLat => {
-                        a.fill(off as usize, size as usize, pat);
-                        SendOp::Write {
-                            remote_addr: b.addr(off),
-                            rkey: b.mr().rkey(),
-                        }
-                    }
-                    TestKind::SendBw | TestKind::SendLat => {
-                        a.fill(off as usize, size as usize, pat);
-                        SendOp::Send
-                    }
-                    TestKind::ReadBw | TestKind::ReadLat => {
-                        b.fill(off as usize, size as usize, pat);
-                        a.fill(off as usize, size as usize, !pat);
-                        SendOp::Read {
-                            remote_addr: b.addr(off),
-                            rkey: b.mr().rkey(),
-                        }
-                    }
-                    TestKind::AtomicLat => SendOp::FetchAdd {
-                        remote_addr: b.addr(0),
-                        rkey: b.mr().rkey(),
-                        add: 1,
-                    },
-                };
-                let k = if cfg.kind == TestKind::AtomicLat {
-                    1
-                } else {
-                    cfg.posted_sges
-                };
-                let sg = sges(a, off, size, k);
-                let mut flags = SendFlags::SIGNALED;
-                if cfg.inline
-                    && size <= cfg.max_inline
-                    && !matches!(
-                        cfg.kind,
-                        TestKind::ReadBw | TestKind::ReadLat | TestKind::AtomicLat
-                    )
-                {
-                    flags |= SendFlags::INLINE;
-                }
-                let wr = SendWr::new(it, op, &sg).with_flags(flags);
-                post_t[q] = f.now_ns();
-                if a.post_send(&[wr], &[*a.mr()]).is_ok() {
-                    posted[q] += 1;
-                    rep.posted += 1;
-                } else {
+        // Post whole lists (perftest `-l`) while the window has room.
+        'post: for q in 0..nq {
+            loop {
+                let m = post_list.min(iters - posted[q]);
+                if m == 0 || posted[q] + m - done[q] > depth as u64 {
                     break;
                 }
+                let mut ops = Vec::with_capacity(m as usize);
+                let mut sgls = Vec::with_capacity(m as usize);
+                for it in posted[q]..posted[q] + m {
+                    let slot = (it % slots as u64) as usize;
+                    let off = slot as u64 * size as u64;
+                    let pat = pattern(it, q as u32);
+                    let (a, b) = (&mut cl[q], &mut sv[q]);
+                    let op = match cfg.kind {
+                        TestKind::WriteBw | TestKind::WriteLat => {
+                            a.fill(off as usize, size as usize, pat);
+                            SendOp::Write {
+                                remote_addr: b.addr(off),
+                                rkey: b.mr().rkey(),
+                            }
+                        }
+                        TestKind::SendBw | TestKind::SendLat => {
+                            a.fill(off as usize, size as usize, pat);
+                            SendOp::Send
+                        }
+                        TestKind::ReadBw | TestKind::ReadLat => {
+                            b.fill(off as usize, size as usize, pat);
+                            a.fill(off as usize, size as usize, !pat);
+                            SendOp::Read {
+                                remote_addr: b.addr(off),
+                                rkey: b.mr().rkey(),
+                            }
+                        }
+                        TestKind::AtomicLat => SendOp::FetchAdd {
+                            remote_addr: b.addr(0),
+                            rkey: b.mr().rkey(),
+                            add: 1,
+                        },
+                    };
+                    let k = if cfg.kind == TestKind::AtomicLat {
+                        1
+                    } else {
+                        cfg.posted_sges
+                    };
+                    ops.push(op);
+                    sgls.push(sges(a, off, size, k));
+                }
+                let a = &mut cl[q];
+                let wrs: Vec<SendWr<'_>> = (0..m)
+                    .map(|k| {
+                        let it = posted[q] + k;
+                        // Signal every cq_mod-th WR, the last one and any
+                        // that fills the window (or it could never drain).
+                        let signaled = (it + 1).is_multiple_of(cq_mod)
+                            || it + 1 == iters
+                            || it + 1 - done[q] >= depth as u64;
+                        let mut flags = SendFlags::empty();
+                        if signaled {
+                            flags |= SendFlags::SIGNALED;
+                        }
+                        if cfg.inline
+                            && size <= cfg.max_inline
+                            && !matches!(
+                                cfg.kind,
+                                TestKind::ReadBw | TestKind::ReadLat | TestKind::AtomicLat
+                            )
+                        {
+                            flags |= SendFlags::INLINE;
+                        }
+                        SendWr::new(it, ops[k as usize], &sgls[k as usize]).with_flags(flags)
+                    })
+                    .collect();
+                post_t[q] = f.now_ns();
+                if let Err(e) = a.post_send(&wrs, &[*a.mr()]) {
+                    rep.error = Some(format!(
+                        "post_send of WR {} on QP {:#x} refused: {e:?}",
+                        posted[q],
+                        a.qpn()
+                    ));
+                    break 'post;
+                }
+                posted[q] += m;
+                rep.posted += m;
             }
+        }
+        if rep.error.is_some() {
+            break;
         }
         if done.iter().all(|&d| d >= iters) {
             break;
@@ -294,46 +358,51 @@ pub fn run_perf(cfg: &PerfConfig) -> PerfReport {
             let n = a.poll(&mut wcs);
             for wc in &wcs[..n] {
                 f.spend(p.t_cqe_ns as u64);
+                // A completion retires its WR and every earlier
+                // (unsignaled) one of the QP.
+                let upto = (wc.wr_id + 1).max(done[q]);
                 if wc.status != WcStatus::Success {
-                    rep.completed_err += 1;
-                    done[q] += 1;
+                    rep.completed_err += upto - done[q];
+                    done[q] = upto;
                     continue;
                 }
-                rep.completed_ok += 1;
-                let it = wc.wr_id;
-                let slot = (it % slots as u64) as usize;
-                let off = slot * size as usize;
-                let pat = pattern(it, q as u32);
-                let got = match cfg.kind {
-                    TestKind::WriteBw
-                    | TestKind::WriteLat
-                    | TestKind::SendBw
-                    | TestKind::SendLat => sv[q].read(off, size as usize),
-                    TestKind::ReadBw | TestKind::ReadLat => a.read(off, size as usize),
-                    TestKind::AtomicLat => {
-                        // The fetched value is the number of earlier adds
-                        // (big-endian in memory).
-                        let v = a.read(0, 8);
-                        let want = it.to_be_bytes();
-                        rep.mismatches +=
-                            v.iter().zip(want.iter()).filter(|(x, y)| x != y).count() as u64;
-                        Vec::new()
-                    }
-                };
-                rep.mismatches += got.iter().filter(|&&x| x != pat).count() as u64;
-                if cfg.kind.is_lat() {
-                    let t0 = post_t[q];
-                    let sample = match cfg.kind {
-                        TestKind::WriteLat | TestKind::SendLat => {
-                            sv[q].dev().qp_last_rx_ns(sv[q].qpn()).saturating_sub(t0) as f64
-                        }
-                        _ => {
-                            (a.dev().cq_last_cqe_ns(a.cqn()).saturating_sub(t0)) as f64 + p.t_cqe_ns
+                for it in done[q]..upto {
+                    rep.completed_ok += 1;
+                    let slot = (it % slots as u64) as usize;
+                    let off = slot * size as usize;
+                    let pat = pattern(it, q as u32);
+                    let got = match cfg.kind {
+                        TestKind::WriteBw
+                        | TestKind::WriteLat
+                        | TestKind::SendBw
+                        | TestKind::SendLat => sv[q].read(off, size as usize),
+                        TestKind::ReadBw | TestKind::ReadLat => a.read(off, size as usize),
+                        TestKind::AtomicLat => {
+                            // The fetched value is the number of earlier adds
+                            // (big-endian in memory).
+                            let v = a.read(0, 8);
+                            let want = it.to_be_bytes();
+                            rep.mismatches +=
+                                v.iter().zip(want.iter()).filter(|(x, y)| x != y).count() as u64;
+                            Vec::new()
                         }
                     };
-                    rep.lat_samples_ns.push(sample);
+                    rep.mismatches += got.iter().filter(|&&x| x != pat).count() as u64;
+                    if cfg.kind.is_lat() {
+                        let t0 = post_t[q];
+                        let sample = match cfg.kind {
+                            TestKind::WriteLat | TestKind::SendLat => {
+                                sv[q].dev().qp_last_rx_ns(sv[q].qpn()).saturating_sub(t0) as f64
+                            }
+                            _ => {
+                                (a.dev().cq_last_cqe_ns(a.cqn()).saturating_sub(t0)) as f64
+                                    + p.t_cqe_ns
+                            }
+                        };
+                        rep.lat_samples_ns.push(sample);
+                    }
                 }
-                done[q] += 1;
+                done[q] = upto;
             }
         }
     }

@@ -650,14 +650,18 @@ impl World {
         let req = Rc::new(req);
         pend.req = Some(req.clone());
         let reliable = ty == QpType::Rc;
-        if !reliable {
-            pend.done = true;
-        }
         let src_qpn = q.qpn;
         let depart_cpu = self.now as f64 + fetch_ns + gather;
         let dst_dev = self.dev_by_lid(dlid);
         let psn = pend.psn;
         let npk = pend.npkts;
+        let wqe_counter = pend.wqe_counter;
+        // UC/UD complete once the message has left the port (not before:
+        // the port serialises them, so their completions keep link pace);
+        // with no route they complete at once.
+        if !reliable && dst_dev.is_none() {
+            pend.done = true;
+        }
         self.push_pending(d, qi, pend);
         if let Some(dd) = dst_dev {
             let pkt = Packet {
@@ -674,14 +678,42 @@ impl World {
                     solicited,
                 },
             };
-            self.send_packet(d, qi, depart_cpu.ceil() as u64, pkt, msg_len as u64, false);
+            let sent =
+                self.send_packet(d, qi, depart_cpu.ceil() as u64, pkt, msg_len as u64, false);
+            if !reliable {
+                self.schedule(
+                    sent,
+                    Event::TxDone {
+                        dev: d,
+                        qi,
+                        psn,
+                        wqe_counter,
+                    },
+                );
+            }
         }
         if reliable {
             self.arm_retry(d, qi, false);
         }
     }
 
+    /// An unreliable message finished transmitting: its pending entry is
+    /// done; completes what is at the head.
+    pub(crate) fn tx_done(&mut self, d: u16, qi: u32, psn: u32, wqe_counter: u16) {
+        let Some(q) = self.qp(d, qi) else { return };
+        let Some(p) = q
+            .pend
+            .iter_mut()
+            .find(|p| p.psn == psn && p.wqe_counter == wqe_counter && p.err.is_none())
+        else {
+            return;
+        };
+        p.done = true;
+        self.drain(d, qi);
+    }
+
     /// Transmits a packet from device `d`, serialising on its port.
+    /// Returns when its last bit leaves the port.
     fn send_packet(
         &mut self,
         d: u16,
@@ -690,7 +722,7 @@ impl World {
         pkt: Packet,
         payload: u64,
         rexmit: bool,
-    ) {
+    ) -> u64 {
         let wire = self.params.t_wire(payload + 64).ceil() as u64;
         let dev = &mut self.devs[d as usize];
         let depart = ready.max(dev.tx_free);
@@ -703,6 +735,7 @@ impl World {
             }
         });
         self.transmit(depart, pkt);
+        depart + wire
     }
 
     /// Queues a fetched WQE and completes whatever is at the head.

@@ -120,8 +120,24 @@ pub enum TraceKind {
 
 pub(crate) enum Event {
     Deliver(Packet),
-    RetryTimer { dev: u16, qi: u32, gen: u64 },
-    RnrTimer { dev: u16, qi: u32, gen: u64 },
+    RetryTimer {
+        dev: u16,
+        qi: u32,
+        gen: u64,
+    },
+    RnrTimer {
+        dev: u16,
+        qi: u32,
+        gen: u64,
+    },
+    /// The last bit of an unreliable (UC/UD) message left the port: its
+    /// send WQE (found by PSN and WQE counter) completes.
+    TxDone {
+        dev: u16,
+        qi: u32,
+        psn: u32,
+        wqe_counter: u16,
+    },
 }
 
 /// A heap entry: due time, tie-breaking sequence number and the slot of
@@ -374,6 +390,12 @@ impl World {
             Event::Deliver(p) => self.deliver(p),
             Event::RetryTimer { dev, qi, gen } => self.retry_timer(dev, qi, gen),
             Event::RnrTimer { dev, qi, gen } => self.rnr_timer(dev, qi, gen),
+            Event::TxDone {
+                dev,
+                qi,
+                psn,
+                wqe_counter,
+            } => self.tx_done(dev, qi, psn, wqe_counter),
         }
         self.settle();
         true

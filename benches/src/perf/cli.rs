@@ -2,7 +2,7 @@
 //! (kept out of `main.rs` so it stays a thin front end).
 
 use super::cpost::{compare, CASES};
-use super::run::{run as run_test, PerfArgs, PerfTest};
+use super::run::{run_outcome, PerfArgs, PerfOutcome, PerfTest};
 use std::process::ExitCode;
 
 /// A parsed `perf` subcommand other than `post`.
@@ -24,11 +24,33 @@ pub enum Cmd {
 pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
     match cmd {
         Cmd::Test(t, a) => {
-            let out = run_test(t, &a)?;
+            // A refused flag or a failed run exits 1 (as perftest) with a
+            // one-line reason on stderr; `--json` prints the same verdict
+            // as an object.
+            let o = match run_outcome(t, &a) {
+                Ok(o) => o,
+                Err(e) => PerfOutcome {
+                    output: if a.json {
+                        serde_json::json!({
+                            "test": format!("{t:?}"),
+                            "verdict": "fail",
+                            "error": format!("{e:#}"),
+                        })
+                        .to_string()
+                    } else {
+                        String::new()
+                    },
+                    failure: Some(format!("{e:#}")),
+                },
+            };
             if a.json {
-                println!("{out}");
+                println!("{}", o.output);
             } else {
-                print!("{out}");
+                print!("{}", o.output);
+            }
+            if let Some(f) = o.failure {
+                eprintln!("error: {f}");
+                return Ok(ExitCode::from(1));
             }
         }
         Cmd::CompareC {

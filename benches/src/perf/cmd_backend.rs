@@ -108,6 +108,11 @@ pub trait Timer {
     fn set_loss(&mut self, loss: f64) -> anyhow::Result<()>;
     /// A run starts: counters reported afterwards count from here.
     fn begin_run(&mut self) {}
+    /// Rate of the link the transfers cross (Gb/s), when it is modeled
+    /// (0: unknown, e.g. on hardware).
+    fn link_gbps(&self) -> f64 {
+        0.0
+    }
     /// Extra counters for the report (this run's only).
     fn counters(&self, out: &mut BTreeMap<String, f64>) {
         let _ = out;
@@ -219,6 +224,9 @@ impl Timer for FabricTimer {
     }
     fn begin_run(&mut self) {
         self.base = self.totals();
+    }
+    fn link_gbps(&self) -> f64 {
+        self.fabric.params().link_gbps
     }
     fn counters(&self, out: &mut BTreeMap<String, f64>) {
         for (k, v) in self.totals() {
@@ -1839,6 +1847,7 @@ impl<'t> Engine<'t> {
         let modeled = self.timer.modeled();
         let mut rep = std::mem::take(&mut self.rep);
         rep.modeled = modeled;
+        rep.link_gbps = self.timer.link_gbps();
         rep.post_ns = if self.post_wrs > 0 {
             self.post_ns_total / self.post_wrs as f64
         } else {
@@ -1979,7 +1988,7 @@ mod tests {
         ] {
             let r = run(
                 t,
-                &["-n", "300", "-s", "4096", "-t", "32", "-l", "4", "-Q", "8"],
+                &["-n", "300", "-s", "4096", "-t", "32", "-l", "4", "-Q", "2"],
             )
             .unwrap();
             clean(&r, 300);
@@ -2074,12 +2083,21 @@ mod tests {
         .unwrap_err();
         assert!(e.downcast_ref::<QpRejected>().is_some(), "{e}");
         assert!(e.to_string().contains("room for 52"), "{e}");
+        // perftest's own refusals come first, with its messages.
         let e = run(PerfTest::ReadLat, &["-c", "UC"]).unwrap_err();
-        assert!(e.to_string().contains("needs an RC QP"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("UC connection not possible in READ/ATOMIC verbs"),
+            "{e}"
+        );
         let e = run(PerfTest::WriteBw, &["-q", "2"]).unwrap_err();
         assert!(e.to_string().contains("one QP pair"), "{e}");
         let e = run(PerfTest::WriteLat, &["-c", "UD"]).unwrap_err();
-        assert!(e.to_string().contains("not available on UD"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("UD connection only possible in SEND verb"),
+            "{e}"
+        );
     }
 
     /// A WRITE that never arrives (every UC packet dropped) ends the run

@@ -15,7 +15,7 @@ use crate::budget::load_caps;
 use crate::model::{load_model, NicCost, NicModel, PcieModel, WqeOp, WqeShape};
 use crate::perf::probe::{post_samples, probe, ProbeSpec};
 use crate::perftest::format::{self as pf, HeaderInfo, Verb};
-use crate::perftest::stats::{bw_stats, lat_stats_from_posted, BwUnit};
+use crate::perftest::stats::{bw_stats, lat_stats_from_posted, BwUnit, GBS_DIVISOR};
 use anyhow::{bail, Context as _};
 use bareverbs::qp::QpType as SqQpType;
 use bareverbs::sizing::{sq_layout, DeviceCaps, QpCaps, QpType, SendOps};
@@ -93,9 +93,10 @@ pub struct PerfArgs {
     /// Post list: WRs per doorbell.
     #[arg(short = 'l', long = "post_list", default_value_t = 1)]
     pub post_list: u32,
-    /// CQ moderation: one signaled WR every N.
-    #[arg(short = 'Q', long = "cq-mod", default_value_t = 100)]
-    pub cq_mod: u32,
+    /// CQ moderation: one signaled WR every N (perftest default 100; 1 for
+    /// messages over 8192 B unless given; at most the TX depth).
+    #[arg(short = 'Q', long = "cq-mod")]
+    pub cq_mod: Option<u32>,
     /// Max inline size (perftest defaults: WRITE 220, SEND RC/UC 236, UD 188).
     #[arg(short = 'I', long = "inline_size")]
     pub inline_size: Option<u32>,
@@ -242,6 +243,9 @@ pub struct PerfRunReport {
     pub ring_bytes: u64,
     /// NIC-side cost per WQE.
     pub nic: NicCost,
+    /// Rate of the modeled link the transfers cross (Gb/s, decimal); 0
+    /// when the backend does not know it (hardware).
+    pub link_gbps: f64,
     /// Event counters.
     pub counters: BTreeMap<String, f64>,
 }
@@ -257,21 +261,29 @@ pub trait PerfBackend {
     }
     /// Runs one configuration.
     fn run(&mut self, cfg: &PerfRunConfig) -> anyhow::Result<PerfRunReport>;
+    /// Why this backend cannot honour `cfg` / `args` (a flag perftest
+    /// accepts but this backend does not implement), if it cannot.
+    fn refuse(&self, _cfg: &PerfRunConfig, _args: &PerfArgs) -> Option<String> {
+        None
+    }
 }
 
 /// Timelines from the NIC model plus the measured post cost.
 pub struct ModelOnlyBackend {
     model: Box<dyn NicModel>,
     retry_timeout_ns: f64,
+    link_gbps: f64,
 }
 
 impl ModelOnlyBackend {
     /// With the default [`PcieModel`].
     pub fn new(model: PcieModel) -> Self {
         let retry_timeout_ns = model.params.retry_timeout_ns();
+        let link_gbps = model.params.link_gbps;
         ModelOnlyBackend {
             model: Box::new(model),
             retry_timeout_ns,
+            link_gbps,
         }
     }
 }
@@ -399,6 +411,7 @@ impl PerfBackend for ModelOnlyBackend {
             wqebbs: shape.wqebbs,
             ring_bytes: layout.buf_bytes,
             nic,
+            link_gbps: self.link_gbps,
             ..Default::default()
         };
         let n = cfg.iters.max(2) * if cfg.test.is_bw() { cfg.qps as u64 } else { 1 };
@@ -541,19 +554,147 @@ impl PerfBackend for ModelOnlyBackend {
     }
 }
 
-/// Resolves `args` into one config per message size.
+/// perftest's path MTU values (`set_mtu`).
+pub const PERFTEST_MTUS: [u32; 5] = [256, 512, 1024, 2048, 4096];
+/// perftest `MIN_ITER` / `MAX_ITER` (`-n`).
+pub const ITERS_RANGE: (u64, u64) = (5, 4_294_967_296);
+/// perftest `MIN_TX` / `MAX_TX` (`-t`).
+pub const TX_RANGE: (u32, u32) = (1, 15000);
+/// perftest `MIN_QP_NUM` / `MAX_QP_NUM` (`-q`).
+pub const QP_RANGE: (u32, u32) = (1, 16384);
+/// perftest `MIN_CQ_MOD` / `MAX_CQ_MOD` (`-Q`).
+pub const CQ_MOD_RANGE: (u32, u32) = (1, 1024);
+/// perftest `MAX_INLINE` (`-I` is 0..=this).
+pub const MAX_INLINE: u32 = 1024;
+/// perftest's largest `-s`: `UINT_MAX / 2`.
+pub const MAX_MSG_SIZE: u64 = (u32::MAX / 2) as u64;
+/// perftest `MSG_SIZE_CQ_MOD_LIMIT`: above it CQ moderation defaults to 1.
+pub const MSG_SIZE_CQ_MOD_LIMIT: u64 = 8192;
+/// perftest `DEF_CQ_MOD`.
+pub const DEF_CQ_MOD: u32 = 100;
+
+/// Refuses what perftest refuses (`perftest_parameters.c`: the option
+/// parser, `change_conn_type`, `force_dependecies`, `set_mtu`), with
+/// perftest's message.
+pub fn perftest_rules(test: PerfTest, args: &PerfArgs) -> anyhow::Result<()> {
+    let verb = test.verb();
+    let bw = test.is_bw();
+    match (args.conn, verb) {
+        (Conn::Uc, Verb::Read | Verb::Atomic) => {
+            bail!("UC connection not possible in READ/ATOMIC verbs")
+        }
+        (Conn::Ud, v) if v != Verb::Send => bail!("UD connection only possible in SEND verb"),
+        _ => {}
+    }
+    if !PERFTEST_MTUS.contains(&args.mtu) {
+        bail!(
+            "Invalid MTU - {}: please choose mtu from {{256,512,1024,2048,4096}}",
+            args.mtu
+        );
+    }
+    if let Some(n) = args.iters {
+        if !(ITERS_RANGE.0..=ITERS_RANGE.1).contains(&n) {
+            bail!(
+                "Iteration num should be between {} and {}",
+                ITERS_RANGE.0,
+                ITERS_RANGE.1
+            );
+        }
+    }
+    if let Some(t) = args.tx_depth {
+        if !(TX_RANGE.0..=TX_RANGE.1).contains(&t) {
+            bail!(
+                "Tx depth should be between {} and {}",
+                TX_RANGE.0,
+                TX_RANGE.1
+            );
+        }
+    }
+    if !(QP_RANGE.0..=QP_RANGE.1).contains(&args.qps) {
+        bail!(
+            "num of Qps should be between {} and {}",
+            QP_RANGE.0,
+            QP_RANGE.1
+        );
+    }
+    if !bw && args.qps > 1 {
+        bail!("Multiple QPs only available on bw tests");
+    }
+    if let Some(i) = args.inline_size {
+        if i > MAX_INLINE {
+            bail!("Max inline should be between 0 and {MAX_INLINE}");
+        }
+        if matches!(verb, Verb::Read | Verb::Atomic) {
+            bail!("Inline feature not available on READ/Atomic verbs");
+        }
+    }
+    if let Some(q) = args.cq_mod {
+        if !(CQ_MOD_RANGE.0..=CQ_MOD_RANGE.1).contains(&q) {
+            bail!(
+                "CQ moderation should be between {} and {}",
+                CQ_MOD_RANGE.0,
+                CQ_MOD_RANGE.1
+            );
+        }
+    }
+    if let Some(sz) = args.size {
+        if !(1..=MAX_MSG_SIZE).contains(&sz) {
+            bail!("Message Size should be between 1 and {MAX_MSG_SIZE}");
+        }
+    }
+    // -a sets the size to MAX_SIZE before this check in perftest.
+    if verb == Verb::Atomic && (args.all || args.size.is_some_and(|s| s != 8)) {
+        bail!("Message size cannot be changed for Atomic tests");
+    }
+    if args.post_list > 1 {
+        if !bw {
+            bail!("Post list is supported in BW tests only");
+        }
+        let iters = args.iters.unwrap_or(5000);
+        if args.duration.is_none() && !iters.is_multiple_of(args.post_list as u64) {
+            bail!("Number of iterations must be a multiple of post list size");
+        }
+        if let Some(q) = args.cq_mod {
+            if !args.post_list.is_multiple_of(q) {
+                bail!("Post list size must be a multiple of CQ moderation");
+            }
+        }
+    }
+    if let Some(d) = args.duration {
+        if d == 0 {
+            bail!("Duration period must be positive");
+        }
+        if args.all {
+            bail!("Duration mode currently doesn't support running on all sizes.");
+        }
+    }
+    Ok(())
+}
+
+/// Resolves `args` into one config per message size, with perftest's
+/// rules ([`perftest_rules`]) and adjustments (TX depth at most the
+/// iterations, CQ moderation 1 above 8192 B unless given and at most the
+/// TX depth, the post list as CQ moderation, UD sizes capped at the MTU).
 pub fn configs(test: PerfTest, args: &PerfArgs) -> anyhow::Result<Vec<PerfRunConfig>> {
+    perftest_rules(test, args)?;
     let verb = test.verb();
     let bw = test.is_bw();
     let caps = load_caps(args.caps.as_deref())?;
+    let ud = args.conn == Conn::Ud;
+    let mtu = args.mtu as u64;
     let sizes: Vec<u64> = if verb == Verb::Atomic {
         vec![8]
     } else if args.all {
-        (1..=23).map(|e| 1u64 << e).collect()
+        // perftest: UD runs the sizes up to the MTU.
+        (1..=23)
+            .map(|e| 1u64 << e)
+            .filter(|&s| !ud || s <= mtu)
+            .collect()
     } else {
-        vec![args.size.unwrap_or(if bw { 65536 } else { 2 })]
+        let s = args.size.unwrap_or(if bw { 65536 } else { 2 });
+        // perftest check_link_and_mtu: a UD message is at most one MTU.
+        vec![if ud { s.min(mtu) } else { s }]
     };
-    let tx_depth = args.tx_depth.unwrap_or(if bw { 128 } else { 1 });
     let inline_size = match verb {
         Verb::Read | Verb::Atomic => 0,
         _ => args.inline_size.unwrap_or(match (verb, args.conn) {
@@ -585,18 +726,26 @@ pub fn configs(test: PerfTest, args: &PerfArgs) -> anyhow::Result<Vec<PerfRunCon
         }
     };
     anyhow::ensure!(args.sge >= 1, "--sge must be >= 1");
-    anyhow::ensure!(
-        args.qps >= 1 && args.post_list >= 1 && args.cq_mod >= 1,
-        "-q, -l, -Q must be >= 1"
-    );
+    anyhow::ensure!(args.post_list >= 1, "-l must be >= 1");
     let iters_default = if bw { 5000 } else { 1000 };
     let mut out = Vec::new();
     for size in sizes {
         let mut iters = args.iters.unwrap_or(iters_default);
-        anyhow::ensure!(iters >= 5, "-n must be at least 5 (perftest MIN_ITER)");
+        let mut tx_depth = args.tx_depth.unwrap_or(if bw { 128 } else { 1 });
         if let Some(d) = args.duration {
             // Rough count: the run is cut to about D modeled seconds below.
-            iters = (d * 1_000_000).clamp(5, 2_000_000);
+            iters = (d.saturating_mul(1_000_000)).clamp(5, 2_000_000);
+        } else if tx_depth as u64 > iters {
+            // perftest: the TX depth is at most the iteration count.
+            tx_depth = iters as u32;
+        }
+        let mut cq_mod = args.cq_mod.unwrap_or(DEF_CQ_MOD);
+        if size > MSG_SIZE_CQ_MOD_LIMIT && !ud && !args.all && args.cq_mod.is_none() {
+            cq_mod = 1;
+        }
+        cq_mod = cq_mod.min(tx_depth);
+        if args.post_list > 1 && args.cq_mod.is_none() {
+            cq_mod = args.post_list;
         }
         out.push(PerfRunConfig {
             test,
@@ -605,7 +754,7 @@ pub fn configs(test: PerfTest, args: &PerfArgs) -> anyhow::Result<Vec<PerfRunCon
             qps: args.qps,
             tx_depth,
             post_list: args.post_list,
-            cq_mod: args.cq_mod,
+            cq_mod,
             inline_size,
             inline: inline_size > 0 && size <= inline_size as u64,
             conn: args.conn,
@@ -622,6 +771,54 @@ pub fn configs(test: PerfTest, args: &PerfArgs) -> anyhow::Result<Vec<PerfRunCon
         });
     }
     Ok(out)
+}
+
+/// Why a finished run's figures cannot be trusted: not all of its work
+/// completed successfully, payload arrived corrupted, or a bandwidth
+/// exceeds the link the backend models. `bw_gbps` are the bandwidths
+/// derived from the report (Gb/s).
+pub fn verdict(cfg: &PerfRunConfig, rep: &PerfRunReport, bw_gbps: &[f64]) -> Option<String> {
+    let want = cfg.iters * if cfg.test.is_bw() { cfg.qps as u64 } else { 1 };
+    if rep.posted == 0 {
+        return Some(format!("nothing was posted ({want} WRs expected)"));
+    }
+    if rep.posted < want {
+        return Some(format!("only {} of {want} WRs were posted", rep.posted));
+    }
+    if rep.completed_err > 0 || rep.completed_ok < rep.posted {
+        return Some(format!(
+            "only {} of {} posted WRs completed successfully ({} with an error status)",
+            rep.completed_ok, rep.posted, rep.completed_err
+        ));
+    }
+    if rep.mismatches > 0 && (cfg.conn == Conn::Rc || cfg.loss == 0.0) {
+        return Some(format!(
+            "{} payload bytes did not arrive as sent",
+            rep.mismatches
+        ));
+    }
+    if rep.link_gbps > 0.0 {
+        let limit = rep.link_gbps * (1.0 + 1e-9);
+        for &g in bw_gbps.iter().chain([rep.bandwidth_gbps].iter()) {
+            if g > limit {
+                return Some(format!(
+                    "{g:.2} Gb/s exceeds the {} Gb/s link the backend models",
+                    rep.link_gbps
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// A run's printed output and its verdict.
+#[derive(Clone, Debug)]
+pub struct PerfOutcome {
+    /// perftest text or the JSON object (which carries `verdict` and, on
+    /// failure, `error`).
+    pub output: String,
+    /// Why the figures cannot be trusted (the run must exit non-zero).
+    pub failure: Option<String>,
 }
 
 /// The backend for `--device`.
@@ -645,10 +842,27 @@ pub fn backend(args: &PerfArgs) -> anyhow::Result<Box<dyn PerfBackend>> {
     }
 }
 
-/// Runs a perftest-style test and prints it (text or JSON).
+/// Runs a perftest-style test and returns its output (text or JSON); a
+/// run whose figures cannot be trusted ([`verdict`]) is an error.
 pub fn run(test: PerfTest, args: &PerfArgs) -> anyhow::Result<String> {
-    let mut be = backend(args)?;
+    let o = run_outcome(test, args)?;
+    match o.failure {
+        Some(f) => Err(anyhow::anyhow!("{f}")),
+        None => Ok(o.output),
+    }
+}
+
+/// Runs a perftest-style test: its output and verdict. Flags perftest
+/// refuses, or that the backend does not implement, are errors before
+/// anything runs.
+pub fn run_outcome(test: PerfTest, args: &PerfArgs) -> anyhow::Result<PerfOutcome> {
     let cfgs = configs(test, args)?;
+    let mut be = backend(args)?;
+    for cfg in &cfgs {
+        if let Some(why) = be.refuse(cfg, args) {
+            bail!("{why}");
+        }
+    }
     let unit = if args.report_gbits {
         BwUnit::Gbps
     } else {
@@ -680,6 +894,7 @@ pub fn run(test: PerfTest, args: &PerfArgs) -> anyhow::Result<String> {
     };
     text.push_str(&pf::header(&h));
     let mut results = Vec::new();
+    let mut failure = None;
     let dur = args.duration.is_some();
     if test.is_bw() {
         text.push_str(pf::bw_columns(unit));
@@ -714,7 +929,11 @@ pub fn run(test: PerfTest, args: &PerfArgs) -> anyhow::Result<String> {
             "size": cfg.size,
             "iterations": iters,
         });
-        if test.is_bw() {
+        let mut row = String::new();
+        let mut bw_gbps = Vec::new();
+        if rep.tposted.len() < 2 || (test.is_bw() && rep.tcompleted.is_empty()) {
+            failure = verdict(cfg, &rep, &[]).or(Some("no completions".into()));
+        } else if test.is_bw() {
             let s = bw_stats(
                 &rep.tposted,
                 &rep.tcompleted,
@@ -726,19 +945,24 @@ pub fn run(test: PerfTest, args: &PerfArgs) -> anyhow::Result<String> {
                 args.no_peak || iters > 20_000 || dur,
             )
             .ok_or_else(|| anyhow::anyhow!("no completions"))?;
-            text.push_str(&pf::bw_row(cfg.size, iters, &s));
+            row.push_str(&pf::bw_row(cfg.size, iters, &s));
+            let to_gbps = unit.divisor() / GBS_DIVISOR;
+            bw_gbps = vec![s.bw_peak * to_gbps, s.bw_avg * to_gbps];
             obj["bw"] = serde_json::to_value(s)?;
         } else if dur {
             let n = rep.tposted.len().saturating_sub(1).max(1);
             let span = (rep.tposted[n] - rep.tposted[0]) as f64 / rep.tick_hz;
             let t_avg = span * 1e6 / n as f64 / verb.rtt_factor() as f64;
-            text.push_str(&pf::lat_dur_row(cfg.size, n as u64, t_avg, n as f64 / span));
+            row.push_str(&pf::lat_dur_row(cfg.size, n as u64, t_avg, n as f64 / span));
             obj["t_avg_usec"] = t_avg.into();
         } else {
             let s = lat_stats_from_posted(&rep.tposted, rep.tick_hz / 1e6, verb.rtt_factor())
                 .ok_or_else(|| anyhow::anyhow!("too few samples"))?;
-            text.push_str(&pf::lat_row(cfg.size, cfg.iters, &s));
+            row.push_str(&pf::lat_row(cfg.size, cfg.iters, &s));
             obj["latency_usec"] = serde_json::to_value(s)?;
+        }
+        if failure.is_none() {
+            failure = verdict(cfg, &rep, &bw_gbps);
         }
         let mut r = serde_json::to_value(&rep)?;
         if let (Some(r), Some(o)) = (r.as_object_mut(), obj.as_object()) {
@@ -747,8 +971,20 @@ pub fn run(test: PerfTest, args: &PerfArgs) -> anyhow::Result<String> {
             }
             r.insert("modeled_bandwidth_gbps".into(), rep.bandwidth_gbps.into());
             r.insert("label".into(), args.device.clone().into());
+            r.insert(
+                "verdict".into(),
+                if failure.is_some() { "fail" } else { "ok" }.into(),
+            );
+            if let Some(f) = &failure {
+                r.insert("error".into(), f.clone().into());
+            }
         }
         results.push(r);
+        if failure.is_some() {
+            // No figure of a failed run is printed as a result.
+            break;
+        }
+        text.push_str(&row);
     }
     text.push_str(pf::RESULT_LINE);
     if args.json {
@@ -758,9 +994,19 @@ pub fn run(test: PerfTest, args: &PerfArgs) -> anyhow::Result<String> {
         }
         top["test"] = format!("{:?}", test).into();
         top["header"] = serde_json::to_value(&h)?;
-        return Ok(serde_json::to_string(&top)?);
+        top["verdict"] = if failure.is_some() { "fail" } else { "ok" }.into();
+        if let Some(f) = &failure {
+            top["error"] = f.clone().into();
+        }
+        return Ok(PerfOutcome {
+            output: serde_json::to_string(&top)?,
+            failure,
+        });
     }
-    Ok(text)
+    Ok(PerfOutcome {
+        output: text,
+        failure,
+    })
 }
 
 #[cfg(test)]
@@ -922,5 +1168,282 @@ mod tests {
         assert_eq!(j["completed_err"], 0);
         assert_eq!(j["mismatches"], 0);
         assert!(j["msg_rate_mpps"].as_f64().unwrap() > 0.0);
+    }
+
+    fn err(test: PerfTest, v: &[&str]) -> String {
+        format!("{:#}", run(test, &args(v)).unwrap_err())
+    }
+
+    fn json(test: PerfTest, v: &[&str]) -> (serde_json::Value, Option<String>) {
+        let mut v = v.to_vec();
+        v.push("--json");
+        let o = run_outcome(test, &args(&v)).unwrap();
+        (serde_json::from_str(&o.output).unwrap(), o.failure)
+    }
+
+    /// perftest `change_conn_type`: UD only with SEND, UC without READ and
+    /// atomics — on every backend, before anything runs.
+    #[test]
+    fn connection_types_perftest_refuses() {
+        use PerfTest::*;
+        for dev in ["sim", "fw-sim", "model"] {
+            for t in [WriteBw, WriteLat, ReadBw, ReadLat, AtomicLat] {
+                let e = err(t, &["--device", dev, "-c", "UD", "-n", "100"]);
+                assert_eq!(e, "UD connection only possible in SEND verb", "{t:?} {dev}");
+            }
+            for t in [ReadBw, ReadLat, AtomicLat] {
+                let e = err(t, &["--device", dev, "-c", "UC", "-n", "100"]);
+                assert_eq!(e, "UC connection not possible in READ/ATOMIC verbs");
+            }
+        }
+    }
+
+    /// perftest's option ranges (CHECK_VALUE_IN_RANGE and friends) and
+    /// cross-checks (force_dependecies), with its messages.
+    #[test]
+    fn flags_perftest_refuses() {
+        use PerfTest::*;
+        let cases: &[(PerfTest, &[&str], &str)] = &[
+            (WriteBw, &["-m", "99999"], "Invalid MTU - 99999"),
+            (WriteBw, &["-m", "1500"], "{256,512,1024,2048,4096}"),
+            (
+                WriteBw,
+                &["-s", "0"],
+                "Message Size should be between 1 and 2147483647",
+            ),
+            (
+                WriteBw,
+                &["-s", "4294967296"],
+                "Message Size should be between 1 and",
+            ),
+            (
+                WriteBw,
+                &["-t", "0"],
+                "Tx depth should be between 1 and 15000",
+            ),
+            (
+                WriteBw,
+                &["-t", "15001"],
+                "Tx depth should be between 1 and 15000",
+            ),
+            (
+                WriteBw,
+                &["-n", "4"],
+                "Iteration num should be between 5 and 4294967296",
+            ),
+            (
+                WriteBw,
+                &["-q", "0"],
+                "num of Qps should be between 1 and 16384",
+            ),
+            (
+                WriteBw,
+                &["-q", "16385"],
+                "num of Qps should be between 1 and 16384",
+            ),
+            (
+                WriteBw,
+                &["-Q", "0"],
+                "CQ moderation should be between 1 and 1024",
+            ),
+            (
+                WriteBw,
+                &["-Q", "1025"],
+                "CQ moderation should be between 1 and 1024",
+            ),
+            (
+                WriteBw,
+                &["-I", "100000"],
+                "Max inline should be between 0 and 1024",
+            ),
+            (WriteBw, &["-D", "0"], "Duration period must be positive"),
+            (
+                WriteBw,
+                &["-D", "1", "-a"],
+                "Duration mode currently doesn't support",
+            ),
+            (
+                WriteBw,
+                &["-l", "3", "-n", "1000"],
+                "Number of iterations must be a multiple of post list size",
+            ),
+            (
+                WriteBw,
+                &["-l", "4", "-Q", "3", "-n", "1000"],
+                "Post list size must be a multiple of CQ moderation",
+            ),
+            (
+                ReadLat,
+                &["-l", "16"],
+                "Post list is supported in BW tests only",
+            ),
+            (
+                ReadLat,
+                &["-q", "2"],
+                "Multiple QPs only available on bw tests",
+            ),
+            (
+                WriteLat,
+                &["-q", "2"],
+                "Multiple QPs only available on bw tests",
+            ),
+            (
+                ReadLat,
+                &["-I", "64"],
+                "Inline feature not available on READ/Atomic verbs",
+            ),
+            (
+                ReadBw,
+                &["-I", "0"],
+                "Inline feature not available on READ/Atomic verbs",
+            ),
+            (
+                AtomicLat,
+                &["-s", "64"],
+                "Message size cannot be changed for Atomic tests",
+            ),
+            (
+                AtomicLat,
+                &["-a"],
+                "Message size cannot be changed for Atomic tests",
+            ),
+        ];
+        for (t, v, want) in cases {
+            let e = err(*t, v);
+            assert!(e.contains(want), "{t:?} {v:?}: {e}");
+        }
+        // Accepted: -Q on a latency test (perftest takes it), atomic -s 8.
+        run(ReadLat, &args(&["-Q", "1", "-n", "50"])).unwrap();
+        run(AtomicLat, &args(&["-s", "8", "-n", "50"])).unwrap();
+    }
+
+    /// perftest's adjustments: the TX depth is at most -n, CQ moderation
+    /// is 1 above 8192 B unless given and at most the TX depth, a post
+    /// list sets it, UD messages are capped at the MTU.
+    #[test]
+    fn perftest_adjustments() {
+        let c = configs(PerfTest::WriteBw, &args(&["-n", "50"])).unwrap();
+        assert_eq!((c[0].tx_depth, c[0].cq_mod), (50, 1));
+        let c = configs(PerfTest::WriteBw, &args(&["-s", "4096"])).unwrap();
+        assert_eq!(c[0].cq_mod, 100);
+        let c = configs(PerfTest::WriteBw, &args(&["-s", "4096", "-t", "16"])).unwrap();
+        assert_eq!(c[0].cq_mod, 16);
+        let c = configs(PerfTest::WriteBw, &args(&["-Q", "4"])).unwrap();
+        assert_eq!(c[0].cq_mod, 4);
+        let c = configs(PerfTest::WriteBw, &args(&["-l", "8", "-s", "64"])).unwrap();
+        assert_eq!(c[0].cq_mod, 8);
+        let c = configs(PerfTest::SendBw, &args(&["-c", "UD", "-m", "2048"])).unwrap();
+        assert_eq!(c[0].size, 2048);
+    }
+
+    /// What `--device sim` cannot do is refused naming it; what it can
+    /// (post lists, CQ moderation, MTU) it now does.
+    #[test]
+    fn sim_refuses_what_it_does_not_model_and_honours_the_rest() {
+        let e = err(PerfTest::WriteBw, &["-c", "UC"]);
+        assert!(
+            e.contains("--device sim does not model UC QPs") && e.contains("fw-sim"),
+            "{e}"
+        );
+        let e = err(PerfTest::SendBw, &["-c", "UD", "-s", "1024"]);
+        assert!(e.contains("--device sim does not model UD QPs"), "{e}");
+        let e = err(PerfTest::WriteBw, &["--max-send-wr", "512"]);
+        assert!(
+            e.contains("--device sim does not model --max-send-wr"),
+            "{e}"
+        );
+        let c = |v: &[&str]| {
+            let (j, f) = json(PerfTest::WriteBw, v);
+            assert_eq!(f, None, "{j}");
+            assert_eq!(j["verdict"], "ok");
+            (
+                j["counters"]["requester.doorbells"].as_f64().unwrap(),
+                j["counters"]["requester.cqes"].as_f64().unwrap(),
+            )
+        };
+        // -s 4096: perftest moderates by 100 (plus the window-filling WR).
+        let (db, cqes) = c(&["-s", "4096", "-n", "1000"]);
+        assert_eq!(db, 1000.0);
+        assert!(cqes < 100.0, "{cqes}");
+        let (_, cqes) = c(&["-s", "4096", "-n", "1000", "-Q", "1"]);
+        assert_eq!(cqes, 1000.0);
+        let (db, cqes) = c(&["-s", "4096", "-n", "1000", "-l", "4"]);
+        assert_eq!((db, cqes), (250.0, 250.0));
+    }
+
+    /// Runs whose work did not all complete, or whose figures exceed the
+    /// modeled link, fail (run errors; JSON carries the verdict).
+    #[test]
+    fn impossible_results_fail() {
+        // Everything lost: the RC QP fails with retries exhausted.
+        let e = err(PerfTest::WriteBw, &["--loss", "1", "-n", "100"]);
+        assert!(e.contains("completed successfully"), "{e}");
+        let (j, f) = json(PerfTest::WriteBw, &["--loss", "1", "-n", "100"]);
+        assert!(f.is_some());
+        assert_eq!(j["verdict"], "fail");
+        assert!(j["error"]
+            .as_str()
+            .unwrap()
+            .contains("completed successfully"));
+        assert!(j.get("bw").is_none(), "{j}");
+        let e = err(
+            PerfTest::WriteBw,
+            &["--device", "fw-sim", "--loss", "1", "-n", "100"],
+        );
+        assert!(e.contains("RETRY_EXC_ERR") || e.contains("retry"), "{e}");
+        // A WQE the simulator's QP cannot take is an error, not 0 posted.
+        let e = err(
+            PerfTest::WriteBw,
+            &["-I", "1024", "-s", "1024", "-n", "100"],
+        );
+        assert!(e.contains("refused"), "{e}");
+        // A fabricated report over the link.
+        let cfg = configs(PerfTest::WriteBw, &args(&["-n", "100"]))
+            .unwrap()
+            .remove(0);
+        let rep = PerfRunReport {
+            posted: 100,
+            completed_ok: 100,
+            link_gbps: 100.0,
+            ..Default::default()
+        };
+        assert_eq!(verdict(&cfg, &rep, &[99.0, 98.0]), None);
+        let v = verdict(&cfg, &rep, &[6553.6, 6525.9]).unwrap();
+        assert!(v.contains("exceeds the 100 Gb/s link"), "{v}");
+        let v = verdict(
+            &cfg,
+            &PerfRunReport {
+                posted: 0,
+                ..rep.clone()
+            },
+            &[],
+        )
+        .unwrap();
+        assert!(v.contains("nothing was posted"), "{v}");
+    }
+
+    /// UC and UD complete once the message has left the port, so their
+    /// bandwidth keeps to the 100 Gb/s link (it was 6553.6 Gb/s for UC
+    /// 64 KiB and a 327 Gb/s peak for UD 4 KiB).
+    #[test]
+    fn unreliable_bandwidth_keeps_to_the_link() {
+        for (t, v) in [
+            (PerfTest::WriteBw, ["-c", "UC", "-s", "65536"]),
+            (PerfTest::SendBw, ["-c", "UD", "-s", "4096"]),
+            (PerfTest::WriteBw, ["-c", "RC", "-s", "65536"]),
+        ] {
+            let mut a = vec!["--device", "fw-sim", "-n", "500", "--report_gbits"];
+            a.extend_from_slice(&v);
+            let (j, f) = json(t, &a);
+            assert_eq!(f, None, "{j}");
+            let (peak, avg) = (
+                j["bw"]["bw_peak"].as_f64().unwrap(),
+                j["bw"]["bw_avg"].as_f64().unwrap(),
+            );
+            assert!(
+                peak <= 100.0 && avg <= 100.0 && avg > 80.0,
+                "{v:?}: {peak} {avg}"
+            );
+        }
     }
 }

@@ -3,7 +3,7 @@
 //! bareverbs' real post/poll path (`bareverbs_sim::perf::run_perf`); times
 //! are the simulator's modeled (virtual) times.
 
-use super::run::{PerfBackend, PerfRunConfig, PerfRunReport, PerfTest};
+use super::run::{Conn, PerfArgs, PerfBackend, PerfRunConfig, PerfRunReport, PerfTest};
 use bareverbs_sim::perf::{run_perf, PerfConfig, TestKind};
 use std::collections::BTreeMap;
 
@@ -41,6 +41,34 @@ impl PerfBackend for SimBackend {
         "bareverbs-sim (simulated ConnectX, modeled time)".into()
     }
 
+    fn refuse(&self, cfg: &PerfRunConfig, args: &PerfArgs) -> Option<String> {
+        let no = |what: &str| {
+            Some(format!(
+                "--device sim does not model {what}; use --device fw-sim"
+            ))
+        };
+        if cfg.conn != Conn::Rc {
+            let c = format!("{:?}", cfg.conn).to_uppercase();
+            return no(&format!("{c} QPs (-c {c}): it runs RC only"));
+        }
+        if args.max_send_wr.is_some() {
+            return no("--max-send-wr (its send queue is sized by the TX depth)");
+        }
+        if args.send_ops.is_some() {
+            return no("--send-ops");
+        }
+        if args.caps.is_some() {
+            return no("--caps");
+        }
+        if args.blueflame {
+            return no("--blueflame (it always copies small WQEs through BlueFlame)");
+        }
+        if args.model.is_some() {
+            return Some("--model applies to --device model only".into());
+        }
+        None
+    }
+
     fn run(&mut self, cfg: &PerfRunConfig) -> anyhow::Result<PerfRunReport> {
         let pc = PerfConfig {
             kind: kind(cfg.test),
@@ -52,11 +80,17 @@ impl PerfBackend for SimBackend {
             posted_sges: cfg.sge.max(1),
             max_inline: cfg.inline_size,
             inline: cfg.inline,
+            post_list: cfg.post_list.max(1),
+            cq_mod: cfg.cq_mod.max(1),
+            mtu: cfg.mtu,
             loss: cfg.loss,
             seed: cfg.seed,
             params: self.params,
         };
         let r = run_perf(&pc);
+        if let Some(e) = &r.error {
+            anyhow::bail!("{}: {e}", self.name());
+        }
         let test = cfg.test;
         let rtt = test.verb().rtt_factor() as f64;
         // The simulator reports latency samples (what perftest prints) and
@@ -105,6 +139,7 @@ impl PerfBackend for SimBackend {
             tcompleted,
             latency_samples_ns: r.lat_samples_ns,
             modeled_latency_ns: lat,
+            link_gbps: self.params.link_gbps,
             counters: c,
             ..Default::default()
         })
