@@ -11,6 +11,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use crate::args::UsageExt as _;
 use anyhow::{anyhow, Context};
 use bareverbs::sizing::*;
 use serde::Deserialize;
@@ -28,8 +29,8 @@ pub struct BudgetArgs {
     /// Gather entries per send WR.
     #[arg(long, default_value_t = 1)]
     pub max_send_sge: u32,
-    /// Inline bytes per send WR.
-    #[arg(long, default_value_t = 0)]
+    /// Inline bytes per send WR (a size: decimal, `0x` hex, `K`/`M`/`G`).
+    #[arg(long, default_value_t = 0, value_parser = crate::args::byte_size_u32)]
     pub max_inline_data: u32,
     /// Receive work requests (0 = no receive queue).
     #[arg(long, default_value_t = 0)]
@@ -46,7 +47,7 @@ pub struct BudgetArgs {
     #[arg(long)]
     pub cqe: Option<u32>,
     /// CQE size in bytes (64 or 128).
-    #[arg(long, default_value_t = 64)]
+    #[arg(long, default_value_t = 64, value_parser = crate::args::byte_size_u32)]
     pub cqe_size: u32,
     /// Number of identical QPs on the node (each with its own CQ if --cqe).
     #[arg(long)]
@@ -112,9 +113,13 @@ pub fn load_caps(path: Option<&Path>) -> anyhow::Result<DeviceCaps> {
     match path {
         None => Ok(DeviceCaps::DEFAULT),
         Some(p) => {
-            let text =
-                std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-            caps_from_toml(&text).with_context(|| format!("parsing {}", p.display()))
+            // An unreadable or malformed file is bad input (exit status 2).
+            let text = std::fs::read_to_string(p)
+                .with_context(|| format!("reading {}", p.display()))
+                .usage()?;
+            caps_from_toml(&text)
+                .with_context(|| format!("parsing {}", p.display()))
+                .usage()
         }
     }
 }

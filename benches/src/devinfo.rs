@@ -10,12 +10,14 @@ use serde_json::json;
 pub fn query(device: &str) -> anyhow::Result<DevInfo> {
     if device == "sim" {
         return bareverbs_sim::fw::devinfo_sim()
-            .map_err(|e| anyhow::anyhow!("simulated bring-up failed: {e:?}"));
+            .map_err(|e| anyhow::anyhow!("simulated bring-up failed: {e}"));
     }
     if let Some(bdf) = device.strip_prefix("vfio:") {
         return bareverbs_vfio::devinfo_vfio(bdf).map_err(|e| anyhow::anyhow!("{e}"));
     }
-    anyhow::bail!("unknown device {device:?}: use `sim` or `vfio:0000:BB:DD.F`")
+    Err(crate::args::usage_error(format!(
+        "unknown device {device:?}: use `sim` or `vfio:0000:BB:DD.F`"
+    )))
 }
 
 fn state(s: PortState) -> String {

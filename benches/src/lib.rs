@@ -5,6 +5,7 @@
 //! and `sweep`. The binary in `src/main.rs` is a thin clap front end.
 #![deny(missing_docs)]
 
+pub mod args;
 pub mod budget;
 pub mod conform;
 pub mod decode;

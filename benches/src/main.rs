@@ -2,6 +2,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use bareverbs_bench::args::{is_usage, UsageExt};
 use clap::{Parser, Subcommand};
 
 /// bareverbs: mlx5 queue sizing, codec and performance tools.
@@ -136,8 +137,12 @@ fn main() -> ExitCode {
     match run(Cli::parse()) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::from(2)
+            // One line: the error and its causes, joined by ": ".
+            let msg = format!("{e:#}").replace('\n', " ");
+            eprintln!("error: {msg}");
+            // Bad user input exits 2 (as clap's usage errors do); run-time
+            // failures exit 1.
+            ExitCode::from(if is_usage(&e) { 2 } else { 1 })
         }
     }
 }
@@ -148,14 +153,22 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cli::Conform { files } => {
             let stdout = std::io::stdout();
             let mut out = stdout.lock();
-            let (_, failed) = bareverbs_bench::conform::run(&files, &mut out)?;
+            // An unreadable file is bad input (exit 2), not a failed case.
+            for f in &files {
+                std::fs::File::open(f)
+                    .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", f.display()))
+                    .usage()?;
+            }
+            // Errors here are malformed vector files.
+            let (_, failed) = bareverbs_bench::conform::run(&files, &mut out).usage()?;
             if failed > 0 {
                 return Ok(ExitCode::from(1));
             }
         }
         Cli::Decode(Decode::Wqe { hex, qp_type, json }) => {
-            let bytes = bareverbs_bench::decode::parse_hex(&hex.join(" "))?;
-            let s = bareverbs_bench::decode::wqe::decode_wqe(&bytes, qp_type.as_deref(), json)?;
+            let bytes = bareverbs_bench::decode::parse_hex(&hex.join(" ")).usage()?;
+            let s = bareverbs_bench::decode::wqe::decode_wqe(&bytes, qp_type.as_deref(), json)
+                .usage()?;
             println!("{s}");
         }
         Cli::Decode(Decode::Cqe {
@@ -164,8 +177,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             ncqe,
             json,
         }) => {
-            let bytes = bareverbs_bench::decode::parse_hex(&hex.join(" "))?;
-            let s = bareverbs_bench::decode::cqe::decode_cqe(&bytes, json, ci, ncqe)?;
+            let bytes = bareverbs_bench::decode::parse_hex(&hex.join(" ")).usage()?;
+            let s = bareverbs_bench::decode::cqe::decode_cqe(&bytes, json, ci, ncqe).usage()?;
             println!("{s}");
         }
         Cli::Devinfo {
@@ -198,7 +211,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         }
         Cli::Budget(args) => {
-            let code = bareverbs_bench::budget::run(&args)?;
+            // budget only computes: every error is about its input.
+            let code = bareverbs_bench::budget::run(&args).usage()?;
             return Ok(ExitCode::from(code.clamp(0, 255) as u8));
         }
         Cli::Perf(PerfCmd::Poll { args, json }) => {

@@ -19,6 +19,7 @@
 //! bf = bf_reg_size > 0 && B == 1 && (inline || prefer_bf) && W <= bf_max
 //! ```
 
+use crate::args::UsageExt as _;
 use anyhow::Context as _;
 use std::path::Path;
 
@@ -411,9 +412,13 @@ pub fn load_model(path: Option<&Path>) -> anyhow::Result<PcieModel> {
     let params = match path {
         None => ModelParams::default(),
         Some(p) => {
-            let text =
-                std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
-            toml::from_str(&text).with_context(|| format!("parsing model {}", p.display()))?
+            // An unreadable or malformed file is bad input (exit status 2).
+            let text = std::fs::read_to_string(p)
+                .with_context(|| format!("reading {}", p.display()))
+                .usage()?;
+            toml::from_str(&text)
+                .with_context(|| format!("parsing model {}", p.display()))
+                .usage()?
         }
     };
     Ok(PcieModel { params })

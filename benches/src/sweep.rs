@@ -16,12 +16,14 @@
 //! setting (on the simulator in virtual time, on hardware in wall-clock
 //! time).
 
+use crate::args::{check_output_path, usage_error};
 use crate::budget::load_caps;
 use crate::model::{load_model, NicCost, NicModel, WqeOp, WqeShape};
 use crate::perf::cmd_backend::{self as cmd, CmdOptions, QpRejected};
 use crate::perf::probe::{probe, ProbeSpec};
 use crate::perf::run::{Conn, PerfBackend, PerfRunConfig, PerfTest};
 use crate::perftest::stats::lat_stats_from_posted;
+use anyhow::Context as _;
 use bareverbs::qp::QpType as SqQpType;
 use bareverbs::sizing::{sq_layout, DeviceCaps, QpCaps, QpType, SendOps, SqLayout};
 use std::fmt::Write as _;
@@ -41,8 +43,9 @@ pub struct SweepArgs {
     /// max_send_sge values.
     #[arg(long, value_delimiter = ',', default_values_t = [1u32, 4, 16, 30, 32])]
     pub sge: Vec<u32>,
-    /// Payload bytes per WRITE (also the inline size requested for inline rows).
-    #[arg(short = 's', long, default_value_t = 64)]
+    /// Payload bytes per WRITE (also the inline size requested for inline
+    /// rows); perftest notation: `64`, `0x40`, `4K`, `1M`.
+    #[arg(short = 's', long, default_value_t = 64, value_parser = crate::args::message_size_u32)]
     pub size: u32,
     /// WRs per doorbell for the post timing and the model (1 = latency test).
     #[arg(long, default_value_t = 1)]
@@ -260,7 +263,9 @@ fn measuring_backend(args: &SweepArgs) -> anyhow::Result<Option<Box<dyn PerfBack
     match args.device.as_str() {
         "model" => Ok(None),
         "fw-sim" => cmd::fw_sim(1, opts).map(Some),
-        d => anyhow::bail!("unknown --device {d:?} (expected model, fw-sim or vfio:BDF)"),
+        d => Err(usage_error(format!(
+            "unknown --device {d:?} (expected model, fw-sim or vfio:BDF)"
+        ))),
     }
 }
 
@@ -334,6 +339,25 @@ fn measure_row(
     }))
 }
 
+/// Refuses impossible option values before any work starts (each refusal
+/// is a [`crate::args::UsageError`]).
+pub fn check_args(args: &SweepArgs) -> anyhow::Result<()> {
+    if let Some(&s) = args.sge.iter().find(|&&s| s == 0) {
+        return Err(usage_error(format!(
+            "--sge {s}: every row posts at least one SGE, so max_send_sge must be >= 1"
+        )));
+    }
+    if args.wr.is_empty() || args.sge.is_empty() {
+        return Err(usage_error("--wr and --sge need at least one value"));
+    }
+    if args.device != "model" && args.lat_iters < 5 {
+        return Err(usage_error(
+            "--lat-iters must be at least 5 (perftest MIN_ITER)",
+        ));
+    }
+    Ok(())
+}
+
 /// Runs the sweep.
 pub fn run_sweep(
     args: &SweepArgs,
@@ -341,13 +365,8 @@ pub fn run_sweep(
     caps: DeviceCaps,
 ) -> anyhow::Result<Sweep> {
     let t0 = Instant::now();
+    check_args(args)?;
     let mut be = measuring_backend(args)?;
-    if be.is_some() {
-        anyhow::ensure!(
-            args.lat_iters >= 5,
-            "--lat-iters must be at least 5 (perftest MIN_ITER)"
-        );
-    }
     let measured_on = be
         .as_ref()
         .map(|b| format!("{} -- {}", b.name(), b.timing_note()));
@@ -1143,18 +1162,26 @@ fn fmt_tick(v: f64) -> String {
 pub fn run(args: &SweepArgs) -> anyhow::Result<()> {
     let caps = load_caps(args.caps.as_deref())?;
     let model = load_model(args.model.as_deref())?;
-    let s = run_sweep(args, &model, caps)?;
     let json_stdout = args
         .json
         .as_deref()
         .map(|p| p.as_os_str() == "-")
         .unwrap_or(false);
+    // Output files are checked before the (long) sweep, not after it.
+    check_args(args)?;
+    if let Some(p) = args.json.as_deref().filter(|_| !json_stdout) {
+        check_output_path("--json", p)?;
+    }
+    if let Some(p) = &args.svg {
+        check_output_path("--svg", p)?;
+    }
+    let s = run_sweep(args, &model, caps)?;
     if let Some(p) = &args.json {
         let text = serde_json::to_string_pretty(&to_json(&s))?;
         if json_stdout {
             println!("{text}");
         } else {
-            std::fs::write(p, text + "\n")?;
+            std::fs::write(p, text + "\n").with_context(|| format!("writing {}", p.display()))?;
         }
     }
     if let Some(p) = &args.svg {
@@ -1163,7 +1190,8 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<()> {
         } else {
             args.wr[0]
         };
-        std::fs::write(p, svg(&s, wr, &args.sge))?;
+        std::fs::write(p, svg(&s, wr, &args.sge))
+            .with_context(|| format!("writing {}", p.display()))?;
         eprintln!("chart written to {}", p.display());
     }
     if !json_stdout {

@@ -2,8 +2,27 @@
 //! (kept out of `main.rs` so it stays a thin front end).
 
 use super::cpost::{compare, CASES};
-use super::run::{run_outcome, PerfArgs, PerfOutcome, PerfTest};
+use super::run::{configs, run_outcome, PerfArgs, PerfOutcome, PerfTest};
+use crate::args::{is_usage, usage_error, UsageExt as _};
 use std::process::ExitCode;
+
+/// Refuses, before any backend is opened, the arguments of a perftest
+/// look-alike that no backend can run: an unknown `--device`, and what
+/// the configuration step rejects (perftest's rules and limits with its
+/// messages, bad counts, unknown send ops, unreadable `--caps`).
+/// Every refusal is a [`crate::args::UsageError`] (exit status 2).
+pub fn check_test_args(test: PerfTest, args: &PerfArgs) -> anyhow::Result<()> {
+    let d = args.device.as_str();
+    if !matches!(d, "sim" | "model" | "fw-sim") && !d.starts_with("vfio:") {
+        return Err(usage_error(format!(
+            "unknown --device {d:?} (expected sim, model, fw-sim or vfio:BDF)"
+        )));
+    }
+    // perftest's own rules and limits (`run::perftest_rules`) and the
+    // configuration step.
+    configs(test, args).usage()?;
+    Ok(())
+}
 
 /// A parsed `perf` subcommand other than `post`.
 pub enum Cmd {
@@ -24,11 +43,14 @@ pub enum Cmd {
 pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
     match cmd {
         Cmd::Test(t, a) => {
-            // A refused flag or a failed run exits 1 (as perftest) with a
-            // one-line reason on stderr; `--json` prints the same verdict
-            // as an object.
+            // Bad arguments (perftest's refusals, what the backend does
+            // not model) exit 2 before anything runs; a run that failed
+            // exits 1 with a one-line reason on stderr, and `--json`
+            // prints the same verdict as an object.
+            check_test_args(t, &a)?;
             let o = match run_outcome(t, &a) {
                 Ok(o) => o,
+                Err(e) if is_usage(&e) => return Err(e),
                 Err(e) => PerfOutcome {
                     output: if a.json {
                         serde_json::json!({

@@ -4,6 +4,7 @@
 //! cost per WR. Completions are retired the way a poller would (one
 //! signaled WR every `signal_every`), so the ring never fills.
 
+use crate::args::usage_error;
 use bareverbs::platform::{DmaAllocator, MemUar};
 use bareverbs::qp::QpType;
 use bareverbs::sq::{
@@ -35,8 +36,9 @@ pub struct PostArgs {
     /// SGEs per WR.
     #[arg(long, default_value_t = 1)]
     pub sge: u32,
-    /// Post inline with this many payload bytes instead of SGEs.
-    #[arg(long)]
+    /// Post inline with this many payload bytes instead of SGEs (a size:
+    /// decimal, `0x` hex, `K`/`M`/`G`).
+    #[arg(long, value_parser = crate::args::byte_size_u32)]
     pub inline: Option<u32>,
     /// WRs per doorbell.
     #[arg(long, default_value_t = 16)]
@@ -90,11 +92,12 @@ pub struct PostBench {
 impl PostBench {
     /// Builds the queue for `args`.
     pub fn new(args: PostArgs) -> anyhow::Result<Self> {
-        anyhow::ensure!(
-            args.batch >= 1 && args.signal_every >= 1,
-            "batch and signal-every must be >= 1"
-        );
-        anyhow::ensure!(args.sge >= 1 && args.sge <= 60, "--sge must be 1..=60");
+        if args.batch < 1 || args.signal_every < 1 {
+            return Err(usage_error("batch and signal-every must be >= 1"));
+        }
+        if args.sge < 1 || args.sge > 60 {
+            return Err(usage_error("--sge must be 1..=60"));
+        }
         let dma = HeapDma::new();
         let ring = dma
             .alloc(RING_BBS * 64, 4096)
@@ -106,7 +109,9 @@ impl PostBench {
             None => 16 * args.sge,
         };
         let slot = (overhead + data).next_multiple_of(64);
-        anyhow::ensure!(slot <= 1024, "WQE of {slot} bytes exceeds 1024");
+        if slot > 1024 {
+            return Err(usage_error(format!("WQE of {slot} bytes exceeds 1024")));
+        }
         let max_post = (RING_BBS as u32 * 64) / slot;
         let cfg = SqConfig {
             qpn: 0x1234,

@@ -162,8 +162,7 @@ fn run(
     let before = sq.cur_post();
     // SAFETY: non-inline SGEs name fake device addresses that the RAM UAR
     // never dereferences; inline SGEs point into `payload`, alive here.
-    unsafe { sq.post_send_raw(&wrs[..1]) }
-        .map_err(|e| anyhow::anyhow!("post failed: {:?}", e.kind))?;
+    unsafe { sq.post_send_raw(&wrs[..1]) }.map_err(|e| anyhow::anyhow!("post failed: {e}"))?;
     let wqebbs = sq.cur_post().wrapping_sub(before);
     let ds = read_ds(&ring, before as usize % n);
     let last = sq.cur_post().wrapping_sub(wqebbs) as u16;
@@ -241,4 +240,32 @@ fn read_ds(ring: &DmaBuf, idx: usize) -> u32 {
         core::ptr::copy_nonoverlapping(ring.cpu.as_ptr().add(idx * 64 + 4), w.as_mut_ptr(), 4)
     };
     u32::from_be_bytes(w) & 0x3f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A refused post reads as the core's Display text, not its Debug
+    /// (`TooManySges { num: 1, max: Some(0) }`).
+    #[test]
+    fn refused_post_is_reported_in_words() {
+        let spec = ProbeSpec {
+            op: WqeOp::Write,
+            qp_type: QpType::Rc,
+            ring_bbs: 64,
+            max_post: 16,
+            max_gs: 0,
+            max_inline: 0,
+            posted_sge: 1,
+            inline: false,
+            payload: 64,
+            batch: 1,
+            atomics: false,
+            blueflame: false,
+        };
+        let e = probe(&spec, 0, 1).unwrap_err().to_string();
+        assert!(!e.contains("TooManySges"), "{e}");
+        assert!(e.contains("1 SGEs, the queue allows 0"), "{e}");
+    }
 }

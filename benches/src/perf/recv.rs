@@ -7,6 +7,7 @@
 //! free list), in bulk whenever half the queue is outstanding, so the ring
 //! never fills.
 
+use crate::args::usage_error;
 use bareverbs::platform::DmaAllocator;
 use bareverbs::rq::{RecvQueue, RecvWr, RqConfig, RqSlot, SharedReceiveQueue, SrqConfig, SrqSlot};
 use bareverbs::sq::Sge;
@@ -83,12 +84,15 @@ impl RecvBench {
     /// `sge` scatter entries: RQ stride `rup2(16·sge)`, SRQ WQE
     /// `rup2(16 + 16·sge)` (≥ 32), `max_gs` what the stride holds.
     pub fn new(args: RecvArgs) -> anyhow::Result<Self> {
-        anyhow::ensure!(
-            (1..=RING_WQES as u32 / 2).contains(&args.batch),
-            "--batch must be 1..={}",
-            RING_WQES / 2
-        );
-        anyhow::ensure!(args.sge >= 1 && args.sge <= 32, "--sge must be 1..=32");
+        if !(1..=RING_WQES as u32 / 2).contains(&args.batch) {
+            return Err(usage_error(format!(
+                "--batch must be 1..={}",
+                RING_WQES / 2
+            )));
+        }
+        if args.sge < 1 || args.sge > 32 {
+            return Err(usage_error("--sge must be 1..=32"));
+        }
         let dma = HeapDma::new();
         let dbrec = dma.alloc(64, 64).ok_or_else(|| anyhow::anyhow!("dma"))?;
         let (q, capacity, max_gs) = match args.queue {
