@@ -1873,7 +1873,8 @@ mod tests {
         }
     }
 
-    fn cfg(qp_type: QpType, max_post: u32, max_gs: u32, inline: u32) -> SqConfig {
+    /// A test queue's configuration (also used by `post_tests`).
+    pub(super) fn cfg(qp_type: QpType, max_post: u32, max_gs: u32, inline: u32) -> SqConfig {
         SqConfig {
             qpn: 0xabcde,
             qp_type,

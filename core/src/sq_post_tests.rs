@@ -32,23 +32,7 @@ impl Mem {
     }
 }
 
-fn cfg(qp_type: QpType, max_post: u32, max_gs: u32, inline: u32) -> SqConfig {
-    SqConfig {
-        qpn: 0xabcde,
-        qp_type,
-        max_post,
-        max_gs,
-        max_inline_data: inline,
-        sig_all: false,
-        atomics: true,
-        bf: BlueFlame {
-            reg_offset: 0x800,
-            buf_size: 256,
-            enabled: true,
-            prefer: false,
-        },
-    }
-}
+use super::tests::cfg;
 
 type NewQ = SendQueue<MemUar, Vec<SqSlot>>;
 
