@@ -53,7 +53,7 @@ send_row() {
   local name=$1 vendor=$2 goal=$3; shift 3
   local all only c
   all=$(per_op perf post --opcode write --signal-every 16 "$@")
-  only=$(VG_EXTRA='--toggle-collect=*post_rdma_once*' per_op perf post --opcode write --signal-every 16 "$@")
+  only=$(VG_EXTRA='--toggle-collect=*post_rdma_once*' per_op perf post --isolate --opcode write --signal-every 16 "$@")
   c=$(per_op perf post --c-loop --opcode write --signal-every 16 "$@")
   printf "%-30s %9s %9s %7s %7s %6s  %s\n" "$name" "$all" "$only" "$c" "$vendor" "<=$goal" "$(verdict "$all" "$goal")"
 }
@@ -61,8 +61,8 @@ send_row "1 SGE, 16 WRs per doorbell" 192 40 --sge 1 --batch 16
 send_row "1 SGE, 1 WR per doorbell" 322 80 --sge 1 --batch 1
 send_row "16 SGEs, 16 WRs per doorbell" 657 120 --sge 16 --batch 16
 echo "  bareverbs and C loop: the whole benchmark loop per WR (setting wr_id and"
-echo "  signaled, the post call, the retire a poller does); post only: the"
-echo "  post_rdma_raw calls alone."
+echo "  signaled, the post call inlined, the retire a poller does); post only:"
+echo "  the post_rdma_raw calls alone (out of line, --isolate)."
 echo
 
 echo "Poll: requester CQEs, each checked against the WR in flight (instructions per CQE, poll calls only)"

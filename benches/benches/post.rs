@@ -26,6 +26,7 @@ fn bench(c: &mut Criterion) {
             blueflame: false,
             general: false,
             c_loop: false,
+            isolate: false,
         })
         .expect("bench queue");
         g.bench_function(format!("rust/{name}"), |b| b.iter(|| rust.step()));

@@ -259,6 +259,33 @@ pub fn positive_u32(text: &str) -> Result<u32, CountError> {
     positive(text, u32::MAX as u64).map(|v| v as u32)
 }
 
+/// clap value parser for a perftest count whose range perftest itself
+/// checks with its own message (`-n`, `-t`, `-q`, `-Q`, `-D`): any
+/// non-negative integer (decimal, `0x` hex or leading-`0` octal); a
+/// negative one is refused here ("must be a positive integer").
+pub fn count_u64(text: &str) -> Result<u64, CountError> {
+    parse_int(text, false).map_err(CountError)
+}
+
+/// [`count_u64`] limited to `u32`.
+pub fn count_u32(text: &str) -> Result<u32, CountError> {
+    let v = count_u64(text)?;
+    u32::try_from(v).map_err(|_| {
+        CountError(SizeError::OutOfRange {
+            value: v,
+            min: 0,
+            max: u32::MAX as u64,
+        })
+    })
+}
+
+/// clap value parser for perftest's `-s`: a size with `K`/`M`/`G`
+/// suffix, decimal, `0x` hex or leading-`0` octal; its range is checked
+/// with perftest's message by the perf engine.
+pub fn perf_size(text: &str) -> Result<u64, SizeError> {
+    parse_int(text, true)
+}
+
 /// Checks before any long work that `path` (the value of `option`) can be
 /// written: an existing file is opened for appending (its contents are
 /// left alone), a new one is created and removed again. A failure is a

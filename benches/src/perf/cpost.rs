@@ -261,6 +261,7 @@ pub fn compare(case: CompareCase, rounds: u32, per_round: u64) -> anyhow::Result
         blueflame: false,
         general: false,
         c_loop: false,
+        isolate: false,
     })?;
     let mut c = CPostQueue::new(case.sge, case.batch);
     // Warm-up.

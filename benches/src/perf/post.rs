@@ -60,6 +60,12 @@ pub struct PostArgs {
     /// counts of both by the same method.
     #[arg(long = "c-loop")]
     pub c_loop: bool,
+    /// Call the post path through an out-of-line function
+    /// (`post_rdma_once` / `post_send_once`), so instruction counters can
+    /// count the post calls alone; without it the post is inlined into the
+    /// benchmark loop as an application would have it.
+    #[arg(long)]
+    pub isolate: bool,
 }
 
 /// Result of a post benchmark.
@@ -221,7 +227,13 @@ impl PostBench {
                     to_signal = a.signal_every;
                 }
             }
-            post_rdma_once(&mut self.sq, self.op, &self.rwrs)
+            if a.isolate {
+                post_rdma_once(&mut self.sq, self.op, &self.rwrs)
+            } else {
+                // SAFETY: the SGEs name fake device addresses that the
+                // memory-backed UAR never dereferences.
+                unsafe { self.sq.post_rdma_raw(self.op, &self.rwrs) }
+            }
         } else {
             for (k, wr) in self.wrs.iter_mut().enumerate() {
                 to_signal -= 1;
@@ -236,7 +248,13 @@ impl PostBench {
                 wr.wr_id = self.posted + k as u64;
                 wr.flags = flags;
             }
-            post_send_once(&mut self.sq, &self.wrs)
+            if a.isolate {
+                post_send_once(&mut self.sq, &self.wrs)
+            } else {
+                // SAFETY: non-inline SGEs are never dereferenced; inline
+                // SGEs point into `self.payload`, alive and readable.
+                unsafe { self.sq.post_send_raw(&self.wrs) }
+            }
         };
         let posted = match r {
             Ok(()) => n,

@@ -76,26 +76,26 @@ pub enum Conn {
 #[derive(Clone, Debug, clap::Args)]
 pub struct PerfArgs {
     /// Message size in bytes (default 2 for latency, 65536 for bandwidth, 8 atomic).
-    #[arg(short = 's', long = "size", value_parser = crate::args::message_size)]
+    #[arg(short = 's', long = "size", value_parser = crate::args::perf_size)]
     pub size: Option<u64>,
     /// Run sizes from 2 till 2^23.
     #[arg(short = 'a', long = "all")]
     pub all: bool,
     /// Iterations (default 1000 latency, 5000 bandwidth).
-    #[arg(short = 'n', long = "iters", allow_negative_numbers = true, value_parser = crate::args::positive_u64)]
+    #[arg(short = 'n', long = "iters", allow_negative_numbers = true, value_parser = crate::args::count_u64)]
     pub iters: Option<u64>,
     /// Number of QPs.
-    #[arg(short = 'q', long = "qp", default_value_t = 1, allow_negative_numbers = true, value_parser = crate::args::positive_u32)]
+    #[arg(short = 'q', long = "qp", default_value_t = 1, allow_negative_numbers = true, value_parser = crate::args::count_u32)]
     pub qps: u32,
     /// TX depth (default 1 latency, 128 bandwidth).
-    #[arg(short = 't', long = "tx-depth", allow_negative_numbers = true, value_parser = crate::args::positive_u32)]
+    #[arg(short = 't', long = "tx-depth", allow_negative_numbers = true, value_parser = crate::args::count_u32)]
     pub tx_depth: Option<u32>,
     /// Post list: WRs per doorbell.
     #[arg(short = 'l', long = "post_list", default_value_t = 1, allow_negative_numbers = true, value_parser = crate::args::positive_u32)]
     pub post_list: u32,
     /// CQ moderation: one signaled WR every N (perftest default 100; 1 for
     /// messages over 8192 B unless given; at most the TX depth).
-    #[arg(short = 'Q', long = "cq-mod", allow_negative_numbers = true, value_parser = crate::args::positive_u32)]
+    #[arg(short = 'Q', long = "cq-mod", allow_negative_numbers = true, value_parser = crate::args::count_u32)]
     pub cq_mod: Option<u32>,
     /// Max inline size (perftest defaults: WRITE 220, SEND RC/UC 236, UD 188).
     #[arg(short = 'I', long = "inline_size", allow_negative_numbers = true, value_parser = crate::args::byte_size_u32)]
@@ -107,7 +107,7 @@ pub struct PerfArgs {
     #[arg(long = "report_gbits")]
     pub report_gbits: bool,
     /// Run for this many (modeled) seconds instead of -n iterations.
-    #[arg(short = 'D', long = "duration", allow_negative_numbers = true, value_parser = crate::args::positive_u64)]
+    #[arg(short = 'D', long = "duration", allow_negative_numbers = true, value_parser = crate::args::count_u64)]
     pub duration: Option<u64>,
     /// Do not compute the peak bandwidth.
     #[arg(short = 'N', long = "noPeak")]
