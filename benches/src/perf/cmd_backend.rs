@@ -949,10 +949,26 @@ where
     // given (no size macro, no big stack).
     let a = make_side(uar_a, &objs.qps[0], &objs.cqs[0], sqc(0), rqc, mrs_a)?;
     let b = make_side(uar_b, &objs.qps[1], &objs.cqs[1], sqc(1), rqc, mrs_b)?;
+    // What perftest prints for each side (ctx_print_pingpong_data): the
+    // QPN, the send PSN given at RTR2RTS, the buffer the peer accesses.
+    // LID 0 and a zero GID: the loopback path carries neither.
+    let ep = |qpn: u32, psn: u32, s: &Slot| crate::perftest::format::Endpoint {
+        lid: 0,
+        qpn,
+        psn,
+        out_reads: 16,
+        rkey: s.key,
+        vaddr: s.addr,
+        gid: [0; 16],
+    };
+    let (local, remote) = (ep(qa, 0x200, &a_dst[0]), ep(qb, 0x100, &b_dst[0]));
     let geo = Geometry::new(plan, opts, a_src, a_dst, b_src, b_dst, qa, qb);
     let mut r = Engine::new(timer, a, b, plan, cfg, opts);
     r.run(&geo)?;
-    Ok(r.finish(plan))
+    let mut rep = r.finish(plan);
+    rep.local = Some(local);
+    rep.remote = Some(remote);
+    Ok(rep)
 }
 
 /// Immutable per-run tables: slots, SGE lists, the message body.

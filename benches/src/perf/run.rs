@@ -14,7 +14,7 @@
 use crate::budget::load_caps;
 use crate::model::{load_model, NicCost, NicModel, PcieModel, WqeOp, WqeShape};
 use crate::perf::probe::{post_samples, probe, ProbeSpec};
-use crate::perftest::format::{self as pf, HeaderInfo, Verb};
+use crate::perftest::format::{self as pf, Endpoint, HeaderInfo, Verb};
 use crate::perftest::stats::{bw_stats, lat_stats_from_posted, BwUnit, GBS_DIVISOR};
 use anyhow::{bail, Context as _};
 use bareverbs::qp::QpType as SqQpType;
@@ -112,9 +112,10 @@ pub struct PerfArgs {
     /// Do not compute the peak bandwidth.
     #[arg(short = 'N', long = "noPeak")]
     pub no_peak: bool,
-    /// Path MTU.
-    #[arg(short = 'm', long = "mtu", default_value_t = 4096)]
-    pub mtu: u32,
+    /// Path MTU (perftest default: the port's active MTU; a larger request
+    /// is lowered to it).
+    #[arg(short = 'm', long = "mtu")]
+    pub mtu: Option<u32>,
     /// SGEs posted per WR (the message is split over them).
     #[arg(long, default_value_t = 1)]
     pub sge: u32,
@@ -248,6 +249,11 @@ pub struct PerfRunReport {
     pub link_gbps: f64,
     /// Event counters.
     pub counters: BTreeMap<String, f64>,
+    /// This side's QP (`local address` line); `None` when the backend has
+    /// no QP to show (the zero state is printed).
+    pub local: Option<Endpoint>,
+    /// The peer QP (`remote address` line); as `local`.
+    pub remote: Option<Endpoint>,
 }
 
 /// A source of transfers: the model, the simulator, or a NIC (or the
@@ -586,10 +592,10 @@ pub fn perftest_rules(test: PerfTest, args: &PerfArgs) -> anyhow::Result<()> {
         (Conn::Ud, v) if v != Verb::Send => bail!("UD connection only possible in SEND verb"),
         _ => {}
     }
-    if !PERFTEST_MTUS.contains(&args.mtu) {
+    if let Some(m) = args.mtu.filter(|m| !PERFTEST_MTUS.contains(m)) {
         bail!(
             "Invalid MTU - {}: please choose mtu from {{256,512,1024,2048,4096}}",
-            args.mtu
+            m
         );
     }
     if let Some(n) = args.iters {
@@ -676,12 +682,62 @@ pub fn perftest_rules(test: PerfTest, args: &PerfArgs) -> anyhow::Result<()> {
 /// iterations, CQ moderation 1 above 8192 B unless given and at most the
 /// TX depth, the post list as CQ moderation, UD sizes capped at the MTU).
 pub fn configs(test: PerfTest, args: &PerfArgs) -> anyhow::Result<Vec<PerfRunConfig>> {
+    configs_on_port(test, args, None)
+}
+
+/// The port a perf run uses, from the same source as `bareverbs devinfo`
+/// ([`crate::devinfo::query`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PortAttrs {
+    /// Active MTU, bytes.
+    pub active_mtu: u32,
+    /// The link layer is Ethernet (RoCE); else InfiniBand.
+    pub ethernet: bool,
+}
+
+/// The port `bareverbs devinfo --device` reports for this perf device
+/// (`sim` and `fw-sim` share the simulated firmware's port), or `None`
+/// for `--device model`, which has no port.
+pub fn port_attrs(device: &str) -> anyhow::Result<Option<PortAttrs>> {
+    let name = match device {
+        "sim" | "fw-sim" => "sim",
+        d if d.starts_with("vfio:") => d,
+        _ => return Ok(None),
+    };
+    let d = crate::devinfo::query(name)?;
+    Ok(d.ports.first().map(|p| PortAttrs {
+        active_mtu: p.active_mtu.unwrap_or(DEFAULT_MTU),
+        ethernet: p.link_layer == bareverbs::device::LinkLayer::Ethernet,
+    }))
+}
+
+/// MTU without a port to take it from (`--device model`).
+const DEFAULT_MTU: u32 = 4096;
+
+/// perftest `set_mtu`: the requested MTU, else the port's active MTU; a
+/// request above the active MTU runs at the active MTU.
+pub fn effective_mtu(args: &PerfArgs, port: Option<PortAttrs>) -> u32 {
+    match (args.mtu, port) {
+        (Some(m), Some(p)) => m.min(p.active_mtu),
+        (Some(m), None) => m,
+        (None, Some(p)) => p.active_mtu,
+        (None, None) => DEFAULT_MTU,
+    }
+}
+
+/// [`configs`] on `port` (its active MTU, see [`effective_mtu`]).
+pub fn configs_on_port(
+    test: PerfTest,
+    args: &PerfArgs,
+    port: Option<PortAttrs>,
+) -> anyhow::Result<Vec<PerfRunConfig>> {
     perftest_rules(test, args)?;
+    let eff_mtu = effective_mtu(args, port);
     let verb = test.verb();
     let bw = test.is_bw();
     let caps = load_caps(args.caps.as_deref())?;
     let ud = args.conn == Conn::Ud;
-    let mtu = args.mtu as u64;
+    let mtu = eff_mtu as u64;
     let sizes: Vec<u64> = if verb == Verb::Atomic {
         vec![8]
     } else if args.all {
@@ -695,9 +751,12 @@ pub fn configs(test: PerfTest, args: &PerfArgs) -> anyhow::Result<Vec<PerfRunCon
         // perftest check_link_and_mtu: a UD message is at most one MTU.
         vec![if ud { s.min(mtu) } else { s }]
     };
+    // perftest ctx_set_max_inline: without -I, latency tests default to
+    // 220 (WRITE), 236 (SEND RC/UC), 188 (SEND UD); bandwidth tests to 0.
     let inline_size = match verb {
         Verb::Read | Verb::Atomic => 0,
         _ => args.inline_size.unwrap_or(match (verb, args.conn) {
+            _ if bw => 0,
             (Verb::Write, _) => 220,
             (_, Conn::Ud) => 188,
             _ => 236,
@@ -766,7 +825,7 @@ pub fn configs(test: PerfTest, args: &PerfArgs) -> anyhow::Result<Vec<PerfRunCon
             loss: args.loss,
             seed: args.seed,
             duration: args.duration,
-            mtu: args.mtu,
+            mtu: eff_mtu,
             caps,
         });
     }
@@ -856,7 +915,8 @@ pub fn run(test: PerfTest, args: &PerfArgs) -> anyhow::Result<String> {
 /// refuses, or that the backend does not implement, are errors before
 /// anything runs.
 pub fn run_outcome(test: PerfTest, args: &PerfArgs) -> anyhow::Result<PerfOutcome> {
-    let cfgs = configs(test, args)?;
+    let port = port_attrs(&args.device)?;
+    let cfgs = configs_on_port(test, args, port)?;
     let mut be = backend(args)?;
     for cfg in &cfgs {
         if let Some(why) = be.refuse(cfg, args) {
@@ -880,8 +940,22 @@ pub fn run_outcome(test: PerfTest, args: &PerfArgs) -> anyhow::Result<PerfOutcom
         connection: format!("{:?}", first.conn).to_uppercase(),
         tx_depth: first.tx_depth,
         cq_mod: first.cq_mod,
+        // perftest: dynamic CQE polling unless an iteration run is shorter
+        // than 3000; a fixed batch of 16, or 64 above 2048 QPs and 8 KiB.
+        cqe_poll: if first.duration.is_none() && first.iters < 3000 {
+            let big = cfgs.last().is_some_and(|c| c.size > 8192) || args.all;
+            Some(if first.qps > 2048 && big { 64 } else { 16 })
+        } else {
+            None
+        },
         mtu: first.mtu,
-        link_type: "IB".into(),
+        link_type: if port.is_some_and(|p| p.ethernet) {
+            "Ethernet"
+        } else {
+            "IB"
+        }
+        .into(),
+        gid_index: port.filter(|p| p.ethernet).map(|_| 0),
         max_inline: first.inline_size,
         out_reads: 16,
         notes: vec![
@@ -896,18 +970,30 @@ pub fn run_outcome(test: PerfTest, args: &PerfArgs) -> anyhow::Result<PerfOutcom
     let mut results = Vec::new();
     let mut failure = None;
     let dur = args.duration.is_some();
-    if test.is_bw() {
-        text.push_str(pf::bw_columns(unit));
-        text.push('\n');
+    let columns = if test.is_bw() {
+        pf::bw_columns(unit)
     } else if dur {
-        text.push_str(pf::RESULT_FMT_LAT_DUR);
-        text.push('\n');
+        pf::RESULT_FMT_LAT_DUR
     } else {
-        text.push_str(pf::RESULT_FMT_LAT);
-        text.push('\n');
-    }
-    for cfg in &cfgs {
+        pf::RESULT_FMT_LAT
+    };
+    for (n, cfg) in cfgs.iter().enumerate() {
         let mut rep = be.run(cfg)?;
+        if n == 0 {
+            // perftest prints both QPs, then the columns.
+            let gid = h.gid_index.is_some();
+            let zero = Endpoint {
+                out_reads: h.out_reads,
+                ..Default::default()
+            };
+            let l = rep.local.clone().unwrap_or_else(|| zero.clone());
+            let r = rep.remote.clone().unwrap_or(zero);
+            text.push_str(&pf::address(verb, false, &l, gid));
+            text.push_str(&pf::address(verb, true, &r, gid));
+            text.push_str(pf::RESULT_LINE);
+            text.push_str(columns);
+            text.push('\n');
+        }
         if let Some(d) = cfg.duration {
             // Cut to D modeled seconds.
             let limit = (d as f64 * rep.tick_hz) as u64;

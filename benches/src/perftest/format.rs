@@ -9,9 +9,9 @@ use std::fmt::Write as _;
 /// perftest `RESULT_LINE` (87 dashes, newline).
 pub const RESULT_LINE: &str =
     "---------------------------------------------------------------------------------------\n";
-/// `RESULT_FMT` (bandwidth, MB/sec).
+/// `RESULT_FMT` (bandwidth, MiB/sec since perftest 24.07).
 pub const RESULT_FMT: &str =
-    " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]";
+    " #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]";
 /// `RESULT_FMT_G` (bandwidth, `--report_gbits`).
 pub const RESULT_FMT_G: &str =
     " #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]";
@@ -69,12 +69,18 @@ pub struct HeaderInfo {
     pub connection: String,
     /// `-t`.
     pub tx_depth: u32,
-    /// `-Q` (printed for bandwidth tests).
+    /// The CQ moderation actually used (printed for bandwidth tests).
     pub cq_mod: u32,
+    /// `CQE Poll Batch` (bandwidth tests): `None` = perftest's dynamic
+    /// polling, else the fixed batch.
+    pub cqe_poll: Option<u16>,
     /// MTU bytes.
     pub mtu: u32,
     /// `IB` or `Ethernet`.
     pub link_type: String,
+    /// `GID index` line: printed when a GID index is in use (perftest
+    /// picks 0 on Ethernet ports), absent on IB.
+    pub gid_index: Option<u32>,
     /// Max inline data (WRITE/SEND) in bytes.
     pub max_inline: u32,
     /// Outstanding reads (READ/ATOMIC).
@@ -125,9 +131,18 @@ pub fn header(h: &HeaderInfo) -> String {
     }
     if h.bw {
         let _ = writeln!(s, " CQ Moderation   : {}", h.cq_mod);
+        match h.cqe_poll {
+            None => s.push_str(" CQE Poll Batch  : Dynamic\n"),
+            Some(n) => {
+                let _ = writeln!(s, " CQE Poll Batch  : {n}");
+            }
+        }
     }
     let _ = writeln!(s, " Mtu             : {}[B]", h.mtu);
     let _ = writeln!(s, " Link type       : {}", h.link_type);
+    if let Some(g) = h.gid_index {
+        let _ = writeln!(s, " GID index       : {g}");
+    }
     if matches!(h.verb, Verb::Read | Verb::Atomic) {
         let _ = writeln!(s, " Outstand reads  : {}", h.out_reads);
     } else {
@@ -139,6 +154,68 @@ pub fn header(h: &HeaderInfo) -> String {
         let _ = writeln!(s, " {n}");
     }
     s.push_str(RESULT_LINE);
+    s
+}
+
+/// One side of a connection as perftest's `ctx_print_pingpong_data` prints
+/// it (`struct pingpong_dest`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Endpoint {
+    /// LID (0 on RoCE).
+    pub lid: u16,
+    /// QP number.
+    pub qpn: u32,
+    /// Start PSN of the QP's send queue.
+    pub psn: u32,
+    /// Outstanding reads (printed for READ).
+    pub out_reads: u32,
+    /// RKey of the buffer the peer accesses (printed for READ/WRITE).
+    pub rkey: u32,
+    /// Virtual address of that buffer (printed for READ/WRITE).
+    pub vaddr: u64,
+    /// GID (printed when a GID index is in use).
+    pub gid: [u8; 16],
+}
+
+/// C `%#0Nx`: `0x` + hex padded to `width` characters in total, except
+/// that 0 prints as a zero-padded `0` without the `0x` prefix.
+fn alt_hex(v: u64, width: usize) -> String {
+    if v == 0 {
+        format!("{:0width$}", 0)
+    } else {
+        format!("{v:#0width$x}")
+    }
+}
+
+/// The `local address` / `remote address` line of `ep` (`BASIC_ADDR_FMT`,
+/// then `READ_FMT` for READ, `RDMA_FMT` for READ and WRITE), with its
+/// newline, followed by the `GID:` line (`PERF_GID_FMT`) when `gid` is set.
+pub fn address(verb: Verb, remote: bool, ep: &Endpoint, gid: bool) -> String {
+    let mut s = format!(
+        " {} address: LID {} QPN {} PSN {}",
+        if remote { "remote" } else { "local" },
+        alt_hex(ep.lid as u64, 4),
+        alt_hex(ep.qpn as u64, 6),
+        alt_hex(ep.psn as u64, 6)
+    );
+    if verb == Verb::Read {
+        let _ = write!(s, " OUT {}", alt_hex(ep.out_reads as u64, 4));
+    }
+    if matches!(verb, Verb::Read | Verb::Write) {
+        let _ = write!(
+            s,
+            " RKey {} VAddr {}",
+            alt_hex(ep.rkey as u64, 8),
+            alt_hex(ep.vaddr, 16)
+        );
+    }
+    s.push('\n');
+    if gid {
+        s.push_str(" GID: ");
+        let g: Vec<String> = ep.gid.iter().map(|b| format!("{b:02}")).collect();
+        s.push_str(&g.join(":"));
+        s.push('\n');
+    }
     s
 }
 
@@ -193,8 +270,10 @@ mod tests {
             connection: "RC".into(),
             tx_depth: 1,
             cq_mod: 100,
+            cqe_poll: Some(16),
             mtu: 4096,
             link_type: "IB".into(),
+            gid_index: None,
             max_inline: 220,
             out_reads: 16,
             notes: vec![],
@@ -262,6 +341,76 @@ mod tests {
         assert_eq!(
             bw_row(2, 5000, &e),
             " 2          5000           0.050000            0.042350            2.646875\n"
+        );
+    }
+
+    #[test]
+    fn bw_columns_are_perftest_mib() {
+        // perftest src/perftest_parameters.h, #define RESULT_FMT (printed by
+        // src/write_bw.c main):
+        // " #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]"
+        let want =
+            " #bytes     #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]";
+        assert_eq!(bw_columns(BwUnit::MBps), want);
+    }
+
+    #[test]
+    fn cqe_poll_and_gid_index_lines() {
+        // perftest src/perftest_parameters.c, ctx_print_test_info:
+        //   " CQ Moderation   : %d\n", " CQE Poll Batch  : Dynamic\n",
+        //   " CQE Poll Batch  : %hu\n", " GID index       : %d\n".
+        let mut h = hdr(Verb::Write, true);
+        h.cq_mod = 1;
+        h.cqe_poll = None;
+        assert!(header(&h).contains(" CQ Moderation   : 1\n CQE Poll Batch  : Dynamic\n Mtu "));
+        h.cqe_poll = Some(16);
+        h.gid_index = Some(0);
+        h.link_type = "Ethernet".into();
+        let t = header(&h);
+        assert!(t.contains(" CQE Poll Batch  : 16\n"), "{t}");
+        assert!(
+            t.contains(" Link type       : Ethernet\n GID index       : 0\n"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn address_lines_match_perftest() {
+        // perftest src/perftest_communication.h:
+        //   BASIC_ADDR_FMT " %s address: LID %#04x QPN %#06x PSN %#06x"
+        //   READ_FMT " OUT %#04x"   RDMA_FMT " RKey %#08x VAddr %#016llx"
+        //   PERF_GID_FMT " %s: %02d:...:%02d\n" (16 fields)
+        // printed by ctx_print_pingpong_data (src/perftest_communication.c);
+        // sideArray {"local", "remote"}, gidArray {"GID", "MGID"}.
+        let ep = Endpoint {
+            lid: 0,
+            qpn: 0x48,
+            psn: 0x200,
+            out_reads: 16,
+            rkey: 0x1234,
+            vaddr: 0x7f00_0000_1000,
+            gid: [0; 16],
+        };
+        assert_eq!(
+            address(Verb::Write, false, &ep, false),
+            " local address: LID 0000 QPN 0x0048 PSN 0x0200 RKey 0x001234 VAddr 0x007f0000001000\n"
+        );
+        assert_eq!(
+            address(Verb::Read, true, &ep, false),
+            " remote address: LID 0000 QPN 0x0048 PSN 0x0200 OUT 0x10 RKey 0x001234 VAddr 0x007f0000001000\n"
+        );
+        let mut g = ep.clone();
+        g.gid[10] = 255;
+        g.gid[11] = 255;
+        g.gid[12] = 192;
+        assert_eq!(
+            address(Verb::Send, false, &g, true),
+            " local address: LID 0000 QPN 0x0048 PSN 0x0200\n GID: 00:00:00:00:00:00:00:00:00:00:255:255:192:00:00:00\n"
+        );
+        // The zero state: %#06x of 0 is "000000", no 0x prefix.
+        assert_eq!(
+            address(Verb::Send, true, &Endpoint::default(), false),
+            " remote address: LID 0000 QPN 000000 PSN 000000\n"
         );
     }
 }
