@@ -872,9 +872,9 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
         // No record names a WR in flight: each gets a counter no
         // completion for its slot carries (a default record's counter 0
         // would match one for slot 0).
-        for (idx, slot) in slots.as_mut().iter_mut().enumerate() {
-            *slot = SqSlot::default().with_ctr(idx as u16 ^ 1);
-        }
+        let all = slots.as_mut();
+        all.fill(SqSlot::default());
+        forget(all);
         let slot_bytes = ((ring_bytes / cfg.max_post as usize) & !63).min(1024) as u32;
         let max_ds = (slot_bytes / 16).min(crate::wqe::MAX_DS);
         let bit = |op: u8| 1u64 << op;
@@ -960,9 +960,7 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     /// Makes every slot name no WR in flight. The provider-visible
     /// `wr_id`/sequence/`wr_data` records are left as they are.
     fn forget_slots(&mut self) {
-        for (idx, slot) in self.slots.as_mut().iter_mut().enumerate() {
-            *slot = slot.with_ctr(idx as u16 ^ 1);
-        }
+        forget(self.slots.as_mut());
     }
 
     /// The configuration.
@@ -1835,6 +1833,15 @@ impl SqRing {
 // SAFETY: `Be64` is `#[repr(transparent)]` over `[u8; 8]`: no padding,
 // every bit pattern valid; `SIZE` is left at its default.
 unsafe impl Segment for Be64 {}
+
+/// Gives every record the counter `idx ^ 1`, which no completion for its
+/// slot carries (see [`SqSlot`]); the visible `wr_id`/sequence/`wr_data`
+/// stay as they are.
+fn forget(slots: &mut [SqSlot]) {
+    for (idx, slot) in slots.iter_mut().enumerate() {
+        *slot = slot.with_ctr(idx as u16 ^ 1);
+    }
+}
 
 /// Ring byte offset after `off`, wrapping at the end of a ring of
 /// `ring_bytes` ("wrap exact", FACTS §1.8).

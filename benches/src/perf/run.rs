@@ -915,8 +915,10 @@ pub fn run(test: PerfTest, args: &PerfArgs) -> anyhow::Result<String> {
 /// refuses, or that the backend does not implement, are errors before
 /// anything runs.
 pub fn run_outcome(test: PerfTest, args: &PerfArgs) -> anyhow::Result<PerfOutcome> {
+    use crate::args::UsageExt as _;
     let port = port_attrs(&args.device)?;
-    let cfgs = configs_on_port(test, args, port)?;
+    // Bad flags are usage errors (exit 2), found before anything runs.
+    let cfgs = configs_on_port(test, args, port).usage()?;
     let mut be = backend(args)?;
     for cfg in &cfgs {
         if let Some(why) = be.refuse(cfg, args) {
