@@ -59,8 +59,8 @@ pub struct BudgetArgs {
     /// `fw-sim` (the simulated ConnectX) or `vfio:DDDD:BB:DD.F` (default:
     /// `--caps FILE`, else the default device, whose limits the simulated
     /// ConnectX reports too).
-    #[arg(long, value_parser = crate::device_arg::Device::parse, conflicts_with = "caps")]
-    pub device: Option<crate::device_arg::Device>,
+    #[arg(long, conflicts_with = "caps")]
+    pub device: Option<String>,
     /// JSON on stdout instead of text.
     #[arg(long)]
     pub json: bool,
@@ -542,7 +542,7 @@ pub fn table(args: &BudgetArgs, caps: &DeviceCaps) -> String {
 /// Run `bareverbs budget`; returns the process exit code (0 fits, 1 does not).
 pub fn run(args: &BudgetArgs) -> anyhow::Result<i32> {
     let caps = match &args.device {
-        Some(d) => device_caps(d)?,
+        Some(d) => device_caps(&crate::device_arg::parse_device(d)?)?,
         None => load_caps(args.caps.as_deref())?,
     };
     if args.table {

@@ -45,8 +45,8 @@ impl fmt::Display for DeviceArgError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "unknown device {:?}: use sim (the simulated ConnectX), fw-sim (the same, \
-             through the firmware command path), model (cost model only) or \
+            "unknown device {:?} (--device): use sim (the simulated ConnectX), fw-sim \
+             (the same, through the firmware command path), model (cost model only) or \
              vfio:DDDD:BB:DD.F",
             self.0
         )
@@ -56,8 +56,8 @@ impl fmt::Display for DeviceArgError {
 impl std::error::Error for DeviceArgError {}
 
 impl Device {
-    /// Parses a `--device` value (clap value parser). Any string is
-    /// accepted as input; nothing panics.
+    /// Parses a `--device` value. Any string is accepted as input;
+    /// nothing panics.
     pub fn parse(text: &str) -> Result<Device, DeviceArgError> {
         match text {
             "sim" => Ok(Device::Sim),
@@ -100,10 +100,9 @@ impl fmt::Display for Device {
     }
 }
 
-/// clap value parser returning the canonical name as a `String`, for
-/// options that keep the name as text.
-pub fn device_name(text: &str) -> Result<String, DeviceArgError> {
-    Device::parse(text).map(|d| d.name())
+/// [`Device::parse`] with the error as bad input (exit status 2, one line).
+pub fn parse_device(text: &str) -> anyhow::Result<Device> {
+    Device::parse(text).map_err(usage_error)
 }
 
 /// The usage error for an unknown device name (for code that matched the
@@ -134,7 +133,7 @@ mod tests {
     fn names_parse_and_print_back() {
         for n in ["sim", "fw-sim", "model", "vfio:0000:3b:00.0"] {
             assert_eq!(Device::parse(n).unwrap().name(), n);
-            assert_eq!(device_name(n).unwrap(), n);
+            assert_eq!(parse_device(n).unwrap().name(), n);
         }
         assert_eq!(
             Device::parse("vfio:3b:00.0"),
@@ -142,10 +141,11 @@ mod tests {
         );
         for bad in ["", "nic", "SIM", "vfio:", "vfio", "fw_sim", "sim ", "é"] {
             let e = Device::parse(bad).unwrap_err().to_string();
-            assert!(e.starts_with(&format!("unknown device {bad:?}: use sim")), "{e}");
+            assert!(e.starts_with(&format!("unknown device {bad:?} (--device): use sim")), "{e}");
             assert!(!e.contains('\n'));
         }
         assert!(is_usage(&unknown_device("nic")));
+        assert!(is_usage(&parse_device("nic").unwrap_err()));
     }
 
     #[test]

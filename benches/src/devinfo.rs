@@ -32,8 +32,8 @@ use crate::device_arg::Device;
 pub struct DevinfoArgs {
     /// The device (`ibv_devinfo -d`): `sim` (default; the simulated
     /// ConnectX), `fw-sim` (the same device) or `vfio:DDDD:BB:DD.F`.
-    #[arg(short = 'd', long = "device", visible_alias = "ib-dev", default_value = "sim", value_parser = Device::parse)]
-    pub device: Device,
+    #[arg(short = 'd', long = "device", visible_alias = "ib-dev", default_value = "sim")]
+    pub device: String,
     /// Only this port (`ibv_devinfo -i`); a port the device does not have
     /// is refused.
     #[arg(short = 'i', long = "ib-port", value_parser = crate::args::positive_u32)]
@@ -55,10 +55,17 @@ pub struct DevinfoArgs {
     pub blueflame: bool,
 }
 
+impl DevinfoArgs {
+    /// The parsed `--device` (an unknown name is bad input).
+    pub fn device(&self) -> anyhow::Result<Device> {
+        crate::device_arg::parse_device(&self.device)
+    }
+}
+
 /// Queries `device` (`sim`, `fw-sim` or `vfio:BDF`; `sim` and `fw-sim`
 /// are the same simulated device, queried through its firmware).
 pub fn query(device: &str) -> anyhow::Result<DevInfo> {
-    query_device(&Device::parse(device).map_err(usage_error)?)
+    query_device(&crate::device_arg::parse_device(device)?)
 }
 
 /// [`query`] on a parsed device.
@@ -470,7 +477,7 @@ mod tests {
         assert!(crate::args::is_usage(&e));
         assert!(e.to_string().contains("cost model only"), "{e}");
         let e = query("nic").unwrap_err();
-        assert!(e.to_string().starts_with("unknown device \"nic\""), "{e}");
+        assert!(e.to_string().starts_with("unknown device \"nic\" (--device)"), "{e}");
         assert_eq!(query("fw-sim").unwrap(), sim());
     }
 

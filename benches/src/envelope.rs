@@ -66,8 +66,8 @@ pub fn key_paths(v: &Value) -> std::collections::BTreeSet<String> {
 /// The documented keys of `command` in `docs/json-commands.md`: the
 /// section headed `` ## `command` `` holds a table whose first column is a
 /// key path in backticks and whose third says `yes` when the key is
-/// always present. Returns (always present, optional).
-#[cfg(test)]
+/// always present. Returns (always present, optional). Panics (a test
+/// helper) when the section or its table is missing or malformed.
 pub fn documented(command: &str) -> (Vec<String>, Vec<String>) {
     let doc = include_str!("../../docs/json-commands.md");
     let head = format!("## `{command}`");
@@ -96,8 +96,8 @@ pub fn documented(command: &str) -> (Vec<String>, Vec<String>) {
 }
 
 /// Asserts `v` is `command`'s envelope with exactly the documented keys:
-/// every key present is documented, every always-present key is there.
-#[cfg(test)]
+/// every key present is documented, every always-present key is there
+/// (a test helper: panics otherwise).
 pub fn assert_documented(command: &str, v: &Value) {
     assert_eq!(v["schema"], SCHEMA, "{command}");
     assert_eq!(v["command"], command);

@@ -183,26 +183,27 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
                 return Ok(ExitCode::SUCCESS);
             }
-            let mut d = di::query_device(&a.device)?;
-            di::select_port(&mut d, &a.device, a.port)?;
+            let dev = a.device()?;
+            let mut d = di::query_device(&dev)?;
+            di::select_port(&mut d, &dev, a.port)?;
             let opts = bareverbs::selftest::SelfTestOptions {
                 blueflame: a.blueflame,
                 ..Default::default()
             };
-            let name = a.device.name();
+            let name = dev.name();
             let st = if a.selftest {
                 Some(bareverbs_bench::selftest::run(&name, opts)?)
             } else {
                 None
             };
             if a.json {
-                let mut v = envelope("devinfo", di::to_json(&d, &a.device));
+                let mut v = envelope("devinfo", di::to_json(&d, &dev));
                 if let Some(r) = &st {
                     v["selftest"] = bareverbs_bench::selftest::to_json(r, &name, &opts);
                 }
                 println!("{}", serde_json::to_string_pretty(&v)?);
             } else {
-                print!("{}", di::to_text(&d, &a.device, a.verbose));
+                print!("{}", di::to_text(&d, &dev, a.verbose));
                 if let Some(r) = &st {
                     print!("{}", bareverbs_bench::selftest::to_text(r, &name, &opts));
                 }
@@ -213,7 +214,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 blueflame: a.blueflame,
                 ..Default::default()
             };
-            let name = a.device.name();
+            let name = bareverbs_bench::device_arg::parse_device(&a.device)?.name();
             let r = bareverbs_bench::selftest::run(&name, opts)?;
             if a.json {
                 let v = envelope("selftest", bareverbs_bench::selftest::to_json(&r, &name, &opts));

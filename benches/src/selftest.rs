@@ -9,8 +9,8 @@ use serde_json::json;
 pub struct SelftestArgs {
     /// `sim` (default; the simulated ConnectX), `fw-sim` (the same device)
     /// or `vfio:DDDD:BB:DD.F`.
-    #[arg(short = 'd', long, default_value = "sim", value_parser = crate::device_arg::Device::parse)]
-    pub device: crate::device_arg::Device,
+    #[arg(short = 'd', long, default_value = "sim")]
+    pub device: String,
     /// Ring doorbells through BlueFlame.
     #[arg(long)]
     pub blueflame: bool,
@@ -22,7 +22,7 @@ pub struct SelftestArgs {
 /// Runs the self-test on `device` (`sim`, `fw-sim` or `vfio:BDF`).
 pub fn run(device: &str, opts: SelfTestOptions) -> anyhow::Result<SelfTestReport> {
     use crate::device_arg::Device;
-    let d = Device::parse(device).map_err(crate::args::usage_error)?;
+    let d = crate::device_arg::parse_device(device)?;
     d.require_device("selftest")?;
     if let Device::Vfio(bdf) = &d {
         return bareverbs_vfio::selftest_vfio(bdf, opts).map_err(|e| anyhow::anyhow!("{e}"));

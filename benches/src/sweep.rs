@@ -82,7 +82,7 @@ pub struct SweepArgs {
     /// through bareverbs' command path: `fw-sim` (the simulated ConnectX;
     /// `sim` names the same device and, sweep measuring only through the
     /// command path, means the same here) or `vfio:DDDD:BB:DD.F`.
-    #[arg(long, default_value = "model", value_parser = crate::device_arg::device_name)]
+    #[arg(long, default_value = "model")]
     pub device: String,
     /// write-lat iterations per row when measuring (--device fw-sim|vfio:BDF).
     #[arg(long, default_value_t = 200)]
@@ -348,6 +348,7 @@ fn measure_row(
 /// Refuses impossible option values before any work starts (each refusal
 /// is a [`crate::args::UsageError`]).
 pub fn check_args(args: &SweepArgs) -> anyhow::Result<()> {
+    crate::device_arg::parse_device(&args.device)?;
     if let Some(&s) = args.sge.iter().find(|&&s| s == 0) {
         return Err(usage_error(format!(
             "--sge {s}: every row posts at least one SGE, so max_send_sge must be >= 1"

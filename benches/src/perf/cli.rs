@@ -3,7 +3,7 @@
 
 use super::cpost::{compare, CASES};
 use super::run::{run_outcome, PerfArgs, PerfOutcome, PerfTest};
-use crate::args::{is_usage, usage_error};
+use crate::args::is_usage;
 use std::process::ExitCode;
 
 /// Refuses, before any backend is opened, an unknown `--device` (the
@@ -17,8 +17,8 @@ use std::process::ExitCode;
 /// itself, before anything runs. Every refusal is a
 /// [`crate::args::UsageError`] (exit status 2).
 pub fn check_test_args(args: &PerfArgs) -> anyhow::Result<()> {
-    use crate::device_arg::{check_sge, Device};
-    let dev = Device::parse(&args.device).map_err(usage_error)?;
+    use crate::device_arg::{check_sge, parse_device, Device};
+    let dev = parse_device(&args.device)?;
     let max_sge = match &dev {
         Device::Vfio(_) if args.caps.is_none() => crate::devinfo::query_device(&dev)?.max_sge,
         _ => crate::budget::load_caps(args.caps.as_deref())?.max_sge,
