@@ -698,8 +698,11 @@ mod tests {
         let caps = DeviceCaps::DEFAULT;
         assert_eq!(caps.max_sge, 30);
         for n in [31u32, 40, 52] {
-            let e = compute(&args(&format!("--max-send-wr 16 --max-send-sge {n}")), &caps)
-                .unwrap_err();
+            let e = compute(
+                &args(&format!("--max-send-wr 16 --max-send-sge {n}")),
+                &caps,
+            )
+            .unwrap_err();
             assert!(crate::args::is_usage(&e));
             assert_eq!(
                 e.to_string(),
@@ -713,7 +716,10 @@ mod tests {
             0
         );
         let e = compute(&args("--max-recv-wr 16 --max-recv-sge 31"), &caps).unwrap_err();
-        assert!(e.to_string().starts_with("--max-recv-sge 31 exceeds"), "{e}");
+        assert!(
+            e.to_string().starts_with("--max-recv-sge 31 exceeds"),
+            "{e}"
+        );
         let c = caps_from_toml("max_rq_desc_sz = 256").unwrap();
         assert_eq!(c.max_sge, 16);
         assert_eq!(caps_from_toml("max_sge = 8").unwrap().max_sge, 8);

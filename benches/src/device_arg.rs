@@ -141,7 +141,10 @@ mod tests {
         );
         for bad in ["", "nic", "SIM", "vfio:", "vfio", "fw_sim", "sim ", "é"] {
             let e = Device::parse(bad).unwrap_err().to_string();
-            assert!(e.starts_with(&format!("unknown device {bad:?} (--device): use sim")), "{e}");
+            assert!(
+                e.starts_with(&format!("unknown device {bad:?} (--device): use sim")),
+                "{e}"
+            );
             assert!(!e.contains('\n'));
         }
         assert!(is_usage(&unknown_device("nic")));

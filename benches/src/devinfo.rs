@@ -32,7 +32,12 @@ use crate::device_arg::Device;
 pub struct DevinfoArgs {
     /// The device (`ibv_devinfo -d`): `sim` (default; the simulated
     /// ConnectX), `fw-sim` (the same device) or `vfio:DDDD:BB:DD.F`.
-    #[arg(short = 'd', long = "device", visible_alias = "ib-dev", default_value = "sim")]
+    #[arg(
+        short = 'd',
+        long = "device",
+        visible_alias = "ib-dev",
+        default_value = "sim"
+    )]
     pub device: String,
     /// Only this port (`ibv_devinfo -i`); a port the device does not have
     /// is refused.
@@ -261,7 +266,11 @@ pub fn to_text(d: &DevInfo, device: &Device, verbose: bool) -> String {
     let _ = writeln!(w, "hca_id:\t{device}");
     let _ = writeln!(w, "\ttransport:\t\t\t{} ({})", TRANSPORT.0, TRANSPORT.1);
     let _ = writeln!(w, "\tfw_ver:\t\t\t\t{}", d.fw_ver);
-    let _ = writeln!(w, "\tnode_guid:\t\t\t{}", or_unknown(d.node_guid.map(guid_str)));
+    let _ = writeln!(
+        w,
+        "\tnode_guid:\t\t\t{}",
+        or_unknown(d.node_guid.map(guid_str))
+    );
     let _ = writeln!(
         w,
         "\tsys_image_guid:\t\t\t{}",
@@ -414,7 +423,10 @@ mod tests {
         ] {
             assert!(t.contains(line), "{line:?} missing in\n{t}");
         }
-        assert!(!t.contains("phys_state"), "an Ethernet port has no IB vport context");
+        assert!(
+            !t.contains("phys_state"),
+            "an Ethernet port has no IB vport context"
+        );
     }
 
     /// An InfiniBand port: state and LIDs from the HCA vport context; -v
@@ -477,7 +489,11 @@ mod tests {
         assert!(crate::args::is_usage(&e));
         assert!(e.to_string().contains("cost model only"), "{e}");
         let e = query("nic").unwrap_err();
-        assert!(e.to_string().starts_with("unknown device \"nic\" (--device)"), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("unknown device \"nic\" (--device)"),
+            "{e}"
+        );
         assert_eq!(query("fw-sim").unwrap(), sim());
     }
 
@@ -502,7 +518,10 @@ mod tests {
         assert!(t.contains("\tactive_mtu:\t\tunknown\n"), "{t}");
         assert!(t.contains("\tnode_guid:\t\t\tunknown\n"), "{t}");
         assert!(t.contains("\tport_lid:\t\tunknown\n"), "{t}");
-        assert!(!t.contains("board_id"), "ibv_devinfo omits an unreadable board_id");
+        assert!(
+            !t.contains("board_id"),
+            "ibv_devinfo omits an unreadable board_id"
+        );
         assert_eq!(mtu(Some(IbMtu::Mtu4096)).unwrap(), "4096 (5)");
     }
 

@@ -217,7 +217,10 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let name = bareverbs_bench::device_arg::parse_device(&a.device)?.name();
             let r = bareverbs_bench::selftest::run(&name, opts)?;
             if a.json {
-                let v = envelope("selftest", bareverbs_bench::selftest::to_json(&r, &name, &opts));
+                let v = envelope(
+                    "selftest",
+                    bareverbs_bench::selftest::to_json(&r, &name, &opts),
+                );
                 println!("{}", serde_json::to_string_pretty(&v)?);
             } else {
                 print!("{}", bareverbs_bench::selftest::to_text(&r, &name, &opts));

@@ -22,7 +22,10 @@ fn json(args: &[&str]) -> Value {
         String::from_utf8_lossy(&o.stderr)
     );
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
-        panic!("{args:?}: not JSON ({e}): {}", String::from_utf8_lossy(&o.stdout))
+        panic!(
+            "{args:?}: not JSON ({e}): {}",
+            String::from_utf8_lossy(&o.stdout)
+        )
     })
 }
 
@@ -36,7 +39,10 @@ fn check(command: &str, args: &[&str]) -> Value {
 fn devinfo_and_selftest() {
     let v = check("devinfo", &["devinfo", "--json"]);
     assert_eq!(v["max_sge"], 30);
-    let v = check("devinfo", &["devinfo", "-d", "fw-sim", "-i", "1", "--json", "--selftest"]);
+    let v = check(
+        "devinfo",
+        &["devinfo", "-d", "fw-sim", "-i", "1", "--json", "--selftest"],
+    );
     assert_eq!(v["selftest"]["result"], "PASSED");
     assert_eq!(v["device"], "fw-sim");
     check("selftest", &["selftest", "--json"]);
@@ -56,9 +62,21 @@ fn devinfo_and_selftest() {
 fn budget() {
     check(
         "budget",
-        &["budget", "--max-send-wr", "1024", "--max-send-sge", "4", "--cqe", "2000", "--json"],
+        &[
+            "budget",
+            "--max-send-wr",
+            "1024",
+            "--max-send-sge",
+            "4",
+            "--cqe",
+            "2000",
+            "--json",
+        ],
     );
-    check("budget", &["budget", "--device", "sim", "--max-send-wr", "64", "--json"]);
+    check(
+        "budget",
+        &["budget", "--device", "sim", "--max-send-wr", "64", "--json"],
+    );
 }
 
 #[test]
@@ -101,12 +119,26 @@ fn decode() {
 #[test]
 fn perf_micro_benchmarks() {
     check("perf post", &["perf", "post", "--iters", "2000", "--json"]);
-    check("perf post", &["perf", "post", "--c-loop", "--iters", "2000", "--json"]);
+    check(
+        "perf post",
+        &["perf", "post", "--c-loop", "--iters", "2000", "--json"],
+    );
     check("perf poll", &["perf", "poll", "--iters", "2000", "--json"]);
-    check("perf post-recv", &["perf", "post-recv", "--iters", "2000", "--json"]);
+    check(
+        "perf post-recv",
+        &["perf", "post-recv", "--iters", "2000", "--json"],
+    );
     let v = check(
         "perf compare-c",
-        &["perf", "compare-c", "--rounds", "1", "--per-round", "2000", "--json"],
+        &[
+            "perf",
+            "compare-c",
+            "--rounds",
+            "1",
+            "--per-round",
+            "2000",
+            "--json",
+        ],
     );
     assert!(!v["cases"].as_array().unwrap().is_empty());
 }
@@ -142,9 +174,22 @@ fn device_names_and_limits_are_refused_alike() {
     // max_sge of 30 (the kernel rule).
     for n in ["31", "40", "52"] {
         let msg = format!("{n} exceeds the device's max_sge 30");
-        refused(&["budget", "--max-send-wr", "16", "--max-send-sge", n], &msg);
+        refused(
+            &["budget", "--max-send-wr", "16", "--max-send-sge", n],
+            &msg,
+        );
         refused(&["perf", "write-bw", "--sge", n], &msg);
-        refused(&["perf", "write-lat", "--device", "fw-sim", "--max-send-sge", n], &msg);
+        refused(
+            &[
+                "perf",
+                "write-lat",
+                "--device",
+                "fw-sim",
+                "--max-send-sge",
+                n,
+            ],
+            &msg,
+        );
         refused(&["perf", "post", "--sge", n], &msg);
         refused(&["perf", "post-recv", "--sge", n], &msg);
     }

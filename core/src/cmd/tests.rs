@@ -856,9 +856,15 @@ fn parse_hca_vport_context_fields() {
     put32(&mut c, 0x64, (0x1 << 16) | (0xa << 12));
     put32(&mut c, 0x68, (7 << 16) | 9);
     let h = parse_hca_vport_context(&c);
-    assert_eq!((h.port_physical_state, h.port_state, h.vport_state), (5, 4, 4));
+    assert_eq!(
+        (h.port_physical_state, h.port_state, h.vport_state),
+        (5, 4, 4)
+    );
     assert_eq!(h.node_guid, 0x0002_c903_0000_0001);
-    assert_eq!((h.lid, h.init_type_reply, h.lmc, h.subnet_timeout), (0x12, 3, 2, 18));
+    assert_eq!(
+        (h.lid, h.init_type_reply, h.lmc, h.subnet_timeout),
+        (0x12, 3, 2, 18)
+    );
     assert_eq!((h.sm_lid, h.sm_sl), (1, 0xa));
     assert_eq!((h.qkey_violation_counter, h.pkey_violation_counter), (7, 9));
     assert_eq!(parse_hca_vport_context(&c[..8]), HcaVportContext::default());
