@@ -856,11 +856,11 @@ pub struct DevInfo {
     pub max_mr: u32,
     /// Max PDs (`1 << log_max_pd`).
     pub max_pd: u32,
-    /// Outstanding RDMA READ/atomic per QP as responder, as the kernel
-    /// names it (`1 << log_max_ra_req_qp`).
+    /// `max_qp_rd_atom` as the mlx5 kernel driver fills it: `1 <<
+    /// log_max_ra_req_qp`.
     pub max_qp_rd_atom: u32,
-    /// Outstanding RDMA READ/atomic per QP as initiator (`1 <<
-    /// log_max_ra_res_qp`).
+    /// `max_qp_init_rd_atom` as the mlx5 kernel driver fills it: `1 <<
+    /// log_max_ra_res_qp`.
     pub max_qp_init_rd_atom: u32,
     /// `max_qp_rd_atom × max_qp` (saturating).
     pub max_res_rd_atom: u32,
