@@ -571,6 +571,9 @@ pub struct SqConfig {
     pub bf: BlueFlame,
 }
 
+mod lane;
+pub use lane::SendLane;
+
 /// What the completion path needs from the send queue for one CQE.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SendRetired {
@@ -1063,9 +1066,7 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
         let Some(&slot) = slots.get(idx) else {
             return Err(CompletionReject::NotInFlight);
         };
-        if slot.ctr() != wqe_counter
-            || slot.seq().wrapping_sub(self.tail) >= self.head.wrapping_sub(self.tail)
-        {
+        if !lane::in_flight(&slot, wqe_counter, self.tail, self.head) {
             return Err(CompletionReject::NotInFlight);
         }
         self.tail = slot.seq().wrapping_add(1);

@@ -29,9 +29,11 @@
 //! `poll`. The doorbell record is stored once per call, even when nothing
 //! was polled or a CQE was refused.
 
-use super::{platform, sw_owns, CompletionQueue, PollError, Step, WrResolver, OP_OWN_OFFSET};
+use super::{platform, sw_owns, CompletionQueue, PollError, SendDone, Step, WrResolver};
+use super::OP_OWN_OFFSET;
 use crate::cqe::{req_completion, Completion, CompletionFlags, WcOpcode, WcStatus};
 use crate::cqe::{CqeSize, WorkCompletion, CQE128_SIZE, CQE64_SIZE};
+use core::mem::size_of;
 use core::ptr;
 
 /// The bits of `op_own ^ parity` that are zero in a fast CQE: opcode bits
@@ -124,16 +126,6 @@ unsafe fn raw32(p: *const u8, off: usize) -> u32 {
     unsafe { ptr::read_volatile(p.add(off).cast::<u32>()) }
 }
 
-/// Big-endian u64 at `p + off`.
-///
-/// # Safety
-/// `p + off` is valid for an 8-byte read and 8-byte aligned.
-#[inline(always)]
-unsafe fn be64(p: *const u8, off: usize) -> u64 {
-    // SAFETY: forwarded contract.
-    u64::from_be_bytes(unsafe { ptr::read_volatile(p.add(off).cast::<u64>()) }.to_ne_bytes())
-}
-
 impl<const N: usize> CompletionQueue<N> {
     /// Polls up to `out.len()` completions in lean form: the same CQEs,
     /// checks, errors, consumer index and doorbell-record update as
@@ -170,8 +162,18 @@ impl<const N: usize> CompletionQueue<N> {
 
     /// The loop of [`Self::poll_completions`]; `UIDX`: the CQE version is
     /// 1 (the resolver is given the user index, else the QPN); `STRIDE`:
-    /// the entry size (`self.cqe_size.bytes()`). `self.ci` is kept in a
-    /// local and written back before the general path runs and at the end.
+    /// the entry size (`self.cqe_size.bytes()`).
+    ///
+    /// Each round first *scans* ownership bytes only ([`Self::scan`]): how
+    /// many consecutive entries from the consumer index are fast CQEs
+    /// software owns (at most the room left in `out`). Then one
+    /// [`platform::from_device_barrier`] orders all those ownership reads
+    /// before every field read of the round, and the run is decoded
+    /// ([`Self::decode_run`]) with no barrier in between. A scan that
+    /// stopped at an entry software owns but the fast path does not decode
+    /// (or a compressed session in progress) hands that one entry to the
+    /// general step; one software does not own ends the poll. `self.ci` is
+    /// written back before the general path runs and at the end.
     #[inline(always)]
     fn lean_loop<const UIDX: bool, const STRIDE: usize, R: WrResolver + ?Sized>(
         &mut self,
@@ -188,37 +190,47 @@ impl<const N: usize> CompletionQueue<N> {
             .as_ptr()
             .wrapping_add(STRIDE - CQE64_SIZE)
             .cast_const();
+        let ring = LeanRing::<STRIDE> { base, ncqe };
         let mut ci = self.ci;
         let mut n = 0usize;
         let mut failed = None;
-        'outer: while n < out.len() {
-            if self.zip.is_none() {
-                loop {
-                    let p = base.wrapping_add((ci & (ncqe - 1)) as usize * STRIDE);
-                    // SAFETY: p is the cqe64 of entry ci & (ncqe − 1),
-                    // inside the ring (ncqe × STRIDE bytes, construction);
-                    // the ownership byte is read alone, by value, with no
-                    // reference.
-                    let own = unsafe { ptr::read_volatile(p.add(OP_OWN_OFFSET)) };
-                    let parity = ((ci & ncqe) != 0) as u8;
-                    if (own ^ parity) & FAST_MASK != 0 {
-                        if !sw_owns(own, ci, ncqe) {
-                            break 'outer;
-                        }
-                        break;
-                    }
-                    platform::from_device_barrier();
-                    let res = Self::fast_one::<UIDX, R>(r, &mut out[n], p);
-                    ci = ci.wrapping_add(1);
-                    if let Err(e) = res {
-                        failed = Some(e);
-                        break 'outer;
-                    }
-                    n += 1;
-                    if n == out.len() {
-                        break 'outer;
-                    }
+        while n < out.len() {
+            let room = out.len() - n;
+            let (run, owned_cold) = if self.zip.is_none() {
+                ring.scan(ci, room)
+            } else {
+                (0, true)
+            };
+            if run != 0 {
+                // Every ownership read of the scan before any field read.
+                platform::from_device_barrier();
+                // The run in at most two pieces contiguous in the ring:
+                // up to the ring end, then from entry 0.
+                let first = run.min((ncqe - (ci & (ncqe - 1))) as usize);
+                let p = ring.entry(ci);
+                let (mut done, mut res) =
+                    Self::decode_run::<UIDX, STRIDE, R>(r, p, &mut out[n..n + first]);
+                if res.is_ok() && first < run {
+                    let (more, r2) =
+                        Self::decode_run::<UIDX, STRIDE, R>(r, base, &mut out[n + first..n + run]);
+                    done += more;
+                    res = r2;
                 }
+                ci = ci.wrapping_add(done as u32);
+                if let Err(e) = res {
+                    // The refused CQE is consumed too.
+                    ci = ci.wrapping_add(1);
+                    n += done;
+                    failed = Some(e);
+                    break;
+                }
+                n += run;
+                if run == room {
+                    break;
+                }
+            }
+            if !owned_cold {
+                break;
             }
             // A compressed session in progress, or an owned CQE the fast
             // path does not decode.
@@ -244,26 +256,119 @@ impl<const N: usize> CompletionQueue<N> {
         }
     }
 
-    /// Turns the fast CQE at `p` (software-owned, ordered by the barrier,
-    /// opcode 0–3 in plain format per its ownership byte) into `slot`
-    /// through the resolver, or returns the refusal.
-    #[inline(always)]
-    fn fast_one<const UIDX: bool, R: WrResolver + ?Sized>(
+    /// Decodes the run of `dst.len()` fast CQEs whose cqe64s are
+    /// contiguous in the ring from `p` (scanned, after the barrier) into
+    /// `dst`. Requester CQEs of the
+    /// resolver's [`SendLane`](crate::sq::SendLane) QP are retired on the
+    /// lane's copies of the queue state (written back when the lane drops,
+    /// before `r` is used again); every other one through `r`. Returns how
+    /// many were written and, if one was refused, its error (that CQE is
+    /// the next one, not counted).
+    #[inline(never)]
+    fn decode_run<const UIDX: bool, const STRIDE: usize, R: WrResolver + ?Sized>(
         r: &mut R,
-        slot: &mut Completion,
-        p: *const u8,
-    ) -> Result<(), PollError> {
-        // SAFETY: software owns the 64 bytes at p (caller); p is 8-byte
-        // aligned (the ring is, entries are 64 or 128 bytes), so are p + 56
-        // and p + 32.
-        let tail = unsafe { be64(p, 56) };
-        let ctr = (tail >> 16) as u16;
-        let qp = if UIDX {
+        mut p: *const u8,
+        dst: &mut [Completion],
+    ) -> (usize, Result<(), PollError>) {
+        // `dst` walked by pointer (one register for the position, one for
+        // the end); `done` turns a position back into a count.
+        let first = dst.as_mut_ptr();
+        let end = first.wrapping_add(dst.len());
+        let done = |q: *mut Completion| (q as usize - first as usize) / size_of::<Completion>();
+        let mut q = first;
+        while q != end {
+            if let Some(mut lane) = r.send_lane() {
+                let id = lane.id() & 0x00ff_ffff;
+                // The lane's routing value as `head_words` returns a CQE's.
+                let want = if UIDX { id.swap_bytes() >> 8 } else { id };
+                while q != end {
+                    // SAFETY: p is the software-owned cqe64 of a scanned
+                    // entry, 8-byte aligned.
+                    let (tail, key) = unsafe { Self::head_words::<UIDX>(p) };
+                    // Opcode bits 5:4 of op_own zero: a requester CQE.
+                    if tail & 0x30 != 0 || key != want {
+                        break;
+                    }
+                    let ctr = (tail >> 16) as u16;
+                    // SAFETY: ctr is from a requester CQE the device wrote
+                    // for the lane's QP (its routing value).
+                    match unsafe { lane.retire(ctr) } {
+                        // SAFETY: first ≤ q < end: an element of `dst`,
+                        // which is borrowed mutably for this call.
+                        Ok(d) => Self::req_done(unsafe { &mut *q }, d, tail, p),
+                        Err(why) => return (done(q), Err(PollError::reject(id, ctr, why))),
+                    }
+                    q = q.wrapping_add(1);
+                    p = p.wrapping_add(STRIDE);
+                }
+                if q == end {
+                    break;
+                }
+            }
+            // A CQE for another QP, or a responder CQE: through the
+            // resolver.
             // SAFETY: as above.
-            (unsafe { be32(p, 32) }) & 0x00ff_ffff
+            let (tail, key) = unsafe { Self::head_words::<UIDX>(p) };
+            let qp = Self::qp_of::<UIDX>(key);
+            // SAFETY: first ≤ q < end, as above.
+            if let Err(e) = Self::fast_one(r, unsafe { &mut *q }, p, tail, qp) {
+                return (done(q), Err(e));
+            }
+            q = q.wrapping_add(1);
+            p = p.wrapping_add(STRIDE);
+        }
+        (dst.len(), Ok(()))
+    }
+
+    /// Bytes 56..64 of the fast CQE at `p` (`sop_drop_qpn`, `wqe_counter`,
+    /// `signature`, `op_own`, big-endian) and its routing key: with CQE
+    /// version 1 the `srqn_uidx` bytes 33..36 as stored, shifted down
+    /// (`qp_of` turns it into the user index), else the QPN from bytes
+    /// 57..60. Each field read once.
+    ///
+    /// # Safety
+    /// `p` is a software-owned cqe64 in the ring, 8-byte aligned, read
+    /// after the barrier that follows its ownership test.
+    #[inline(always)]
+    unsafe fn head_words<const UIDX: bool>(p: *const u8) -> (u64, u32) {
+        // SAFETY: forwarded contract; p + 56 is 8-byte aligned inside the
+        // entry.
+        let tail = u64::from_be(unsafe { ptr::read_volatile(p.add(56).cast::<u64>()) });
+        let key = if UIDX {
+            // SAFETY: as above; p + 32 is 4-byte aligned. The low byte of
+            // the stored word is byte 32 (the SRQN's top byte), dropped.
+            (unsafe { raw32(p, 32) }) >> 8
         } else {
             (tail >> 32) as u32 & 0x00ff_ffff
         };
+        (tail, key)
+    }
+
+    /// The routing value the resolver is given, from the key of
+    /// [`Self::head_words`]: the user index (`srqn_uidx & 0xffffff`) with
+    /// CQE version 1, else the QPN.
+    #[inline(always)]
+    fn qp_of<const UIDX: bool>(key: u32) -> u32 {
+        if UIDX {
+            key.swap_bytes() >> 8
+        } else {
+            key
+        }
+    }
+
+    /// Turns the fast CQE at `p` (software-owned, ordered by the barrier,
+    /// opcode 0–3 in plain format per its ownership byte), whose
+    /// [`head_words`](Self::head_words) are `tail` and `qp`, into `slot`
+    /// through the resolver, or returns the refusal.
+    #[inline(always)]
+    fn fast_one<R: WrResolver + ?Sized>(
+        r: &mut R,
+        slot: &mut Completion,
+        p: *const u8,
+        tail: u64,
+        qp: u32,
+    ) -> Result<(), PollError> {
+        let ctr = (tail >> 16) as u16;
         // Opcode bits 5:4 of op_own as this load sees it (opcode 0–3: bits
         // 7:6 were zero in the byte tested before the barrier; a device
         // that rewrites an entry it handed over only changes which fast
@@ -272,14 +377,7 @@ impl<const N: usize> CompletionQueue<N> {
             let d = r
                 .send_done(qp, ctr)
                 .map_err(|why| PollError::reject(qp, ctr, why))?;
-            let e = REQ_MAP[(tail >> 56) as usize];
-            // Each branch stores its own completion (a phi of the 24-byte
-            // value would go through the stack).
-            if e & SPECIAL == 0 {
-                *slot = Completion::from_words(d.wr_id, tail & QPN_HI, e);
-            } else {
-                Self::req_special(slot, e, d.wr_id, d.wr_data, tail, p);
-            }
+            Self::req_done(slot, d, tail, p);
         } else {
             let d = r
                 .recv_done(qp, ctr)
@@ -287,6 +385,19 @@ impl<const N: usize> CompletionQueue<N> {
             *slot = Self::resp((tail as u8 >> 4) & 3, d.wr_id, d.rx_csum, tail, p);
         }
         Ok(())
+    }
+
+    /// Writes to `slot` the completion of the successful requester CQE at
+    /// `p` (bytes 56..64 `tail`) that retired `d`.
+    #[inline(always)]
+    fn req_done(slot: &mut Completion, d: SendDone, tail: u64, p: *const u8) {
+        let e = REQ_MAP[(tail >> 56) as usize];
+        let (word1, rest) = if e & SPECIAL == 0 {
+            (tail & QPN_HI, e)
+        } else {
+            Self::req_special(e, d.wr_data, tail, p)
+        };
+        *slot = Completion::from_words(d.wr_id, word1, rest);
     }
 
     /// The completion of a successful, plain responder CQE of opcode `op`
@@ -334,19 +445,13 @@ impl<const N: usize> CompletionQueue<N> {
         )
     }
 
-    /// Writes to `slot` the completion of a requester CQE whose [`REQ_MAP`]
-    /// entry `e` has [`SPECIAL`] bits: RDMA read (`byte_cnt` from the CQE at `p`),
-    /// atomics (8), UMR / SET_PSV / NOP / MMO (opcode `wr_data`). `tail`
-    /// is the CQE's bytes 56..64, big-endian.
+    /// The second and third [`Completion`] words of a requester CQE whose
+    /// [`REQ_MAP`] entry `e` has [`SPECIAL`] bits: RDMA read (`byte_cnt`
+    /// from the CQE at `p`), atomics (8), UMR / SET_PSV / NOP / MMO (opcode
+    /// `wr_data`). `tail` is the CQE's bytes 56..64, big-endian.
+    #[cold]
     #[inline(never)]
-    fn req_special(
-        slot: &mut Completion,
-        e: u64,
-        wr_id: u64,
-        wr_data: WcOpcode,
-        tail: u64,
-        p: *const u8,
-    ) {
+    fn req_special(e: u64, wr_data: WcOpcode, tail: u64, p: *const u8) -> (u64, u64) {
         let mut rest = e & !SPECIAL;
         if e & OP_WR_DATA != 0 {
             rest = (rest & !OPCODE_BITS) | (wr_data as u8 as u64) << 40;
@@ -360,7 +465,7 @@ impl<const N: usize> CompletionQueue<N> {
         } else {
             0
         };
-        *slot = Completion::from_words(wr_id, byte_len as u64 | (tail & QPN_HI), rest);
+        (byte_len as u64 | (tail & QPN_HI), rest)
     }
 
     /// One general step ([`Self::step`], the body of [`Self::poll`]) for a
@@ -378,6 +483,58 @@ impl<const N: usize> CompletionQueue<N> {
             Step::Done => Ok(Some(Completion::from(&wc))),
             Step::Empty => Ok(None),
             Step::Failed(e) => Err(e),
+        }
+    }
+}
+
+/// The CQ ring as the lean poller walks it: `ncqe` entries of `STRIDE`
+/// bytes whose cqe64s start at `base`; a run of entries is split at the
+/// ring end (the explicit wrap rule of [`Self::scan`] and the decode).
+struct LeanRing<const STRIDE: usize> {
+    base: *const u8,
+    /// A power of two (construction).
+    ncqe: u32,
+}
+
+impl<const STRIDE: usize> LeanRing<STRIDE> {
+    /// The cqe64 of the entry of consumer index `ci`.
+    #[inline(always)]
+    fn entry(&self, ci: u32) -> *const u8 {
+        self.base.wrapping_add((ci & (self.ncqe - 1)) as usize * STRIDE)
+    }
+
+    /// How many consecutive entries from consumer index `ci` (at most
+    /// `room`) are fast CQEs software owns, by their ownership bytes
+    /// alone; and whether the entry that stopped the scan (if `room` did
+    /// not) is one software owns (to go through the general step). The
+    /// pass parity is constant up to the ring end and flips there.
+    #[inline(always)]
+    fn scan(&self, ci: u32, room: usize) -> (usize, bool) {
+        let mut run = 0usize;
+        let mut idx = (ci & (self.ncqe - 1)) as usize;
+        let mut parity = ((ci & self.ncqe) != 0) as u8;
+        loop {
+            // Entries before the ring end, bounded by the room left.
+            let seg = (self.ncqe as usize - idx).min(room - run);
+            let mut own_p = self.base.wrapping_add(idx * STRIDE + OP_OWN_OFFSET);
+            let end = own_p.wrapping_add(seg * STRIDE);
+            while own_p != end {
+                // SAFETY: own_p is the ownership byte of an entry at index
+                // idx..ncqe, inside the ring (ncqe × STRIDE bytes,
+                // construction); read alone, by value, with no reference.
+                let own = unsafe { ptr::read_volatile(own_p) };
+                if (own ^ parity) & FAST_MASK != 0 {
+                    run += (own_p as usize - self.base.wrapping_add(idx * STRIDE + OP_OWN_OFFSET) as usize) / STRIDE;
+                    return (run, sw_owns(own, ci.wrapping_add(run as u32), self.ncqe));
+                }
+                own_p = own_p.wrapping_add(STRIDE);
+            }
+            run += seg;
+            if run == room {
+                return (run, false);
+            }
+            idx = 0;
+            parity ^= 1;
         }
     }
 }
