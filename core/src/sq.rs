@@ -1066,10 +1066,12 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
         let Some(&slot) = slots.get(idx) else {
             return Err(CompletionReject::NotInFlight);
         };
-        if !lane::in_flight(&slot, wqe_counter, self.tail, self.head) {
+        let last = self.head.wrapping_sub(1);
+        let inflight = self.head.wrapping_sub(self.tail);
+        let Some(d) = lane::in_flight(&slot, wqe_counter, last, inflight) else {
             return Err(CompletionReject::NotInFlight);
-        }
-        self.tail = slot.seq().wrapping_add(1);
+        };
+        self.tail = self.head.wrapping_sub(d);
         Ok(SendRetired {
             wr_id: slot.wr_id,
             wr_data: slot.wr_data(),

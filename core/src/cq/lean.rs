@@ -29,8 +29,8 @@
 //! `poll`. The doorbell record is stored once per call, even when nothing
 //! was polled or a CQE was refused.
 
-use super::{platform, sw_owns, CompletionQueue, PollError, SendDone, Step, WrResolver};
 use super::OP_OWN_OFFSET;
+use super::{platform, sw_owns, CompletionQueue, PollError, SendDone, Step, WrResolver};
 use crate::cqe::{req_completion, Completion, CompletionFlags, WcOpcode, WcStatus};
 use crate::cqe::{CqeSize, WorkCompletion, CQE128_SIZE, CQE64_SIZE};
 use core::mem::size_of;
@@ -162,18 +162,12 @@ impl<const N: usize> CompletionQueue<N> {
 
     /// The loop of [`Self::poll_completions`]; `UIDX`: the CQE version is
     /// 1 (the resolver is given the user index, else the QPN); `STRIDE`:
-    /// the entry size (`self.cqe_size.bytes()`).
-    ///
-    /// Each round first *scans* ownership bytes only ([`Self::scan`]): how
-    /// many consecutive entries from the consumer index are fast CQEs
-    /// software owns (at most the room left in `out`). Then one
-    /// [`platform::from_device_barrier`] orders all those ownership reads
-    /// before every field read of the round, and the run is decoded
-    /// ([`Self::decode_run`]) with no barrier in between. A scan that
-    /// stopped at an entry software owns but the fast path does not decode
-    /// (or a compressed session in progress) hands that one entry to the
-    /// general step; one software does not own ends the poll. `self.ci` is
-    /// written back before the general path runs and at the end.
+    /// the entry size (`self.cqe_size.bytes()`). Runs of fast CQEs go
+    /// through [`Self::fast_run`]; an entry software owns that the fast
+    /// path does not decode (and every entry of a compressed session)
+    /// goes through the general step; one software does not own ends the
+    /// poll. `self.ci` is written back before the general path runs and
+    /// at the end.
     #[inline(always)]
     fn lean_loop<const UIDX: bool, const STRIDE: usize, R: WrResolver + ?Sized>(
         &mut self,
@@ -192,45 +186,24 @@ impl<const N: usize> CompletionQueue<N> {
             .cast_const();
         let ring = LeanRing::<STRIDE> { base, ncqe };
         let mut ci = self.ci;
-        let mut n = 0usize;
+        // `out` walked by pointer: the position and the end.
+        let first = out.as_mut_ptr();
+        let end = first.wrapping_add(out.len());
+        let mut q = first;
         let mut failed = None;
-        while n < out.len() {
-            let room = out.len() - n;
-            let (run, owned_cold) = if self.zip.is_none() {
-                ring.scan(ci, room)
+        while q != end {
+            let stop = if self.zip.is_none() {
+                Self::fast_run::<UIDX, STRIDE, R>(r, &ring, &mut ci, &mut q, end)
             } else {
-                (0, true)
+                Stop::Cold
             };
-            if run != 0 {
-                // Every ownership read of the scan before any field read.
-                platform::from_device_barrier();
-                // The run in at most two pieces contiguous in the ring:
-                // up to the ring end, then from entry 0.
-                let first = run.min((ncqe - (ci & (ncqe - 1))) as usize);
-                let p = ring.entry(ci);
-                let (mut done, mut res) =
-                    Self::decode_run::<UIDX, STRIDE, R>(r, p, &mut out[n..n + first]);
-                if res.is_ok() && first < run {
-                    let (more, r2) =
-                        Self::decode_run::<UIDX, STRIDE, R>(r, base, &mut out[n + first..n + run]);
-                    done += more;
-                    res = r2;
-                }
-                ci = ci.wrapping_add(done as u32);
-                if let Err(e) = res {
-                    // The refused CQE is consumed too.
-                    ci = ci.wrapping_add(1);
-                    n += done;
+            match stop {
+                Stop::Full | Stop::NotOwned => break,
+                Stop::Failed(e) => {
                     failed = Some(e);
                     break;
                 }
-                n += run;
-                if run == room {
-                    break;
-                }
-            }
-            if !owned_cold {
-                break;
+                Stop::Cold => {}
             }
             // A compressed session in progress, or an owned CQE the fast
             // path does not decode.
@@ -239,8 +212,10 @@ impl<const N: usize> CompletionQueue<N> {
             ci = self.ci;
             match res {
                 Ok(Some(c)) => {
-                    out[n] = c;
-                    n += 1;
+                    // SAFETY: first ≤ q < end: an element of `out`, which
+                    // is borrowed mutably for this call.
+                    unsafe { q.write(c) };
+                    q = q.wrapping_add(1);
                 }
                 Ok(None) => break,
                 Err(e) => {
@@ -250,74 +225,123 @@ impl<const N: usize> CompletionQueue<N> {
             }
         }
         self.ci = ci;
+        let n = (q as usize - first as usize) / size_of::<Completion>();
         match failed {
             None => Ok(n),
             Some(e) => Err(e.with_completions(n)),
         }
     }
 
-    /// Decodes the run of `dst.len()` fast CQEs whose cqe64s are
-    /// contiguous in the ring from `p` (scanned, after the barrier) into
-    /// `dst`. Requester CQEs of the
-    /// resolver's [`SendLane`](crate::sq::SendLane) QP are retired on the
-    /// lane's copies of the queue state (written back when the lane drops,
-    /// before `r` is used again); every other one through `r`. Returns how
-    /// many were written and, if one was refused, its error (that CQE is
-    /// the next one, not counted).
-    #[inline(never)]
-    fn decode_run<const UIDX: bool, const STRIDE: usize, R: WrResolver + ?Sized>(
+    /// Polls fast CQEs from consumer index `*ci` into `*q..end` until the
+    /// output is full or an entry is not a fast CQE software owns, and
+    /// says which ([`Stop`]). Per entry: the ownership byte alone, then
+    /// [`platform::from_device_barrier`], then its fields, each read once.
+    /// Requester CQEs of the resolver's [`SendLane`](crate::sq::SendLane)
+    /// QP are retired on the lane's copies of the queue state (written back
+    /// when the lane drops, before `r` is used again); every other one
+    /// through `r`. `*ci` and `*q` advance past every CQE consumed,
+    /// including a refused one (which writes no completion).
+    #[inline(always)]
+    fn fast_run<const UIDX: bool, const STRIDE: usize, R: WrResolver + ?Sized>(
         r: &mut R,
-        mut p: *const u8,
-        dst: &mut [Completion],
-    ) -> (usize, Result<(), PollError>) {
-        // `dst` walked by pointer (one register for the position, one for
-        // the end); `done` turns a position back into a count.
-        let first = dst.as_mut_ptr();
-        let end = first.wrapping_add(dst.len());
-        let done = |q: *mut Completion| (q as usize - first as usize) / size_of::<Completion>();
-        let mut q = first;
-        while q != end {
+        ring: &LeanRing<STRIDE>,
+        ci_io: &mut u32,
+        q_io: &mut *mut Completion,
+        end: *mut Completion,
+    ) -> Stop {
+        let mut ci = *ci_io;
+        let mut q = *q_io;
+        let mut p = ring.entry(ci);
+        let mut parity = ((ci & ring.ncqe) != 0) as u8;
+        let ring_end = ring.end();
+        let stop = 'run: loop {
+            // The next entry's head words when the lane loop stopped at a
+            // fast CQE it does not retire itself.
+            let mut pending = None;
             if let Some(mut lane) = r.send_lane() {
                 let id = lane.id() & 0x00ff_ffff;
                 // The lane's routing value as `head_words` returns a CQE's.
                 let want = if UIDX { id.swap_bytes() >> 8 } else { id };
-                while q != end {
-                    // SAFETY: p is the software-owned cqe64 of a scanned
-                    // entry, 8-byte aligned.
+                loop {
+                    // SAFETY: p is the cqe64 of entry ci (ring.entry, then
+                    // advanced with the wrap rule), inside the ring.
+                    let own = unsafe { ptr::read_volatile(p.add(OP_OWN_OFFSET)) };
+                    if (own ^ parity) & FAST_MASK != 0 {
+                        break 'run Self::not_fast(own, ci, ring.ncqe);
+                    }
+                    platform::from_device_barrier();
+                    // SAFETY: p is software-owned (its ownership byte was
+                    // read before the barrier), 8-byte aligned.
                     let (tail, key) = unsafe { Self::head_words::<UIDX>(p) };
                     // Opcode bits 5:4 of op_own zero: a requester CQE.
                     if tail & 0x30 != 0 || key != want {
+                        pending = Some((tail, key));
                         break;
                     }
                     let ctr = (tail >> 16) as u16;
+                    ci = ci.wrapping_add(1);
                     // SAFETY: ctr is from a requester CQE the device wrote
                     // for the lane's QP (its routing value).
                     match unsafe { lane.retire(ctr) } {
-                        // SAFETY: first ≤ q < end: an element of `dst`,
-                        // which is borrowed mutably for this call.
+                        // SAFETY: q < end: an element of the caller's
+                        // output, borrowed mutably for the call.
                         Ok(d) => Self::req_done(unsafe { &mut *q }, d, tail, p),
-                        Err(why) => return (done(q), Err(PollError::reject(id, ctr, why))),
+                        Err(why) => break 'run Stop::Failed(PollError::reject(id, ctr, why)),
                     }
                     q = q.wrapping_add(1);
                     p = p.wrapping_add(STRIDE);
-                }
-                if q == end {
-                    break;
+                    if p == ring_end {
+                        (p, parity) = wrap(ring.base, parity);
+                    }
+                    if q == end {
+                        break 'run Stop::Full;
+                    }
                 }
             }
-            // A CQE for another QP, or a responder CQE: through the
-            // resolver.
-            // SAFETY: as above.
-            let (tail, key) = unsafe { Self::head_words::<UIDX>(p) };
+            // A fast CQE for another QP, a responder CQE, or no lane:
+            // through the resolver.
+            let (tail, key) = match pending {
+                Some(w) => w,
+                None => {
+                    // SAFETY: as above.
+                    let own = unsafe { ptr::read_volatile(p.add(OP_OWN_OFFSET)) };
+                    if (own ^ parity) & FAST_MASK != 0 {
+                        break 'run Self::not_fast(own, ci, ring.ncqe);
+                    }
+                    platform::from_device_barrier();
+                    // SAFETY: as above.
+                    unsafe { Self::head_words::<UIDX>(p) }
+                }
+            };
+            ci = ci.wrapping_add(1);
             let qp = Self::qp_of::<UIDX>(key);
-            // SAFETY: first ≤ q < end, as above.
+            // SAFETY: q < end, as above.
             if let Err(e) = Self::fast_one(r, unsafe { &mut *q }, p, tail, qp) {
-                return (done(q), Err(e));
+                break 'run Stop::Failed(e);
             }
             q = q.wrapping_add(1);
             p = p.wrapping_add(STRIDE);
+            if p == ring_end {
+                (p, parity) = wrap(ring.base, parity);
+            }
+            if q == end {
+                break 'run Stop::Full;
+            }
+        };
+        *ci_io = ci;
+        *q_io = q;
+        stop
+    }
+
+    /// Why a fast run stopped at an entry whose ownership byte `own` is not
+    /// a fast CQE's: software owns it (the general step decodes it) or not.
+    #[inline(always)]
+    fn not_fast(own: u8, ci: u32, ncqe: u32) -> Stop {
+        if sw_owns(own, ci, ncqe) {
+            Stop::Cold
+        } else {
+            Stop::NotOwned
         }
-        (dst.len(), Ok(()))
     }
 
     /// Bytes 56..64 of the fast CQE at `p` (`sop_drop_qpn`, `wqe_counter`,
@@ -488,8 +512,9 @@ impl<const N: usize> CompletionQueue<N> {
 }
 
 /// The CQ ring as the lean poller walks it: `ncqe` entries of `STRIDE`
-/// bytes whose cqe64s start at `base`; a run of entries is split at the
-/// ring end (the explicit wrap rule of [`Self::scan`] and the decode).
+/// bytes whose cqe64s start at `base`. The poller advances an entry
+/// pointer by `STRIDE` and wraps it explicitly at [`Self::end`] (flipping
+/// the pass parity there).
 struct LeanRing<const STRIDE: usize> {
     base: *const u8,
     /// A power of two (construction).
@@ -500,43 +525,37 @@ impl<const STRIDE: usize> LeanRing<STRIDE> {
     /// The cqe64 of the entry of consumer index `ci`.
     #[inline(always)]
     fn entry(&self, ci: u32) -> *const u8 {
-        self.base.wrapping_add((ci & (self.ncqe - 1)) as usize * STRIDE)
+        self.base
+            .wrapping_add((ci & (self.ncqe - 1)) as usize * STRIDE)
     }
 
-    /// How many consecutive entries from consumer index `ci` (at most
-    /// `room`) are fast CQEs software owns, by their ownership bytes
-    /// alone; and whether the entry that stopped the scan (if `room` did
-    /// not) is one software owns (to go through the general step). The
-    /// pass parity is constant up to the ring end and flips there.
+    /// One past the last entry's cqe64 (where the walk wraps to `base`).
     #[inline(always)]
-    fn scan(&self, ci: u32, room: usize) -> (usize, bool) {
-        let mut run = 0usize;
-        let mut idx = (ci & (self.ncqe - 1)) as usize;
-        let mut parity = ((ci & self.ncqe) != 0) as u8;
-        loop {
-            // Entries before the ring end, bounded by the room left.
-            let seg = (self.ncqe as usize - idx).min(room - run);
-            let mut own_p = self.base.wrapping_add(idx * STRIDE + OP_OWN_OFFSET);
-            let end = own_p.wrapping_add(seg * STRIDE);
-            while own_p != end {
-                // SAFETY: own_p is the ownership byte of an entry at index
-                // idx..ncqe, inside the ring (ncqe × STRIDE bytes,
-                // construction); read alone, by value, with no reference.
-                let own = unsafe { ptr::read_volatile(own_p) };
-                if (own ^ parity) & FAST_MASK != 0 {
-                    run += (own_p as usize - self.base.wrapping_add(idx * STRIDE + OP_OWN_OFFSET) as usize) / STRIDE;
-                    return (run, sw_owns(own, ci.wrapping_add(run as u32), self.ncqe));
-                }
-                own_p = own_p.wrapping_add(STRIDE);
-            }
-            run += seg;
-            if run == room {
-                return (run, false);
-            }
-            idx = 0;
-            parity ^= 1;
-        }
+    fn end(&self) -> *const u8 {
+        self.base.wrapping_add(self.ncqe as usize * STRIDE)
     }
+}
+
+/// The entry pointer and pass parity after the walk passed the ring's
+/// last entry: entry 0 (`base`), the other parity. Out of line and cold:
+/// taken once per lap, and kept a branch.
+#[cold]
+#[inline(never)]
+fn wrap(base: *const u8, parity: u8) -> (*const u8, u8) {
+    (base, parity ^ 1)
+}
+
+/// Why [`CompletionQueue::fast_run`] stopped.
+enum Stop {
+    /// The output is full.
+    Full,
+    /// The next entry is not software's: the poll ends.
+    NotOwned,
+    /// The next entry is software's but not a fast CQE (or a compressed
+    /// session is in progress): the general step decodes it.
+    Cold,
+    /// A CQE was refused (consumed, no completion written).
+    Failed(PollError),
 }
 
 // Spot checks of the requester table (all 256 entries are compared with

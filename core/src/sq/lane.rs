@@ -9,17 +9,21 @@
 
 use super::{SendQueue, SqSlot, SqSlots};
 use crate::cq::{CompletionReject, SendDone};
-use crate::queue_pair::wc_opcode_of;
 use crate::platform::Uar;
+use crate::queue_pair::wc_opcode_of;
 
-/// The in-flight rule of a requester completion (FACTS §5.7, checked with
-/// two compares): the record at the counter's slot was posted at exactly
-/// `wqe_counter`, and its WR sequence number lies in the window
-/// `[tail, head)`. The one owner of the rule: [`SendQueue::retire`] and
-/// [`SendLane::retire`] both apply it.
+/// The in-flight rule of a requester completion (FACTS §5.7), in the
+/// terms both retirers keep: `last = head − 1` and `inflight = head −
+/// tail`. The record at the counter's slot must have been posted at
+/// exactly `wqe_counter`, and its WR sequence number must lie in the
+/// window `[tail, head)`: with `d = last − seq` that is `d < inflight`
+/// (two compares). Returns `d`, the WRs still in flight once it and every
+/// earlier WR are retired (`tail` becomes `head − d`). The one owner of the
+/// rule: [`SendQueue::retire`] and [`SendLane::retire`] both apply it.
 #[inline(always)]
-pub(super) fn in_flight(slot: &SqSlot, wqe_counter: u16, tail: u32, head: u32) -> bool {
-    slot.ctr() == wqe_counter && slot.seq().wrapping_sub(tail) < head.wrapping_sub(tail)
+pub(super) fn in_flight(slot: &SqSlot, wqe_counter: u16, last: u32, inflight: u32) -> Option<u32> {
+    let d = last.wrapping_sub(slot.seq());
+    (slot.ctr() == wqe_counter && d < inflight).then_some(d)
 }
 
 /// A send queue's completion state, borrowed for a run of CQEs (see the
@@ -36,10 +40,12 @@ pub struct SendLane<'a> {
     /// `slots.len() − 1`; the length is a power of two (checked when the
     /// lane is made).
     mask: usize,
-    /// The queue's `tail`, written back on drop.
+    /// The queue's `tail`, written back on drop (as `head − inflight`).
     home: &'a mut u32,
-    tail: u32,
-    head: u32,
+    /// `head − 1`: the newest WR in flight (when any is).
+    last: u32,
+    /// `head − tail`: WRs in flight.
+    inflight: u32,
 }
 
 impl<U: Uar, S: SqSlots> SendQueue<U, S> {
@@ -59,8 +65,8 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
             mask: slots.len() - 1,
             slots,
             home: &mut self.tail,
-            tail,
-            head,
+            last: head.wrapping_sub(1),
+            inflight: head.wrapping_sub(tail),
         })
     }
 }
@@ -84,10 +90,10 @@ impl SendLane<'_> {
         // SAFETY: idx ≤ mask = slots.len() − 1 (the length is a nonzero
         // power of two, checked in `send_lane`).
         let slot = unsafe { self.slots.get_unchecked(idx) };
-        if !in_flight(slot, wqe_counter, self.tail, self.head) {
+        let Some(d) = in_flight(slot, wqe_counter, self.last, self.inflight) else {
             return Err(CompletionReject::NotInFlight);
-        }
-        self.tail = slot.seq().wrapping_add(1);
+        };
+        self.inflight = d;
         Ok(SendDone {
             wr_id: slot.wr_id,
             wr_data: wc_opcode_of(slot.wr_data()),
@@ -98,6 +104,6 @@ impl SendLane<'_> {
 impl Drop for SendLane<'_> {
     #[inline(always)]
     fn drop(&mut self) {
-        *self.home = self.tail;
+        *self.home = self.last.wrapping_add(1).wrapping_sub(self.inflight);
     }
 }
