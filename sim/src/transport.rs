@@ -629,6 +629,17 @@ impl World {
             Req::Read { len, .. } => *len,
             Req::Atomic { .. } => 8,
         };
+        // Reuse a released request cell instead of allocating one.
+        let req = match self.req_pool.pop() {
+            Some(mut cell) => match Rc::get_mut(&mut cell) {
+                Some(r) => {
+                    *r = req;
+                    cell
+                }
+                None => Rc::new(req),
+            },
+            None => Rc::new(req),
+        };
         // Destination.
         let q = self.qp(d, qi).expect("qp");
         let (dlid, dqpn, ud_qkey, grh) = if ty == QpType::Ud {
@@ -647,7 +658,6 @@ impl World {
         pend.psn = q.next_psn;
         pend.npkts = if ty == QpType::Ud { 1 } else { npkts };
         q.next_psn = (q.next_psn + pend.npkts) & PSN_MASK;
-        let req = Rc::new(req);
         pend.req = Some(req.clone());
         let reliable = ty == QpType::Rc;
         let src_qpn = q.qpn;
@@ -775,14 +785,19 @@ impl World {
                 return;
             }
             let mut h = q.pend.pop_front().expect("head");
-            if let Some(r) = h.req.take() {
-                // Recycle the payload buffer once no packet holds it.
-                if let Ok(Req::Send { mut data, .. } | Req::Write { mut data, .. }) =
-                    Rc::try_unwrap(r)
-                {
-                    if self.buf_pool.len() < 256 && data.capacity() <= 1 << 16 {
-                        data.clear();
-                        self.buf_pool.push(data);
+            if let Some(mut r) = h.req.take() {
+                // Recycle the request cell and its payload buffer once no
+                // packet holds them.
+                if let Some(req) = Rc::get_mut(&mut r) {
+                    if let Req::Send { data, .. } | Req::Write { data, .. } = req {
+                        let mut data = std::mem::take(data);
+                        if self.buf_pool.len() < 256 && data.capacity() <= 1 << 16 {
+                            data.clear();
+                            self.buf_pool.push(data);
+                        }
+                    }
+                    if self.req_pool.len() < 256 {
+                        self.req_pool.push(r);
                     }
                 }
             }

@@ -6,11 +6,12 @@ use crate::cost::{Counters, ModelParams};
 use crate::dma::HeapDma;
 use crate::fault::{Fate, FaultPlan, Rng};
 use crate::objects::{AsyncEvent, Cq, Mr, Qp, Srq};
-use crate::transport::Packet;
+use crate::transport::{Packet, Req};
 use bareverbs::cqe::Cqe64;
 use bareverbs::qp::QpState;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
+use std::rc::Rc;
 use std::sync::Arc;
 
 /// Base of QP numbers on every device (qpn = base + table index).
@@ -285,6 +286,8 @@ pub(crate) struct World {
     pub scratch: Vec<u8>,
     /// Recycled payload buffers.
     pub buf_pool: Vec<Vec<u8>>,
+    /// Recycled request cells (no other holder; payload moved out).
+    pub req_pool: Vec<Rc<Req>>,
 }
 
 impl World {
@@ -306,6 +309,7 @@ impl World {
             any_error: false,
             scratch: Vec::new(),
             buf_pool: Vec::new(),
+            req_pool: Vec::new(),
         }
     }
 
