@@ -93,6 +93,19 @@ impl Default for ModelParams {
     }
 }
 
+/// `x.ceil() as u64` (same result for every `x`, NaN and infinities
+/// included) without a call to the software `ceil` on targets without
+/// SSE4.1's rounding instruction.
+#[inline]
+pub(crate) fn ceil_u64(x: f64) -> u64 {
+    let t = x as u64;
+    if (t as f64) < x {
+        t.saturating_add(1)
+    } else {
+        t
+    }
+}
+
 impl ModelParams {
     /// Time of one DMA read of `n` bytes: `t_rd0 + beta * max(0, n - 64)`.
     pub fn t_rd(&self, n: u64) -> f64 {
@@ -267,5 +280,41 @@ mod tests {
         let partial: ModelParams = serde_json::from_str(r#"{"t_base_ns": 800.0}"#).unwrap();
         assert_eq!(partial.t_base_ns, 800.0);
         assert_eq!(partial.t_rd0_ns, 350.0);
+    }
+}
+
+#[cfg(test)]
+mod ceil_tests {
+    use super::ceil_u64;
+
+    #[test]
+    fn ceil_u64_matches_std() {
+        let xs = [
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            -1.5,
+            -0.5,
+            -0.0,
+            0.0,
+            0.25,
+            1.0,
+            1.0000001,
+            2.5,
+            600.0,
+            4503599627370495.5,
+            9007199254740993.0,
+            18446744073709549568.0,
+            18446744073709551616.0,
+            1e30,
+        ];
+        for x in xs {
+            assert_eq!(ceil_u64(x), x.ceil() as u64, "{x}");
+        }
+        let mut v = 0.0f64;
+        for i in 0..100_000u64 {
+            v += 0.37 + (i % 7) as f64 * 0.011;
+            assert_eq!(ceil_u64(v), v.ceil() as u64, "{v}");
+        }
     }
 }

@@ -13,7 +13,7 @@
 //! Atomics operate on big-endian 64-bit values in memory, and the original
 //! value is written big-endian to the local buffer (ConnectX byte order).
 
-use crate::cost::{Counters, ModelParams};
+use crate::cost::{ceil_u64, Counters, ModelParams};
 use crate::objects::{access, Qp};
 use crate::world::{syndrome as syn, vendor, Event, TraceKind, World};
 use bareverbs::cqe::Cqe64;
@@ -248,12 +248,13 @@ fn rd_be32(p: *const u8) -> u32 {
     u32::from_be_bytes(unsafe { std::ptr::read_volatile(p.cast::<[u8; 4]>()) })
 }
 
+#[inline]
 fn cnt2(w: &mut World, d: u16, qi: u32, f: impl Fn(&mut Counters, &ModelParams)) {
-    let p = w.params;
+    let p = &w.params;
     let dev = &mut w.devs[d as usize];
-    f(&mut dev.counters, &p);
+    f(&mut dev.counters, p);
     if let Some(Some(q)) = dev.qps.get_mut(qi as usize) {
-        f(&mut q.counters, &p);
+        f(&mut q.counters, p);
     }
 }
 
@@ -688,8 +689,7 @@ impl World {
                     solicited,
                 },
             };
-            let sent =
-                self.send_packet(d, qi, depart_cpu.ceil() as u64, pkt, msg_len as u64, false);
+            let sent = self.send_packet(d, qi, ceil_u64(depart_cpu), pkt, msg_len as u64, false);
             if !reliable {
                 self.schedule(
                     sent,
@@ -733,7 +733,7 @@ impl World {
         payload: u64,
         rexmit: bool,
     ) -> u64 {
-        let wire = self.params.t_wire(payload + 64).ceil() as u64;
+        let wire = ceil_u64(self.params.t_wire(payload + 64));
         let dev = &mut self.devs[d as usize];
         let depart = ready.max(dev.tx_free);
         dev.tx_free = depart + wire;
@@ -1052,7 +1052,7 @@ impl World {
                 },
             };
             // A retransmission gathers the payload again.
-            let t = now + self.params.t_rd(len).ceil() as u64;
+            let t = now + ceil_u64(self.params.t_rd(len));
             self.send_packet(d, qi, t, pkt, len, true);
         }
     }
@@ -1418,7 +1418,7 @@ impl World {
                 };
                 let n = *len as u64;
                 cnt2(self, d, qi, |c, p| c.dma_read(p, n));
-                Ok(Resp::Read(data, p.t_rd(n).ceil() as u64))
+                Ok(Resp::Read(data, ceil_u64(p.t_rd(n))))
             }
             Req::Atomic {
                 raddr,
@@ -1452,7 +1452,7 @@ impl World {
                 if let Some(q) = self.qp(d, qi) {
                     q.resp_cache.push(psn, orig);
                 }
-                Ok(Resp::Atomic(orig, p.t_rd(8).ceil() as u64))
+                Ok(Resp::Atomic(orig, ceil_u64(p.t_rd(8))))
             }
         }
     }
