@@ -737,6 +737,9 @@ impl Device {
             return;
         };
         let mut w = self.w.borrow_mut();
+        // A held-aside timer naming this slot goes to the heap first, where
+        // it meets whatever QP holds the slot when it is due.
+        w.flush_deferred();
         let d = &mut w.devs[self.id as usize];
         d.qpc_forget(qi);
         if let Some(slot) = d.qps.get_mut(qi as usize) {

@@ -963,7 +963,7 @@ impl World {
         q.timer_gen = (q.timer_gen | 1) + 2;
         let gen = q.timer_gen;
         let t = self.now + to;
-        self.schedule(t, Event::RetryTimer { dev: d, qi, gen });
+        self.schedule_retry(t, d, qi, gen);
     }
 
     fn disarm_retry(&mut self, d: u16, qi: u32) {
@@ -972,6 +972,7 @@ impl World {
                 q.timer_gen += 1;
             }
         }
+        self.drop_stale_timer(d, qi);
     }
 
     pub(crate) fn retry_timer(&mut self, d: u16, qi: u32, gen: u64) {

@@ -161,6 +161,20 @@ impl Ord for Timed {
     }
 }
 
+/// A retransmission timer armed but not yet put on the event heap. Most
+/// timers are disarmed (the ACK arrives) before they are due; holding the
+/// latest one aside saves the heap a push and a pop for each. Its key
+/// (due time, sequence number) is taken when it is armed, so the order in
+/// which events run is the order a heap entry would have given.
+#[derive(Clone, Copy)]
+struct Deferred {
+    t: u64,
+    seq: u64,
+    dev: u16,
+    qi: u32,
+    gen: u64,
+}
+
 /// One device's state.
 pub(crate) struct Dev {
     #[allow(dead_code)] // kept for the command interface (page allocation)
@@ -269,6 +283,7 @@ pub(crate) struct World {
     pub now: u64,
     pub devs: Vec<Dev>,
     heap: BinaryHeap<Timed>,
+    deferred: Option<Deferred>,
     slab: Vec<Option<Event>>,
     free: Vec<u32>,
     seq: u64,
@@ -296,6 +311,7 @@ impl World {
             now: 0,
             devs: Vec::new(),
             heap: BinaryHeap::new(),
+            deferred: None,
             slab: Vec::new(),
             free: Vec::new(),
             seq: 0,
@@ -328,6 +344,11 @@ impl World {
 
     pub fn schedule(&mut self, t: u64, ev: Event) {
         self.seq += 1;
+        self.push_keyed(t.max(self.now), self.seq, ev);
+    }
+
+    /// Puts `ev` on the heap with key (`t`, `seq`).
+    fn push_keyed(&mut self, t: u64, seq: u64, ev: Event) {
         let slot = match self.free.pop() {
             Some(i) => {
                 self.slab[i as usize] = Some(ev);
@@ -338,11 +359,62 @@ impl World {
                 (self.slab.len() - 1) as u32
             }
         };
-        self.heap.push(Timed {
+        self.heap.push(Timed { t, seq, slot });
+    }
+
+    /// Arms the retransmission timer of QP `qi` of device `dev` (timer
+    /// generation `gen`) for `t`: as `schedule(t, RetryTimer { .. })`, but
+    /// the entry is held aside until another timer is armed or it is due.
+    pub fn schedule_retry(&mut self, t: u64, dev: u16, qi: u32, gen: u64) {
+        self.seq += 1;
+        let new = Deferred {
             t: t.max(self.now),
             seq: self.seq,
-            slot,
-        });
+            dev,
+            qi,
+            gen,
+        };
+        if let Some(old) = self.deferred.replace(new) {
+            // A re-arm of the same QP makes the old entry stale (timer
+            // generations only grow while the QP lives); another QP's
+            // entry goes to the heap with its key.
+            if old.dev != dev || old.qi != qi {
+                self.push_deferred(old);
+            }
+        }
+    }
+
+    fn push_deferred(&mut self, df: Deferred) {
+        let ev = Event::RetryTimer {
+            dev: df.dev,
+            qi: df.qi,
+            gen: df.gen,
+        };
+        self.push_keyed(df.t, df.seq, ev);
+    }
+
+    /// Drops the held-aside timer of QP `qi` of device `dev` if that QP's
+    /// timer generation has moved past it (it can never fire).
+    pub fn drop_stale_timer(&mut self, dev: u16, qi: u32) {
+        if let Some(df) = self.deferred {
+            if df.dev == dev && df.qi == qi {
+                let live = matches!(
+                    self.devs.get(dev as usize).and_then(|d| d.qps.get(qi as usize)),
+                    Some(Some(q)) if q.timer_gen == df.gen
+                );
+                if !live {
+                    self.deferred = None;
+                }
+            }
+        }
+    }
+
+    /// Moves the held-aside timer onto the heap (before a QP slot changes
+    /// hands, so that it keeps referring to whatever the heap entry would).
+    pub fn flush_deferred(&mut self) {
+        if let Some(df) = self.deferred.take() {
+            self.push_deferred(df);
+        }
     }
 
     /// Puts a packet on the wire at `depart`, subject to the fault plan.
@@ -367,16 +439,31 @@ impl World {
     /// Processes the earliest event if it is due by `limit`. Returns false
     /// when there is none.
     pub fn step(&mut self, limit: u64) -> bool {
-        match self.heap.peek() {
-            Some(e) if e.t <= limit => {}
-            _ => return false,
-        }
-        let Some(Timed { t, slot, .. }) = self.heap.pop() else {
-            return false;
-        };
-        self.free.push(slot);
-        let Some(ev) = self.slab.get_mut(slot as usize).and_then(Option::take) else {
-            return true;
+        let top = self.heap.peek().map(|e| (e.t, e.seq));
+        let (t, ev) = match self.deferred {
+            Some(df) if df.t <= limit && top.is_none_or(|k| (df.t, df.seq) < k) => {
+                self.deferred = None;
+                let ev = Event::RetryTimer {
+                    dev: df.dev,
+                    qi: df.qi,
+                    gen: df.gen,
+                };
+                (df.t, ev)
+            }
+            _ => {
+                match top {
+                    Some((t, _)) if t <= limit => {}
+                    _ => return false,
+                }
+                let Some(Timed { t, slot, .. }) = self.heap.pop() else {
+                    return false;
+                };
+                self.free.push(slot);
+                let Some(ev) = self.slab.get_mut(slot as usize).and_then(Option::take) else {
+                    return true;
+                };
+                (t, ev)
+            }
         };
         // A timer that was re-armed or disarmed since it was scheduled is
         // dropped without moving the clock: idle time is not simulated.
@@ -429,7 +516,7 @@ impl World {
     }
 
     pub fn pending_events(&self) -> usize {
-        self.heap.len()
+        self.heap.len() + usize::from(self.deferred.is_some())
     }
 
     /// Moves every QP queued in `to_error` to ERR (flushing), repeatedly,
