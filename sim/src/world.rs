@@ -283,6 +283,8 @@ pub(crate) struct World {
     pub now: u64,
     pub devs: Vec<Dev>,
     heap: BinaryHeap<Timed>,
+    /// An event that is due no later than every heap entry (key, event).
+    front: Option<(u64, u64, Event)>,
     deferred: Option<Deferred>,
     slab: Vec<Option<Event>>,
     free: Vec<u32>,
@@ -311,6 +313,7 @@ impl World {
             now: 0,
             devs: Vec::new(),
             heap: BinaryHeap::new(),
+            front: None,
             deferred: None,
             slab: Vec::new(),
             free: Vec::new(),
@@ -349,6 +352,28 @@ impl World {
 
     /// Puts `ev` on the heap with key (`t`, `seq`).
     fn push_keyed(&mut self, t: u64, seq: u64, ev: Event) {
+        // The earliest event waits in `front`, off the heap: a run where
+        // each event schedules the next one never touches the heap.
+        match &self.front {
+            None => {
+                if self.heap.peek().is_none_or(|e| (t, seq) < (e.t, e.seq)) {
+                    self.front = Some((t, seq, ev));
+                    return;
+                }
+            }
+            Some((ft, fs, _)) => {
+                if (t, seq) < (*ft, *fs) {
+                    if let Some((ft, fs, fev)) = self.front.replace((t, seq, ev)) {
+                        self.heap_push(ft, fs, fev);
+                    }
+                    return;
+                }
+            }
+        }
+        self.heap_push(t, seq, ev);
+    }
+
+    fn heap_push(&mut self, t: u64, seq: u64, ev: Event) {
         let slot = match self.free.pop() {
             Some(i) => {
                 self.slab[i as usize] = Some(ev);
@@ -439,7 +464,10 @@ impl World {
     /// Processes the earliest event if it is due by `limit`. Returns false
     /// when there is none.
     pub fn step(&mut self, limit: u64) -> bool {
-        let top = self.heap.peek().map(|e| (e.t, e.seq));
+        let top = match &self.front {
+            Some((t, seq, _)) => Some((*t, *seq)),
+            None => self.heap.peek().map(|e| (e.t, e.seq)),
+        };
         let (t, ev) = match self.deferred {
             Some(df) if df.t <= limit && top.is_none_or(|k| (df.t, df.seq) < k) => {
                 self.deferred = None;
@@ -455,14 +483,18 @@ impl World {
                     Some((t, _)) if t <= limit => {}
                     _ => return false,
                 }
-                let Some(Timed { t, slot, .. }) = self.heap.pop() else {
-                    return false;
-                };
-                self.free.push(slot);
-                let Some(ev) = self.slab.get_mut(slot as usize).and_then(Option::take) else {
-                    return true;
-                };
-                (t, ev)
+                if let Some((t, _, ev)) = self.front.take() {
+                    (t, ev)
+                } else {
+                    let Some(Timed { t, slot, .. }) = self.heap.pop() else {
+                        return false;
+                    };
+                    self.free.push(slot);
+                    let Some(ev) = self.slab.get_mut(slot as usize).and_then(Option::take) else {
+                        return true;
+                    };
+                    (t, ev)
+                }
             }
         };
         // A timer that was re-armed or disarmed since it was scheduled is
@@ -516,7 +548,7 @@ impl World {
     }
 
     pub fn pending_events(&self) -> usize {
-        self.heap.len() + usize::from(self.deferred.is_some())
+        self.heap.len() + usize::from(self.deferred.is_some()) + usize::from(self.front.is_some())
     }
 
     /// Moves every QP queued in `to_error` to ERR (flushing), repeatedly,
