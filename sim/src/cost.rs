@@ -233,6 +233,7 @@ impl Counters {
     }
     /// Records one DMA read of `n` bytes (one MRd, completions of
     /// `read_cpl_bytes` each).
+    #[inline]
     pub fn dma_read(&mut self, p: &ModelParams, n: u64) {
         self.pcie_reads += 1;
         self.pcie_read_bytes += n;
@@ -240,6 +241,7 @@ impl Counters {
         self.pcie_wire_bytes += p.tlp_req_overhead as u64 + n + cpls * p.tlp_cpl_overhead as u64;
     }
     /// Records one DMA write of `n` bytes (one MWr).
+    #[inline]
     pub fn dma_write(&mut self, p: &ModelParams, n: u64) {
         self.pcie_writes += 1;
         self.pcie_write_bytes += n;

@@ -394,11 +394,13 @@ impl World {
             // - off, the remainder < ring_bytes); `local` is host memory.
             unsafe {
                 std::ptr::copy_nonoverlapping(q.sq_ring.add(off), local.as_mut_ptr(), first);
-                std::ptr::copy_nonoverlapping(
-                    q.sq_ring,
-                    local.as_mut_ptr().add(first),
-                    take - first,
-                );
+                if take > first {
+                    std::ptr::copy_nonoverlapping(
+                        q.sq_ring,
+                        local.as_mut_ptr().add(first),
+                        take - first,
+                    );
+                }
             }
             let bf = q.bf_index == Some(idx);
             if bf {
@@ -541,11 +543,16 @@ impl World {
                         pend.local.push((ptr, len as u32));
                     } else {
                         let start = data.len();
-                        data.resize(start + len as usize, 0);
+                        data.reserve(len as usize);
                         // SAFETY: `ptr..ptr+len` lies inside a registered
                         // region whose memory was translated at registration;
-                        // the destination is the fresh tail of `data`.
-                        unsafe { std::ptr::copy(ptr, data.as_mut_ptr().add(start), len as usize) };
+                        // the destination is the reserved, unused tail of
+                        // `data` (capacity >= start + len), and every byte
+                        // of it is written before the length covers it.
+                        unsafe {
+                            std::ptr::copy(ptr, data.as_mut_ptr().add(start), len as usize);
+                            data.set_len(start + len as usize);
+                        }
                     }
                 }
             }
@@ -724,6 +731,7 @@ impl World {
 
     /// Transmits a packet from device `d`, serialising on its port.
     /// Returns when its last bit leaves the port.
+    #[inline]
     fn send_packet(
         &mut self,
         d: u16,
@@ -749,6 +757,7 @@ impl World {
     }
 
     /// Queues a fetched WQE and completes whatever is at the head.
+    #[inline]
     fn push_pending(&mut self, d: u16, qi: u32, pend: Pending) {
         let q = self.qp(d, qi).expect("qp");
         if pend.err.is_some() {
@@ -949,6 +958,7 @@ impl World {
     // ------------------------------------------------------------------
     // Timers.
 
+    #[inline]
     fn arm_retry(&mut self, d: u16, qi: u32, rearm: bool) {
         let Some(q) = self.qp(d, qi) else { return };
         let Some(to) = transport_timeout_ns(q.attr.timeout) else {
@@ -966,6 +976,7 @@ impl World {
         self.schedule_retry(t, d, qi, gen);
     }
 
+    #[inline]
     fn disarm_retry(&mut self, d: u16, qi: u32) {
         if let Some(q) = self.qp(d, qi) {
             if q.timer_gen & 1 == 1 {
@@ -1095,6 +1106,7 @@ impl World {
     }
 
     #[allow(clippy::too_many_arguments)]
+    #[inline]
     fn reply(
         &mut self,
         d: u16,
@@ -1293,6 +1305,7 @@ impl World {
 
     /// Checks an rkey access for this responder QP and returns the CPU
     /// pointer of the range.
+    #[inline]
     fn remote_range(
         &self,
         d: u16,
