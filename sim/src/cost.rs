@@ -98,11 +98,42 @@ impl Default for ModelParams {
 /// SSE4.1's rounding instruction.
 #[inline]
 pub(crate) fn ceil_u64(x: f64) -> u64 {
-    let t = x as u64;
-    if (t as f64) < x {
-        t.saturating_add(1)
+    if (0.0..I64_LIMIT).contains(&x) {
+        // Signed conversions are single instructions; 0 <= t < 2^63.
+        let t = x as i64;
+        if (t as f64) < x {
+            (t + 1) as u64
+        } else {
+            t as u64
+        }
     } else {
-        t
+        let t = x as u64;
+        if (t as f64) < x {
+            t.saturating_add(1)
+        } else {
+            t
+        }
+    }
+}
+
+/// 2^63 as an `f64`: below it, `as i64` is exact truncation.
+const I64_LIMIT: f64 = 9_223_372_036_854_775_808.0;
+
+/// `x.round() as u64` (half away from zero; same result for every `x`)
+/// without a call to the software `round`.
+#[inline]
+pub(crate) fn round_u64(x: f64) -> u64 {
+    if (0.0..I64_LIMIT).contains(&x) {
+        let t = x as i64;
+        // Exact: x and its truncation are within 2^63 and share an
+        // exponent range, so the difference is representable.
+        if x - t as f64 >= 0.5 {
+            (t + 1) as u64
+        } else {
+            t as u64
+        }
+    } else {
+        x.round() as u64
     }
 }
 
@@ -287,7 +318,7 @@ mod tests {
 
 #[cfg(test)]
 mod ceil_tests {
-    use super::ceil_u64;
+    use super::{ceil_u64, round_u64};
 
     #[test]
     fn ceil_u64_matches_std() {
@@ -312,11 +343,26 @@ mod ceil_tests {
         ];
         for x in xs {
             assert_eq!(ceil_u64(x), x.ceil() as u64, "{x}");
+            assert_eq!(round_u64(x), x.round() as u64, "{x}");
+        }
+        for x in [
+            0.5,
+            1.5,
+            2.4999999999999996,
+            0.49999999999999994,
+            80.0,
+            79.5,
+        ] {
+            assert_eq!(round_u64(x), x.round() as u64, "{x}");
         }
         let mut v = 0.0f64;
         for i in 0..100_000u64 {
             v += 0.37 + (i % 7) as f64 * 0.011;
             assert_eq!(ceil_u64(v), v.ceil() as u64, "{v}");
+            assert_eq!(round_u64(v), v.round() as u64, "{v}");
+            let w = v * 1e13;
+            assert_eq!(ceil_u64(w), w.ceil() as u64, "{w}");
+            assert_eq!(round_u64(w), w.round() as u64, "{w}");
         }
     }
 }

@@ -13,7 +13,7 @@
 //! Atomics operate on big-endian 64-bit values in memory, and the original
 //! value is written big-endian to the local buffer (ConnectX byte order).
 
-use crate::cost::{ceil_u64, Counters, ModelParams};
+use crate::cost::{ceil_u64, round_u64, Counters, ModelParams};
 use crate::objects::{access, Qp};
 use crate::world::{syndrome as syn, vendor, Event, TraceKind, World};
 use bareverbs::cqe::Cqe64;
@@ -293,7 +293,7 @@ impl World {
             return;
         };
         // The host spent t_post + t_db on this post.
-        let cpu = (p.t_post_ns + p.t_db_ns).round() as u64;
+        let cpu = round_u64(p.t_post_ns + p.t_db_ns);
         if !self.auto_progress {
             self.run_until(self.now + cpu);
         } else {
@@ -1705,7 +1705,9 @@ impl World {
             return;
         }
         let mut progress = false;
-        for p in q.pend.iter_mut() {
+        // By index: the queue is short and this runs for every ACK.
+        for i in 0..q.pend.len() {
+            let p = &mut q.pend[i];
             if p.done || p.err.is_some() {
                 continue;
             }
@@ -1730,7 +1732,10 @@ impl World {
         let q = self.qp(d, qi).expect("qp");
         q.retry_left = q.attr.retry_cnt;
         q.rnr_left = q.attr.rnr_retry;
-        let more = q.pend.iter().any(|p| !p.done && p.err.is_none());
+        let more = (0..q.pend.len()).any(|i| {
+            let p = &q.pend[i];
+            !p.done && p.err.is_none()
+        });
         if more {
             self.arm_retry(d, qi, true);
         } else {
