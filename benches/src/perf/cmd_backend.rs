@@ -55,27 +55,53 @@ pub const CHUNK_BYTES: usize = 2 << 20;
 /// something that can no longer happen reaches its limit.
 pub struct FabricTimer {
     fabric: bareverbs_sim::Fabric,
-    nic: bareverbs_sim::Device,
+    /// The devices whose counters are reported, by prefix.
+    nics: Vec<(&'static str, bareverbs_sim::Device)>,
     base: BTreeMap<String, f64>,
+    note: String,
 }
 
 impl FabricTimer {
-    /// A timer over `fabric`, reporting the counters of `nic`.
+    /// A timer over `fabric`, reporting the counters of `nic` (as `nic.*`).
     pub fn new(fabric: bareverbs_sim::Fabric, nic: bareverbs_sim::Device) -> Self {
+        Self::with_nics(
+            fabric,
+            vec![("nic", nic)],
+            "the same code as --device vfio:BDF, on the simulator behind the firmware command \
+             interface -- times are MODELED (virtual clock), not measured on a NIC"
+                .into(),
+        )
+    }
+
+    /// A timer over `fabric`, reporting the counters of each device under
+    /// its prefix; `note` is what the header says about the times.
+    pub fn with_nics(
+        fabric: bareverbs_sim::Fabric,
+        nics: Vec<(&'static str, bareverbs_sim::Device)>,
+        note: String,
+    ) -> Self {
         FabricTimer {
             fabric,
-            nic,
+            nics,
             base: BTreeMap::new(),
+            note,
         }
     }
 
-    /// The NIC's cumulative counters by name.
+    /// The fabric.
+    pub fn fabric(&self) -> &bareverbs_sim::Fabric {
+        &self.fabric
+    }
+
+    /// The devices' cumulative counters by name.
     fn totals(&self) -> BTreeMap<String, f64> {
         let mut out = BTreeMap::new();
-        if let Ok(serde_json::Value::Object(m)) = serde_json::to_value(self.nic.counters()) {
-            for (k, v) in m {
-                if let Some(x) = v.as_f64() {
-                    out.insert(k, x);
+        for (prefix, nic) in &self.nics {
+            if let Ok(serde_json::Value::Object(m)) = serde_json::to_value(nic.counters()) {
+                for (k, v) in m {
+                    if let Some(x) = v.as_f64() {
+                        out.insert(format!("{prefix}.{k}"), x);
+                    }
                 }
             }
         }
@@ -103,9 +129,7 @@ impl Timer for FabricTimer {
         true
     }
     fn note(&self) -> String {
-        "the same code as --device vfio:BDF, on the simulator behind the firmware command \
-         interface -- times are MODELED (virtual clock), not measured on a NIC"
-            .into()
+        self.note.clone()
     }
     fn set_loss(&mut self, loss: f64) -> anyhow::Result<()> {
         self.fabric
@@ -121,7 +145,7 @@ impl Timer for FabricTimer {
     fn counters(&self, out: &mut BTreeMap<String, f64>) {
         for (k, v) in self.totals() {
             let since = v - self.base.get(&k).copied().unwrap_or(0.0);
-            out.insert(format!("nic.{k}"), since);
+            out.insert(k, since);
         }
     }
 }
@@ -629,11 +653,17 @@ fn area<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(
     Ok(slots)
 }
 
-struct Side<U: Uar> {
-    qp: QueuePair<U, Vec<SqSlot>, Vec<RqSlot>>,
-    cq: DynCompletionQueue,
-    mrs: Vec<MemoryRegion>,
-    ring: DmaBuf,
+/// One side's queues over runtime-sized storage (shared with the direct
+/// simulator device, [`super::sim_backend`]).
+pub(super) struct Side<U: Uar> {
+    /// The QP's host queues.
+    pub(super) qp: QueuePair<U, Vec<SqSlot>, Vec<RqSlot>>,
+    /// The side's CQ (sends and receives).
+    pub(super) cq: DynCompletionQueue,
+    /// The side's registered regions.
+    pub(super) mrs: Vec<MemoryRegion>,
+    /// The send ring (WQEs are read back from it).
+    pub(super) ring: DmaBuf,
 }
 
 impl<U: Uar> SideOps for Side<U> {

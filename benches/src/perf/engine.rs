@@ -448,7 +448,18 @@ impl<D: PerfDevice> PerfBackend for D {
         run_on(self, cfg)
     }
     fn refuse(&self, cfg: &PerfRunConfig, args: &PerfArgs) -> Option<String> {
-        PerfDevice::refuse(self, cfg, args)
+        if let Some(why) = PerfDevice::refuse(self, cfg, args) {
+            return Some(why);
+        }
+        // A QP the device cannot create (its sizing, e.g. -I beyond the
+        // largest WQE) is refused before anything runs; perftest stops at
+        // "Couldn't create QP" for the same request.
+        match Plan::new(cfg, &self.caps(cfg)) {
+            Err(e) if e.downcast_ref::<QpRejected>().is_some() => {
+                Some(format!("{e} (perftest: Couldn't create QP)"))
+            }
+            _ => None,
+        }
     }
 }
 

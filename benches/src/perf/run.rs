@@ -837,7 +837,9 @@ pub fn configs_on_port(
 /// exceeds the link the backend models. `bw_gbps` are the bandwidths
 /// derived from the report (Gb/s).
 pub fn verdict(cfg: &PerfRunConfig, rep: &PerfRunReport, bw_gbps: &[f64]) -> Option<String> {
-    let want = cfg.iters * if cfg.test.is_bw() { cfg.qps as u64 } else { 1 };
+    // -D: as many as the time allowed (at least perftest's 5 iterations).
+    let per_qp = if cfg.duration.is_some() { 5 } else { cfg.iters };
+    let want = per_qp * if cfg.test.is_bw() { cfg.qps as u64 } else { 1 };
     if rep.posted == 0 {
         return Some(format!("nothing was posted ({want} WRs expected)"));
     }
@@ -890,7 +892,10 @@ pub fn backend(args: &PerfArgs) -> anyhow::Result<Box<dyn PerfBackend>> {
         return cmd::vfio(bdf, opts);
     }
     match args.device.as_str() {
-        "sim" => Ok(Box::new(super::sim_backend::SimBackend::default())),
+        "sim" => Ok(Box::new(super::sim_backend::SimBackend::new(
+            args.seed,
+            bareverbs_sim::ModelParams::default(),
+        ))),
         // The command-path backend on the simulator (modeled time).
         "fw-sim" => cmd::fw_sim(args.seed, opts),
         // The closed-form NIC model alone (PERF_AND_SIM 2.3), no simulation.
@@ -915,6 +920,19 @@ pub fn run(test: PerfTest, args: &PerfArgs) -> anyhow::Result<String> {
 /// refuses, or that the backend does not implement, are errors before
 /// anything runs.
 pub fn run_outcome(test: PerfTest, args: &PerfArgs) -> anyhow::Result<PerfOutcome> {
+    run_streaming(test, args, &mut |_| {})
+}
+
+/// As [`run_outcome`], handing each piece of perftest text to `out` as
+/// soon as it exists (the header before the first run, each row as its
+/// size completes), so `-a` shows its rows while it runs and a failure
+/// leaves the rows before it on screen. The JSON object is built at the
+/// end (it is one object).
+pub fn run_streaming(
+    test: PerfTest,
+    args: &PerfArgs,
+    out: &mut dyn FnMut(&str),
+) -> anyhow::Result<PerfOutcome> {
     use crate::args::UsageExt as _;
     let port = port_attrs(&args.device)?;
     // Bad flags are usage errors (exit 2), found before anything runs.
@@ -968,7 +986,13 @@ pub fn run_outcome(test: PerfTest, args: &PerfArgs) -> anyhow::Result<PerfOutcom
             ),
         ],
     };
-    text.push_str(&pf::header(&h));
+    let mut emit = |text: &mut String, s: &str| {
+        text.push_str(s);
+        if !args.json {
+            out(s);
+        }
+    };
+    emit(&mut text, &pf::header(&h));
     let mut results = Vec::new();
     let mut failure = None;
     let dur = args.duration.is_some();
@@ -980,7 +1004,19 @@ pub fn run_outcome(test: PerfTest, args: &PerfArgs) -> anyhow::Result<PerfOutcom
         pf::RESULT_FMT_LAT
     };
     for (n, cfg) in cfgs.iter().enumerate() {
-        let mut rep = be.run(cfg)?;
+        let rep = match be.run(cfg) {
+            Ok(r) => r,
+            Err(e) => {
+                let f = format!("{e:#}");
+                results.push(serde_json::json!({
+                    "size": cfg.size,
+                    "verdict": "fail",
+                    "error": f.clone(),
+                }));
+                failure = Some(f);
+                break;
+            }
+        };
         if n == 0 {
             // perftest prints both QPs, then the columns.
             let gid = h.gid_index.is_some();
@@ -990,28 +1026,17 @@ pub fn run_outcome(test: PerfTest, args: &PerfArgs) -> anyhow::Result<PerfOutcom
             };
             let l = rep.local.clone().unwrap_or_else(|| zero.clone());
             let r = rep.remote.clone().unwrap_or(zero);
-            text.push_str(&pf::address(verb, false, &l, gid));
-            text.push_str(&pf::address(verb, true, &r, gid));
-            text.push_str(pf::RESULT_LINE);
-            text.push_str(columns);
-            text.push('\n');
-        }
-        if let Some(d) = cfg.duration {
-            // Cut to D modeled seconds.
-            let limit = (d as f64 * rep.tick_hz) as u64;
-            let keep = rep
-                .tposted
-                .iter()
-                .take_while(|&&t| t <= limit)
-                .count()
-                .max(5);
-            rep.tposted.truncate(keep);
-            rep.tcompleted.truncate(keep);
+            let mut s = pf::address(verb, false, &l, gid);
+            s.push_str(&pf::address(verb, true, &r, gid));
+            s.push_str(pf::RESULT_LINE);
+            s.push_str(columns);
+            s.push('\n');
+            emit(&mut text, &s);
         }
         let iters = if test.is_bw() {
             rep.tcompleted.len() as u64
         } else {
-            cfg.iters
+            rep.latency_samples_ns.len() as u64
         };
         let mut obj = serde_json::json!({
             "size": cfg.size,
@@ -1046,7 +1071,7 @@ pub fn run_outcome(test: PerfTest, args: &PerfArgs) -> anyhow::Result<PerfOutcom
         } else {
             let s = lat_stats_from_posted(&rep.tposted, rep.tick_hz / 1e6, verb.rtt_factor())
                 .ok_or_else(|| anyhow::anyhow!("too few samples"))?;
-            row.push_str(&pf::lat_row(cfg.size, cfg.iters, &s));
+            row.push_str(&pf::lat_row(cfg.size, iters, &s));
             obj["latency_usec"] = serde_json::to_value(s)?;
         }
         if failure.is_none() {
@@ -1072,9 +1097,9 @@ pub fn run_outcome(test: PerfTest, args: &PerfArgs) -> anyhow::Result<PerfOutcom
             // No figure of a failed run is printed as a result.
             break;
         }
-        text.push_str(&row);
+        emit(&mut text, &row);
     }
-    text.push_str(pf::RESULT_LINE);
+    emit(&mut text, pf::RESULT_LINE);
     if args.json {
         let mut top = results.last().cloned().unwrap_or_default();
         if results.len() > 1 {
@@ -1424,22 +1449,25 @@ mod tests {
         assert_eq!(c[0].size, 2048);
     }
 
-    /// What `--device sim` cannot do is refused naming it; what it can
-    /// (post lists, CQ moderation, MTU) it now does.
+    /// `--device sim` runs what the flags say: UC and UD QPs, the
+    /// requested max_send_wr, post lists, CQ moderation, MTU.
     #[test]
-    fn sim_refuses_what_it_does_not_model_and_honours_the_rest() {
-        let e = err(PerfTest::WriteBw, &["-c", "UC"]);
-        assert!(
-            e.contains("--device sim does not model UC QPs") && e.contains("fw-sim"),
-            "{e}"
-        );
-        let e = err(PerfTest::SendBw, &["-c", "UD", "-s", "1024"]);
-        assert!(e.contains("--device sim does not model UD QPs"), "{e}");
-        let e = err(PerfTest::WriteBw, &["--max-send-wr", "512"]);
-        assert!(
-            e.contains("--device sim does not model --max-send-wr"),
-            "{e}"
-        );
+    fn sim_honours_the_flags() {
+        for (t, v) in [
+            (PerfTest::WriteBw, ["-c", "UC", "-s", "4096"]),
+            (PerfTest::SendBw, ["-c", "UD", "-s", "1024"]),
+        ] {
+            let mut a = vec!["-n", "1000"];
+            a.extend_from_slice(&v);
+            let (j, f) = json(t, &a);
+            assert_eq!(f, None, "{v:?} {j}");
+            assert_eq!((j["posted"].as_u64(), j["completed_ok"].as_u64()), (Some(1000), Some(1000)));
+            assert_eq!(j["mismatches"], 0, "{v:?}");
+        }
+        // max_send_wr 512 (1 WQEBB per WQE): a 512-WQEBB ring.
+        let (j, f) = json(PerfTest::WriteBw, &["--max-send-wr", "512", "-n", "1000"]);
+        assert_eq!(f, None);
+        assert_eq!(j["counters"]["sq_wqebbs"], 512.0);
         let c = |v: &[&str]| {
             let (j, f) = json(PerfTest::WriteBw, v);
             assert_eq!(f, None, "{j}");
@@ -1463,28 +1491,41 @@ mod tests {
     /// modeled link, fail (run errors; JSON carries the verdict).
     #[test]
     fn impossible_results_fail() {
-        // Everything lost: the RC QP fails with retries exhausted.
-        let e = err(PerfTest::WriteBw, &["--loss", "1", "-n", "100"]);
-        assert!(e.contains("completed successfully"), "{e}");
-        let (j, f) = json(PerfTest::WriteBw, &["--loss", "1", "-n", "100"]);
-        assert!(f.is_some());
-        assert_eq!(j["verdict"], "fail");
-        assert!(j["error"]
-            .as_str()
-            .unwrap()
-            .contains("completed successfully"));
-        assert!(j.get("bw").is_none(), "{j}");
+        // Everything lost: the RC QP fails with retries exhausted, on
+        // every backend.
+        for dev in ["sim", "model"] {
+            let e = err(PerfTest::WriteBw, &["--device", dev, "--loss", "1", "-n", "100"]);
+            assert!(e.contains("RETRY_EXC_ERR"), "{dev}: {e}");
+            let (j, f) = json(PerfTest::WriteBw, &["--device", dev, "--loss", "1", "-n", "100"]);
+            assert!(f.is_some());
+            assert_eq!(j["verdict"], "fail");
+            assert!(j["error"].as_str().unwrap().contains("RETRY_EXC_ERR"), "{j}");
+            assert!(j["bw"].is_null(), "{j}");
+        }
         let e = err(
             PerfTest::WriteBw,
             &["--device", "fw-sim", "--loss", "1", "-n", "100"],
         );
         assert!(e.contains("RETRY_EXC_ERR") || e.contains("retry"), "{e}");
-        // A WQE the simulator's QP cannot take is an error, not 0 posted.
-        let e = err(
-            PerfTest::WriteBw,
-            &["-I", "1024", "-s", "1024", "-n", "100"],
-        );
-        assert!(e.contains("refused"), "{e}");
+        // The QP is created with -I as max_inline_data (as perftest does):
+        // 1024 B inline makes 1072-byte WQEs (ctrl 16 + raddr 16 + 4 +
+        // 1024, rounded to 16), more than the device's 1024: refused
+        // before anything runs, as a usage error (perftest: "Couldn't
+        // create QP"). 512 B inline fits and runs.
+        for dev in ["sim", "fw-sim", "model"] {
+            let e = run(
+                PerfTest::WriteBw,
+                &args(&["--device", dev, "-I", "1024", "-s", "1024", "-n", "100"]),
+            )
+            .unwrap_err();
+            assert!(crate::args::is_usage(&e), "{dev}: {e}");
+            assert!(e.to_string().contains("1072-byte WQEs"), "{dev}: {e}");
+            let (j, f) = json(
+                PerfTest::WriteBw,
+                &["--device", dev, "-I", "512", "-s", "512", "-n", "100"],
+            );
+            assert_eq!(f, None, "{dev}: {j}");
+        }
         // A fabricated report over the link.
         let cfg = configs(PerfTest::WriteBw, &args(&["-n", "100"]))
             .unwrap()
