@@ -12,13 +12,11 @@
 //! command interface, modeled time).
 
 use crate::budget::load_caps;
-use crate::model::{load_model, NicCost, NicModel, PcieModel, WqeOp, WqeShape};
-use crate::perf::probe::{post_samples, probe, ProbeSpec};
+use crate::model::{load_model, NicCost};
 use crate::perftest::format::{self as pf, Endpoint, HeaderInfo, Verb};
 use crate::perftest::stats::{bw_stats, lat_stats_from_posted, BwUnit, GBS_DIVISOR};
-use anyhow::{bail, Context as _};
-use bareverbs::qp::QpType as SqQpType;
-use bareverbs::sizing::{sq_layout, DeviceCaps, QpCaps, QpType, SendOps};
+use anyhow::bail;
+use bareverbs::sizing::{DeviceCaps, QpCaps, QpType, SendOps};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -274,49 +272,6 @@ pub trait PerfBackend {
     }
 }
 
-/// Timelines from the NIC model plus the measured post cost.
-pub struct ModelOnlyBackend {
-    model: Box<dyn NicModel>,
-    retry_timeout_ns: f64,
-    link_gbps: f64,
-}
-
-impl ModelOnlyBackend {
-    /// With the default [`PcieModel`].
-    pub fn new(model: PcieModel) -> Self {
-        let retry_timeout_ns = model.params.retry_timeout_ns();
-        let link_gbps = model.params.link_gbps;
-        ModelOnlyBackend {
-            model: Box::new(model),
-            retry_timeout_ns,
-            link_gbps,
-        }
-    }
-}
-
-/// xorshift64* — a tiny deterministic generator for the loss process.
-struct Rng(u64);
-impl Rng {
-    fn new(seed: u64) -> Self {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-    fn next_f64(&mut self) -> f64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
-fn wqe_op(v: Verb) -> WqeOp {
-    match v {
-        Verb::Write => WqeOp::Write,
-        Verb::Send => WqeOp::Send,
-        Verb::Read => WqeOp::Read,
-        Verb::Atomic => WqeOp::Atomic,
-    }
-}
-
 fn sizing_type(c: Conn) -> QpType {
     match c {
         Conn::Rc => QpType::Rc,
@@ -332,231 +287,6 @@ pub fn qp_request(cfg: &PerfRunConfig) -> QpCaps {
     match cfg.send_ops {
         Some(o) => q.ops(o),
         None => q,
-    }
-}
-
-impl PerfBackend for ModelOnlyBackend {
-    fn name(&self) -> String {
-        format!("model-only ({})", self.model.name())
-    }
-
-    fn run(&mut self, cfg: &PerfRunConfig) -> anyhow::Result<PerfRunReport> {
-        let verb = cfg.test.verb();
-        if cfg.conn != Conn::Rc && matches!(verb, Verb::Read | Verb::Atomic) {
-            bail!("{} needs an RC QP (-c RC)", verb.name());
-        }
-        if cfg.conn == Conn::Ud && verb == Verb::Write {
-            bail!("RDMA_Write is not available on UD QPs");
-        }
-        if cfg.conn == Conn::Ud && cfg.size > cfg.mtu as u64 {
-            bail!("UD messages are limited to one MTU ({} B)", cfg.mtu);
-        }
-        let layout = sq_layout(&qp_request(cfg), &cfg.caps)
-            .map_err(|e| anyhow::anyhow!("QP creation fails: {e}"))?;
-        let batch = if cfg.test.is_bw() {
-            cfg.post_list.max(1)
-        } else {
-            1
-        };
-        // UD's datagram segment (3 DS) is added by the rule; the probe posts
-        // the RC-shaped remainder (no address vector in this backend).
-        let (probe_type, extra_ds) = match cfg.conn {
-            Conn::Rc => (SqQpType::Rc, 0),
-            Conn::Uc => (SqQpType::Uc, 0),
-            Conn::Ud => (SqQpType::Rc, 3),
-        };
-        let spec = ProbeSpec {
-            op: wqe_op(verb),
-            qp_type: probe_type,
-            ring_bbs: layout.wqe_cnt,
-            max_post: layout.max_post,
-            max_gs: cfg.max_send_sge,
-            max_inline: layout.max_inline_data,
-            posted_sge: cfg.sge,
-            inline: cfg.inline,
-            payload: if verb == Verb::Atomic {
-                8
-            } else {
-                cfg.size as u32
-            },
-            batch,
-            atomics: cfg
-                .send_ops
-                .map(|o| o.intersects(SendOps::ATOMIC_FA | SendOps::ATOMIC_CS))
-                .unwrap_or(true),
-            blueflame: true,
-        };
-        let pr = probe(&spec, 20_000, 3).context("posting into the memory-backed SQ")?;
-        let post_ns = pr.post_ns / 1.0;
-        let ds = pr.ds + extra_ds;
-        let shape = WqeShape {
-            op: wqe_op(verb),
-            ds,
-            wqebbs: (16 * ds).div_ceil(64),
-            posted_sge: if cfg.inline { 0 } else { cfg.sge },
-            inline: cfg.inline,
-            payload_bytes: cfg.size as u32,
-            batch,
-            ring_bytes: layout.buf_bytes,
-            slot_bytes: layout.wqe_size,
-            active_qps: cfg.qps,
-            post_ns: Some(post_ns),
-        };
-        let nic = self.model.wqe(&shape);
-        let mut rng = Rng::new(cfg.seed);
-        let pkts = cfg.size.div_ceil(cfg.mtu.max(1) as u64).max(1);
-        let p_msg = 1.0 - (1.0 - cfg.loss.clamp(0.0, 1.0)).powi(pkts as i32);
-        let mut counters = BTreeMap::new();
-        let mut rep = PerfRunReport {
-            backend: self.name(),
-            modeled: true,
-            tick_hz: 1e12,
-            modeled_latency_ns: nic.latency_ns,
-            post_ns,
-            wqe_bytes: 16 * ds,
-            wqebbs: shape.wqebbs,
-            ring_bytes: layout.buf_bytes,
-            nic,
-            link_gbps: self.link_gbps,
-            ..Default::default()
-        };
-        let n = cfg.iters.max(2) * if cfg.test.is_bw() { cfg.qps as u64 } else { 1 };
-        let mut retries = 0u64;
-        let mut errored = false;
-        // Loss outcome of one message: (extra ns, completed_ok, mismatch).
-        let mut lose = |rng: &mut Rng, penalty: f64| -> (f64, bool, bool) {
-            if p_msg == 0.0 || rng.next_f64() >= p_msg {
-                return (0.0, true, false);
-            }
-            match cfg.conn {
-                Conn::Rc => {
-                    // Retry up to retry_cnt = 7 times, then RETRY_EXC_ERR.
-                    let mut extra = penalty;
-                    for _ in 0..7 {
-                        retries += 1;
-                        if rng.next_f64() >= p_msg {
-                            return (extra, true, false);
-                        }
-                        extra += penalty;
-                    }
-                    (extra, false, true)
-                }
-                // UC/UD: the requester completes; the data never arrives.
-                _ => (0.0, true, true),
-            }
-        };
-        let ps = 1000u64; // ticks per ns
-        if !cfg.test.is_bw() {
-            // Ping-pong: each iteration takes one round trip; the sample is
-            // tposted[i+1] - tposted[i]. WRITE/SEND RTT = 2 one-way legs,
-            // READ/ATOMIC: the model's L already is the request/response RTT.
-            let legs = verb.rtt_factor() as f64;
-            let cpu = post_samples(&spec, n.min(2_000_000) as usize)?;
-            let rest = nic.latency_ns - nic.terms.cpu_ns;
-            let mut t = 0u64;
-            for i in 0..n {
-                rep.tposted.push(t);
-                rep.posted += 1;
-                let c = cpu[(i as usize) % cpu.len()] as f64;
-                let mut rtt = legs * (c + rest);
-                let (extra, ok, bad) = lose(&mut rng, self.retry_timeout_ns);
-                rtt += extra;
-                if ok {
-                    rep.completed_ok += 1;
-                } else {
-                    rep.completed_err += 1;
-                    errored = true;
-                }
-                if bad {
-                    rep.mismatches += 1;
-                }
-                t += (rtt * ps as f64) as u64;
-                if errored {
-                    break;
-                }
-            }
-            // perftest needs the next post's timestamp to close the last sample.
-            rep.tposted.push(t);
-            let f = verb.rtt_factor() as f64;
-            rep.latency_samples_ns = rep
-                .tposted
-                .windows(2)
-                .map(|w| (w[1] - w[0]) as f64 / ps as f64 / f)
-                .collect();
-            let total_s = t as f64 / 1e12;
-            rep.msg_rate_mpps = rep.posted as f64 / total_s / 1e6;
-            rep.bandwidth_gbps = rep.posted as f64 * cfg.size as f64 * 8.0 / total_s / 1e9;
-        } else {
-            // Pipeline: the CPU posts doorbell batches every post_ns * B;
-            // at most tx_depth * qps WRs are outstanding; the NIC completes
-            // one message every 1/rate (rate = the model's non-CPU bound);
-            // each completion lands `latency` after its post at the earliest.
-            let nic_only = {
-                let mut s2 = shape;
-                s2.post_ns = Some(1e-3);
-                self.model.wqe(&s2).rate_bound_mpps
-            };
-            let nic_gap = 1e3 / nic_only; // ns per message
-            let lat = nic.latency_ns;
-            let window = (cfg.tx_depth.max(1) * cfg.qps.max(1)) as usize;
-            let b = batch as u64;
-            let mut cpu_t = 0.0f64;
-            let mut last_c = 0.0f64;
-            let nack_rtt = 2.0 * lat;
-            let mut i = 0u64;
-            while i < n && !errored {
-                let m = b.min(n - i);
-                // Wait for window room.
-                let idx = rep.tcompleted.len();
-                if idx + m as usize > window {
-                    let need = idx + m as usize - window;
-                    let t_free = rep.tcompleted[need - 1] as f64 / ps as f64;
-                    cpu_t = cpu_t.max(t_free);
-                }
-                cpu_t += post_ns * m as f64;
-                for _ in 0..m {
-                    rep.tposted.push((cpu_t * ps as f64) as u64);
-                    rep.posted += 1;
-                    let (extra, ok, bad) = lose(&mut rng, nack_rtt);
-                    let c = (cpu_t + lat).max(last_c + nic_gap) + extra;
-                    last_c = c;
-                    rep.tcompleted.push((c * ps as f64) as u64);
-                    if ok {
-                        rep.completed_ok += 1;
-                    } else {
-                        rep.completed_err += 1;
-                        errored = true;
-                    }
-                    if bad {
-                        rep.mismatches += 1;
-                    }
-                }
-                i += m;
-            }
-            let total_s = (last_c - rep.tposted[0] as f64 / ps as f64) / 1e9;
-            rep.msg_rate_mpps = rep.posted as f64 / total_s / 1e6;
-            rep.bandwidth_gbps = rep.posted as f64 * cfg.size as f64 * 8.0 / total_s / 1e9;
-        }
-        if errored {
-            // QP in error: nothing more is posted; the WR that failed is
-            // counted above.
-            counters.insert("qp_error".into(), 1.0);
-        }
-        let doorbells = rep.posted.div_ceil(batch as u64) as f64;
-        counters.insert("doorbells".into(), doorbells);
-        counters.insert("bf_writes".into(), if nic.bf { doorbells } else { 0.0 });
-        counters.insert(
-            "nic_wqe_fetch_bytes".into(),
-            nic.wqe_fetch_bytes as f64 / batch as f64 * rep.posted as f64,
-        );
-        counters.insert(
-            "nic_payload_fetch_bytes".into(),
-            nic.payload_fetch_bytes as f64 * rep.posted as f64,
-        );
-        counters.insert("pcie_reads".into(), nic.pcie_reads * rep.posted as f64);
-        counters.insert("rc_retries".into(), retries as f64);
-        rep.counters = counters;
-        Ok(rep)
     }
 }
 
@@ -899,9 +629,10 @@ pub fn backend(args: &PerfArgs) -> anyhow::Result<Box<dyn PerfBackend>> {
         // The command-path backend on the simulator (modeled time).
         "fw-sim" => cmd::fw_sim(args.seed, opts),
         // The closed-form NIC model alone (PERF_AND_SIM 2.3), no simulation.
-        "model" => Ok(Box::new(ModelOnlyBackend::new(load_model(
-            args.model.as_deref(),
-        )?))),
+        "model" => Ok(Box::new(super::model_backend::ModelBackend::new(
+            load_model(args.model.as_deref())?,
+            args.seed,
+        ))),
         d => bail!("unknown --device {d:?} (expected sim, model, fw-sim or vfio:BDF)"),
     }
 }
@@ -1157,8 +888,9 @@ mod tests {
             .unwrap(),
         )
         .unwrap();
-        assert_eq!(j["posted"], 200);
-        assert_eq!(j["completed_ok"], 200);
+        // Ping-pong: each of the 200 iterations is one WRITE each way.
+        assert_eq!(j["posted"], 400);
+        assert_eq!(j["completed_ok"], 400);
         assert_eq!(j["completed_err"], 0);
         assert_eq!(j["mismatches"], 0);
         assert!(j["msg_rate_mpps"].as_f64().unwrap() > 0.0);
@@ -1198,8 +930,10 @@ mod tests {
             .unwrap(),
         )
         .unwrap();
+        // Half of the 5000 datagrams are lost: their 1024 bytes each never
+        // arrive (mismatches count bytes).
         let m = j["mismatches"].as_u64().unwrap();
-        assert!(m > 1000 && m < 4000, "{m}");
+        assert!(m.is_multiple_of(1024) && m / 1024 > 1000 && m / 1024 < 4000, "{m}");
     }
 
     /// `vfio:BDF` opens the function through the VFIO host; on a machine

@@ -380,3 +380,127 @@ impl PerfDevice for SimBackend {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! perftest's tests on the direct simulator device through the one
+    //! engine (these were the simulator's own perf-loop tests). Expected
+    //! costs come from the cost model's rules (PERF_AND_SIM §2.3).
+    use super::*;
+    use crate::perf::run::{configs, PerfBackend, PerfRunReport, PerfTest};
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        a: PerfArgs,
+    }
+
+    fn run_with(params: ModelParams, test: PerfTest, v: &[&str]) -> PerfRunReport {
+        let mut all = vec!["t"];
+        all.extend_from_slice(v);
+        let a = T::parse_from(all).a;
+        let cfg = configs(test, &a).unwrap().remove(0);
+        let mut be = SimBackend::new(a.seed, params);
+        PerfBackend::run(&mut be, &cfg).unwrap()
+    }
+
+    fn run(test: PerfTest, v: &[&str]) -> PerfRunReport {
+        run_with(ModelParams::default(), test, v)
+    }
+
+    #[test]
+    fn write_bw_4k_8qps_1pct_loss_seed7_all_ok() {
+        let r = run(
+            PerfTest::WriteBw,
+            &[
+                "-s", "4096", "-n", "20000", "-q", "8", "--loss", "0.01", "--seed", "7",
+            ],
+        );
+        assert_eq!(r.posted, 8 * 20000);
+        assert_eq!(r.completed_ok, r.posted);
+        assert_eq!(r.completed_err, 0);
+        assert_eq!(r.mismatches, 0);
+        assert!(r.counters["requester.retransmits"] > 0.0);
+        // Modelled bandwidth cannot exceed the 100 Gb/s link.
+        assert!(r.bandwidth_gbps > 0.0 && r.bandwidth_gbps <= 100.0);
+    }
+
+    #[test]
+    fn latency_tests_produce_samples_and_correct_data() {
+        for (t, posted) in [
+            // Ping-pong: one message each way per iteration.
+            (PerfTest::WriteLat, 400),
+            (PerfTest::SendLat, 400),
+            (PerfTest::ReadLat, 200),
+            (PerfTest::AtomicLat, 200),
+        ] {
+            let size = if t == PerfTest::AtomicLat { "8" } else { "64" };
+            let r = run(t, &["-s", size, "-n", "200"]);
+            assert_eq!(r.completed_ok, posted, "{t:?}");
+            assert_eq!(r.mismatches, 0, "{t:?}");
+            assert_eq!(r.latency_samples_ns.len(), 200);
+            let avg = r.latency_samples_ns.iter().sum::<f64>() / 200.0;
+            // At least the wire latency t_base (600 ns), well under 10 µs.
+            assert!(avg > 600.0 && avg < 10_000.0, "{t:?} {avg}");
+        }
+    }
+
+    #[test]
+    fn bigger_wqes_fetch_more_bytes_and_take_longer() {
+        // PERF_AND_SIM §2.3: k posted SGEs → W = 32 + 16k bytes → more WQE
+        // bytes fetched and (k − 1) extra gathers → more latency.
+        let run_k = |k: u32| {
+            let (s, k) = ((64 * k).to_string(), k.to_string());
+            // 64 bytes per SGE, so the first gather is the same size; not
+            // inline (the SGEs are what is measured).
+            run(
+                PerfTest::WriteLat,
+                &["-s", &s, "-n", "100", "-I", "0", "--sge", &k, "--max-send-sge", &k],
+            )
+        };
+        let (r1, r16) = (run_k(1), run_k(16));
+        // The requester device fetched A's 100 WQEs (B's pongs are the
+        // responder's). 1 SGE: 48 B → 1 WQEBB; 16 SGEs: 288 B → 5 WQEBBs.
+        let per = |r: &PerfRunReport| r.counters["requester.wqe_bytes_fetched"] / 100.0;
+        assert_eq!(per(&r1), 64.0);
+        assert_eq!(per(&r16), 320.0);
+        let avg = |r: &PerfRunReport| {
+            r.latency_samples_ns.iter().sum::<f64>() / r.latency_samples_ns.len() as f64
+        };
+        let delta = avg(&r16) - avg(&r1);
+        // beta * 256 extra bytes + 15 * t_sge = 76.8 + 165 = 241.8 ns (±2 ns of rounding).
+        assert!((delta - 241.8).abs() < 2.0, "delta {delta}");
+    }
+
+    #[test]
+    fn qp_context_cache_misses_when_qps_exceed_capacity() {
+        let run_cap = |cap: u32| {
+            let params = ModelParams {
+                qpc_cache_qps: cap,
+                ..Default::default()
+            };
+            run_with(
+                params,
+                PerfTest::WriteBw,
+                &["-s", "64", "-n", "100", "-q", "4", "-t", "1"],
+            )
+        };
+        let (small, big) = (run_cap(2), run_cap(8));
+        assert_eq!(small.completed_ok, 400);
+        // Round-robin over 4 QPs with room for 2 contexts: every WQE misses.
+        assert_eq!(small.counters["requester.qpc_misses"], 400.0);
+        // Room for all: only the first WQE of each QP misses.
+        assert_eq!(big.counters["requester.qpc_misses"], 4.0);
+        assert!(small.msg_rate_mpps < big.msg_rate_mpps);
+    }
+
+    /// Registered buffers are sized once per run, not per iteration: a
+    /// 64 MiB WRITE with the default TX depth shares one slot per side.
+    #[test]
+    fn big_messages_share_one_slot() {
+        let r = run(PerfTest::WriteBw, &["-s", "67108864", "-n", "5"]);
+        assert_eq!((r.posted, r.completed_ok, r.mismatches), (5, 5, 0));
+        assert_eq!(r.counters["slots"], 1.0);
+    }
+}
