@@ -320,6 +320,21 @@ where
         self.timer.modeled().then_some(1 << 30)
     }
 
+    fn variance_note(&self) -> Option<String> {
+        self.timer.modeled().then(|| {
+            "none modeled: the simulator's cost model is deterministic (no jitter), so latency \
+             varies only with loss and retransmission, completions in steady state are evenly \
+             spaced and BW peak ~ BW average -- a property of the model, not a measured peak"
+                .into()
+        })
+    }
+
+    fn inflight_bytes(&self) -> Option<u64> {
+        self.timer
+            .modeled()
+            .then_some(super::engine::SIM_INFLIGHT_BYTES)
+    }
+
     fn timer(&mut self) -> &mut dyn Timer {
         &mut self.timer
     }

@@ -60,6 +60,9 @@ const TAG: usize = 8;
 /// With nothing happening for this long, unreliable SENDs still in flight
 /// are presumed lost (timer nanoseconds).
 const LOSS_GRACE_NS: u64 = 1_000_000;
+/// Payload bytes in flight per QP on the simulator devices (see
+/// [`PerfDevice::inflight_bytes`]).
+pub const SIM_INFLIGHT_BYTES: u64 = 128 << 20;
 /// Most post/completion stamps reserved up front.
 const RESERVE_MAX: u64 = 1 << 20;
 
@@ -281,11 +284,24 @@ pub struct Plan {
     pub pairs: usize,
     /// Areas the test uses.
     pub areas: Areas,
+    /// Iterations per pair (`-n`; `-D` runs count as one second of
+    /// [`RESERVE_MAX`] stamps).
+    pub iters: u64,
 }
 
 impl Plan {
     /// Decides `cfg`'s geometry with the device's sizing capabilities.
     pub fn new(cfg: &PerfRunConfig, caps: &DeviceCaps) -> anyhow::Result<Plan> {
+        Self::with_inflight(cfg, caps, None)
+    }
+
+    /// As [`new`](Self::new), with at most `inflight` payload bytes in
+    /// flight per QP (the TX depth is lowered to fit, to no less than 2).
+    pub fn with_inflight(
+        cfg: &PerfRunConfig,
+        caps: &DeviceCaps,
+        inflight: Option<u64>,
+    ) -> anyhow::Result<Plan> {
         let verb = cfg.test.verb();
         if cfg.conn != Conn::Rc && matches!(verb, Verb::Read | Verb::Atomic) {
             bail!("{} needs an RC QP (-c RC)", verb.name());
@@ -328,6 +344,10 @@ impl Plan {
         };
         if verb == Verb::Send {
             window = window.min(RQ_WQES as u32);
+        }
+        if let Some(b) = inflight {
+            let fit = (b / size as u64).clamp(2, u32::MAX as u64) as u32;
+            window = window.min(fit);
         }
         let pairs = if lat { 1 } else { cfg.qps.max(1) as usize };
         // Areas share AREA_BYTES over the pairs; at least one slot each.
@@ -379,6 +399,11 @@ impl Plan {
             recv_off,
             pairs,
             areas,
+            iters: if cfg.duration.is_some() {
+                RESERVE_MAX
+            } else {
+                cfg.iters
+            },
         })
     }
 
@@ -403,7 +428,9 @@ impl Plan {
             + l.sq.wqe_cnt as u64 * 64
             + RQ_WQES as u64 * 16;
         let slots = self.side_bytes(true) + self.side_bytes(false);
-        self.pairs as u64 * (2 * per_side + slots)
+        // Post and completion stamps (8 B each per iteration).
+        let stamps = 16 * self.iters;
+        self.pairs as u64 * (2 * per_side + slots + stamps)
     }
 }
 
@@ -425,6 +452,12 @@ pub trait PerfDevice {
     fn memory_limit(&self) -> Option<u64> {
         Some(1 << 30)
     }
+    /// Payload bytes a QP may have in flight (None: no limit). The
+    /// simulator gathers a WR's whole payload when it executes the WQE and
+    /// holds it until the WR completes, so its devices cap this.
+    fn inflight_bytes(&self) -> Option<u64> {
+        None
+    }
     /// The run's clock.
     fn timer(&mut self) -> &mut dyn Timer;
     /// Creates and connects `plan.pairs` QP pairs with their registered
@@ -435,6 +468,11 @@ pub trait PerfDevice {
     fn close(&mut self) -> anyhow::Result<()>;
     /// Device-specific facts for the report (WQE shape, NIC cost, …).
     fn annotate(&self, _cfg: &PerfRunConfig, _rep: &mut PerfRunReport) {}
+    /// What the spread of this device's figures means (a header note):
+    /// `None` for a device that measures (its spread is the NIC's).
+    fn variance_note(&self) -> Option<String> {
+        None
+    }
 }
 
 impl<D: PerfDevice> PerfBackend for D {
@@ -447,6 +485,42 @@ impl<D: PerfDevice> PerfBackend for D {
     fn run(&mut self, cfg: &PerfRunConfig) -> anyhow::Result<PerfRunReport> {
         run_on(self, cfg)
     }
+    fn notes(&self, cfg: &PerfRunConfig) -> Vec<String> {
+        let mut v = Vec::new();
+        let modeled = self.variance_note().is_some();
+        if cfg.duration.is_some() {
+            v.push(if modeled {
+                format!(
+                    "Duration        : -D {} bounds WALL-CLOCK time here: WRs are posted for {} s of \
+                     real time; the figures are in the device's modeled time",
+                    cfg.duration.unwrap_or(0),
+                    cfg.duration.unwrap_or(0)
+                )
+            } else {
+                format!("Duration        : -D {} s of wall-clock time", cfg.duration.unwrap_or(0))
+            });
+        }
+        if let Ok(p) = Plan::with_inflight(cfg, &self.caps(cfg), self.inflight_bytes()) {
+            if cfg.test.is_bw() && p.window < cfg.tx_depth {
+                v.push(format!(
+                    "In flight       : at most {} WRs per QP (TX depth {}): {}",
+                    p.window,
+                    cfg.tx_depth,
+                    match self.inflight_bytes() {
+                        Some(b) if p.window as u64 == (b / p.size as u64).max(2) => format!(
+                            "the simulator holds each in-flight WR's payload, capped at {} MiB per QP",
+                            b >> 20
+                        ),
+                        _ => "the send queue's max_post or the receive queue bounds it".into(),
+                    }
+                ));
+            }
+        }
+        if let Some(n) = self.variance_note() {
+            v.push(format!("Variance        : {n}"));
+        }
+        v
+    }
     fn refuse(&self, cfg: &PerfRunConfig, args: &PerfArgs) -> Option<String> {
         if let Some(why) = PerfDevice::refuse(self, cfg, args) {
             return Some(why);
@@ -454,20 +528,23 @@ impl<D: PerfDevice> PerfBackend for D {
         // A QP the device cannot create (its sizing, e.g. -I beyond the
         // largest WQE) is refused before anything runs; perftest stops at
         // "Couldn't create QP" for the same request.
-        match Plan::new(cfg, &self.caps(cfg)) {
+        match Plan::with_inflight(cfg, &self.caps(cfg), self.inflight_bytes()) {
             Err(e) if e.downcast_ref::<QpRejected>().is_some() => {
                 Some(format!("{e} (perftest: Couldn't create QP)"))
             }
+            // More memory than the backend allows: refused before any of
+            // it is allocated.
+            Ok(p) => memory_check(&p, cfg, self.memory_limit())
+                .err()
+                .map(|e| e.to_string()),
             _ => None,
         }
     }
 }
 
-/// Runs `cfg` on `dev`: plan, open, the engine, close.
-pub fn run_on<D: PerfDevice + ?Sized>(dev: &mut D, cfg: &PerfRunConfig) -> anyhow::Result<PerfRunReport> {
-    let caps = dev.caps(cfg);
-    let plan = Plan::new(cfg, &caps)?;
-    if let Some(limit) = dev.memory_limit() {
+/// Refuses a plan that needs more memory than `limit`.
+fn memory_check(plan: &Plan, cfg: &PerfRunConfig, limit: Option<u64>) -> anyhow::Result<()> {
+    if let Some(limit) = limit {
         let need = plan.memory_estimate();
         if need > limit {
             return Err(anyhow::Error::new(TooMuchMemory {
@@ -480,6 +557,14 @@ pub fn run_on<D: PerfDevice + ?Sized>(dev: &mut D, cfg: &PerfRunConfig) -> anyho
             }));
         }
     }
+    Ok(())
+}
+
+/// Runs `cfg` on `dev`: plan, open, the engine, close.
+pub fn run_on<D: PerfDevice + ?Sized>(dev: &mut D, cfg: &PerfRunConfig) -> anyhow::Result<PerfRunReport> {
+    let caps = dev.caps(cfg);
+    let plan = Plan::with_inflight(cfg, &caps, dev.inflight_bytes())?;
+    memory_check(&plan, cfg, dev.memory_limit())?;
     dev.timer().set_loss(cfg.loss)?;
     dev.timer().begin_run();
     let pairs = match dev.open(cfg, &plan) {
@@ -1533,7 +1618,7 @@ fn tag_mismatches(p: *const u8, i: u64, stride: u64, upto: u64) -> u64 {
 /// match exactly.
 fn mismatches(p: *const u8, size: usize, i: u64, body: &[u8], stride: u64, upto: u64) -> u64 {
     let mut chunk = [0u8; 4096];
-    let mut diff_range = |from: usize, to: usize, want: &dyn Fn(usize) -> u8| -> u64 {
+    let mut diff_body = |from: usize, to: usize| -> u64 {
         let mut d = 0u64;
         let mut o = from;
         while o < to {
@@ -1541,11 +1626,10 @@ fn mismatches(p: *const u8, size: usize, i: u64, body: &[u8], stride: u64, upto:
             // SAFETY: [o, o + n) lies inside the `size` bytes at `p`, a
             // live slot; raw reads, no reference to device-visible memory.
             unsafe { std::ptr::copy_nonoverlapping(p.add(o), chunk.as_mut_ptr(), n) };
-            d += chunk[..n]
-                .iter()
-                .enumerate()
-                .filter(|(k, &x)| x != want(o + k))
-                .count() as u64;
+            let want = &body[o..o + n];
+            if chunk[..n] != *want {
+                d += chunk[..n].iter().zip(want).filter(|(x, y)| x != y).count() as u64;
+            }
             o += n;
         }
         d
@@ -1565,7 +1649,7 @@ fn mismatches(p: *const u8, size: usize, i: u64, body: &[u8], stride: u64, upto:
         let b = small(i);
         return got[..size].iter().filter(|&&x| x != b).count() as u64;
     }
-    let mid = diff_range(TAG, size - TAG, &|o| body[o]);
+    let mid = diff_body(TAG, size - TAG);
     // SAFETY: both tags lie inside the `size` bytes at `p`.
     let tail = unsafe { p.add(size - TAG) };
     tag_mismatches(p, i, stride, upto) + tag_mismatches(tail, i, stride, upto) + mid

@@ -531,6 +531,15 @@ impl PerfDevice for ModelBackend {
         &mut self.timer
     }
 
+    fn variance_note(&self) -> Option<String> {
+        Some(
+            "only the measured CPU cost of each post varies (latency tests replay measured \
+             samples); the NIC model itself is deterministic, so BW peak ~ BW average and the \
+             latency spread is the host CPU's, not a NIC's"
+                .into(),
+        )
+    }
+
     fn open(&mut self, cfg: &PerfRunConfig, plan: &Plan) -> anyhow::Result<Vec<Pair>> {
         let verb = plan.verb;
         let layout = sq_layout(&qp_request(cfg), &cfg.caps)

@@ -270,6 +270,11 @@ pub trait PerfBackend {
     fn refuse(&self, _cfg: &PerfRunConfig, _args: &PerfArgs) -> Option<String> {
         None
     }
+    /// Header note lines about how this backend runs `cfg` (what `-D`
+    /// means here, a lowered TX depth, what the figures' spread means).
+    fn notes(&self, _cfg: &PerfRunConfig) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 fn sizing_type(c: Conn) -> QpType {
@@ -715,7 +720,10 @@ pub fn run_streaming(
                 "QP              : max_send_wr {} max_send_sge {} posted SGEs {} send ops {}",
                 first.max_send_wr, first.max_send_sge, first.sge, first.send_ops_name
             ),
-        ],
+        ]
+        .into_iter()
+        .chain(be.notes(first))
+        .collect(),
     };
     let mut emit = |text: &mut String, s: &str| {
         text.push_str(s);

@@ -120,7 +120,8 @@ fn to_rts(
     dev.modify_qp(qpn, &a, m)?;
     a.qp_state = QpState::Rts;
     a.sq_psn = psn;
-    a.timeout = 10;
+    // perftest's default qp_timeout (-u): 14, 4.096 µs × 2^14 = 67 ms.
+    a.timeout = 14;
     a.retry_cnt = 7;
     a.rnr_retry = 7;
     a.max_rd_atomic = 16;
@@ -302,6 +303,19 @@ impl PerfDevice for SimBackend {
 
     fn caps(&self, cfg: &PerfRunConfig) -> DeviceCaps {
         cfg.caps
+    }
+
+    fn variance_note(&self) -> Option<String> {
+        Some(
+            "none modeled: the simulator's cost model is deterministic (no jitter), so latency \
+             varies only with loss and retransmission, completions in steady state are evenly \
+             spaced and BW peak ~ BW average -- a property of the model, not a measured peak"
+                .into(),
+        )
+    }
+
+    fn inflight_bytes(&self) -> Option<u64> {
+        Some(super::engine::SIM_INFLIGHT_BYTES)
     }
 
     fn timer(&mut self) -> &mut dyn Timer {
