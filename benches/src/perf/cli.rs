@@ -58,12 +58,7 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
                 Err(e) if is_usage(&e) => return Err(e),
                 Err(e) => PerfOutcome {
                     output: if a.json {
-                        serde_json::json!({
-                            "test": format!("{t:?}"),
-                            "verdict": "fail",
-                            "error": format!("{e:#}"),
-                        })
-                        .to_string()
+                        super::run::failure_json(t, &a, &format!("{e:#}"))
                     } else {
                         String::new()
                     },

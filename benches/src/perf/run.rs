@@ -642,6 +642,155 @@ pub fn backend(args: &PerfArgs) -> anyhow::Result<Box<dyn PerfBackend>> {
     }
 }
 
+/// The version of the JSON every `bareverbs` command prints (docs/json.md).
+pub const JSON_SCHEMA: &str = "bareverbs/1";
+
+/// perftest's binary name of `test` (`ib_write_bw` …).
+pub fn perftest_name(test: PerfTest) -> &'static str {
+    match test {
+        PerfTest::WriteLat => "ib_write_lat",
+        PerfTest::WriteBw => "ib_write_bw",
+        PerfTest::SendLat => "ib_send_lat",
+        PerfTest::SendBw => "ib_send_bw",
+        PerfTest::ReadLat => "ib_read_lat",
+        PerfTest::ReadBw => "ib_read_bw",
+        PerfTest::AtomicLat => "ib_atomic_lat",
+    }
+}
+
+/// The statistics of one result (what its row printed).
+#[derive(Default)]
+struct Figures {
+    bw: Option<crate::perftest::stats::BwStats>,
+    lat: Option<crate::perftest::stats::LatStats>,
+    /// `-D` latency: (t_avg µs, transactions per second).
+    dur: Option<(f64, f64)>,
+}
+
+fn be_modeled(results: &[serde_json::Value]) -> Option<bool> {
+    results.iter().find_map(|r| r["modeled"].as_bool())
+}
+
+/// One `results[]` object of the perf schema (docs/json.md): every key is
+/// present for every backend; what a backend or a failed run cannot know
+/// is `null`.
+fn result_json(
+    cfg: &PerfRunConfig,
+    rep: Option<&PerfRunReport>,
+    iterations: u64,
+    fig: &Figures,
+    unit: BwUnit,
+    error: Option<&str>,
+) -> serde_json::Value {
+    use serde_json::{json, Value};
+    let f = |x: f64| if x.is_finite() { json!(x) } else { Value::Null };
+    let known = |x: f64| if x > 0.0 { f(x) } else { Value::Null };
+    let ep = |e: Option<&Endpoint>| match e {
+        Some(e) => json!({
+            "lid": e.lid, "qpn": e.qpn, "psn": e.psn, "out_reads": e.out_reads,
+            "rkey": e.rkey, "vaddr": e.vaddr, "gid": e.gid,
+        }),
+        None => json!({
+            "lid": null, "qpn": null, "psn": null, "out_reads": null,
+            "rkey": null, "vaddr": null, "gid": null,
+        }),
+    };
+    const ENGINE: [&str; 9] = [
+        "doorbells",
+        "wrs_posted",
+        "cqes_polled",
+        "window",
+        "slots",
+        "posted_sge",
+        "sq_max_post",
+        "sq_wqebbs",
+        "sq_slot_bytes",
+    ];
+    let mut counters = serde_json::Map::new();
+    let mut device = serde_json::Map::new();
+    for k in ENGINE {
+        counters.insert(
+            k.into(),
+            rep.and_then(|r| r.counters.get(k)).map_or(Value::Null, |&v| f(v)),
+        );
+    }
+    if let Some(r) = rep {
+        for (k, &v) in &r.counters {
+            if !ENGINE.contains(&k.as_str()) {
+                device.insert(k.clone(), f(v));
+            }
+        }
+    }
+    let bw = fig.bw.as_ref();
+    let lat = fig.lat.as_ref();
+    let peak = bw.and_then(|s| (s.bw_peak > 0.0).then_some(s.bw_peak));
+    json!({
+        "size": cfg.size,
+        "iterations": rep.map(|_| iterations),
+        "verdict": if error.is_some() { "fail" } else { "ok" },
+        "error": error,
+        "modeled": rep.map(|r| r.modeled),
+        "posted": rep.map(|r| r.posted),
+        "completed_ok": rep.map(|r| r.completed_ok),
+        "completed_err": rep.map(|r| r.completed_err),
+        "mismatches": rep.map(|r| r.mismatches),
+        "msg_rate_mpps": rep.map_or(Value::Null, |r| f(r.msg_rate_mpps)),
+        "bandwidth_gbps": rep.map_or(Value::Null, |r| f(r.bandwidth_gbps)),
+        "bw_unit": bw.map(|_| match unit { BwUnit::Gbps => "Gb/sec", BwUnit::MBps => "MiB/sec" }),
+        "bw_peak": peak,
+        "bw_avg": bw.map(|s| s.bw_avg),
+        "t_min_usec": lat.map(|s| s.t_min),
+        "t_max_usec": lat.map(|s| s.t_max),
+        "t_typical_usec": lat.map(|s| s.t_typical),
+        "t_avg_usec": lat.map(|s| s.t_avg).or(fig.dur.map(|d| d.0)),
+        "t_stdev_usec": lat.map(|s| s.t_stdev),
+        "t_p99_usec": lat.map(|s| s.p99),
+        "t_p999_usec": lat.map(|s| s.p99_9),
+        "tps_avg": fig.dur.map(|d| d.1),
+        "post_ns": rep.map_or(Value::Null, |r| known(r.post_ns)),
+        "wqe_bytes": rep.and_then(|r| (r.wqe_bytes > 0).then_some(r.wqe_bytes)),
+        "wqebbs": rep.and_then(|r| (r.wqebbs > 0).then_some(r.wqebbs)),
+        "ring_bytes": rep.and_then(|r| (r.ring_bytes > 0).then_some(r.ring_bytes)),
+        "link_gbps": rep.map_or(Value::Null, |r| known(r.link_gbps)),
+        "modeled_latency_ns": rep.map_or(Value::Null, |r| if r.modeled { known(r.modeled_latency_ns) } else { Value::Null }),
+        "local": ep(rep.and_then(|r| r.local.as_ref())),
+        "remote": ep(rep.and_then(|r| r.remote.as_ref())),
+        "counters": counters,
+        "device_counters": device,
+    })
+}
+
+/// The perf object of the schema (docs/json.md): the envelope shared by
+/// every command, then the perf keys. `backend` is the backend's name and
+/// whether its times are modeled, when one was opened.
+fn perf_json(
+    test: PerfTest,
+    args: &PerfArgs,
+    backend: Option<(&str, Option<bool>)>,
+    header: Option<serde_json::Value>,
+    results: Vec<serde_json::Value>,
+    error: Option<&str>,
+) -> serde_json::Value {
+    serde_json::json!({
+        "schema": JSON_SCHEMA,
+        "command": format!("perf {}", super::engine::test_name(test)),
+        "test": perftest_name(test),
+        "device": args.device,
+        "backend": backend.map(|b| b.0),
+        "modeled": backend.and_then(|b| b.1),
+        "verdict": if error.is_some() { "fail" } else { "ok" },
+        "error": error,
+        "header": header,
+        "results": results,
+    })
+}
+
+/// The JSON of a run that failed before any result (the backend could
+/// not be opened): the same keys, `results` empty.
+pub fn failure_json(test: PerfTest, args: &PerfArgs, error: &str) -> String {
+    perf_json(test, args, None, None, Vec::new(), Some(error)).to_string()
+}
+
 /// Runs a perftest-style test and returns its output (text or JSON); a
 /// run whose figures cannot be trusted ([`verdict`]) is an error.
 pub fn run(test: PerfTest, args: &PerfArgs) -> anyhow::Result<String> {
@@ -747,11 +896,7 @@ pub fn run_streaming(
             Ok(r) => r,
             Err(e) => {
                 let f = format!("{e:#}");
-                results.push(serde_json::json!({
-                    "size": cfg.size,
-                    "verdict": "fail",
-                    "error": f.clone(),
-                }));
+                results.push(result_json(cfg, None, 0, &Figures::default(), unit, Some(&f)));
                 failure = Some(f);
                 break;
             }
@@ -777,12 +922,9 @@ pub fn run_streaming(
         } else {
             rep.latency_samples_ns.len() as u64
         };
-        let mut obj = serde_json::json!({
-            "size": cfg.size,
-            "iterations": iters,
-        });
         let mut row = String::new();
         let mut bw_gbps = Vec::new();
+        let mut fig = Figures::default();
         if rep.tposted.len() < 2 || (test.is_bw() && rep.tcompleted.is_empty()) {
             failure = verdict(cfg, &rep, &[]).or(Some("no completions".into()));
         } else if test.is_bw() {
@@ -800,37 +942,23 @@ pub fn run_streaming(
             row.push_str(&pf::bw_row(cfg.size, iters, &s));
             let to_gbps = unit.divisor() / GBS_DIVISOR;
             bw_gbps = vec![s.bw_peak * to_gbps, s.bw_avg * to_gbps];
-            obj["bw"] = serde_json::to_value(s)?;
+            fig.bw = Some(s);
         } else if dur {
             let n = rep.tposted.len().saturating_sub(1).max(1);
             let span = (rep.tposted[n] - rep.tposted[0]) as f64 / rep.tick_hz;
             let t_avg = span * 1e6 / n as f64 / verb.rtt_factor() as f64;
             row.push_str(&pf::lat_dur_row(cfg.size, n as u64, t_avg, n as f64 / span));
-            obj["t_avg_usec"] = t_avg.into();
+            fig.dur = Some((t_avg, n as f64 / span));
         } else {
             let s = lat_stats_from_posted(&rep.tposted, rep.tick_hz / 1e6, verb.rtt_factor())
                 .ok_or_else(|| anyhow::anyhow!("too few samples"))?;
             row.push_str(&pf::lat_row(cfg.size, iters, &s));
-            obj["latency_usec"] = serde_json::to_value(s)?;
+            fig.lat = Some(s);
         }
         if failure.is_none() {
             failure = verdict(cfg, &rep, &bw_gbps);
         }
-        let mut r = serde_json::to_value(&rep)?;
-        if let (Some(r), Some(o)) = (r.as_object_mut(), obj.as_object()) {
-            for (k, v) in o {
-                r.insert(k.clone(), v.clone());
-            }
-            r.insert("modeled_bandwidth_gbps".into(), rep.bandwidth_gbps.into());
-            r.insert("label".into(), args.device.clone().into());
-            r.insert(
-                "verdict".into(),
-                if failure.is_some() { "fail" } else { "ok" }.into(),
-            );
-            if let Some(f) = &failure {
-                r.insert("error".into(), f.clone().into());
-            }
-        }
+        let r = result_json(cfg, Some(&rep), iters, &fig, unit, failure.as_deref());
         results.push(r);
         if failure.is_some() {
             // No figure of a failed run is printed as a result.
@@ -840,16 +968,14 @@ pub fn run_streaming(
     }
     emit(&mut text, pf::RESULT_LINE);
     if args.json {
-        let mut top = results.last().cloned().unwrap_or_default();
-        if results.len() > 1 {
-            top["results"] = serde_json::Value::Array(results);
-        }
-        top["test"] = format!("{:?}", test).into();
-        top["header"] = serde_json::to_value(&h)?;
-        top["verdict"] = if failure.is_some() { "fail" } else { "ok" }.into();
-        if let Some(f) = &failure {
-            top["error"] = f.clone().into();
-        }
+        let top = perf_json(
+            test,
+            args,
+            Some((&be.name(), be_modeled(&results))),
+            Some(serde_json::to_value(&h)?),
+            results,
+            failure.as_deref(),
+        );
         return Ok(PerfOutcome {
             output: serde_json::to_string(&top)?,
             failure,
@@ -897,14 +1023,14 @@ mod tests {
         )
         .unwrap();
         // Ping-pong: each of the 200 iterations is one WRITE each way.
-        assert_eq!(j["posted"], 400);
-        assert_eq!(j["completed_ok"], 400);
-        assert_eq!(j["completed_err"], 0);
-        assert_eq!(j["mismatches"], 0);
-        assert!(j["msg_rate_mpps"].as_f64().unwrap() > 0.0);
-        assert!(j["modeled_latency_ns"].as_f64().unwrap() > 500.0);
+        assert_eq!(j["results"][0]["posted"], 400);
+        assert_eq!(j["results"][0]["completed_ok"], 400);
+        assert_eq!(j["results"][0]["completed_err"], 0);
+        assert_eq!(j["results"][0]["mismatches"], 0);
+        assert!(j["results"][0]["msg_rate_mpps"].as_f64().unwrap() > 0.0);
+        assert!(j["results"][0]["modeled_latency_ns"].as_f64().unwrap() > 500.0);
         // 2 B inline WRITE: 32 + align16(6) = 48 B.
-        assert_eq!(j["wqe_bytes"], 48);
+        assert_eq!(j["results"][0]["wqe_bytes"], 48);
     }
 
     #[test]
@@ -924,8 +1050,8 @@ mod tests {
             .unwrap(),
         )
         .unwrap();
-        assert_eq!(j["posted"], 1000);
-        let g = j["bandwidth_gbps"].as_f64().unwrap();
+        assert_eq!(j["results"][0]["posted"], 1000);
+        let g = j["results"][0]["bandwidth_gbps"].as_f64().unwrap();
         assert!(g > 1.0 && g <= 100.0, "{g}");
         let j: serde_json::Value = serde_json::from_str(
             &run(
@@ -940,7 +1066,7 @@ mod tests {
         .unwrap();
         // Half of the 5000 datagrams are lost: their 1024 bytes each never
         // arrive (mismatches count bytes).
-        let m = j["mismatches"].as_u64().unwrap();
+        let m = j["results"][0]["mismatches"].as_u64().unwrap();
         assert!(m.is_multiple_of(1024) && m / 1024 > 1000 && m / 1024 < 4000, "{m}");
     }
 
@@ -993,11 +1119,11 @@ mod tests {
             .unwrap(),
         )
         .unwrap();
-        assert_eq!(j["posted"], 200);
-        assert_eq!(j["completed_ok"], 200);
-        assert_eq!(j["mismatches"], 0);
+        assert_eq!(j["results"][0]["posted"], 200);
+        assert_eq!(j["results"][0]["completed_ok"], 200);
+        assert_eq!(j["results"][0]["mismatches"], 0);
         assert_eq!(j["modeled"], true);
-        assert!(j["bw"]["bw_avg"].as_f64().unwrap() > 0.0);
+        assert!(j["results"][0]["bw_avg"].as_f64().unwrap() > 0.0);
         let e = run(PerfTest::WriteLat, &args(&["--device", "nic"])).unwrap_err();
         assert!(e.to_string().contains("fw-sim"), "{e}");
     }
@@ -1018,11 +1144,11 @@ mod tests {
             .unwrap(),
         )
         .unwrap();
-        assert_eq!(j["posted"], 160_000);
-        assert_eq!(j["completed_ok"], 160_000);
-        assert_eq!(j["completed_err"], 0);
-        assert_eq!(j["mismatches"], 0);
-        assert!(j["msg_rate_mpps"].as_f64().unwrap() > 0.0);
+        assert_eq!(j["results"][0]["posted"], 160_000);
+        assert_eq!(j["results"][0]["completed_ok"], 160_000);
+        assert_eq!(j["results"][0]["completed_err"], 0);
+        assert_eq!(j["results"][0]["mismatches"], 0);
+        assert!(j["results"][0]["msg_rate_mpps"].as_f64().unwrap() > 0.0);
     }
 
     fn err(test: PerfTest, v: &[&str]) -> String {
@@ -1203,20 +1329,20 @@ mod tests {
             a.extend_from_slice(&v);
             let (j, f) = json(t, &a);
             assert_eq!(f, None, "{v:?} {j}");
-            assert_eq!((j["posted"].as_u64(), j["completed_ok"].as_u64()), (Some(1000), Some(1000)));
-            assert_eq!(j["mismatches"], 0, "{v:?}");
+            assert_eq!((j["results"][0]["posted"].as_u64(), j["results"][0]["completed_ok"].as_u64()), (Some(1000), Some(1000)));
+            assert_eq!(j["results"][0]["mismatches"], 0, "{v:?}");
         }
         // max_send_wr 512 (1 WQEBB per WQE): a 512-WQEBB ring.
         let (j, f) = json(PerfTest::WriteBw, &["--max-send-wr", "512", "-n", "1000"]);
         assert_eq!(f, None);
-        assert_eq!(j["counters"]["sq_wqebbs"], 512.0);
+        assert_eq!(j["results"][0]["counters"]["sq_wqebbs"], 512.0);
         let c = |v: &[&str]| {
             let (j, f) = json(PerfTest::WriteBw, v);
             assert_eq!(f, None, "{j}");
             assert_eq!(j["verdict"], "ok");
             (
-                j["counters"]["requester.doorbells"].as_f64().unwrap(),
-                j["counters"]["requester.cqes"].as_f64().unwrap(),
+                j["results"][0]["device_counters"]["requester.doorbells"].as_f64().unwrap(),
+                j["results"][0]["device_counters"]["requester.cqes"].as_f64().unwrap(),
             )
         };
         // -s 4096: perftest moderates by 100 (plus the window-filling WR).
@@ -1242,7 +1368,7 @@ mod tests {
             assert!(f.is_some());
             assert_eq!(j["verdict"], "fail");
             assert!(j["error"].as_str().unwrap().contains("RETRY_EXC_ERR"), "{j}");
-            assert!(j["bw"].is_null(), "{j}");
+            assert!(j["results"][0]["bw_avg"].is_null(), "{j}");
         }
         let e = err(
             PerfTest::WriteBw,
@@ -1308,13 +1434,95 @@ mod tests {
             let (j, f) = json(t, &a);
             assert_eq!(f, None, "{j}");
             let (peak, avg) = (
-                j["bw"]["bw_peak"].as_f64().unwrap(),
-                j["bw"]["bw_avg"].as_f64().unwrap(),
+                j["results"][0]["bw_peak"].as_f64().unwrap(),
+                j["results"][0]["bw_avg"].as_f64().unwrap(),
             );
             assert!(
                 peak <= 100.0 && avg <= 100.0 && avg > 80.0,
                 "{v:?}: {peak} {avg}"
             );
         }
+    }
+
+    /// The leaf keys of a perf JSON object: nested objects by dotted path,
+    /// arrays of objects as `[]`, `device_counters` (a map) as one leaf.
+    fn leaves(v: &serde_json::Value, path: &str, out: &mut std::collections::BTreeSet<String>) {
+        match v {
+            serde_json::Value::Object(m) if !path.ends_with("device_counters") => {
+                for (k, x) in m {
+                    let p = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                    leaves(x, &p, out);
+                }
+            }
+            serde_json::Value::Array(a) if a.first().is_some_and(|x| x.is_object()) => {
+                for x in a {
+                    leaves(x, &format!("{path}[]"), out);
+                }
+            }
+            _ => {
+                out.insert(path.to_string());
+            }
+        }
+    }
+
+    /// The keys docs/json.md documents (its "Envelope" and "perf" tables),
+    /// without the rows that only name an object whose keys follow.
+    fn documented_keys() -> std::collections::BTreeSet<String> {
+        let doc = include_str!("../../../docs/json.md");
+        let mut keys = std::collections::BTreeSet::new();
+        let mut section = "";
+        for line in doc.lines() {
+            if let Some(h) = line.strip_prefix("## ") {
+                section = if h == "Envelope" || h == "perf" { "in" } else { "" };
+                continue;
+            }
+            if section.is_empty() {
+                continue;
+            }
+            if let Some(rest) = line.strip_prefix("| `") {
+                if let Some(end) = rest.find('`') {
+                    keys.insert(rest[..end].to_string());
+                }
+            }
+        }
+        let all = keys.clone();
+        keys.retain(|k| !all.iter().any(|o| o.starts_with(&format!("{k}."))));
+        keys
+    }
+
+    /// `--json` is one versioned schema: every backend prints exactly the
+    /// keys docs/json.md lists, for bandwidth and latency tests, and for
+    /// a failed run; unknowns are null, perftest's test names.
+    #[test]
+    fn json_keys_are_the_documented_schema() {
+        let doc = documented_keys();
+        assert!(doc.contains("schema") && doc.contains("results[].bw_avg"), "{doc:?}");
+        for dev in ["sim", "fw-sim", "model"] {
+            for (t, v) in [
+                (PerfTest::WriteBw, vec!["-n", "100"]),
+                (PerfTest::ReadLat, vec!["-n", "100"]),
+                (PerfTest::WriteBw, vec!["-n", "100", "--loss", "1"]),
+            ] {
+                let mut a = vec!["--device", dev];
+                a.extend(v.iter().copied());
+                let (j, _) = json(t, &a);
+                let mut got = std::collections::BTreeSet::new();
+                leaves(&j, "", &mut got);
+                assert_eq!(got, doc, "{dev} {t:?} {v:?}");
+                assert_eq!(j["schema"], "bareverbs/1");
+                assert_eq!(j["command"], format!("perf {}", crate::perf::engine::test_name(t)));
+                assert_eq!(j["test"], perftest_name(t));
+            }
+            // Unknowns are null, not 0: a latency test has no BW figures.
+            let (j, _) = json(PerfTest::ReadLat, &["--device", dev, "-n", "100"]);
+            assert!(j["results"][0]["bw_avg"].is_null(), "{j}");
+            assert!(j["results"][0]["t_avg_usec"].as_f64().unwrap() > 0.0);
+        }
+        assert_eq!(perftest_name(PerfTest::WriteBw), "ib_write_bw");
+        // A backend that could not be opened: the same envelope, no results.
+        let f: serde_json::Value =
+            serde_json::from_str(&failure_json(PerfTest::WriteBw, &args(&[]), "x")).unwrap();
+        assert_eq!((f["schema"].as_str(), f["verdict"].as_str()), (Some("bareverbs/1"), Some("fail")));
+        assert!(f["backend"].is_null() && f["results"].as_array().unwrap().is_empty());
     }
 }
