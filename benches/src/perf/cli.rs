@@ -3,8 +3,8 @@
 
 use super::cpost::{compare, CASES};
 use super::run::{run_streaming, PerfArgs, PerfOutcome, PerfTest};
-use std::io::Write as _;
 use crate::args::{is_usage, usage_error};
+use std::io::Write as _;
 use std::process::ExitCode;
 
 /// Refuses, before any backend is opened, an unknown `--device`. What

@@ -25,8 +25,8 @@
 //! hardware, [`FabricTimer`] (the fabric's virtual clock, which the
 //! simulator's cost model drives) on the simulator.
 
-pub use super::engine::{QpRejected, Timer, WallTimer, DEFAULT_TIMEOUT_NS, RQ_WQES};
 use super::engine::{Pair, PerfDevice, Plan, SideOps, Slot, QKEY};
+pub use super::engine::{QpRejected, Timer, WallTimer, DEFAULT_TIMEOUT_NS, RQ_WQES};
 use super::run::{Conn, PerfBackend, PerfRunConfig};
 use anyhow::{anyhow, bail};
 use bareverbs::cmd::{Bar0, Clock, CmdError};
@@ -269,7 +269,6 @@ fn mtu_enum(mtu: u32) -> anyhow::Result<u8> {
         .map(bareverbs::cmd::ops::IbMtu::code)
         .ok_or_else(|| anyhow!("-m {mtu}: the MTU must be 256, 512, 1024, 2048 or 4096"))
 }
-
 
 /// How the QPs of a run are connected (command-path specifics).
 struct Link {

@@ -203,7 +203,6 @@ pub trait SideOps {
     fn wqe_ds(&self, wqebb: u32) -> u32;
 }
 
-
 /// One message slot: CPU pointer, device address, key.
 #[derive(Clone, Copy, Debug)]
 pub struct Slot {
@@ -423,7 +422,8 @@ impl Plan {
     pub fn memory_estimate(&self) -> u64 {
         let l = &self.layout;
         let ncqe = (self.cap as usize + RQ_WQES).next_power_of_two() as u64;
-        let per_side = l.sq.buf_bytes + (l.rq.wqe_cnt as u64) * (l.rq.wqe_size as u64)
+        let per_side = l.sq.buf_bytes
+            + (l.rq.wqe_cnt as u64) * (l.rq.wqe_size as u64)
             + ncqe * 64
             + l.sq.wqe_cnt as u64 * 64
             + RQ_WQES as u64 * 16;
@@ -561,7 +561,10 @@ fn memory_check(plan: &Plan, cfg: &PerfRunConfig, limit: Option<u64>) -> anyhow:
 }
 
 /// Runs `cfg` on `dev`: plan, open, the engine, close.
-pub fn run_on<D: PerfDevice + ?Sized>(dev: &mut D, cfg: &PerfRunConfig) -> anyhow::Result<PerfRunReport> {
+pub fn run_on<D: PerfDevice + ?Sized>(
+    dev: &mut D,
+    cfg: &PerfRunConfig,
+) -> anyhow::Result<PerfRunReport> {
     let caps = dev.caps(cfg);
     let plan = Plan::with_inflight(cfg, &caps, dev.inflight_bytes())?;
     memory_check(&plan, cfg, dev.memory_limit())?;
@@ -683,7 +686,9 @@ impl<'t> Engine<'t> {
                 for s in p.a_src.iter().chain(&p.b_src) {
                     // SAFETY: each slot holds slot_bytes >= size bytes of
                     // live registered memory no WR uses yet.
-                    unsafe { std::ptr::copy_nonoverlapping(body.as_ptr(), s.cpu.as_ptr(), plan.size) };
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(body.as_ptr(), s.cpu.as_ptr(), plan.size)
+                    };
                 }
                 let sg = |v: &[Slot]| v.iter().map(|s| split(s, plan.size, plan.k)).collect();
                 PairRun {
@@ -1194,7 +1199,12 @@ impl<'t> Engine<'t> {
 
     /// Posts whole batches on pair `q` while its window (and, for SEND,
     /// its receives) allow. Returns whether anything was posted.
-    fn post_batches(&mut self, q: usize, n: u64, t_first: &mut Option<u64>) -> anyhow::Result<bool> {
+    fn post_batches(
+        &mut self,
+        q: usize,
+        n: u64,
+        t_first: &mut Option<u64>,
+    ) -> anyhow::Result<bool> {
         let size = self.size;
         let slots = self.slots as u64;
         let window = self.window as u64;
@@ -1388,7 +1398,8 @@ impl<'t> Engine<'t> {
                                 _ => p.b_dst[slot].cpu.as_ptr(),
                             };
                             let upto = self.pairs[q].posted;
-                            self.rep.mismatches += mismatches(at, size, it, &self.body, slots, upto);
+                            self.rep.mismatches +=
+                                mismatches(at, size, it, &self.body, slots, upto);
                         }
                     }
                     self.pairs[q].completed = to;
@@ -1637,8 +1648,7 @@ fn mismatches(p: *const u8, size: usize, i: u64, body: &[u8], stride: u64, upto:
     if size < 2 * TAG {
         let stride = stride.max(1);
         let ok = |b: u8| {
-            (0..=((upto.max(i + 1) - 1 - i) / stride).min(255))
-                .any(|m| small(i + m * stride) == b)
+            (0..=((upto.max(i + 1) - 1 - i) / stride).min(255)).any(|m| small(i + m * stride) == b)
         };
         let mut got = [0u8; 2 * TAG];
         // SAFETY: `size` bytes at `p` inside a live slot; raw reads.

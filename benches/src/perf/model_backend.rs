@@ -227,7 +227,15 @@ impl World {
     }
 
     /// Queues one posted WR's arrival at the model's time.
-    fn post_one(&mut self, from: usize, wr_id: u64, op: Op, sgl: &[Sge], remote: u64, signaled: bool) {
+    fn post_one(
+        &mut self,
+        from: usize,
+        wr_id: u64,
+        op: Op,
+        sgl: &[Sge],
+        remote: u64,
+        signaled: bool,
+    ) {
         let t = self.timing;
         let now_ns = self.now_ps as f64 / PS;
         let mut at = (now_ns + t.rest_ns).max(self.nic_free_ps / PS + t.gap_ns);
@@ -698,9 +706,20 @@ impl PerfDevice for ModelBackend {
             rep.nic = nic;
             let posted = rep.posted as f64;
             let batch = rep.counters.get("wrs_posted").copied().unwrap_or(posted)
-                / rep.counters.get("doorbells").copied().unwrap_or(1.0).max(1.0);
-            rep.counters
-                .insert("bf_writes".into(), if nic.bf { rep.counters.get("doorbells").copied().unwrap_or(0.0) } else { 0.0 });
+                / rep
+                    .counters
+                    .get("doorbells")
+                    .copied()
+                    .unwrap_or(1.0)
+                    .max(1.0);
+            rep.counters.insert(
+                "bf_writes".into(),
+                if nic.bf {
+                    rep.counters.get("doorbells").copied().unwrap_or(0.0)
+                } else {
+                    0.0
+                },
+            );
             rep.counters.insert(
                 "nic_wqe_fetch_bytes".into(),
                 nic.wqe_fetch_bytes as f64 / batch.max(1.0) * posted,
@@ -709,7 +728,8 @@ impl PerfDevice for ModelBackend {
                 "nic_payload_fetch_bytes".into(),
                 nic.payload_fetch_bytes as f64 * posted,
             );
-            rep.counters.insert("pcie_reads".into(), nic.pcie_reads * posted);
+            rep.counters
+                .insert("pcie_reads".into(), nic.pcie_reads * posted);
         }
     }
 }

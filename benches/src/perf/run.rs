@@ -711,7 +711,8 @@ fn result_json(
     for k in ENGINE {
         counters.insert(
             k.into(),
-            rep.and_then(|r| r.counters.get(k)).map_or(Value::Null, |&v| f(v)),
+            rep.and_then(|r| r.counters.get(k))
+                .map_or(Value::Null, |&v| f(v)),
         );
     }
     if let Some(r) = rep {
@@ -896,7 +897,14 @@ pub fn run_streaming(
             Ok(r) => r,
             Err(e) => {
                 let f = format!("{e:#}");
-                results.push(result_json(cfg, None, 0, &Figures::default(), unit, Some(&f)));
+                results.push(result_json(
+                    cfg,
+                    None,
+                    0,
+                    &Figures::default(),
+                    unit,
+                    Some(&f),
+                ));
                 failure = Some(f);
                 break;
             }
@@ -1067,7 +1075,10 @@ mod tests {
         // Half of the 5000 datagrams are lost: their 1024 bytes each never
         // arrive (mismatches count bytes).
         let m = j["results"][0]["mismatches"].as_u64().unwrap();
-        assert!(m.is_multiple_of(1024) && m / 1024 > 1000 && m / 1024 < 4000, "{m}");
+        assert!(
+            m.is_multiple_of(1024) && m / 1024 > 1000 && m / 1024 < 4000,
+            "{m}"
+        );
     }
 
     /// `vfio:BDF` opens the function through the VFIO host; on a machine
@@ -1329,7 +1340,13 @@ mod tests {
             a.extend_from_slice(&v);
             let (j, f) = json(t, &a);
             assert_eq!(f, None, "{v:?} {j}");
-            assert_eq!((j["results"][0]["posted"].as_u64(), j["results"][0]["completed_ok"].as_u64()), (Some(1000), Some(1000)));
+            assert_eq!(
+                (
+                    j["results"][0]["posted"].as_u64(),
+                    j["results"][0]["completed_ok"].as_u64()
+                ),
+                (Some(1000), Some(1000))
+            );
             assert_eq!(j["results"][0]["mismatches"], 0, "{v:?}");
         }
         // max_send_wr 512 (1 WQEBB per WQE): a 512-WQEBB ring.
@@ -1341,8 +1358,12 @@ mod tests {
             assert_eq!(f, None, "{j}");
             assert_eq!(j["verdict"], "ok");
             (
-                j["results"][0]["device_counters"]["requester.doorbells"].as_f64().unwrap(),
-                j["results"][0]["device_counters"]["requester.cqes"].as_f64().unwrap(),
+                j["results"][0]["device_counters"]["requester.doorbells"]
+                    .as_f64()
+                    .unwrap(),
+                j["results"][0]["device_counters"]["requester.cqes"]
+                    .as_f64()
+                    .unwrap(),
             )
         };
         // -s 4096: perftest moderates by 100 (plus the window-filling WR).
@@ -1362,12 +1383,21 @@ mod tests {
         // Everything lost: the RC QP fails with retries exhausted, on
         // every backend.
         for dev in ["sim", "model"] {
-            let e = err(PerfTest::WriteBw, &["--device", dev, "--loss", "1", "-n", "100"]);
+            let e = err(
+                PerfTest::WriteBw,
+                &["--device", dev, "--loss", "1", "-n", "100"],
+            );
             assert!(e.contains("RETRY_EXC_ERR"), "{dev}: {e}");
-            let (j, f) = json(PerfTest::WriteBw, &["--device", dev, "--loss", "1", "-n", "100"]);
+            let (j, f) = json(
+                PerfTest::WriteBw,
+                &["--device", dev, "--loss", "1", "-n", "100"],
+            );
             assert!(f.is_some());
             assert_eq!(j["verdict"], "fail");
-            assert!(j["error"].as_str().unwrap().contains("RETRY_EXC_ERR"), "{j}");
+            assert!(
+                j["error"].as_str().unwrap().contains("RETRY_EXC_ERR"),
+                "{j}"
+            );
             assert!(j["results"][0]["bw_avg"].is_null(), "{j}");
         }
         let e = err(
@@ -1450,7 +1480,11 @@ mod tests {
         match v {
             serde_json::Value::Object(m) if !path.ends_with("device_counters") => {
                 for (k, x) in m {
-                    let p = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                    let p = if path.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{path}.{k}")
+                    };
                     leaves(x, &p, out);
                 }
             }
@@ -1473,7 +1507,11 @@ mod tests {
         let mut section = "";
         for line in doc.lines() {
             if let Some(h) = line.strip_prefix("## ") {
-                section = if h == "Envelope" || h == "perf" { "in" } else { "" };
+                section = if h == "Envelope" || h == "perf" {
+                    "in"
+                } else {
+                    ""
+                };
                 continue;
             }
             if section.is_empty() {
@@ -1496,7 +1534,10 @@ mod tests {
     #[test]
     fn json_keys_are_the_documented_schema() {
         let doc = documented_keys();
-        assert!(doc.contains("schema") && doc.contains("results[].bw_avg"), "{doc:?}");
+        assert!(
+            doc.contains("schema") && doc.contains("results[].bw_avg"),
+            "{doc:?}"
+        );
         for dev in ["sim", "fw-sim", "model"] {
             for (t, v) in [
                 (PerfTest::WriteBw, vec!["-n", "100"]),
@@ -1510,7 +1551,10 @@ mod tests {
                 leaves(&j, "", &mut got);
                 assert_eq!(got, doc, "{dev} {t:?} {v:?}");
                 assert_eq!(j["schema"], "bareverbs/1");
-                assert_eq!(j["command"], format!("perf {}", crate::perf::engine::test_name(t)));
+                assert_eq!(
+                    j["command"],
+                    format!("perf {}", crate::perf::engine::test_name(t))
+                );
                 assert_eq!(j["test"], perftest_name(t));
             }
             // Unknowns are null, not 0: a latency test has no BW figures.
@@ -1522,7 +1566,52 @@ mod tests {
         // A backend that could not be opened: the same envelope, no results.
         let f: serde_json::Value =
             serde_json::from_str(&failure_json(PerfTest::WriteBw, &args(&[]), "x")).unwrap();
-        assert_eq!((f["schema"].as_str(), f["verdict"].as_str()), (Some("bareverbs/1"), Some("fail")));
+        assert_eq!(
+            (f["schema"].as_str(), f["verdict"].as_str()),
+            (Some("bareverbs/1"), Some("fail"))
+        );
         assert!(f["backend"].is_null() && f["results"].as_array().unwrap().is_empty());
+    }
+
+    /// Memory and time stay bounded: -q 16384 is refused before anything
+    /// is allocated (usage error naming the memory), -D bounds wall-clock
+    /// time on the simulator, and -a streams each row as it completes, so
+    /// a failure at 4 MiB (fw-sim) leaves the rows before it printed.
+    #[test]
+    fn memory_and_time_are_bounded() {
+        for dev in ["sim", "fw-sim", "model"] {
+            let e = run(PerfTest::WriteBw, &args(&["--device", dev, "-q", "16384"])).unwrap_err();
+            assert!(crate::args::is_usage(&e), "{dev}: {e}");
+            assert!(
+                e.to_string().contains("MiB of queue and buffer memory"),
+                "{e}"
+            );
+        }
+        let t = std::time::Instant::now();
+        let (j, f) = json(PerfTest::WriteBw, &["-D", "1"]);
+        let wall = t.elapsed().as_secs_f64();
+        assert_eq!(f, None, "{j}");
+        assert!((1.0..10.0).contains(&wall), "-D 1 took {wall} s");
+        let r = &j["results"][0];
+        assert_eq!(r["posted"], r["completed_ok"]);
+        assert!(r["posted"].as_u64().unwrap() >= 5);
+        let mut streamed = Vec::new();
+        let o = run_streaming(
+            PerfTest::WriteBw,
+            &args(&["--device", "fw-sim", "-a", "-n", "5"]),
+            &mut |s| streamed.push(s.to_string()),
+        )
+        .unwrap();
+        let f = o.failure.unwrap();
+        assert!(f.contains("-s 4194304"), "{f}");
+        let text = streamed.concat();
+        assert_eq!(text, o.output);
+        let rows: Vec<u64> = text
+            .lines()
+            .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+            .collect();
+        assert_eq!(rows, (1..=21).map(|e| 1u64 << e).collect::<Vec<_>>());
+        // Each row was handed out on its own, as it completed.
+        assert!(streamed.len() >= 2 + rows.len(), "{}", streamed.len());
     }
 }

@@ -16,13 +16,13 @@ use bareverbs::cq::DynCompletionQueue;
 use bareverbs::cqe::CqeSize;
 use bareverbs::mr::MemoryRegion;
 use bareverbs::platform::BF_OFFSET;
+use bareverbs::qp::QpType;
+use bareverbs::qp::{QpAttrMask, QpState};
 use bareverbs::queue_pair::QueuePair;
 use bareverbs::rq::{RecvQueue, RqConfig, RqSlot};
-use bareverbs::qp::QpType;
 use bareverbs::sizing::DeviceCaps;
 use bareverbs::sq::{BlueFlame, SendQueue, SqConfig, SqSlot};
 use bareverbs::wqe::AddressVector;
-use bareverbs::qp::{QpAttrMask, QpState};
 use bareverbs_sim::objects::{access, QpAttr};
 use bareverbs_sim::{Device, Fabric, ModelParams, QpInit, SimError};
 
@@ -105,7 +105,11 @@ fn to_rts(
         port_num: 1,
         ..QpAttr::default()
     };
-    dev.modify_qp(qpn, &a, M::STATE | M::PKEY_INDEX | M::PORT | M::ACCESS_FLAGS)?;
+    dev.modify_qp(
+        qpn,
+        &a,
+        M::STATE | M::PKEY_INDEX | M::PORT | M::ACCESS_FLAGS,
+    )?;
     a.qp_state = QpState::Rtr;
     a.dlid = peer.0;
     a.path_mtu = mtu_code;
@@ -133,6 +137,9 @@ fn to_rts(
     dev.modify_qp(qpn, &a, m)
 }
 
+/// A side's queues, its QPN and its two areas of slots.
+type SideParts = (Box<Side<bareverbs_sim::SimUar>>, u32, [Vec<Slot>; 2]);
+
 /// One side: a QP with the plan's geometry, its CQ and `areas` areas of
 /// slots registered in one region each.
 fn side(
@@ -140,13 +147,11 @@ fn side(
     cfg: &PerfRunConfig,
     plan: &Plan,
     areas: [bool; 2],
-) -> anyhow::Result<(Box<Side<bareverbs_sim::SimUar>>, u32, [Vec<Slot>; 2])> {
+) -> anyhow::Result<SideParts> {
     let l = &plan.layout;
     let pd = dev.alloc_pd();
     let ncqe = (plan.cap as usize + RQ_WQES).next_power_of_two() as u32;
-    let cqh = dev
-        .create_cq(ncqe, 1)
-        .map_err(sim_err("creating the CQ"))?;
+    let cqh = dev.create_cq(ncqe, 1).map_err(sim_err("creating the CQ"))?;
     let qp_type = match cfg.conn {
         Conn::Rc => QpType::Rc,
         Conn::Uc => QpType::Uc,
@@ -167,8 +172,12 @@ fn side(
         .map_err(sim_err("creating the QP"))?;
     let qpn = h.qpn;
     dev.set_uidx(qpn, qpn);
-    let sq_ring = h.sq_ring.ok_or_else(|| anyhow!("the simulated QP has no send ring"))?;
-    let rq_ring = h.rq_ring.ok_or_else(|| anyhow!("the simulated QP has no receive ring"))?;
+    let sq_ring = h
+        .sq_ring
+        .ok_or_else(|| anyhow!("the simulated QP has no send ring"))?;
+    let rq_ring = h
+        .rq_ring
+        .ok_or_else(|| anyhow!("the simulated QP has no receive ring"))?;
     let sqc = SqConfig {
         qpn,
         qp_type,
@@ -258,14 +267,13 @@ fn side(
         }
         mrs.push(mr);
     }
-    let mut qp = QueuePair {
+    let qp = QueuePair {
         qpn,
         uidx: qpn,
         cqe_version: 1,
         sq,
         rq: Some(rq),
     };
-    let _ = &mut qp;
     Ok((
         Box::new(Side {
             qp,
@@ -470,7 +478,18 @@ mod tests {
             // inline (the SGEs are what is measured).
             run(
                 PerfTest::WriteLat,
-                &["-s", &s, "-n", "100", "-I", "0", "--sge", &k, "--max-send-sge", &k],
+                &[
+                    "-s",
+                    &s,
+                    "-n",
+                    "100",
+                    "-I",
+                    "0",
+                    "--sge",
+                    &k,
+                    "--max-send-sge",
+                    &k,
+                ],
             )
         };
         let (r1, r16) = (run_k(1), run_k(16));
