@@ -270,6 +270,19 @@ fn mtu_enum(mtu: u32) -> anyhow::Result<u8> {
         .ok_or_else(|| anyhow!("-m {mtu}: the MTU must be 256, 512, 1024, 2048 or 4096"))
 }
 
+/// Why a message of `plan` cannot be registered on this path, if it cannot.
+fn too_big(plan: &Plan) -> Option<String> {
+    (plan.slot_bytes > CHUNK_BYTES).then(|| {
+        format!(
+            "-s {}: messages above {} bytes are not supported by the command-path backend \
+             (one memory key covers at most {} pages here); --device sim runs them",
+            plan.size,
+            CHUNK_BYTES - plan.recv_off,
+            CHUNK_BYTES / 4096
+        )
+    })
+}
+
 /// How the QPs of a run are connected (command-path specifics).
 struct Link {
     st: QpServiceType,
@@ -304,6 +317,18 @@ where
 
     fn timing_note(&self) -> String {
         self.timer.note()
+    }
+
+    fn refuse(&self, cfg: &PerfRunConfig, args: &super::run::PerfArgs) -> Option<String> {
+        // Known before anything runs: refused up front; `-a` runs the
+        // sizes this path can register and stops with this error at the
+        // first it cannot (its finished rows printed).
+        if args.all {
+            return None;
+        }
+        Plan::with_inflight(cfg, &PerfDevice::caps(self, cfg), self.inflight_bytes())
+            .ok()
+            .and_then(|p| too_big(&p))
     }
 
     fn caps(&self, cfg: &PerfRunConfig) -> DeviceCaps {
@@ -343,14 +368,8 @@ where
             .dev
             .as_mut()
             .ok_or_else(|| anyhow!("the device was torn down"))?;
-        if plan.slot_bytes > CHUNK_BYTES {
-            bail!(
-                "-s {}: messages above {} bytes are not supported by the command-path \
-                 backend (one memory key covers at most {} pages here); --device sim runs them",
-                plan.size,
-                CHUNK_BYTES - plan.recv_off,
-                CHUNK_BYTES / 4096
-            );
+        if let Some(why) = too_big(plan) {
+            bail!("{why}");
         }
         let st = match cfg.conn {
             Conn::Rc => QpServiceType::Rc,
