@@ -11,6 +11,6 @@ bv=target/release/bareverbs
 if [ "$#" -gt 0 ]; then
   exec "$bv" "$@"
 fi
-"$bv" sweep --device fw-sim --blueflame --svg target/sweep-chart.svg --json target/sweep.json
+"$bv" sweep --device fw-sim --blueflame --svg target/sweep-chart.svg --json-file target/sweep.json
 echo
 echo "chart: target/sweep-chart.svg   rows: target/sweep.json"

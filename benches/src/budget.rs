@@ -55,7 +55,13 @@ pub struct BudgetArgs {
     /// Device limits: TOML file whose keys are DeviceCaps field names.
     #[arg(long)]
     pub caps: Option<PathBuf>,
-    /// Print one JSON object instead of a table.
+    /// Size against this device's limits, read by QUERY_HCA_CAP: `sim` /
+    /// `fw-sim` (the simulated ConnectX) or `vfio:DDDD:BB:DD.F` (default:
+    /// `--caps FILE`, else the default device, whose limits the simulated
+    /// ConnectX reports too).
+    #[arg(long, conflicts_with = "caps")]
+    pub device: Option<String>,
+    /// JSON on stdout instead of text.
     #[arg(long)]
     pub json: bool,
     /// Print the memory-per-QP table (max_send_wr × max_send_sge).
@@ -95,7 +101,16 @@ pub fn caps_from_toml(text: &str) -> anyhow::Result<DeviceCaps> {
         max_send_wqebb: f.max_send_wqebb.unwrap_or(d.max_send_wqebb),
         max_recv_wr: f.max_recv_wr.unwrap_or(d.max_recv_wr),
         max_srq_recv_wr: f.max_srq_recv_wr.unwrap_or(d.max_srq_recv_wr),
-        max_sge: f.max_sge.unwrap_or(d.max_sge),
+        // Without a max_sge key: the kernel's rule on the descriptor sizes.
+        max_sge: f.max_sge.unwrap_or_else(|| {
+            let desc = |v: u32| v.min(u16::MAX as u32) as u16;
+            bareverbs::cmd::caps::HcaCaps {
+                max_wqe_sz_sq: desc(f.max_sq_desc_sz.unwrap_or(d.max_sq_desc_sz)),
+                max_wqe_sz_rq: desc(f.max_rq_desc_sz.unwrap_or(d.max_rq_desc_sz)),
+                ..Default::default()
+            }
+            .max_sge()
+        }),
         max_cqe: f.max_cqe.unwrap_or(d.max_cqe),
         bf_reg_size: f.bf_reg_size.unwrap_or(d.bf_reg_size),
         cqe_version: f.cqe_version.unwrap_or(d.cqe_version),
@@ -122,6 +137,16 @@ pub fn load_caps(path: Option<&Path>) -> anyhow::Result<DeviceCaps> {
                 .usage()
         }
     }
+}
+
+/// The sizing limits of `device` (`budget --device`), from its
+/// QUERY_HCA_CAP and the host's page and cache-line sizes the bring-up
+/// uses.
+pub fn device_caps(device: &crate::device_arg::Device) -> anyhow::Result<DeviceCaps> {
+    device.require_device("budget --device")?;
+    let d = crate::devinfo::query_device(device)?;
+    let host = bareverbs::device::DeviceConfig::default();
+    Ok(d.caps.device_caps(host.page_size, host.cache_line_size))
 }
 
 /// The QP request the arguments describe.
@@ -286,8 +311,12 @@ pub struct BudgetOutcome {
     pub code: i32,
 }
 
-/// Compute the budget for `args` on `caps` (no I/O).
+/// Compute the budget for `args` on `caps` (no I/O). SGE counts above
+/// the device's `max_sge` are refused as bad input.
 pub fn compute(args: &BudgetArgs, caps: &DeviceCaps) -> anyhow::Result<BudgetOutcome> {
+    use crate::device_arg::check_sge;
+    check_sge("--max-send-sge", args.max_send_sge, caps.max_sge)?;
+    check_sge("--max-recv-sge", args.max_recv_sge, caps.max_sge)?;
     let req = request(args)?;
     let ops = req.effective_ops();
     let fail = |e: SizingError| {
@@ -512,14 +541,18 @@ pub fn table(args: &BudgetArgs, caps: &DeviceCaps) -> String {
 
 /// Run `bareverbs budget`; returns the process exit code (0 fits, 1 does not).
 pub fn run(args: &BudgetArgs) -> anyhow::Result<i32> {
-    let caps = load_caps(args.caps.as_deref())?;
+    let caps = match &args.device {
+        Some(d) => device_caps(&crate::device_arg::parse_device(d)?)?,
+        None => load_caps(args.caps.as_deref())?,
+    };
     if args.table {
         print!("{}", table(args, &caps));
         return Ok(0);
     }
     let out = compute(args, &caps)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&out.json)?);
+        let v = crate::envelope::envelope("budget", out.json);
+        println!("{}", serde_json::to_string_pretty(&v)?);
     } else if out.code == 0 {
         print!("{}", out.text);
     } else {
@@ -654,5 +687,66 @@ mod tests {
         // FACTS §3.9: 32768 × 16 at 448 B/WQE → 262144 BBs (over 32768).
         assert!(t.contains("EINVAL 262144>32768 BBs"), "{t}");
         assert_eq!(t.lines().count(), 2 + 12);
+    }
+
+    /// SGE counts above the device's max_sge (30 by the kernel rule for
+    /// 1024/512-byte descriptors: min(512/16, (512 − 32)/16)) are refused
+    /// as bad input, though 40–52 fit a 1024-byte descriptor; 16 / 256
+    /// gives min(256/16, (512 − 32)/16) = 16.
+    #[test]
+    fn sge_above_the_device_max_is_refused() {
+        let caps = DeviceCaps::DEFAULT;
+        assert_eq!(caps.max_sge, 30);
+        for n in [31u32, 40, 52] {
+            let e = compute(
+                &args(&format!("--max-send-wr 16 --max-send-sge {n}")),
+                &caps,
+            )
+            .unwrap_err();
+            assert!(crate::args::is_usage(&e));
+            assert_eq!(
+                e.to_string(),
+                format!("--max-send-sge {n} exceeds the device's max_sge 30 (ibv_devinfo -v)")
+            );
+        }
+        assert_eq!(
+            compute(&args("--max-send-wr 16 --max-send-sge 30"), &caps)
+                .unwrap()
+                .code,
+            0
+        );
+        let e = compute(&args("--max-recv-wr 16 --max-recv-sge 31"), &caps).unwrap_err();
+        assert!(
+            e.to_string().starts_with("--max-recv-sge 31 exceeds"),
+            "{e}"
+        );
+        let c = caps_from_toml("max_rq_desc_sz = 256").unwrap();
+        assert_eq!(c.max_sge, 16);
+        assert_eq!(caps_from_toml("max_sge = 8").unwrap().max_sge, 8);
+    }
+
+    /// `--device sim` sizes against the simulated ConnectX's QUERY_HCA_CAP
+    /// (1024/512 descriptors, 2^15 WQEBBs: the default device); `model` is
+    /// no device.
+    #[test]
+    fn device_caps_from_the_simulator() {
+        let d = device_caps(&crate::device_arg::Device::Sim).unwrap();
+        assert_eq!(d, DeviceCaps::DEFAULT);
+        assert!(device_caps(&crate::device_arg::Device::Model).is_err());
+    }
+
+    #[test]
+    fn json_keys_match_the_doc() {
+        use crate::envelope::{assert_documented, envelope};
+        let caps = DeviceCaps::DEFAULT;
+        let o = compute(
+            &args("--max-send-wr 1024 --max-send-sge 4 --max-recv-wr 64 --cqe 2000 --qps 4"),
+            &caps,
+        )
+        .unwrap();
+        assert_documented("budget", &envelope("budget", o.json));
+        let o = compute(&args("--max-send-wr 65536 --max-send-sge 16"), &caps).unwrap();
+        assert_eq!(o.code, 1);
+        assert_documented("budget", &envelope("budget", o.json));
     }
 }

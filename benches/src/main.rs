@@ -3,6 +3,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use bareverbs_bench::args::{is_usage, UsageExt};
+use bareverbs_bench::envelope::{envelope, envelope_of};
 use clap::{Parser, Subcommand};
 
 /// bareverbs: mlx5 queue sizing, codec and performance tools.
@@ -20,22 +21,11 @@ enum Cli {
     /// Decode WQE or CQE bytes given as hex.
     #[command(subcommand)]
     Decode(Decode),
-    /// Device attributes like `ibv_devinfo -v`, through the command interface.
-    Devinfo {
-        /// `sim` (default) or `vfio:0000:BB:DD.F`.
-        #[arg(long, default_value = "sim")]
-        device: String,
-        /// Print one JSON object.
-        #[arg(long)]
-        json: bool,
-        /// Also run the loopback self-test: WRITE, SEND/RECV and READ
-        /// between two RC QPs looped back on port 1, every byte verified.
-        #[arg(long)]
-        selftest: bool,
-        /// With --selftest: ring doorbells through BlueFlame.
-        #[arg(long)]
-        blueflame: bool,
-    },
+    /// Device attributes as `ibv_devinfo` prints them (-v, -d, -i, -l), through the command interface.
+    Devinfo(bareverbs_bench::devinfo::DevinfoArgs),
+    /// Loopback self-test: WRITE, SEND/RECV and READ between two RC QPs
+    /// looped back on port 1, every byte verified.
+    Selftest(bareverbs_bench::selftest::SelftestArgs),
     /// Exact mlx5 queue memory per QP and per node (FACTS §3).
     Budget(bareverbs_bench::budget::BudgetArgs),
     /// Measure the data path (post/poll on memory-backed queues).
@@ -52,7 +42,7 @@ enum PerfCmd {
     Poll {
         #[command(flatten)]
         args: bareverbs_bench::perf::poll::PollArgs,
-        /// Print one JSON object.
+        /// JSON on stdout instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -60,7 +50,7 @@ enum PerfCmd {
     Post {
         #[command(flatten)]
         args: bareverbs_bench::perf::post::PostArgs,
-        /// Print one JSON object.
+        /// JSON on stdout instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -68,7 +58,7 @@ enum PerfCmd {
     PostRecv {
         #[command(flatten)]
         args: bareverbs_bench::perf::recv::RecvArgs,
-        /// Print one JSON object.
+        /// JSON on stdout instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -94,7 +84,7 @@ enum PerfCmd {
         /// WRs per round.
         #[arg(long, default_value_t = 200_000)]
         per_round: u64,
-        /// Print JSON.
+        /// JSON on stdout instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -110,7 +100,7 @@ enum Decode {
         /// QP type: rc, uc, ud or raw.
         #[arg(long, value_parser = ["rc", "uc", "ud", "raw"])]
         qp_type: Option<String>,
-        /// JSON output.
+        /// JSON on stdout instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -125,7 +115,7 @@ enum Decode {
         /// Number of CQ entries (for the owner-bit check).
         #[arg(long)]
         ncqe: Option<u32>,
-        /// JSON output.
+        /// JSON on stdout instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -181,33 +171,59 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let s = bareverbs_bench::decode::cqe::decode_cqe(&bytes, json, ci, ncqe).usage()?;
             println!("{s}");
         }
-        Cli::Devinfo {
-            device,
-            json,
-            selftest,
-            blueflame,
-        } => {
-            let d = bareverbs_bench::devinfo::query(&device)?;
+        Cli::Devinfo(a) => {
+            use bareverbs_bench::devinfo as di;
+            if a.list {
+                let names = di::list_devices();
+                if a.json {
+                    let v = envelope("devinfo", serde_json::json!({ "devices": names }));
+                    println!("{}", serde_json::to_string_pretty(&v)?);
+                } else {
+                    print!("{}", di::list_text(&names));
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
+            let dev = a.device()?;
+            let mut d = di::query_device(&dev)?;
+            di::select_port(&mut d, &dev, a.port)?;
             let opts = bareverbs::selftest::SelfTestOptions {
-                blueflame,
+                blueflame: a.blueflame,
                 ..Default::default()
             };
-            let st = if selftest {
-                Some(bareverbs_bench::selftest::run(&device, opts)?)
+            let name = dev.name();
+            let st = if a.selftest {
+                Some(bareverbs_bench::selftest::run(&name, opts)?)
             } else {
                 None
             };
-            if json {
-                let mut v = bareverbs_bench::devinfo::to_json(&d, &device);
+            if a.json {
+                let mut v = envelope("devinfo", di::to_json(&d, &dev));
                 if let Some(r) = &st {
-                    v["selftest"] = bareverbs_bench::selftest::to_json(r, &device, &opts);
+                    v["selftest"] = bareverbs_bench::selftest::to_json(r, &name, &opts);
                 }
                 println!("{}", serde_json::to_string_pretty(&v)?);
             } else {
-                print!("{}", bareverbs_bench::devinfo::to_text(&d, &device));
+                print!("{}", di::to_text(&d, &dev, a.verbose));
                 if let Some(r) = &st {
-                    print!("{}", bareverbs_bench::selftest::to_text(r, &device, &opts));
+                    print!("{}", bareverbs_bench::selftest::to_text(r, &name, &opts));
                 }
+            }
+        }
+        Cli::Selftest(a) => {
+            let opts = bareverbs::selftest::SelfTestOptions {
+                blueflame: a.blueflame,
+                ..Default::default()
+            };
+            let name = bareverbs_bench::device_arg::parse_device(&a.device)?.name();
+            let r = bareverbs_bench::selftest::run(&name, opts)?;
+            if a.json {
+                let v = envelope(
+                    "selftest",
+                    bareverbs_bench::selftest::to_json(&r, &name, &opts),
+                );
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            } else {
+                print!("{}", bareverbs_bench::selftest::to_text(&r, &name, &opts));
             }
         }
         Cli::Budget(args) => {
@@ -218,7 +234,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cli::Perf(PerfCmd::Poll { args, json }) => {
             let stats = bareverbs_bench::perf::poll::PollBench::new(args)?.run();
             if json {
-                println!("{}", serde_json::to_string(&stats)?);
+                println!("{}", envelope_of("perf poll", &stats)?);
             } else {
                 println!(
                     "poll batch={} path={}: {:.2} ns/CQE over {} CQEs",
@@ -232,7 +248,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cli::Perf(PerfCmd::Post { args, json }) if args.c_loop => {
             let stats = bareverbs_bench::perf::cpost::run_c_loop(args)?;
             if json {
-                println!("{}", serde_json::to_string(&stats)?);
+                println!("{}", envelope_of("perf post", &stats)?);
             } else {
                 println!(
                     "C loop: post Write sge={} batch={} signal_every=16: {:.2} ns/WR over {} WRs",
@@ -243,7 +259,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cli::Perf(PerfCmd::Post { args, json }) => {
             let stats = bareverbs_bench::perf::post::PostBench::new(args)?.run();
             if json {
-                println!("{}", serde_json::to_string(&stats)?);
+                println!("{}", envelope_of("perf post", &stats)?);
             } else {
                 println!(
                     "post {:?} sge={} inline={:?} batch={} signal_every={}: {:.2} ns/WR over {} WRs ({:.2} WQEBBs/WR, {} doorbells)",
@@ -262,7 +278,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cli::Perf(PerfCmd::PostRecv { args, json }) => {
             let stats = bareverbs_bench::perf::recv::RecvBench::new(args)?.run()?;
             if json {
-                println!("{}", serde_json::to_string(&stats)?);
+                println!("{}", envelope_of("perf post-recv", &stats)?);
             } else {
                 println!(
                     "post-recv {:?} sge={} batch={}: {:.2} ns/WR over {} WRs (max_gs {}, {} doorbell records)",

@@ -4,28 +4,43 @@
 use bareverbs::selftest::{SelfTestOptions, SelfTestReport};
 use serde_json::json;
 
-/// Runs the self-test on `device` (`sim` or `vfio:BDF`).
+/// Arguments of `bareverbs selftest`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct SelftestArgs {
+    /// `sim` (default; the simulated ConnectX), `fw-sim` (the same device)
+    /// or `vfio:DDDD:BB:DD.F`.
+    #[arg(short = 'd', long, default_value = "sim")]
+    pub device: String,
+    /// Ring doorbells through BlueFlame.
+    #[arg(long)]
+    pub blueflame: bool,
+    /// JSON on stdout instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Runs the self-test on `device` (`sim`, `fw-sim` or `vfio:BDF`).
 pub fn run(device: &str, opts: SelfTestOptions) -> anyhow::Result<SelfTestReport> {
-    if device == "sim" {
-        let fabric = bareverbs_sim::Fabric::new(1);
-        let (mut d, _nic) = bareverbs_sim::fw::bring_up_on(
-            &fabric,
-            bareverbs_sim::fw::FwConfig::default(),
-            bareverbs::device::DeviceConfig::default(),
-        )
-        .map_err(|e| anyhow::anyhow!("simulated bring-up failed: {e}"))?;
-        let r = d.loopback_selftest(opts);
-        let (rep, ..) = d.teardown();
-        let r = r.map_err(|e| anyhow::anyhow!("loopback self-test: {e}"))?;
-        if let Some(e) = rep.first_error {
-            anyhow::bail!("teardown after the self-test: {e}");
-        }
-        return Ok(r);
-    }
-    if let Some(bdf) = device.strip_prefix("vfio:") {
+    use crate::device_arg::Device;
+    let d = crate::device_arg::parse_device(device)?;
+    d.require_device("selftest")?;
+    if let Device::Vfio(bdf) = &d {
         return bareverbs_vfio::selftest_vfio(bdf, opts).map_err(|e| anyhow::anyhow!("{e}"));
     }
-    anyhow::bail!("unknown device {device:?}: use `sim` or `vfio:0000:BB:DD.F`")
+    let fabric = bareverbs_sim::Fabric::new(1);
+    let (mut dev, _nic) = bareverbs_sim::fw::bring_up_on(
+        &fabric,
+        bareverbs_sim::fw::FwConfig::default(),
+        bareverbs::device::DeviceConfig::default(),
+    )
+    .map_err(|e| anyhow::anyhow!("simulated bring-up failed: {e}"))?;
+    let r = dev.loopback_selftest(opts);
+    let (rep, ..) = dev.teardown();
+    let r = r.map_err(|e| anyhow::anyhow!("loopback self-test: {e}"))?;
+    if let Some(e) = rep.first_error {
+        anyhow::bail!("teardown after the self-test: {e}");
+    }
+    Ok(r)
 }
 
 /// One JSON object.
@@ -64,7 +79,7 @@ pub fn to_text(r: &SelfTestReport, device: &str, opts: &SelfTestOptions) -> Stri
         r.verified_bytes.2,
         r.completions,
         r.elapsed_us,
-        if device == "sim" {
+        if !device.starts_with("vfio:") {
             " (simulated: the fake clock only moves while waiting)"
         } else {
             ""
@@ -86,6 +101,19 @@ mod tests {
         assert!(to_text(&r, "sim", &o).contains("every byte verified"));
         let e = run("vfio:0000:00:00.0", o).unwrap_err().to_string();
         assert!(!e.is_empty() && !e.contains("panicked"), "{e}");
-        assert!(run("nope", o).is_err());
+        let e = run("nope", o).unwrap_err();
+        assert!(crate::args::is_usage(&e) && e.to_string().starts_with("unknown device"));
+        let e = run("model", o).unwrap_err();
+        assert!(e.to_string().starts_with("selftest needs a device"), "{e}");
+        let r2 = run("fw-sim", o).unwrap();
+        assert_eq!(r2.verified_bytes, r.verified_bytes);
+    }
+
+    #[test]
+    fn json_keys_match_the_doc() {
+        let o = SelfTestOptions::default();
+        let r = run("sim", o).unwrap();
+        let j = crate::envelope::envelope("selftest", to_json(&r, "sim", &o));
+        crate::envelope::assert_documented("selftest", &j);
     }
 }

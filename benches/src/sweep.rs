@@ -62,9 +62,14 @@ pub struct SweepArgs {
     /// Device capabilities (TOML, as `budget --caps`).
     #[arg(long)]
     pub caps: Option<PathBuf>,
-    /// Write `{"rows": [...]}` to FILE (`-` = stdout, then no tables).
-    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-")]
-    pub json: Option<PathBuf>,
+    /// JSON on stdout instead of the tables (`{"schema", "command",
+    /// "rows", …}`, docs/json-commands.md).
+    #[arg(long)]
+    pub json: bool,
+    /// Also write that JSON to PATH (the main job writes
+    /// `target/sweep.json`).
+    #[arg(long, value_name = "PATH")]
+    pub json_file: Option<PathBuf>,
     /// Write an SVG chart to FILE.
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
@@ -72,9 +77,11 @@ pub struct SweepArgs {
     /// full and the other sizes as a compact memory/feasibility grid).
     #[arg(long)]
     pub all: bool,
-    /// `model` (default: latency from the NIC model only), `fw-sim` or
-    /// `vfio:BDF`: also measure each feasible row's write latency through
-    /// bareverbs' command path on that device.
+    /// `model` (default: latency from the NIC model only, no device), or
+    /// a device to also measure each feasible row's write latency on
+    /// through bareverbs' command path: `fw-sim` (the simulated ConnectX;
+    /// `sim` names the same device and, sweep measuring only through the
+    /// command path, means the same here) or `vfio:DDDD:BB:DD.F`.
     #[arg(long, default_value = "model")]
     pub device: String,
     /// write-lat iterations per row when measuring (--device fw-sim|vfio:BDF).
@@ -262,10 +269,9 @@ fn measuring_backend(args: &SweepArgs) -> anyhow::Result<Option<Box<dyn PerfBack
     }
     match args.device.as_str() {
         "model" => Ok(None),
-        "fw-sim" => cmd::fw_sim(1, opts).map(Some),
-        d => Err(usage_error(format!(
-            "unknown --device {d:?} (expected model, fw-sim or vfio:BDF)"
-        ))),
+        // The simulated ConnectX, measured through the command path.
+        "fw-sim" | "sim" => cmd::fw_sim(1, opts).map(Some),
+        d => Err(crate::device_arg::unknown_device(d)),
     }
 }
 
@@ -342,6 +348,7 @@ fn measure_row(
 /// Refuses impossible option values before any work starts (each refusal
 /// is a [`crate::args::UsageError`]).
 pub fn check_args(args: &SweepArgs) -> anyhow::Result<()> {
+    crate::device_arg::parse_device(&args.device)?;
     if let Some(&s) = args.sge.iter().find(|&&s| s == 0) {
         return Err(usage_error(format!(
             "--sge {s}: every row posts at least one SGE, so max_send_sge must be >= 1"
@@ -843,9 +850,35 @@ pub fn blog_latency_table(s: &Sweep, caps512: &DeviceCaps) -> String {
     o
 }
 
-/// `{"rows": [...]}`.
+/// The device limits as JSON (the `budget --caps` keys).
+pub fn caps_json(c: &DeviceCaps) -> serde_json::Value {
+    serde_json::json!({
+        "max_sq_desc_sz": c.max_sq_desc_sz,
+        "max_rq_desc_sz": c.max_rq_desc_sz,
+        "max_send_wqebb": c.max_send_wqebb,
+        "max_recv_wr": c.max_recv_wr,
+        "max_srq_recv_wr": c.max_srq_recv_wr,
+        "max_sge": c.max_sge,
+        "max_cqe": c.max_cqe,
+        "bf_reg_size": c.bf_reg_size,
+        "cqe_version": c.cqe_version,
+        "page_size": c.page_size,
+        "cache_line_size": c.cache_line_size,
+    })
+}
+
+/// The sweep's JSON (envelope `"command": "sweep"`; keys in
+/// docs/json-commands.md).
 pub fn to_json(s: &Sweep) -> serde_json::Value {
-    serde_json::json!({ "rows": s.rows })
+    crate::envelope::envelope(
+        "sweep",
+        serde_json::json!({
+            "rows": s.rows,
+            "measured_on": s.measured_on,
+            "model": s.model_name,
+            "caps": caps_json(&s.caps),
+        }),
+    )
 }
 
 /// An SVG chart: modeled latency (left) and SQ ring bytes (right) against
@@ -1162,26 +1195,24 @@ fn fmt_tick(v: f64) -> String {
 pub fn run(args: &SweepArgs) -> anyhow::Result<()> {
     let caps = load_caps(args.caps.as_deref())?;
     let model = load_model(args.model.as_deref())?;
-    let json_stdout = args
-        .json
-        .as_deref()
-        .map(|p| p.as_os_str() == "-")
-        .unwrap_or(false);
+    let json_stdout = args.json;
     // Output files are checked before the (long) sweep, not after it.
     check_args(args)?;
-    if let Some(p) = args.json.as_deref().filter(|_| !json_stdout) {
-        check_output_path("--json", p)?;
+    if let Some(p) = &args.json_file {
+        check_output_path("--json-file", p)?;
     }
     if let Some(p) = &args.svg {
         check_output_path("--svg", p)?;
     }
     let s = run_sweep(args, &model, caps)?;
-    if let Some(p) = &args.json {
+    if json_stdout || args.json_file.is_some() {
         let text = serde_json::to_string_pretty(&to_json(&s))?;
+        if let Some(p) = &args.json_file {
+            std::fs::write(p, text.clone() + "\n")
+                .with_context(|| format!("writing {}", p.display()))?;
+        }
         if json_stdout {
             println!("{text}");
-        } else {
-            std::fs::write(p, text + "\n").with_context(|| format!("writing {}", p.display()))?;
         }
     }
     if let Some(p) = &args.svg {
@@ -1222,7 +1253,8 @@ mod tests {
             reps: 1,
             model: None,
             caps: None,
-            json: None,
+            json: false,
+            json_file: None,
             svg: None,
             all: false,
             device: "model".into(),

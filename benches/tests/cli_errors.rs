@@ -63,9 +63,9 @@ fn output_paths_are_checked_before_the_sweep() {
         "--svg /no/dir/x.svg: ",
     );
     refused_one_line(
-        &["sweep", "--json", "/no/dir/x.json"],
+        &["sweep", "--json-file", "/no/dir/x.json"],
         2,
-        "--json /no/dir/x.json: ",
+        "--json-file /no/dir/x.json: ",
     );
 }
 

@@ -117,3 +117,22 @@ fn hex_round_trip() {
         assert_eq!(parse_hex(&words).unwrap(), bytes);
     }
 }
+
+/// `--device` names: any string parses or is refused without panicking,
+/// and a refusal names the string; `vfio:` plus any non-empty address is
+/// accepted as given (the VFIO host checks its form).
+#[test]
+fn device_names_never_panic() {
+    use bareverbs_bench::device_arg::Device;
+    let mut r = Rng(0xdead_beef);
+    for _ in 0..20_000 {
+        let mut s = random_string(&mut r);
+        if r.below(3) == 0 {
+            s.insert_str(0, "vfio:");
+        }
+        match Device::parse(&s) {
+            Ok(d) => assert_eq!(d.name(), s),
+            Err(e) => assert!(e.to_string().contains(&format!("{s:?}"))),
+        }
+    }
+}

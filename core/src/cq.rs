@@ -37,6 +37,7 @@ use crate::cqe::{
     MINI_CQES_PER_SLOT, OP_OWN_INIT, OP_OWN_OFFSET,
 };
 use crate::platform::{self, DmaBuf, Uar};
+use crate::sq::SendLane;
 use core::fmt;
 use core::ptr;
 
@@ -203,6 +204,19 @@ pub trait WrResolver {
     /// ([`WcStatus::LocLenErr`]), the QP is unknown or the WQE is not
     /// outstanding. FACTS §5.8.
     fn scatter_to_recv(&mut self, qp: u32, wqe_counter: u16, data: &[u8]) -> bool;
+
+    /// The send queue most of this CQ's requester CQEs are for, as a
+    /// [`SendLane`] (its completion state in registers for a run of CQEs),
+    /// or `None` (the default: every CQE goes through [`Self::send_done`]).
+    /// The lean poller ([`CompletionQueue::poll_completions`]) retires a
+    /// requester CQE whose QP field equals the lane's routing value through
+    /// the lane, which applies exactly the checks `send_done` applies for
+    /// that QP; a lane must therefore be the queue `send_done` would use
+    /// for that value.
+    #[inline(always)]
+    fn send_lane(&mut self) -> Option<SendLane<'_>> {
+        None
+    }
 }
 
 impl<R: WrResolver + ?Sized> WrResolver for &mut R {
@@ -217,6 +231,10 @@ impl<R: WrResolver + ?Sized> WrResolver for &mut R {
     }
     fn scatter_to_recv(&mut self, qp: u32, wqe_counter: u16, data: &[u8]) -> bool {
         (**self).scatter_to_recv(qp, wqe_counter, data)
+    }
+    #[inline(always)]
+    fn send_lane(&mut self) -> Option<SendLane<'_>> {
+        (**self).send_lane()
     }
 }
 

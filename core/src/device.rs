@@ -693,15 +693,63 @@ pub enum LinkLayer {
     Other(u8),
 }
 
-/// Port state (QUERY_VPORT_STATE).
+/// Port state as `ibv_port_state` numbers it (`ibv_devinfo` prints
+/// `PORT_ACTIVE (4)`). An Ethernet port's comes from QUERY_VPORT_STATE (up
+/// → Active, down → Down), an InfiniBand port's from the HCA vport
+/// context's `vport_state`, which uses these numbers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PortState {
-    /// Down.
+    /// Down (1).
     Down,
-    /// Up (active).
+    /// Initialize (2).
+    Init,
+    /// Armed (3).
+    Armed,
+    /// Active (4).
     Active,
-    /// Another value.
+    /// Another value: the number the device reported.
     Other(u8),
+}
+
+impl PortState {
+    /// The `ibv_port_state` number (the device's own for [`PortState::Other`]).
+    pub const fn code(self) -> u8 {
+        match self {
+            PortState::Down => 1,
+            PortState::Init => 2,
+            PortState::Armed => 3,
+            PortState::Active => 4,
+            PortState::Other(v) => v,
+        }
+    }
+    /// The state for an `ibv_port_state` number (IB vport state).
+    pub const fn from_ib(v: u8) -> PortState {
+        match v {
+            1 => PortState::Down,
+            2 => PortState::Init,
+            3 => PortState::Armed,
+            4 => PortState::Active,
+            o => PortState::Other(o),
+        }
+    }
+}
+
+/// The InfiniBand-only port attributes, from QUERY_HCA_VPORT_CONTEXT (linux
+/// `mlx5_query_hca_port`); an Ethernet port has none of them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IbPortInfo {
+    /// Subnet manager SL.
+    pub sm_sl: u8,
+    /// Subnet timeout.
+    pub subnet_timeout: u8,
+    /// InitTypeReply.
+    pub init_type_reply: u8,
+    /// Physical port state (`ibv_devinfo` phys_state; 5 = LINK_UP).
+    pub phys_state: u8,
+    /// P_Key violation counter.
+    pub bad_pkey_cntr: u16,
+    /// Q_Key violation counter.
+    pub qkey_viol_cntr: u16,
 }
 
 /// One port in [`DevInfo`].
@@ -722,6 +770,19 @@ pub struct PortInfo {
     /// Maximum MTU in bytes, from PMTU `max_mtu` by the same rule as
     /// `active_mtu`.
     pub max_mtu: Option<u32>,
+    /// Subnet manager LID: from the HCA vport context on an InfiniBand
+    /// port, 0 on an Ethernet port (linux `mlx5_query_port_roce` leaves it
+    /// 0); `None` when the firmware refused the query.
+    pub sm_lid: Option<u16>,
+    /// The port's LID, by the same rule as `sm_lid`.
+    pub lid: Option<u16>,
+    /// The LID mask count, by the same rule as `sm_lid`.
+    pub lmc: Option<u8>,
+    /// Largest message (`1 << log_max_msg`).
+    pub max_msg_sz: u32,
+    /// InfiniBand-only attributes (`None` on Ethernet or when the query
+    /// failed).
+    pub ib: Option<IbPortInfo>,
 }
 
 impl PortInfo {
@@ -749,17 +810,44 @@ pub fn port_mtu(link_layer: LinkLayer, pmtu_bytes: u16) -> Option<ops::IbMtu> {
     }
 }
 
-/// What `bareverbs devinfo` prints, from QUERY_HCA_CAP and port queries.
+/// What `bareverbs devinfo` prints, from QUERY_HCA_CAP, QUERY_ADAPTER,
+/// the NIC or HCA vport context and port queries, with the values the mlx5
+/// kernel driver derives from them (`mlx5_ib_query_device`,
+/// `mlx5_ib_query_port`). `None` marks what the device did not tell.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DevInfo {
     /// Firmware version (initialization segment).
     pub fw_ver: FwVersion,
+    /// Node GUID: NIC vport context on Ethernet, HCA vport context on
+    /// InfiniBand (linux `mlx5_query_node_guid`).
+    pub node_guid: Option<u64>,
+    /// System image GUID, from the same context.
+    pub sys_image_guid: Option<u64>,
+    /// IEEE vendor id from QUERY_ADAPTER (Mellanox 0x02c9).
+    pub vendor_id: Option<u32>,
+    /// PCI device id (`vendor_part_id`; the kernel takes it from PCI config
+    /// space, so the host fills it in: the core cannot see config space).
+    pub vendor_part_id: Option<u16>,
+    /// PCI revision (`hw_ver`; host-filled like `vendor_part_id`).
+    pub hw_ver: Option<u8>,
+    /// QUERY_ADAPTER's PSID bytes (`board_id`; see
+    /// [`ops::Adapter::board_id`]).
+    pub adapter: Option<ops::Adapter>,
+    /// Number of physical ports (`cap.num_ports`).
+    pub phys_port_cnt: u8,
+    /// Largest memory region: the kernel reports `~0` (all ones).
+    pub max_mr_size: u64,
+    /// Page sizes: `~(min_page_size − 1)` with `min_page_size = 1 <<
+    /// cap.log_pg_sz` (`None` for a nonsense log).
+    pub page_size_cap: Option<u64>,
     /// Max QPs (`1 << log_max_qp`).
     pub max_qp: u32,
     /// Max WRs per QP (`1 << log_max_qp_sz`).
     pub max_qp_wr: u32,
     /// Max SGEs (see [`HcaCaps::max_sge`]).
     pub max_sge: u32,
+    /// Max SGEs of an RDMA READ ([`crate::cmd::caps::MAX_SGE_RD`]).
+    pub max_sge_rd: u32,
     /// Max CQs (`1 << log_max_cq`).
     pub max_cq: u32,
     /// Max CQEs per CQ as ibv reports it (`(1 << log_max_cq_sz) − 1`; FACTS §3.7).
@@ -768,10 +856,20 @@ pub struct DevInfo {
     pub max_mr: u32,
     /// Max PDs (`1 << log_max_pd`).
     pub max_pd: u32,
+    /// `max_qp_rd_atom` as the mlx5 kernel driver fills it: `1 <<
+    /// log_max_ra_req_qp`.
+    pub max_qp_rd_atom: u32,
+    /// `max_qp_init_rd_atom` as the mlx5 kernel driver fills it: `1 <<
+    /// log_max_ra_res_qp`.
+    pub max_qp_init_rd_atom: u32,
+    /// `max_qp_rd_atom × max_qp` (saturating).
+    pub max_res_rd_atom: u32,
     /// Max SRQs (`1 << log_max_srq`).
     pub max_srq: u32,
-    /// Max SRQ WRs (`1 << log_max_srq_sz`).
+    /// Max SRQ WRs (`(1 << log_max_srq_sz) − 1`, as the kernel reports it).
     pub max_srq_wr: u32,
+    /// Max SRQ SGEs ([`HcaCaps::max_srq_sge`]).
+    pub max_srq_sge: u32,
     /// The raw general capabilities.
     pub caps: HcaCaps,
     /// Ports.
@@ -2111,53 +2209,156 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         Ok(ops::parse_pmtu(&self.outb))
     }
 
+    /// QUERY_ADAPTER ([`ops::query_adapter`]).
+    pub fn query_adapter(&mut self) -> Result<ops::Adapter, DeviceError> {
+        let r = ops::query_adapter(&mut self.inb);
+        self.exec(r)?;
+        Ok(ops::parse_query_adapter(&self.outb))
+    }
+
+    /// QUERY_NIC_VPORT_CONTEXT of the own vport.
+    pub fn query_nic_vport_context(&mut self) -> Result<ops::NicVportContext, DeviceError> {
+        let r = ops::query_nic_vport_context(&mut self.inb);
+        self.exec(r)?;
+        let at = ops::QUERY_VPORT_CTX_OFFSET;
+        let end = (at + ops::VPORT_CTX_LEN).min(self.outb.len());
+        Ok(ops::parse_nic_vport_context(&self.outb[at..end]))
+    }
+
+    /// QUERY_HCA_VPORT_CONTEXT of the own vport on 1-based `port` (the
+    /// port number is sent only on a two-port device, as linux does).
+    pub fn query_hca_vport_context(
+        &mut self,
+        port: u8,
+    ) -> Result<ops::HcaVportContext, DeviceError> {
+        let p = (self.hca.num_ports == 2).then_some(port);
+        let r = ops::query_hca_vport_context(&mut self.inb, p);
+        self.exec(r)?;
+        let at = ops::QUERY_HCA_VPORT_CTX_OFFSET;
+        let end = (at + ops::HCA_VPORT_CTX_LEN).min(self.outb.len());
+        Ok(ops::parse_hca_vport_context(&self.outb[at..end]))
+    }
+
     /// Device information for `bareverbs devinfo`, from the capabilities,
-    /// one QUERY_VPORT_STATE (the function's vport, reported for each port)
-    /// and a PMTU read per port for the MTUs. A PMTU read the firmware
-    /// fails (nonzero status, e.g. older firmware) leaves that port's MTUs
-    /// `None`; any other command error fails `devinfo`.
+    /// QUERY_ADAPTER (vendor id, board id), the vport context (GUIDs; on an
+    /// InfiniBand port also its state and LIDs), QUERY_VPORT_STATE (an
+    /// Ethernet port's state) and a PMTU read per port for the MTUs. A
+    /// query the firmware fails with a status (older firmware, an opcode
+    /// it does not know) leaves what it would have told `None`; any other
+    /// command error fails `devinfo`. PCI identity (`vendor_part_id`,
+    /// `hw_ver`) is left `None` for the host to fill in.
     pub fn devinfo(&mut self) -> Result<DevInfo, DeviceError> {
+        /// A refused query is "unknown"; a broken command interface is not.
+        fn soft<T>(r: Result<T, DeviceError>) -> Result<Option<T>, DeviceError> {
+            match r {
+                Ok(v) => Ok(Some(v)),
+                Err(DeviceError::Cmd(CmdError::Failed { .. })) => Ok(None),
+                Err(e) => Err(e),
+            }
+        }
         let c = self.hca;
-        let (state, _) = self.query_vport_state()?;
-        let state = match state {
-            0 => PortState::Down,
-            1 => PortState::Active,
-            o => PortState::Other(o),
-        };
         let link_layer = match c.port_type {
             0 => LinkLayer::InfiniBand,
             1 => LinkLayer::Ethernet,
             o => LinkLayer::Other(o),
         };
+        let adapter = soft(self.query_adapter())?;
+        // Ethernet: one vport state for the function, reported per port.
+        let eth_state = if link_layer == LinkLayer::InfiniBand {
+            None
+        } else {
+            let (state, _) = self.query_vport_state()?;
+            Some(match state {
+                0 => PortState::Down,
+                1 => PortState::Active,
+                o => PortState::Other(o),
+            })
+        };
+        let (mut node_guid, mut sys_image_guid) = (None, None);
+        if link_layer != LinkLayer::InfiniBand {
+            if let Some(v) = soft(self.query_nic_vport_context())? {
+                node_guid = Some(v.node_guid);
+                sys_image_guid = Some(v.system_image_guid);
+            }
+        }
+        let max_msg_sz = HcaCaps::pow2(c.log_max_msg);
         let mut ports = heapless::Vec::new();
         for p in 1..=c.num_ports.clamp(1, 4) {
-            let (active_mtu, max_mtu) = match self.query_pmtu(p) {
-                Ok(r) => (
+            let (active_mtu, max_mtu) = match soft(self.query_pmtu(p))? {
+                Some(r) => (
                     port_mtu(link_layer, r.oper_mtu).map(ops::IbMtu::bytes),
                     port_mtu(link_layer, r.max_mtu).map(ops::IbMtu::bytes),
                 ),
-                Err(DeviceError::Cmd(CmdError::Failed { .. })) => (None, None),
-                Err(e) => return Err(e),
+                None => (None, None),
             };
-            let _ = ports.push(PortInfo {
+            let mut info = PortInfo {
                 port: p,
-                state,
+                state: eth_state.unwrap_or(PortState::Other(0)),
                 link_layer,
                 active_mtu,
                 max_mtu,
-            });
+                sm_lid: Some(0),
+                lid: Some(0),
+                lmc: Some(0),
+                max_msg_sz,
+                ib: None,
+            };
+            if link_layer == LinkLayer::InfiniBand {
+                match soft(self.query_hca_vport_context(p))? {
+                    Some(h) => {
+                        info.state = PortState::from_ib(h.vport_state);
+                        info.sm_lid = Some(h.sm_lid);
+                        info.lid = Some(h.lid);
+                        info.lmc = Some(h.lmc);
+                        info.ib = Some(IbPortInfo {
+                            sm_sl: h.sm_sl,
+                            subnet_timeout: h.subnet_timeout,
+                            init_type_reply: h.init_type_reply,
+                            phys_state: h.port_physical_state,
+                            bad_pkey_cntr: h.pkey_violation_counter,
+                            qkey_viol_cntr: h.qkey_violation_counter,
+                        });
+                        if p == 1 {
+                            node_guid = Some(h.node_guid);
+                            sys_image_guid = Some(h.system_image_guid);
+                        }
+                    }
+                    None => {
+                        info.sm_lid = None;
+                        info.lid = None;
+                        info.lmc = None;
+                    }
+                }
+            }
+            let _ = ports.push(info);
         }
+        let max_qp = HcaCaps::pow2(c.log_max_qp);
+        let max_qp_rd_atom = HcaCaps::pow2(c.log_max_ra_req_qp);
         Ok(DevInfo {
             fw_ver: self.fw,
-            max_qp: HcaCaps::pow2(c.log_max_qp),
+            node_guid,
+            sys_image_guid,
+            vendor_id: adapter.map(|a| a.ieee_vendor_id),
+            vendor_part_id: None,
+            hw_ver: None,
+            adapter,
+            phys_port_cnt: c.num_ports,
+            max_mr_size: u64::MAX,
+            page_size_cap: (c.log_pg_sz < 64).then(|| !((1u64 << c.log_pg_sz) - 1)),
+            max_qp,
             max_qp_wr: HcaCaps::pow2(c.log_max_qp_sz),
             max_sge: c.max_sge(),
+            max_sge_rd: crate::cmd::caps::MAX_SGE_RD,
             max_cq: HcaCaps::pow2(c.log_max_cq),
             max_cqe: HcaCaps::pow2(c.log_max_cq_sz).saturating_sub(1),
             max_mr: HcaCaps::pow2(c.log_max_mkey),
             max_pd: HcaCaps::pow2(c.log_max_pd),
+            max_qp_rd_atom,
+            max_qp_init_rd_atom: HcaCaps::pow2(c.log_max_ra_res_qp),
+            max_res_rd_atom: max_qp_rd_atom.saturating_mul(max_qp),
             max_srq: HcaCaps::pow2(c.log_max_srq),
-            max_srq_wr: HcaCaps::pow2(c.log_max_srq_sz),
+            max_srq_wr: HcaCaps::pow2(c.log_max_srq_sz).saturating_sub(1),
+            max_srq_sge: c.max_srq_sge(),
             caps: c,
             ports,
         })

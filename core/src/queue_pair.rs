@@ -6,7 +6,7 @@ use crate::cq::{CompletionReject, RecvDone, SendDone, WrResolver};
 use crate::cqe::WcOpcode;
 use crate::platform::Uar;
 use crate::rq::{RecvQueue, RqSlots, SharedReceiveQueue, SrqSlots};
-use crate::sq::{SendQueue, SqSlots};
+use crate::sq::{SendLane, SendQueue, SqSlots};
 
 /// Send queue + receive queue of one QP, each with its own record storage
 /// (`SS`, `RS`: fixed arrays or run-time sized slices).
@@ -49,10 +49,17 @@ impl<U: Uar, SS: SqSlots, RS: RqSlots> QueuePair<U, SS, RS> {
     /// against [`Self::qpn`]: the resolver is only given the routing field.
     #[inline(always)]
     pub fn is(&self, qp: u32) -> bool {
+        qp == self.routing()
+    }
+
+    /// The value a CQE's QP field carries for this QP: the user index with
+    /// CQE version 1, else the QPN. FACTS §5.7.
+    #[inline(always)]
+    pub fn routing(&self) -> u32 {
         if self.cqe_version == 1 {
-            qp == self.uidx
+            self.uidx
         } else {
-            qp == self.qpn
+            self.qpn
         }
     }
 
@@ -82,8 +89,10 @@ impl<U: Uar, SS: SqSlots, RS: RqSlots> QueuePair<U, SS, RS> {
     }
 }
 
+/// The completion opcode a send slot's `wr_data` override stands for
+/// (5 BIND_MW, 6 LOCAL_INV, else SEND = none). FACTS §5.7.
 #[inline(always)]
-fn wc_opcode_of(wr_data: u8) -> WcOpcode {
+pub(crate) fn wc_opcode_of(wr_data: u8) -> WcOpcode {
     match wr_data {
         5 => WcOpcode::BindMw,
         6 => WcOpcode::LocalInv,
@@ -132,6 +141,11 @@ impl<U: Uar, SS: SqSlots, RS: RqSlots> WrResolver for QueuePair<U, SS, RS> {
     fn scatter_to_recv(&mut self, _qp: u32, _wqe_counter: u16, _data: &[u8]) -> bool {
         false
     }
+    #[inline(always)]
+    fn send_lane(&mut self) -> Option<SendLane<'_>> {
+        let id = self.routing();
+        self.sq.send_lane(id)
+    }
 }
 
 /// Several QPs (and optionally one SRQ their receives share) reporting to
@@ -174,5 +188,11 @@ impl<U: Uar, SS: SqSlots, RS: RqSlots, SR: SrqSlots> WrResolver for QpSet<'_, U,
     }
     fn scatter_to_recv(&mut self, _qp: u32, _wqe_counter: u16, _data: &[u8]) -> bool {
         false
+    }
+    /// The first QP's send queue (the one [`Self::send_done`] finds first
+    /// for its routing value).
+    #[inline(always)]
+    fn send_lane(&mut self) -> Option<SendLane<'_>> {
+        self.qps.first_mut()?.send_lane()
     }
 }

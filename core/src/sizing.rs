@@ -63,10 +63,11 @@ pub struct DeviceCaps {
     pub max_recv_wr: u32,
     /// Max SRQ WQEs (`1 << cap.log_max_srq_sz`, FACTS §3.1).
     pub max_srq_recv_wr: u32,
-    /// Device `max_sge` as `ibv_query_device` reports it
-    /// (`min(max_wqe_sz_rq/16, (max_wqe_sz_sq-16)/16)`, FACTS §3.10).
-    /// Informational: the provider's sizing does not check it (it checks the
-    /// descriptor sizes instead).
+    /// Device `max_sge` as `ibv_query_device` reports it (the mlx5 kernel
+    /// rule, [`crate::cmd::caps::HcaCaps::max_sge`], FACTS §3.10).
+    /// Informational for sizing: the provider's sizing does not check it (it
+    /// checks the descriptor sizes instead); the tool refuses SGE counts
+    /// above it.
     pub max_sge: u32,
     /// Max CQ **entries** (not a log2, not `entries − 1`): `1 << cap.log_max_cq_sz`
     /// (FACTS §3.7, §3.11). A CQ whose rounded-up entry count `ncqe` exceeds this
@@ -86,7 +87,7 @@ pub struct DeviceCaps {
 
 impl DeviceCaps {
     /// The fake device of `shared/mlx5/vectors/README.md`: 1024-byte send and
-    /// 512-byte receive descriptors, 2^15 WQEBBs / receive WQEs / SRQ WQEs,
+    /// 512-byte receive descriptors (kernel `max_sge` 30), 2^15 WQEBBs / receive WQEs / SRQ WQEs,
     /// 512-byte BlueFlame register, 2^22 CQ entries, 4 KiB pages, CQE version 1.
     pub const DEFAULT: DeviceCaps = DeviceCaps {
         max_sq_desc_sz: 1024,
@@ -94,7 +95,7 @@ impl DeviceCaps {
         max_send_wqebb: 32768,
         max_recv_wr: 32768,
         max_srq_recv_wr: 32768,
-        max_sge: 32,
+        max_sge: 30,
         max_cqe: 1 << 22,
         bf_reg_size: 512,
         cqe_version: 1,

@@ -571,6 +571,9 @@ pub struct SqConfig {
     pub bf: BlueFlame,
 }
 
+mod lane;
+pub use lane::SendLane;
+
 /// What the completion path needs from the send queue for one CQE.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SendRetired {
@@ -1063,12 +1066,12 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
         let Some(&slot) = slots.get(idx) else {
             return Err(CompletionReject::NotInFlight);
         };
-        if slot.ctr() != wqe_counter
-            || slot.seq().wrapping_sub(self.tail) >= self.head.wrapping_sub(self.tail)
-        {
+        let last = self.head.wrapping_sub(1);
+        let inflight = self.head.wrapping_sub(self.tail);
+        let Some(d) = lane::in_flight(&slot, wqe_counter, last, inflight) else {
             return Err(CompletionReject::NotInFlight);
-        }
-        self.tail = slot.seq().wrapping_add(1);
+        };
+        self.tail = self.head.wrapping_sub(d);
         Ok(SendRetired {
             wr_id: slot.wr_id,
             wr_data: slot.wr_data(),

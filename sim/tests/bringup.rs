@@ -240,6 +240,9 @@ fn roce_is_enabled_on_ethernet_ports_only_and_qps_need_it() {
         ops::NicVportContext {
             roce_en: true,
             mtu: cfg.port_mtu,
+            system_image_guid: cfg.system_image_guid,
+            port_guid: cfg.node_guid,
+            node_guid: cfg.node_guid,
             permanent_mac: cfg.mac,
         }
     );
@@ -266,8 +269,41 @@ fn devinfo_matches_facts_typical_values() {
     assert_eq!(info.max_qp, 262_144);
     assert_eq!(info.max_qp_wr, 32_768);
     assert_eq!(info.max_cqe, 4_194_303);
-    // max_sge = min(512/16, (1024-16)/16).
-    assert_eq!(info.max_sge, 32);
+    // The mlx5 kernel rule (mlx5_ib_query_device): min(max_wqe_sz_rq / 16,
+    // (min(max_wqe_sz_sq, 512) − 16 ctrl − 16 raddr) / 16) = min(512 / 16,
+    // (512 − 32) / 16) = min(32, 30) = 30, the ConnectX-5 figure FACTS
+    // §3.11 quotes; max_sge_rd is MLX5_MAX_SGE_RD = 30, max_srq_sge
+    // max_rq_sg − 1 = 31, max_srq_wr (1 << 15) − 1.
+    assert_eq!(info.max_sge, 30);
+    assert_eq!(info.max_sge_rd, 30);
+    assert_eq!(info.max_srq_sge, 31);
+    assert_eq!(info.max_srq_wr, 32_767);
+    // log_max_ra_req_qp 4 / log_max_ra_res_qp 4: 16 each, 16 · 2^18 total.
+    assert_eq!(info.max_qp_rd_atom, 16);
+    assert_eq!(info.max_qp_init_rd_atom, 16);
+    assert_eq!(info.max_res_rd_atom, 16 << 18);
+    assert_eq!(info.max_mr_size, u64::MAX);
+    // log_pg_sz 12: ~(4096 − 1).
+    assert_eq!(info.page_size_cap, Some(!0xfffu64));
+    assert_eq!(info.phys_port_cnt, 1);
+    // QUERY_ADAPTER and QUERY_NIC_VPORT_CONTEXT answer what the firmware
+    // configuration holds; PCI identity is the host's.
+    let cfg = FwConfig::default();
+    assert_eq!(info.vendor_id, Some(0x02c9));
+    assert_eq!(info.adapter.unwrap().board_id(), Some("BAREVERBS_SIM01"));
+    assert_eq!(info.node_guid, Some(cfg.node_guid));
+    assert_eq!(info.sys_image_guid, Some(cfg.system_image_guid));
+    // MAC 02:00:00:00:00:01 with 03:00 inserted after its third byte.
+    assert_eq!(cfg.node_guid, 0x0200_0003_0000_0001);
+    assert_eq!(info.vendor_part_id, Some(4119));
+    assert_eq!(info.hw_ver, Some(0));
+    // Ethernet port: LIDs 0 (mlx5_query_port_roce), no IB-only attributes,
+    // max_msg_sz 1 << log_max_msg (30).
+    assert_eq!(info.ports[0].lid, Some(0));
+    assert_eq!(info.ports[0].sm_lid, Some(0));
+    assert_eq!(info.ports[0].lmc, Some(0));
+    assert_eq!(info.ports[0].ib, None);
+    assert_eq!(info.ports[0].max_msg_sz, 1 << 30);
     assert_eq!(info.max_pd, 1 << 24);
     assert_eq!(info.max_mr, 1 << 24);
     assert_eq!(info.max_cq, 1 << 24);
@@ -331,7 +367,9 @@ fn devinfo_reports_the_pmtu_the_firmware_reports() {
     assert_eq!(
         log,
         vec![
+            (op::QUERY_ADAPTER, 0),
             (op::QUERY_VPORT_STATE, 0),
+            (op::QUERY_NIC_VPORT_CONTEXT, 0),
             (op::ACCESS_REG, 0),
             (op::ACCESS_REG, 0)
         ]
@@ -352,6 +390,54 @@ fn devinfo_reports_the_pmtu_the_firmware_reports() {
         })
     ));
     assert_eq!(d.query_pmtu(2).unwrap().local_port, 2);
+    d.teardown();
+}
+
+/// An InfiniBand port: state, LIDs and GUIDs come from
+/// QUERY_HCA_VPORT_CONTEXT (linux mlx5_query_hca_port), the state in
+/// `ibv_port_state` numbers (4 Active, 1 Down); a two-port device is asked
+/// per port (port_num 1, 2).
+#[test]
+fn devinfo_ib_port_from_hca_vport_context() {
+    let mut cfg = ib_config(4096);
+    cfg.lid = 7;
+    cfg.sm_lid = 3;
+    cfg.lmc = 2;
+    cfg.node_guid = 0x0002_c903_00aa_bb01;
+    cfg.system_image_guid = 0x0002_c903_00aa_bb04;
+    let info = devinfo_sim_with(cfg.clone()).unwrap();
+    let p = info.ports[0];
+    assert_eq!(p.state, PortState::Active);
+    assert_eq!(p.state.code(), 4);
+    assert_eq!((p.lid, p.sm_lid, p.lmc), (Some(7), Some(3), Some(2)));
+    let ib = p.ib.unwrap();
+    assert_eq!(ib.phys_state, 5, "LinkUp");
+    assert_eq!(ib.subnet_timeout, 18);
+    assert_eq!(info.node_guid, Some(0x0002_c903_00aa_bb01));
+    assert_eq!(info.sys_image_guid, Some(0x0002_c903_00aa_bb04));
+
+    cfg.port_state = 0;
+    cfg.caps.num_ports = 2;
+    let mut d = bring_up_sim(cfg).unwrap();
+    let before = d.bar().fw().log.len();
+    let info = d.devinfo().unwrap();
+    assert!(info
+        .ports
+        .iter()
+        .all(|p| p.state == PortState::Down && p.state.code() == 1));
+    let log: Vec<u16> = d.bar().fw().log[before..].iter().map(|e| e.0).collect();
+    assert_eq!(
+        log,
+        vec![
+            op::QUERY_ADAPTER,
+            op::ACCESS_REG,
+            op::QUERY_HCA_VPORT_CONTEXT,
+            op::ACCESS_REG,
+            op::QUERY_HCA_VPORT_CONTEXT
+        ]
+    );
+    // Port 0 on a two-port device names no port: BAD_PARAM.
+    assert!(d.query_hca_vport_context(3).is_err());
     d.teardown();
 }
 

@@ -18,8 +18,12 @@ use vfio_bindings::bindings::vfio::{
 };
 use vfio_ioctls::{VfioContainer, VfioDevice, VfioError, VfioOps};
 
+/// PCI device id offset in config space (PCI spec type 0 header).
+const PCI_DEVICE_ID: u64 = 0x02;
 /// PCI command register offset in config space.
 const PCI_COMMAND: u64 = 0x04;
+/// PCI revision id offset in config space.
+const PCI_REVISION_ID: u64 = 0x08;
 /// Memory space enable | bus master enable (FACTS §7.2 step 5: bits 0x6).
 const PCI_COMMAND_MEM_MASTER: u16 = 0x6;
 /// 2 MiB huge page.
@@ -531,6 +535,17 @@ impl VfioNic {
         Ok(())
     }
 
+    /// The PCI device id (config offset 0x02) and revision id (0x08),
+    /// which the kernel reports as `vendor_part_id` and `hw_ver`.
+    pub fn pci_identity(&self) -> (u16, u8) {
+        let idx = VFIO_PCI_CONFIG_REGION_INDEX;
+        let mut id = [0u8; 2];
+        self.device.region_read(idx, &mut id, PCI_DEVICE_ID);
+        let mut rev = [0u8; 1];
+        self.device.region_read(idx, &mut rev, PCI_REVISION_ID);
+        (u16::from_le_bytes(id), rev[0])
+    }
+
     /// BAR0 with 8-byte doorbells (the VFIO default).
     pub fn bar0(&self) -> VfioBar0 {
         VfioBar0 {
@@ -560,10 +575,13 @@ pub fn bring_up_vfio(bdf: &str, cfg: DeviceConfig) -> Result<(VfioNic, VfioMlx5)
 /// `bareverbs devinfo` on real hardware: bring-up, QUERY_HCA_CAP,
 /// QUERY_VPORT_STATE, teardown.
 pub fn devinfo_vfio(bdf: &str) -> Result<DevInfo, VfioHostError> {
-    let (_nic, mut d) = bring_up_vfio(bdf, DeviceConfig::default())?;
+    let (nic, mut d) = bring_up_vfio(bdf, DeviceConfig::default())?;
     let info = d.devinfo();
     let (rep, ..) = d.teardown();
-    let info = info?;
+    let mut info = info?;
+    let (part, rev) = nic.pci_identity();
+    info.vendor_part_id = Some(part);
+    info.hw_ver = Some(rev);
     if let Some(e) = rep.first_error {
         return Err(VfioHostError::Device(bareverbs::device::DeviceError::Cmd(
             e,

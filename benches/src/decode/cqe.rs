@@ -128,7 +128,8 @@ pub fn decode_cqe(bytes: &[u8], json: bool, ci: Option<u32>, ncqe: Option<u32>) 
         if let Some(o) = owned {
             put("sw_owned", json!(o));
         }
-        return Ok(serde_json::to_string_pretty(&Value::Object(m))?);
+        let v = crate::envelope::envelope("decode cqe", Value::Object(m));
+        return Ok(serde_json::to_string_pretty(&v)?);
     }
     let mut s = String::new();
     if let Some(f) = &front {

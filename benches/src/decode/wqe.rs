@@ -32,7 +32,8 @@ pub fn decode_wqe(bytes: &[u8], qp_type: Option<&str>, json: bool) -> anyhow::Re
     if !json {
         return Ok(WqeDump(&w).to_string());
     }
-    Ok(serde_json::to_string_pretty(&wqe_json(&w))?)
+    let v = crate::envelope::envelope("decode wqe", wqe_json(&w));
+    Ok(serde_json::to_string_pretty(&v)?)
 }
 
 /// The JSON object of a parsed WQE (see [`decode_wqe`]).

@@ -3,21 +3,30 @@
 
 use super::cpost::{compare, CASES};
 use super::run::{run_streaming, PerfArgs, PerfOutcome, PerfTest};
-use crate::args::{is_usage, usage_error};
+use crate::args::is_usage;
 use std::io::Write as _;
 use std::process::ExitCode;
 
-/// Refuses, before any backend is opened, an unknown `--device`. What
-/// the configuration step rejects (perftest's rules and limits with its
-/// messages, bad counts, unknown send ops, unreadable `--caps`) is refused
-/// as a usage error by `run_outcome` itself, before anything runs.
-/// Every refusal is a [`crate::args::UsageError`] (exit status 2).
+/// Refuses, before any backend is opened, an unknown `--device` (the
+/// shared names and message of [`crate::device_arg`]) and SGE counts
+/// (`--sge`, `--max-send-sge`) above the device's `max_sge` as
+/// `ibv_devinfo -v` reports it: from `--caps` (default: the default
+/// device's limits, which the simulated ConnectX reports too), or queried
+/// from a VFIO device. What the configuration step rejects (perftest's
+/// rules and limits with its messages, bad counts, unknown send ops,
+/// unreadable `--caps`) is refused as a usage error by `run_outcome`
+/// itself, before anything runs. Every refusal is a
+/// [`crate::args::UsageError`] (exit status 2).
 pub fn check_test_args(args: &PerfArgs) -> anyhow::Result<()> {
-    let d = args.device.as_str();
-    if !matches!(d, "sim" | "model" | "fw-sim") && !d.starts_with("vfio:") {
-        return Err(usage_error(format!(
-            "unknown --device {d:?} (expected sim, model, fw-sim or vfio:BDF)"
-        )));
+    use crate::device_arg::{check_sge, parse_device, Device};
+    let dev = parse_device(&args.device)?;
+    let max_sge = match &dev {
+        Device::Vfio(_) if args.caps.is_none() => crate::devinfo::query_device(&dev)?.max_sge,
+        _ => crate::budget::load_caps(args.caps.as_deref())?.max_sge,
+    };
+    check_sge("--sge", args.sge, max_sge)?;
+    if let Some(m) = args.max_send_sge {
+        check_sge("--max-send-sge", m, max_sge)?;
     }
     Ok(())
 }
@@ -83,7 +92,11 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
                 res.push(compare(c, rounds, per_round)?);
             }
             if json {
-                println!("{}", serde_json::to_string(&res)?);
+                let v = crate::envelope::envelope(
+                    "perf compare-c",
+                    serde_json::json!({ "rounds": rounds, "per_round": per_round, "cases": res }),
+                );
+                println!("{}", serde_json::to_string(&v)?);
             } else {
                 println!(
                     "Rust (bareverbs::sq) vs C (mlx5dv.h setters), same doorbell sequence into RAM; {rounds} interleaved rounds x {per_round} WRs; median [min-max] over the rounds"

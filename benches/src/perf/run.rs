@@ -642,9 +642,6 @@ pub fn backend(args: &PerfArgs) -> anyhow::Result<Box<dyn PerfBackend>> {
     }
 }
 
-/// The version of the JSON every `bareverbs` command prints (docs/json.md).
-pub const JSON_SCHEMA: &str = "bareverbs/1";
-
 /// perftest's binary name of `test` (`ib_write_bw` …).
 pub fn perftest_name(test: PerfTest) -> &'static str {
     match test {
@@ -772,18 +769,19 @@ fn perf_json(
     results: Vec<serde_json::Value>,
     error: Option<&str>,
 ) -> serde_json::Value {
-    serde_json::json!({
-        "schema": JSON_SCHEMA,
-        "command": format!("perf {}", super::engine::test_name(test)),
-        "test": perftest_name(test),
-        "device": args.device,
-        "backend": backend.map(|b| b.0),
-        "modeled": backend.and_then(|b| b.1),
-        "verdict": if error.is_some() { "fail" } else { "ok" },
-        "error": error,
-        "header": header,
-        "results": results,
-    })
+    crate::envelope::envelope(
+        &format!("perf {}", super::engine::test_name(test)),
+        serde_json::json!({
+            "test": perftest_name(test),
+            "device": args.device,
+            "backend": backend.map(|b| b.0),
+            "modeled": backend.and_then(|b| b.1),
+            "verdict": if error.is_some() { "fail" } else { "ok" },
+            "error": error,
+            "header": header,
+            "results": results,
+        }),
+    )
 }
 
 /// The JSON of a run that failed before any result (the backend could

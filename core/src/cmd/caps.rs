@@ -7,6 +7,18 @@ use crate::sizing::DeviceCaps;
 /// Bytes of the general capability structure (`cmd_hca_cap`). FACTS §7.6.
 pub const GENERAL_CAP_LEN: usize = 0x100;
 
+/// The send descriptor size the kernel's `max_send_sge` is computed from
+/// at most (`min_t(int, max_wqe_sz_sq, 512)` in mlx5_ib_query_device).
+pub const KERNEL_MAX_SQ_DESC: u32 = 512;
+
+/// `MLX5_MAX_SGE_RD`, the kernel's `max_sge_rd` (FACTS §3.10): `(512 −
+/// 16 − 16) / 16`.
+pub const MAX_SGE_RD: u32 = (KERNEL_MAX_SQ_DESC - CTRL - RADDR) / SEG;
+
+const SEG: u32 = crate::wqe::DS_BYTES as u32;
+const CTRL: u32 = core::mem::size_of::<crate::wqe::CtrlSeg>() as u32;
+const RADDR: u32 = core::mem::size_of::<crate::wqe::RaddrSeg>() as u32;
+
 /// Field positions inside `cmd_hca_cap` as (dw, hi, lo). FACTS §3.11.
 pub mod field {
     /// hca_cap_2.
@@ -137,6 +149,8 @@ pub struct HcaCaps {
     pub uar_4k: bool,
     /// umem_uid_0 (required by the VFIO provider).
     pub umem_uid_0: bool,
+    /// log2 of the smallest page size the device maps (12 = 4 KiB).
+    pub log_pg_sz: u8,
     /// BlueFlame supported.
     pub bf: bool,
     /// mkey_by_name.
@@ -189,6 +203,7 @@ impl HcaCaps {
             atomic: g(ATOMIC) != 0,
             uar_4k: g(UAR_4K) != 0,
             umem_uid_0: g(UMEM_UID_0) != 0,
+            log_pg_sz: g(LOG_PG_SZ) as u8,
             bf: g(BF) != 0,
             mkey_by_name: g(MKEY_BY_NAME) != 0,
             log_bf_reg_size: g(LOG_BF_REG_SIZE) as u8,
@@ -230,6 +245,7 @@ impl HcaCaps {
         s(ATOMIC, self.atomic as u32);
         s(UAR_4K, self.uar_4k as u32);
         s(UMEM_UID_0, self.umem_uid_0 as u32);
+        s(LOG_PG_SZ, self.log_pg_sz as u32);
         s(BF, self.bf as u32);
         s(MKEY_BY_NAME, self.mkey_by_name as u32);
         s(LOG_BF_REG_SIZE, self.log_bf_reg_size as u32);
@@ -252,12 +268,34 @@ impl HcaCaps {
         }
     }
 
-    /// Device `max_sge` (`min(max_wqe_sz_rq/16, (max_wqe_sz_sq − 16)/16)`,
-    /// the formula documented on [`DeviceCaps::max_sge`]).
+    /// Device `max_sge` as the mlx5 kernel driver reports it
+    /// (`drivers/infiniband/hw/mlx5/main.c` mlx5_ib_query_device, FACTS
+    /// §3.10): receive side `max_wqe_sz_rq / 16` (data segments), send side
+    /// `(min(max_wqe_sz_sq, 512) − 16 − 16) / 16` (one 16-byte control and
+    /// one 16-byte remote-address segment in a send descriptor capped at
+    /// 512 bytes), and `ibv_query_device`'s `max_sge` is the smaller of the
+    /// two (the uverbs ABI reports `min(max_send_sge, max_recv_sge)`). 30
+    /// for the usual 512/1024-byte descriptors.
     pub fn max_sge(&self) -> u32 {
-        let rq = self.max_wqe_sz_rq as u32 / 16;
-        let sq = (self.max_wqe_sz_sq as u32).saturating_sub(16) / 16;
-        rq.min(sq)
+        self.max_recv_sge().min(self.max_send_sge())
+    }
+
+    /// The kernel's `max_recv_sge`: `max_wqe_sz_rq / 16`.
+    pub fn max_recv_sge(&self) -> u32 {
+        self.max_wqe_sz_rq as u32 / SEG
+    }
+
+    /// The kernel's `max_send_sge`: `(min(max_wqe_sz_sq, 512) − ctrl −
+    /// raddr) / 16`.
+    pub fn max_send_sge(&self) -> u32 {
+        let desc = (self.max_wqe_sz_sq as u32).min(KERNEL_MAX_SQ_DESC);
+        desc.saturating_sub(CTRL + RADDR) / SEG
+    }
+
+    /// The kernel's `max_srq_sge`: `max_recv_sge − 1` (the SRQ next-segment
+    /// header takes one 16-byte slot).
+    pub fn max_srq_sge(&self) -> u32 {
+        self.max_recv_sge().saturating_sub(1)
     }
 
     /// The sizing inputs derived from these capabilities (FACTS §3.1):

@@ -131,6 +131,8 @@ pub mod op {
     pub const QUERY_NIC_VPORT_CONTEXT: u16 = 0x754;
     /// MODIFY_NIC_VPORT_CONTEXT.
     pub const MODIFY_NIC_VPORT_CONTEXT: u16 = 0x755;
+    /// QUERY_HCA_VPORT_CONTEXT.
+    pub const QUERY_HCA_VPORT_CONTEXT: u16 = 0x762;
     /// ALLOC_PD.
     pub const ALLOC_PD: u16 = 0x800;
     /// DEALLOC_PD.
@@ -185,6 +187,7 @@ pub fn opcode_name(opcode: u16) -> &'static str {
         op::QUERY_VPORT_STATE => "QUERY_VPORT_STATE",
         op::QUERY_NIC_VPORT_CONTEXT => "QUERY_NIC_VPORT_CONTEXT",
         op::MODIFY_NIC_VPORT_CONTEXT => "MODIFY_NIC_VPORT_CONTEXT",
+        op::QUERY_HCA_VPORT_CONTEXT => "QUERY_HCA_VPORT_CONTEXT",
         op::ALLOC_PD => "ALLOC_PD",
         op::DEALLOC_PD => "DEALLOC_PD",
         op::ALLOC_UAR => "ALLOC_UAR",

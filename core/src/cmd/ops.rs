@@ -989,18 +989,191 @@ pub struct NicVportContext {
     pub roce_en: bool,
     /// Port MTU (bytes; bits 15:0 at byte 0x24).
     pub mtu: u16,
+    /// System image GUID (64 bits at byte 0x28; linux
+    /// `mlx5_query_nic_vport_system_image_guid`, what `ibv_devinfo` prints
+    /// as `sys_image_guid` on an Ethernet port).
+    pub system_image_guid: u64,
+    /// Port GUID (64 bits at byte 0x30).
+    pub port_guid: u64,
+    /// Node GUID (64 bits at byte 0x38; linux
+    /// `mlx5_query_nic_vport_node_guid`, `ibv_devinfo`'s `node_guid` on an
+    /// Ethernet port).
+    pub node_guid: u64,
     /// Permanent MAC address (mac_47_32 at 0xF6, mac_31_0 at 0xF8).
     pub permanent_mac: [u8; 6],
 }
+
+/// Byte offset of `system_image_guid` in `nic_vport_context` (bit 0x140 of
+/// linux `mlx5_ifc.h` nic_vport_context: after the 16-bit `mtu` at bit
+/// 0x130); `port_guid` and `node_guid` follow at +8 and +16.
+pub const NIC_VPORT_SYSTEM_IMAGE_GUID: usize = 0x28;
 
 /// Parses a `nic_vport_context` (starting at byte 0 of `ctx`); short input
 /// reads as zeros.
 pub fn parse_nic_vport_context(ctx: &[u8]) -> NicVportContext {
     let b = |i: usize| ctx.get(i).copied().unwrap_or(0);
+    let g = NIC_VPORT_SYSTEM_IMAGE_GUID;
     NicVportContext {
         roce_en: b(3) & 1 != 0,
         mtu: u16::from_be_bytes([b(0x26), b(0x27)]),
+        system_image_guid: get64(ctx, g),
+        port_guid: get64(ctx, g + 8),
+        node_guid: get64(ctx, g + 16),
         permanent_mac: [b(0xf6), b(0xf7), b(0xf8), b(0xf9), b(0xfa), b(0xfb)],
+    }
+}
+
+// ---- adapter identity (QUERY_ADAPTER) -----------------------------------
+
+/// Byte offset of `query_adapter_struct` in QUERY_ADAPTER's output (after
+/// status, syndrome and 8 reserved bytes; linux `mlx5_ifc.h`
+/// query_adapter_out).
+pub const QUERY_ADAPTER_STRUCT: usize = 0x10;
+/// Bytes of `query_adapter_struct` (`query_adapter_param_block`: 0x19
+/// bytes before `ieee_vendor_id`, then `vsd_vendor_id`, 208 bytes of
+/// `vsd`, 16 of `vsd_contd_psid`).
+pub const QUERY_ADAPTER_STRUCT_LEN: usize = 0x100;
+/// `ieee_vendor_id` (24 bits) inside the adapter struct: bits 23:0 of the
+/// dword at byte 0x18.
+pub const ADAPTER_IEEE_VENDOR_ID: usize = 0x18;
+/// `vsd_contd_psid`, the board's PSID (16 bytes) inside the adapter struct;
+/// linux `mlx5_query_board_id` copies it to the `board_id` sysfs file
+/// `ibv_devinfo` prints.
+pub const ADAPTER_PSID: usize = 0xf0;
+
+/// QUERY_ADAPTER (0x101): the adapter's vendor id and board id (linux
+/// `drivers/net/ethernet/mellanox/mlx5/core/fw.c` mlx5_query_board_id,
+/// mlx5_core_query_vendor_id).
+pub fn query_adapter(b: &mut [u8]) -> Req {
+    hdr(b, op::QUERY_ADAPTER, 0, HDR_LEN);
+    Req {
+        opcode: op::QUERY_ADAPTER,
+        in_len: HDR_LEN,
+        out_len: QUERY_ADAPTER_STRUCT + QUERY_ADAPTER_STRUCT_LEN,
+    }
+}
+
+/// What QUERY_ADAPTER reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Adapter {
+    /// IEEE vendor id (OUI; Mellanox 0x02c9), 24 bits.
+    pub ieee_vendor_id: u32,
+    /// The PSID bytes as the firmware wrote them (NUL-padded ASCII on real
+    /// boards, e.g. `MT_0000000008`).
+    pub psid: [u8; 16],
+}
+
+impl Adapter {
+    /// The PSID as text: the bytes before the first NUL, `None` when that
+    /// is empty or not printable ASCII (hostile or blank firmware data).
+    pub fn board_id(&self) -> Option<&str> {
+        let n = self.psid.iter().position(|&c| c == 0).unwrap_or(16);
+        let s = &self.psid[..n];
+        if s.is_empty() || !s.iter().all(|c| c.is_ascii_graphic()) {
+            return None;
+        }
+        core::str::from_utf8(s).ok()
+    }
+}
+
+/// Parses a QUERY_ADAPTER output (the whole mailbox, header included);
+/// short output reads as zeros.
+pub fn parse_query_adapter(out: &[u8]) -> Adapter {
+    let base = QUERY_ADAPTER_STRUCT;
+    let mut psid = [0u8; 16];
+    for (i, p) in psid.iter_mut().enumerate() {
+        *p = out.get(base + ADAPTER_PSID + i).copied().unwrap_or(0);
+    }
+    Adapter {
+        ieee_vendor_id: get32(out, base + ADAPTER_IEEE_VENDOR_ID) & 0x00ff_ffff,
+        psid,
+    }
+}
+
+// ---- HCA vport context (InfiniBand ports) -------------------------------
+
+/// Byte offset of `hca_vport_context` in QUERY_HCA_VPORT_CONTEXT's output.
+pub const QUERY_HCA_VPORT_CTX_OFFSET: usize = 0x10;
+/// Bytes of `hca_vport_context` read (the fields parsed end at 0x6c; linux
+/// `mlx5_ifc.h` hca_vport_context is 0x100 bytes).
+pub const HCA_VPORT_CTX_LEN: usize = 0x100;
+
+/// QUERY_HCA_VPORT_CONTEXT (0x762) of the own vport on 1-based `port`
+/// (linux `drivers/net/ethernet/mellanox/mlx5/core/vport.c`
+/// mlx5_query_hca_vport_context: `port_num` in dw2[19:16], set only on
+/// two-port devices; `None` leaves it 0).
+pub fn query_hca_vport_context(b: &mut [u8], port: Option<u8>) -> Req {
+    let in_len = HDR_LEN;
+    hdr(b, op::QUERY_HCA_VPORT_CONTEXT, 0, in_len);
+    put32(b, 0x08, 0);
+    if let Some(p) = port {
+        set_bits(b, 0, 2, 19, 16, p as u32);
+    }
+    Req {
+        opcode: op::QUERY_HCA_VPORT_CONTEXT,
+        in_len,
+        out_len: QUERY_HCA_VPORT_CTX_OFFSET + HCA_VPORT_CTX_LEN,
+    }
+}
+
+/// The `hca_vport_context` fields `ibv_devinfo` shows for an InfiniBand
+/// port (linux `mlx5_ifc.h` hca_vport_context; `mlx5_query_hca_port` in
+/// `drivers/infiniband/hw/mlx5/main.c` copies them into ib_port_attr).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HcaVportContext {
+    /// Physical port state (dw8[15:12]; 5 = LinkUp).
+    pub port_physical_state: u8,
+    /// Port state (dw8[7:4]).
+    pub port_state: u8,
+    /// Vport state (dw8[3:0]): the IB port state the kernel reports
+    /// (1 Down, 2 Init, 3 Armed, 4 Active).
+    pub vport_state: u8,
+    /// System image GUID (byte 0x28).
+    pub system_image_guid: u64,
+    /// Port GUID (byte 0x30).
+    pub port_guid: u64,
+    /// Node GUID (byte 0x38).
+    pub node_guid: u64,
+    /// Capability mask 1 (byte 0x40).
+    pub cap_mask1: u32,
+    /// LID (dw24[31:16]).
+    pub lid: u16,
+    /// InitTypeReply (dw24[11:8]).
+    pub init_type_reply: u8,
+    /// LMC (dw24[7:5]).
+    pub lmc: u8,
+    /// Subnet timeout (dw24[4:0]).
+    pub subnet_timeout: u8,
+    /// Subnet manager LID (dw25[31:16]).
+    pub sm_lid: u16,
+    /// Subnet manager SL (dw25[15:12]).
+    pub sm_sl: u8,
+    /// Q_Key violation counter (dw26[31:16]).
+    pub qkey_violation_counter: u16,
+    /// P_Key violation counter (dw26[15:0]).
+    pub pkey_violation_counter: u16,
+}
+
+/// Parses a `hca_vport_context` (starting at byte 0 of `ctx`); short input
+/// reads as zeros.
+pub fn parse_hca_vport_context(ctx: &[u8]) -> HcaVportContext {
+    let f = |dw: usize, hi: u32, lo: u32| get_bits(ctx, 0, dw, hi, lo);
+    HcaVportContext {
+        port_physical_state: f(8, 15, 12) as u8,
+        port_state: f(8, 7, 4) as u8,
+        vport_state: f(8, 3, 0) as u8,
+        system_image_guid: get64(ctx, 0x28),
+        port_guid: get64(ctx, 0x30),
+        node_guid: get64(ctx, 0x38),
+        cap_mask1: get32(ctx, 0x40),
+        lid: f(24, 31, 16) as u16,
+        init_type_reply: f(24, 11, 8) as u8,
+        lmc: f(24, 7, 5) as u8,
+        subnet_timeout: f(24, 4, 0) as u8,
+        sm_lid: f(25, 31, 16) as u16,
+        sm_sl: f(25, 15, 12) as u8,
+        qkey_violation_counter: f(26, 31, 16) as u16,
+        pkey_violation_counter: f(26, 15, 0) as u16,
     }
 }
 

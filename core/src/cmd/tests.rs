@@ -767,3 +767,105 @@ fn parse_roce_caps_bits() {
     assert!(!r.fl_rc_qp_when_roce_enabled, "roce_apm (bit 31) is not fl");
     assert_eq!(parse_roce_caps(&[]), RoceCaps::default());
 }
+
+/// `max_sge` by the mlx5 kernel rule (mlx5_ib_query_device, FACTS §3.10):
+/// min(max_wqe_sz_rq / 16, (min(max_wqe_sz_sq, 512) − 16 − 16) / 16),
+/// worked by hand for each pair.
+#[test]
+fn max_sge_is_the_kernel_rule() {
+    for (sq, rq, want) in [
+        (1024u16, 512u16, 30u32), // min(32, (512 − 32) / 16 = 30)
+        (512, 512, 30),           // min(32, 30)
+        (512, 256, 16),           // min(16, 30)
+        (256, 512, 14),           // min(32, (256 − 32) / 16 = 14)
+        (16, 512, 0),             // a descriptor too small for ctrl + raddr
+        (0, 0, 0),
+    ] {
+        let c = HcaCaps {
+            max_wqe_sz_sq: sq,
+            max_wqe_sz_rq: rq,
+            ..HcaCaps::default()
+        };
+        assert_eq!(c.max_sge(), want, "sq {sq} rq {rq}");
+        assert_eq!(c.device_caps(4096, 64).max_sge, want);
+    }
+    assert_eq!(super::caps::MAX_SGE_RD, 30);
+    // The sizing default device (1024/512 descriptors) reports the same.
+    let d = crate::sizing::DeviceCaps::DEFAULT;
+    let c = HcaCaps {
+        max_wqe_sz_sq: d.max_sq_desc_sz as u16,
+        max_wqe_sz_rq: d.max_rq_desc_sz as u16,
+        ..HcaCaps::default()
+    };
+    assert_eq!(d.max_sge, c.max_sge());
+}
+
+/// QUERY_ADAPTER output: ieee_vendor_id bits 23:0 of the dword at 0x18 of
+/// the param block (bit 0xc8 of query_adapter_param_block), PSID 16 bytes
+/// at 0xf0, the block at 0x10 of the output (linux mlx5_ifc.h).
+#[test]
+fn parse_query_adapter_fields() {
+    let mut b = [0u8; MAX_MSG];
+    let r = query_adapter(&mut b);
+    assert_eq!((r.opcode, r.in_len, r.out_len), (0x101, 0x10, 0x110));
+    assert_eq!(&b[..2], &[0x01, 0x01]);
+    let mut out = [0u8; 0x110];
+    out[0x28] = 0xff; // reserved byte above the 24-bit field
+    out[0x29..0x2c].copy_from_slice(&[0x00, 0x02, 0xc9]);
+    out[0x100..0x10d].copy_from_slice(b"MT_0000000008");
+    let a = parse_query_adapter(&out);
+    assert_eq!(a.ieee_vendor_id, 0x02c9);
+    assert_eq!(a.board_id(), Some("MT_0000000008"));
+    // Blank or non-printable PSIDs are unknown, short output zeros.
+    out[0x100] = 0x07;
+    assert_eq!(parse_query_adapter(&out).board_id(), None);
+    assert_eq!(parse_query_adapter(&out[..0x20]), Adapter::default());
+    assert_eq!(Adapter::default().board_id(), None);
+}
+
+/// nic_vport_context GUIDs: system_image_guid at bit 0x140 (byte 0x28),
+/// port_guid 0x30, node_guid 0x38 (linux mlx5_ifc.h).
+#[test]
+fn parse_nic_vport_context_guids() {
+    let mut c = [0u8; 0x100];
+    c[0x28..0x30].copy_from_slice(&0x1111_2222_3333_4444u64.to_be_bytes());
+    c[0x30..0x38].copy_from_slice(&0x5555_6666_7777_8888u64.to_be_bytes());
+    c[0x38..0x40].copy_from_slice(&0x9999_aaaa_bbbb_ccccu64.to_be_bytes());
+    let v = parse_nic_vport_context(&c);
+    assert_eq!(v.system_image_guid, 0x1111_2222_3333_4444);
+    assert_eq!(v.port_guid, 0x5555_6666_7777_8888);
+    assert_eq!(v.node_guid, 0x9999_aaaa_bbbb_cccc);
+}
+
+/// hca_vport_context fields at their mlx5_ifc.h bit positions: dw8
+/// port_physical_state 15:12, port_state 7:4, vport_state 3:0; GUIDs at
+/// 0x28/0x30/0x38; dw24 lid 31:16, init_type_reply 11:8, lmc 7:5,
+/// subnet_timeout 4:0; dw25 sm_lid 31:16, sm_sl 15:12; dw26 counters.
+#[test]
+fn parse_hca_vport_context_fields() {
+    let mut b = [0u8; MAX_MSG];
+    let r = query_hca_vport_context(&mut b, Some(2));
+    assert_eq!((r.opcode, r.out_len), (0x762, 0x110));
+    assert_eq!(get_bits(&b, 0, 2, 19, 16), 2);
+    let _ = query_hca_vport_context(&mut b, None);
+    assert_eq!(get32(&b, 0x08), 0);
+    let mut c = [0u8; 0x100];
+    put32(&mut c, 0x20, (5 << 12) | (4 << 4) | 4);
+    c[0x38..0x40].copy_from_slice(&0x0002_c903_0000_0001u64.to_be_bytes());
+    put32(&mut c, 0x60, (0x12 << 16) | (3 << 8) | (2 << 5) | 18);
+    put32(&mut c, 0x64, (0x1 << 16) | (0xa << 12));
+    put32(&mut c, 0x68, (7 << 16) | 9);
+    let h = parse_hca_vport_context(&c);
+    assert_eq!(
+        (h.port_physical_state, h.port_state, h.vport_state),
+        (5, 4, 4)
+    );
+    assert_eq!(h.node_guid, 0x0002_c903_0000_0001);
+    assert_eq!(
+        (h.lid, h.init_type_reply, h.lmc, h.subnet_timeout),
+        (0x12, 3, 2, 18)
+    );
+    assert_eq!((h.sm_lid, h.sm_sl), (1, 0xa));
+    assert_eq!((h.qkey_violation_counter, h.pkey_violation_counter), (7, 9));
+    assert_eq!(parse_hca_vport_context(&c[..8]), HcaVportContext::default());
+}

@@ -29,9 +29,11 @@
 //! `poll`. The doorbell record is stored once per call, even when nothing
 //! was polled or a CQE was refused.
 
-use super::{platform, sw_owns, CompletionQueue, PollError, Step, WrResolver, OP_OWN_OFFSET};
+use super::OP_OWN_OFFSET;
+use super::{platform, sw_owns, CompletionQueue, PollError, SendDone, Step, WrResolver};
 use crate::cqe::{req_completion, Completion, CompletionFlags, WcOpcode, WcStatus};
 use crate::cqe::{CqeSize, WorkCompletion, CQE128_SIZE, CQE64_SIZE};
+use core::mem::size_of;
 use core::ptr;
 
 /// The bits of `op_own ^ parity` that are zero in a fast CQE: opcode bits
@@ -124,16 +126,6 @@ unsafe fn raw32(p: *const u8, off: usize) -> u32 {
     unsafe { ptr::read_volatile(p.add(off).cast::<u32>()) }
 }
 
-/// Big-endian u64 at `p + off`.
-///
-/// # Safety
-/// `p + off` is valid for an 8-byte read and 8-byte aligned.
-#[inline(always)]
-unsafe fn be64(p: *const u8, off: usize) -> u64 {
-    // SAFETY: forwarded contract.
-    u64::from_be_bytes(unsafe { ptr::read_volatile(p.add(off).cast::<u64>()) }.to_ne_bytes())
-}
-
 impl<const N: usize> CompletionQueue<N> {
     /// Polls up to `out.len()` completions in lean form: the same CQEs,
     /// checks, errors, consumer index and doorbell-record update as
@@ -170,8 +162,12 @@ impl<const N: usize> CompletionQueue<N> {
 
     /// The loop of [`Self::poll_completions`]; `UIDX`: the CQE version is
     /// 1 (the resolver is given the user index, else the QPN); `STRIDE`:
-    /// the entry size (`self.cqe_size.bytes()`). `self.ci` is kept in a
-    /// local and written back before the general path runs and at the end.
+    /// the entry size (`self.cqe_size.bytes()`). Runs of fast CQEs go
+    /// through [`Self::fast_run`]; an entry software owns that the fast
+    /// path does not decode (and every entry of a compressed session)
+    /// goes through the general step; one software does not own ends the
+    /// poll. `self.ci` is written back before the general path runs and
+    /// at the end.
     #[inline(always)]
     fn lean_loop<const UIDX: bool, const STRIDE: usize, R: WrResolver + ?Sized>(
         &mut self,
@@ -188,37 +184,26 @@ impl<const N: usize> CompletionQueue<N> {
             .as_ptr()
             .wrapping_add(STRIDE - CQE64_SIZE)
             .cast_const();
+        let ring = LeanRing::<STRIDE> { base, ncqe };
         let mut ci = self.ci;
-        let mut n = 0usize;
+        // `out` walked by pointer: the position and the end.
+        let first = out.as_mut_ptr();
+        let end = first.wrapping_add(out.len());
+        let mut q = first;
         let mut failed = None;
-        'outer: while n < out.len() {
-            if self.zip.is_none() {
-                loop {
-                    let p = base.wrapping_add((ci & (ncqe - 1)) as usize * STRIDE);
-                    // SAFETY: p is the cqe64 of entry ci & (ncqe − 1),
-                    // inside the ring (ncqe × STRIDE bytes, construction);
-                    // the ownership byte is read alone, by value, with no
-                    // reference.
-                    let own = unsafe { ptr::read_volatile(p.add(OP_OWN_OFFSET)) };
-                    let parity = ((ci & ncqe) != 0) as u8;
-                    if (own ^ parity) & FAST_MASK != 0 {
-                        if !sw_owns(own, ci, ncqe) {
-                            break 'outer;
-                        }
-                        break;
-                    }
-                    platform::from_device_barrier();
-                    let res = Self::fast_one::<UIDX, R>(r, &mut out[n], p);
-                    ci = ci.wrapping_add(1);
-                    if let Err(e) = res {
-                        failed = Some(e);
-                        break 'outer;
-                    }
-                    n += 1;
-                    if n == out.len() {
-                        break 'outer;
-                    }
+        while q != end {
+            let stop = if self.zip.is_none() {
+                Self::fast_run::<UIDX, STRIDE, R>(r, &ring, &mut ci, &mut q, end)
+            } else {
+                Stop::Cold
+            };
+            match stop {
+                Stop::Full | Stop::NotOwned => break,
+                Stop::Failed(e) => {
+                    failed = Some(e);
+                    break;
                 }
+                Stop::Cold => {}
             }
             // A compressed session in progress, or an owned CQE the fast
             // path does not decode.
@@ -227,8 +212,10 @@ impl<const N: usize> CompletionQueue<N> {
             ci = self.ci;
             match res {
                 Ok(Some(c)) => {
-                    out[n] = c;
-                    n += 1;
+                    // SAFETY: first ≤ q < end: an element of `out`, which
+                    // is borrowed mutably for this call.
+                    unsafe { q.write(c) };
+                    q = q.wrapping_add(1);
                 }
                 Ok(None) => break,
                 Err(e) => {
@@ -238,32 +225,174 @@ impl<const N: usize> CompletionQueue<N> {
             }
         }
         self.ci = ci;
+        let n = (q as usize - first as usize) / size_of::<Completion>();
         match failed {
             None => Ok(n),
             Some(e) => Err(e.with_completions(n)),
         }
     }
 
-    /// Turns the fast CQE at `p` (software-owned, ordered by the barrier,
-    /// opcode 0–3 in plain format per its ownership byte) into `slot`
-    /// through the resolver, or returns the refusal.
+    /// Polls fast CQEs from consumer index `*ci` into `*q..end` until the
+    /// output is full or an entry is not a fast CQE software owns, and
+    /// says which ([`Stop`]). Per entry: the ownership byte alone, then
+    /// [`platform::from_device_barrier`], then its fields, each read once.
+    /// Requester CQEs of the resolver's [`SendLane`](crate::sq::SendLane)
+    /// QP are retired on the lane's copies of the queue state (written back
+    /// when the lane drops, before `r` is used again); every other one
+    /// through `r`. `*ci` and `*q` advance past every CQE consumed,
+    /// including a refused one (which writes no completion).
     #[inline(always)]
-    fn fast_one<const UIDX: bool, R: WrResolver + ?Sized>(
+    fn fast_run<const UIDX: bool, const STRIDE: usize, R: WrResolver + ?Sized>(
         r: &mut R,
-        slot: &mut Completion,
-        p: *const u8,
-    ) -> Result<(), PollError> {
-        // SAFETY: software owns the 64 bytes at p (caller); p is 8-byte
-        // aligned (the ring is, entries are 64 or 128 bytes), so are p + 56
-        // and p + 32.
-        let tail = unsafe { be64(p, 56) };
-        let ctr = (tail >> 16) as u16;
-        let qp = if UIDX {
-            // SAFETY: as above.
-            (unsafe { be32(p, 32) }) & 0x00ff_ffff
+        ring: &LeanRing<STRIDE>,
+        ci_io: &mut u32,
+        q_io: &mut *mut Completion,
+        end: *mut Completion,
+    ) -> Stop {
+        let mut ci = *ci_io;
+        let mut q = *q_io;
+        let mut p = ring.entry(ci);
+        let mut parity = ((ci & ring.ncqe) != 0) as u8;
+        let ring_end = ring.end();
+        let stop = 'run: loop {
+            // The next entry's head words when the lane loop stopped at a
+            // fast CQE it does not retire itself.
+            let mut pending = None;
+            if let Some(mut lane) = r.send_lane() {
+                let id = lane.id() & 0x00ff_ffff;
+                // The lane's routing value as `head_words` returns a CQE's.
+                let want = if UIDX { id.swap_bytes() >> 8 } else { id };
+                loop {
+                    // SAFETY: p is the cqe64 of entry ci (ring.entry, then
+                    // advanced with the wrap rule), inside the ring.
+                    let own = unsafe { ptr::read_volatile(p.add(OP_OWN_OFFSET)) };
+                    if (own ^ parity) & FAST_MASK != 0 {
+                        break 'run Self::not_fast(own, ci, ring.ncqe);
+                    }
+                    platform::from_device_barrier();
+                    // SAFETY: p is software-owned (its ownership byte was
+                    // read before the barrier), 8-byte aligned.
+                    let (tail, key) = unsafe { Self::head_words::<UIDX>(p) };
+                    // Opcode bits 5:4 of op_own zero: a requester CQE.
+                    if tail & 0x30 != 0 || key != want {
+                        pending = Some((tail, key));
+                        break;
+                    }
+                    let ctr = (tail >> 16) as u16;
+                    ci = ci.wrapping_add(1);
+                    // SAFETY: ctr is from a requester CQE the device wrote
+                    // for the lane's QP (its routing value).
+                    match unsafe { lane.retire(ctr) } {
+                        // SAFETY: q < end: an element of the caller's
+                        // output, borrowed mutably for the call.
+                        Ok(d) => Self::req_done(unsafe { &mut *q }, d, tail, p),
+                        Err(why) => break 'run Stop::Failed(PollError::reject(id, ctr, why)),
+                    }
+                    q = q.wrapping_add(1);
+                    p = p.wrapping_add(STRIDE);
+                    if p == ring_end {
+                        (p, parity) = wrap(ring.base, parity);
+                    }
+                    if q == end {
+                        break 'run Stop::Full;
+                    }
+                }
+            }
+            // A fast CQE for another QP, a responder CQE, or no lane:
+            // through the resolver.
+            let (tail, key) = match pending {
+                Some(w) => w,
+                None => {
+                    // SAFETY: as above.
+                    let own = unsafe { ptr::read_volatile(p.add(OP_OWN_OFFSET)) };
+                    if (own ^ parity) & FAST_MASK != 0 {
+                        break 'run Self::not_fast(own, ci, ring.ncqe);
+                    }
+                    platform::from_device_barrier();
+                    // SAFETY: as above.
+                    unsafe { Self::head_words::<UIDX>(p) }
+                }
+            };
+            ci = ci.wrapping_add(1);
+            let qp = Self::qp_of::<UIDX>(key);
+            // SAFETY: q < end, as above.
+            if let Err(e) = Self::fast_one(r, unsafe { &mut *q }, p, tail, qp) {
+                break 'run Stop::Failed(e);
+            }
+            q = q.wrapping_add(1);
+            p = p.wrapping_add(STRIDE);
+            if p == ring_end {
+                (p, parity) = wrap(ring.base, parity);
+            }
+            if q == end {
+                break 'run Stop::Full;
+            }
+        };
+        *ci_io = ci;
+        *q_io = q;
+        stop
+    }
+
+    /// Why a fast run stopped at an entry whose ownership byte `own` is not
+    /// a fast CQE's: software owns it (the general step decodes it) or not.
+    #[inline(always)]
+    fn not_fast(own: u8, ci: u32, ncqe: u32) -> Stop {
+        if sw_owns(own, ci, ncqe) {
+            Stop::Cold
+        } else {
+            Stop::NotOwned
+        }
+    }
+
+    /// Bytes 56..64 of the fast CQE at `p` (`sop_drop_qpn`, `wqe_counter`,
+    /// `signature`, `op_own`, big-endian) and its routing key: with CQE
+    /// version 1 the `srqn_uidx` bytes 33..36 as stored, shifted down
+    /// (`qp_of` turns it into the user index), else the QPN from bytes
+    /// 57..60. Each field read once.
+    ///
+    /// # Safety
+    /// `p` is a software-owned cqe64 in the ring, 8-byte aligned, read
+    /// after the barrier that follows its ownership test.
+    #[inline(always)]
+    unsafe fn head_words<const UIDX: bool>(p: *const u8) -> (u64, u32) {
+        // SAFETY: forwarded contract; p + 56 is 8-byte aligned inside the
+        // entry.
+        let tail = u64::from_be(unsafe { ptr::read_volatile(p.add(56).cast::<u64>()) });
+        let key = if UIDX {
+            // SAFETY: as above; p + 32 is 4-byte aligned. The low byte of
+            // the stored word is byte 32 (the SRQN's top byte), dropped.
+            (unsafe { raw32(p, 32) }) >> 8
         } else {
             (tail >> 32) as u32 & 0x00ff_ffff
         };
+        (tail, key)
+    }
+
+    /// The routing value the resolver is given, from the key of
+    /// [`Self::head_words`]: the user index (`srqn_uidx & 0xffffff`) with
+    /// CQE version 1, else the QPN.
+    #[inline(always)]
+    fn qp_of<const UIDX: bool>(key: u32) -> u32 {
+        if UIDX {
+            key.swap_bytes() >> 8
+        } else {
+            key
+        }
+    }
+
+    /// Turns the fast CQE at `p` (software-owned, ordered by the barrier,
+    /// opcode 0–3 in plain format per its ownership byte), whose
+    /// [`head_words`](Self::head_words) are `tail` and `qp`, into `slot`
+    /// through the resolver, or returns the refusal.
+    #[inline(always)]
+    fn fast_one<R: WrResolver + ?Sized>(
+        r: &mut R,
+        slot: &mut Completion,
+        p: *const u8,
+        tail: u64,
+        qp: u32,
+    ) -> Result<(), PollError> {
+        let ctr = (tail >> 16) as u16;
         // Opcode bits 5:4 of op_own as this load sees it (opcode 0–3: bits
         // 7:6 were zero in the byte tested before the barrier; a device
         // that rewrites an entry it handed over only changes which fast
@@ -272,14 +401,7 @@ impl<const N: usize> CompletionQueue<N> {
             let d = r
                 .send_done(qp, ctr)
                 .map_err(|why| PollError::reject(qp, ctr, why))?;
-            let e = REQ_MAP[(tail >> 56) as usize];
-            // Each branch stores its own completion (a phi of the 24-byte
-            // value would go through the stack).
-            if e & SPECIAL == 0 {
-                *slot = Completion::from_words(d.wr_id, tail & QPN_HI, e);
-            } else {
-                Self::req_special(slot, e, d.wr_id, d.wr_data, tail, p);
-            }
+            Self::req_done(slot, d, tail, p);
         } else {
             let d = r
                 .recv_done(qp, ctr)
@@ -287,6 +409,19 @@ impl<const N: usize> CompletionQueue<N> {
             *slot = Self::resp((tail as u8 >> 4) & 3, d.wr_id, d.rx_csum, tail, p);
         }
         Ok(())
+    }
+
+    /// Writes to `slot` the completion of the successful requester CQE at
+    /// `p` (bytes 56..64 `tail`) that retired `d`.
+    #[inline(always)]
+    fn req_done(slot: &mut Completion, d: SendDone, tail: u64, p: *const u8) {
+        let e = REQ_MAP[(tail >> 56) as usize];
+        let (word1, rest) = if e & SPECIAL == 0 {
+            (tail & QPN_HI, e)
+        } else {
+            Self::req_special(e, d.wr_data, tail, p)
+        };
+        *slot = Completion::from_words(d.wr_id, word1, rest);
     }
 
     /// The completion of a successful, plain responder CQE of opcode `op`
@@ -334,19 +469,13 @@ impl<const N: usize> CompletionQueue<N> {
         )
     }
 
-    /// Writes to `slot` the completion of a requester CQE whose [`REQ_MAP`]
-    /// entry `e` has [`SPECIAL`] bits: RDMA read (`byte_cnt` from the CQE at `p`),
-    /// atomics (8), UMR / SET_PSV / NOP / MMO (opcode `wr_data`). `tail`
-    /// is the CQE's bytes 56..64, big-endian.
+    /// The second and third [`Completion`] words of a requester CQE whose
+    /// [`REQ_MAP`] entry `e` has [`SPECIAL`] bits: RDMA read (`byte_cnt`
+    /// from the CQE at `p`), atomics (8), UMR / SET_PSV / NOP / MMO (opcode
+    /// `wr_data`). `tail` is the CQE's bytes 56..64, big-endian.
+    #[cold]
     #[inline(never)]
-    fn req_special(
-        slot: &mut Completion,
-        e: u64,
-        wr_id: u64,
-        wr_data: WcOpcode,
-        tail: u64,
-        p: *const u8,
-    ) {
+    fn req_special(e: u64, wr_data: WcOpcode, tail: u64, p: *const u8) -> (u64, u64) {
         let mut rest = e & !SPECIAL;
         if e & OP_WR_DATA != 0 {
             rest = (rest & !OPCODE_BITS) | (wr_data as u8 as u64) << 40;
@@ -360,7 +489,7 @@ impl<const N: usize> CompletionQueue<N> {
         } else {
             0
         };
-        *slot = Completion::from_words(wr_id, byte_len as u64 | (tail & QPN_HI), rest);
+        (byte_len as u64 | (tail & QPN_HI), rest)
     }
 
     /// One general step ([`Self::step`], the body of [`Self::poll`]) for a
@@ -380,6 +509,53 @@ impl<const N: usize> CompletionQueue<N> {
             Step::Failed(e) => Err(e),
         }
     }
+}
+
+/// The CQ ring as the lean poller walks it: `ncqe` entries of `STRIDE`
+/// bytes whose cqe64s start at `base`. The poller advances an entry
+/// pointer by `STRIDE` and wraps it explicitly at [`Self::end`] (flipping
+/// the pass parity there).
+struct LeanRing<const STRIDE: usize> {
+    base: *const u8,
+    /// A power of two (construction).
+    ncqe: u32,
+}
+
+impl<const STRIDE: usize> LeanRing<STRIDE> {
+    /// The cqe64 of the entry of consumer index `ci`.
+    #[inline(always)]
+    fn entry(&self, ci: u32) -> *const u8 {
+        self.base
+            .wrapping_add((ci & (self.ncqe - 1)) as usize * STRIDE)
+    }
+
+    /// One past the last entry's cqe64 (where the walk wraps to `base`).
+    #[inline(always)]
+    fn end(&self) -> *const u8 {
+        self.base.wrapping_add(self.ncqe as usize * STRIDE)
+    }
+}
+
+/// The entry pointer and pass parity after the walk passed the ring's
+/// last entry: entry 0 (`base`), the other parity. Out of line and cold:
+/// taken once per lap, and kept a branch.
+#[cold]
+#[inline(never)]
+fn wrap(base: *const u8, parity: u8) -> (*const u8, u8) {
+    (base, parity ^ 1)
+}
+
+/// Why [`CompletionQueue::fast_run`] stopped.
+enum Stop {
+    /// The output is full.
+    Full,
+    /// The next entry is not software's: the poll ends.
+    NotOwned,
+    /// The next entry is software's but not a fast CQE (or a compressed
+    /// session is in progress): the general step decodes it.
+    Cold,
+    /// A CQE was refused (consumed, no completion written).
+    Failed(PollError),
 }
 
 // Spot checks of the requester table (all 256 entries are compared with

@@ -7,6 +7,7 @@ use crate::cq::{CompletionReject, DynCompletionQueue, PollError, RecvDone, SendD
 use crate::cqe::{Completion, WorkCompletion};
 use crate::device::CqHandle;
 use crate::platform::Uar;
+use crate::sq::SendLane;
 use core::cell::{Cell, RefCell};
 use core::fmt;
 
@@ -148,6 +149,15 @@ impl<U: Uar, const SQ: usize, const RQ: usize> WrResolver for Bound<'_, '_, '_, 
     }
     fn scatter_to_recv(&mut self, _qp: u32, _c: u16, _data: &[u8]) -> bool {
         false
+    }
+    /// The first QP whose send side reports here: [`Self::send_done`]
+    /// finds that QP first for its routing value.
+    fn send_lane(&mut self) -> Option<SendLane<'_>> {
+        let cq = self.cq;
+        self.qps
+            .iter_mut()
+            .find(|q| core::ptr::eq(q.send_cq as *const CompletionQueue as *const (), cq))?
+            .send_lane()
     }
 }
 

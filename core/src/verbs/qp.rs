@@ -626,6 +626,11 @@ impl<U: Uar, const SQ: usize, const RQ: usize> QueuePair<'_, U, SQ, RQ> {
     pub(crate) fn send_done(&mut self, qp: u32, c: u16) -> Result<SendDone, CompletionReject> {
         self.inner.send_done(qp, c)
     }
+    /// This QP's send queue as a lane for the lean poller (the queue
+    /// [`Self::send_done`] retires from).
+    pub(crate) fn send_lane(&mut self) -> Option<crate::sq::SendLane<'_>> {
+        self.inner.send_lane()
+    }
     /// A responder CQE for this QP: its own RQ or its SRQ.
     pub(crate) fn recv_done(&mut self, qp: u32, c: u16) -> Result<RecvDone, CompletionReject> {
         match self.srq {

@@ -117,6 +117,44 @@ pub struct FwConfig {
     /// firmware may, so a destroyed key's index comes back for the next
     /// key (the case the `mkey_7_0` variant exists for).
     pub reuse_mkey_index: bool,
+    /// Node GUID the vport contexts report (QUERY_NIC_VPORT_CONTEXT on
+    /// Ethernet, QUERY_HCA_VPORT_CONTEXT on InfiniBand). Default: the
+    /// default `mac` with `03:00` inserted after its third byte, the form
+    /// Mellanox boards derive their GUIDs in (a model value).
+    pub node_guid: u64,
+    /// System image GUID the vport contexts report (default: `node_guid`,
+    /// as a single-function adapter reports it).
+    pub system_image_guid: u64,
+    /// IEEE vendor id QUERY_ADAPTER reports (default 0x02c9, Mellanox's
+    /// OUI).
+    pub ieee_vendor_id: u32,
+    /// PSID QUERY_ADAPTER reports in `vsd_contd_psid` (NUL-padded ASCII;
+    /// the `board_id` `ibv_devinfo` prints). Default `BAREVERBS_SIM01`, a
+    /// name no real board carries.
+    pub psid: [u8; 16],
+    /// PCI device id of the function's config space (not a command: the
+    /// host reads it; `vendor_part_id`). Default 0x1017 (4119), ConnectX-5.
+    pub pci_device_id: u16,
+    /// PCI revision id (`hw_ver`). Default 0.
+    pub pci_revision: u8,
+    /// InfiniBand configurations: the port's LID (QUERY_HCA_VPORT_CONTEXT).
+    pub lid: u16,
+    /// InfiniBand configurations: the subnet manager's LID.
+    pub sm_lid: u16,
+    /// InfiniBand configurations: the LID mask count (0..=7).
+    pub lmc: u8,
+}
+
+/// [`FwConfig::mac`]'s default (a locally administered address).
+const MAC: [u8; 6] = [0x02, 0x00, 0x00, 0x00, 0x00, 0x01];
+
+/// [`FwConfig::psid`]'s default.
+pub const DEFAULT_PSID: [u8; 16] = *b"BAREVERBS_SIM01\0";
+
+/// The GUID Mellanox-style firmware derives from a MAC: the MAC's first
+/// three bytes, `03 00`, its last three.
+pub const fn guid_of_mac(mac: [u8; 6]) -> u64 {
+    u64::from_be_bytes([mac[0], mac[1], mac[2], 0x03, 0x00, mac[3], mac[4], mac[5]])
 }
 
 impl Default for FwConfig {
@@ -135,12 +173,21 @@ impl Default for FwConfig {
             caps: default_caps(),
             port_state: 1,
             init_pages_reported: None,
-            mac: [0x02, 0x00, 0x00, 0x00, 0x00, 0x01],
+            mac: MAC,
             roce_cap_byte0: 0x0e,
             port_mtu: 1522,
             port_max_mtu: 10000,
             pmtu_supported: true,
             reuse_mkey_index: false,
+            node_guid: guid_of_mac(MAC),
+            system_image_guid: guid_of_mac(MAC),
+            ieee_vendor_id: 0x02c9,
+            psid: DEFAULT_PSID,
+            pci_device_id: 0x1017,
+            pci_revision: 0,
+            lid: 1,
+            sm_lid: 1,
+            lmc: 0,
         }
     }
 }
@@ -173,6 +220,7 @@ pub fn default_caps() -> HcaCaps {
         atomic: true,
         uar_4k: true,
         umem_uid_0: true,
+        log_pg_sz: 12,
         bf: true,
         mkey_by_name: false,
         log_bf_reg_size: 9,
@@ -543,8 +591,15 @@ pub fn devinfo_sim() -> Result<DevInfo, DeviceError> {
 
 /// [`devinfo_sim`] with a chosen firmware configuration.
 pub fn devinfo_sim_with(cfg: FwConfig) -> Result<DevInfo, DeviceError> {
+    let (part, rev) = (cfg.pci_device_id, cfg.pci_revision);
     let mut d = bring_up_sim(cfg)?;
     let info = d.devinfo();
     let _ = d.teardown();
-    info
+    // The PCI identity is config space, which the host (here: the
+    // simulator's) reads, not the command interface.
+    info.map(|mut i| {
+        i.vendor_part_id = Some(part);
+        i.hw_ver = Some(rev);
+        i
+    })
 }
