@@ -46,8 +46,9 @@ use bareverbs::wqe::AddressVector;
 use std::collections::BTreeMap;
 use std::ptr::NonNull;
 
-/// Largest buffer one memory key covers here (512 pages: CREATE_MKEY
-/// carries its page list in the command mailboxes, which hold 608 pages).
+/// Most bytes of message slots packed under one memory key (a larger
+/// slot gets a buffer and key of its own: `Device::create_mkey` picks an
+/// MTT page size whose list fits one command).
 pub const CHUNK_BYTES: usize = 2 << 20;
 
 /// The simulator's virtual clock. A busy-wait step processes the fabric's
@@ -270,19 +271,6 @@ fn mtu_enum(mtu: u32) -> anyhow::Result<u8> {
         .ok_or_else(|| anyhow!("-m {mtu}: the MTU must be 256, 512, 1024, 2048 or 4096"))
 }
 
-/// Why a message of `plan` cannot be registered on this path, if it cannot.
-fn too_big(plan: &Plan) -> Option<String> {
-    (plan.slot_bytes > CHUNK_BYTES).then(|| {
-        format!(
-            "-s {}: messages above {} bytes are not supported by the command-path backend \
-             (one memory key covers at most {} pages here); --device sim runs them",
-            plan.size,
-            CHUNK_BYTES - plan.recv_off,
-            CHUNK_BYTES / 4096
-        )
-    })
-}
-
 /// How the QPs of a run are connected (command-path specifics).
 struct Link {
     st: QpServiceType,
@@ -317,18 +305,6 @@ where
 
     fn timing_note(&self) -> String {
         self.timer.note()
-    }
-
-    fn refuse(&self, cfg: &PerfRunConfig, args: &super::run::PerfArgs) -> Option<String> {
-        // Known before anything runs: refused up front; `-a` runs the
-        // sizes this path can register and stops with this error at the
-        // first it cannot (its finished rows printed).
-        if args.all {
-            return None;
-        }
-        Plan::with_inflight(cfg, &PerfDevice::caps(self, cfg), self.inflight_bytes())
-            .ok()
-            .and_then(|p| too_big(&p))
     }
 
     fn caps(&self, cfg: &PerfRunConfig) -> DeviceCaps {
@@ -368,9 +344,6 @@ where
             .dev
             .as_mut()
             .ok_or_else(|| anyhow!("the device was torn down"))?;
-        if let Some(why) = too_big(plan) {
-            bail!("{why}");
-        }
         let st = match cfg.conn {
             Conn::Rc => QpServiceType::Rc,
             Conn::Uc => QpServiceType::Uc,
@@ -630,8 +603,8 @@ impl Objects {
     }
 }
 
-/// `n` slots of `slot_bytes` in DMA buffers of at most [`CHUNK_BYTES`],
-/// each under its own memory key.
+/// `n` slots of `slot_bytes` in DMA buffers of at most [`CHUNK_BYTES`]
+/// (or one slot, when it is larger), each under its own memory key.
 fn area<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(
     dev: &mut Device<B, C, A>,
     objs: &mut Objects,

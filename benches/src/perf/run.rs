@@ -822,7 +822,20 @@ pub fn run_streaming(
     // Bad flags are usage errors (exit 2), found before anything runs.
     let cfgs = configs_on_port(test, args, port).usage()?;
     let mut be = backend(args)?;
-    for cfg in &cfgs {
+    stream_on(test, args, port, &cfgs, &mut *be, out)
+}
+
+/// The body of [`run_streaming`] on a chosen backend `be`, for the
+/// resolved configurations `cfgs` (one per message size) of `port`.
+fn stream_on(
+    test: PerfTest,
+    args: &PerfArgs,
+    port: Option<PortAttrs>,
+    cfgs: &[PerfRunConfig],
+    be: &mut dyn PerfBackend,
+    out: &mut dyn FnMut(&str),
+) -> anyhow::Result<PerfOutcome> {
+    for cfg in cfgs {
         if let Some(why) = be.refuse(cfg, args) {
             return Err(crate::args::usage_error(why));
         }
@@ -1574,7 +1587,7 @@ mod tests {
     /// Memory and time stay bounded: -q 16384 is refused before anything
     /// is allocated (usage error naming the memory), -D bounds wall-clock
     /// time on the simulator, and -a streams each row as it completes, so
-    /// a failure at 4 MiB (fw-sim) leaves the rows before it printed.
+    /// a failure at 4 MiB leaves the rows before it printed.
     #[test]
     fn memory_and_time_are_bounded() {
         for dev in ["sim", "fw-sim", "model"] {
@@ -1593,12 +1606,34 @@ mod tests {
         let r = &j["results"][0];
         assert_eq!(r["posted"], r["completed_ok"]);
         assert!(r["posted"].as_u64().unwrap() >= 5);
+        // -a on fw-sim runs every size perftest's -a does (2 B .. 8 MiB:
+        // memory keys take large pages above 2.4 MiB); a backend that
+        // fails at 4 MiB leaves the rows before it printed, streamed one
+        // by one, and the failure names the size.
+        struct FailFrom(Box<dyn PerfBackend>, u64);
+        impl PerfBackend for FailFrom {
+            fn name(&self) -> String {
+                self.0.name()
+            }
+            fn run(&mut self, cfg: &PerfRunConfig) -> anyhow::Result<PerfRunReport> {
+                anyhow::ensure!(cfg.size < self.1, "injected failure at -s {}", cfg.size);
+                self.0.run(cfg)
+            }
+        }
+        let a = args(&["--device", "fw-sim", "-a", "-n", "5"]);
+        let port = port_attrs(&a.device).unwrap();
+        let cfgs = configs_on_port(PerfTest::WriteBw, &a, port).unwrap();
+        let all = run(PerfTest::WriteBw, &a).unwrap();
+        let sizes: Vec<u64> = all
+            .lines()
+            .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+            .collect();
+        assert_eq!(sizes, (1..=23).map(|e| 1u64 << e).collect::<Vec<_>>());
+        let mut be = FailFrom(backend(&a).unwrap(), 4 << 20);
         let mut streamed = Vec::new();
-        let o = run_streaming(
-            PerfTest::WriteBw,
-            &args(&["--device", "fw-sim", "-a", "-n", "5"]),
-            &mut |s| streamed.push(s.to_string()),
-        )
+        let o = stream_on(PerfTest::WriteBw, &a, port, &cfgs, &mut be, &mut |s| {
+            streamed.push(s.to_string())
+        })
         .unwrap();
         let f = o.failure.unwrap();
         assert!(f.contains("-s 4194304"), "{f}");
