@@ -1326,7 +1326,6 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
         // after it. The fence cached from an earlier call goes into the
         // first WQE after the loop (so the loop carries no extra state).
         let cached = self.fm_cache;
-        let first_ctrl = ((cur & mask) as usize) << 6;
         let mut bits = sig_bits;
         let mut refused = None;
         // The records: `cur & slot_mask` indexes them with no check left
@@ -1401,6 +1400,8 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
         // the queue-full and SGE checks (FACTS §1.3): a WQE that took it
         // without FENCE of its own gets it.
         if cached != 0 && !view(&wrs[0]).flags.contains(SendFlags::FENCE) {
+            // The first WQE starts at the `cur_post` of before this call.
+            let first_ctrl = ((self.cur_post & mask) as usize) << 6;
             // SAFETY: byte 11 (fm_ce_se) of the first WQE this call built,
             // inside the ring this queue owns; not yet rung.
             unsafe {
