@@ -1182,7 +1182,7 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     ///
     /// # Safety
     /// As [`post_send_raw`](Self::post_send_raw) for non-inline SGEs.
-    #[inline]
+    #[inline(always)]
     pub unsafe fn post_rdma_raw(
         &mut self,
         op: RdmaOp,
