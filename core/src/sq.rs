@@ -1306,7 +1306,10 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
         F: Fn(&Sge) -> *const u8,
     {
         let seq0 = self.head;
-        let room = self.cfg.max_post.saturating_sub(seq0.wrapping_sub(self.tail)) as usize;
+        let room = self
+            .cfg
+            .max_post
+            .saturating_sub(seq0.wrapping_sub(self.tail)) as usize;
         // WRs that fit; the one after them (if any) is refused as
         // QueueFull once the ones before it passed their checks.
         let fits = wrs.len().min(room);
@@ -1349,8 +1352,7 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
                 Some(op) if op == opcode => quick_fixed,
                 _ => lim.quick[(opcode & 63) as usize],
             };
-            let quick =
-                !wr.flags.contains(SendFlags::INLINE) && wr.sgl.len() < quick_lim as usize;
+            let quick = !wr.flags.contains(SendFlags::INLINE) && wr.sgl.len() < quick_lim as usize;
             if !quick && wr.sgl.len() >= lim.sge_lim {
                 refused = Some(lim.too_many_sges(wr.sgl.len()));
                 break;
