@@ -172,7 +172,7 @@ fn create_mkey_checks_its_page_size_and_page_list() {
         },
     );
     let next = ops::PAS_OFFSET + 8;
-    d.input()[next..next + 8].copy_from_slice(&(scratch.iova + 0x8000 | 3).to_be_bytes());
+    d.input()[next..next + 8].copy_from_slice(&((scratch.iova + 0x8000) | 3).to_be_bytes());
     // SAFETY: as above.
     assert!(unsafe { d.run(req) }.is_err(), "pages not consecutive");
     // The same buffer as one 64 KiB page: accepted.
