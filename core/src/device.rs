@@ -1726,10 +1726,16 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
 
     /// CREATE_MKEY over `buf`, addressed by its IOVA (FACTS §7.12).
     ///
-    /// `buf` need not be 4 KiB aligned: the MTT lists every 4 KiB page the
-    /// range touches, counted from the IOVA's offset in its first page
-    /// (`((iova & 0xfff) + len)` rounded up to pages), starting at the page
-    /// holding `iova`.
+    /// `buf` need not be aligned: the MTT lists every page the range
+    /// touches, counted from the IOVA's offset in its first page
+    /// (`((iova & (page − 1)) + len)` rounded up to pages), starting at the
+    /// page holding `iova`. Pages are 4 KiB unless the list would not fit
+    /// one command (more than about 600 entries, a 2.4 MiB buffer): then
+    /// the smallest power-of-two page size up to 2 GiB whose list fits
+    /// (`mkc.log_page_size`). The buffer is contiguous in device address
+    /// space, so every page size describes it; the pages' parts outside
+    /// the buffer are not reachable through the key, whose start and
+    /// length bound every access.
     ///
     /// The key's low byte (`mkey_7_0`, the variant) rotates on every
     /// creation through 1..=255: firmware may hand a destroyed key's index
@@ -1771,16 +1777,28 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         if buf.len > 0 && buf.iova.checked_add(buf.len as u64 - 1).is_none() {
             return Err(range);
         }
-        let npages = ((buf.iova & 0xfff) as u128 + buf.len as u128).div_ceil(4096);
-        let max = (MAX_MSG - ops::PAS_OFFSET) / 8;
-        if npages > max as u128 {
-            return Err(DeviceError::Limit {
-                what: "memory key pages",
-                requested: npages.min(u64::MAX as u128) as u64,
-                max: max as u64,
-            });
-        }
-        let npages = npages as usize;
+        // The smallest page size whose MTT list fits one command: a buffer
+        // is contiguous in device address space, so any page size
+        // describes it, and the key's start and length (not the pages)
+        // bound what the device may touch.
+        let max = ((MAX_MSG - ops::PAS_OFFSET) / 8) as u64;
+        let mut log_page = ops::MKEY_LOG_PAGE_MIN;
+        let (pages_iova, npages) = loop {
+            let Some((first, n)) = ops::mkey_pages(buf.iova, buf.len as u64, log_page) else {
+                return Err(range);
+            };
+            if n <= max {
+                break (first, n as usize);
+            }
+            if log_page == ops::MKEY_LOG_PAGE_MAX {
+                return Err(DeviceError::Limit {
+                    what: "memory key pages",
+                    requested: n,
+                    max,
+                });
+            }
+            log_page += 1;
+        };
         let variant = match self.mkey_variant {
             255 => 1,
             v => v + 1,
@@ -1790,8 +1808,9 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
             access,
             start_addr: buf.iova,
             len: buf.len as u64,
-            pages_iova: buf.iova & !0xfff,
+            pages_iova,
             npages,
+            log_page_size: log_page,
             variant,
         };
         let r = ops::create_mkey(&mut self.inb, &p);

@@ -292,6 +292,25 @@ pub enum RdmaOp {
     Send,
 }
 
+impl RdmaOp {
+    /// The mlx5 opcode of the operation (that of the [`SendOp`] it posts).
+    const fn mlx5_opcode(self) -> u8 {
+        match self {
+            RdmaOp::Write => SendOp::Write {
+                remote_addr: 0,
+                rkey: 0,
+            }
+            .mlx5_opcode(),
+            RdmaOp::Read => SendOp::Read {
+                remote_addr: 0,
+                rkey: 0,
+            }
+            .mlx5_opcode(),
+            RdmaOp::Send => SendOp::Send.mlx5_opcode(),
+        }
+    }
+}
+
 /// A work request of the hot path: pointer SGEs, remote address and key,
 /// signaled or not.
 #[derive(Clone, Copy, Debug)]
@@ -587,8 +606,9 @@ pub struct SendRetired {
 /// What a send queue remembers about the WQE that starts at one WQEBB of
 /// its ring (16 bytes, written with two 8-byte stores per WR): the WR's
 /// `wr_id`, and one word holding the WR's sequence number (bits 31:0), the
-/// 16-bit WQEBB counter it was posted at (47:32) and the completion opcode
-/// override of UMR-based WRs (63:56). A completion is checked against it
+/// completion opcode override of UMR-based WRs (39:32) and the 16-bit
+/// WQEBB counter it was posted at (63:48: the counter shifted up, its
+/// upper bits falling off, is the whole of the field's work). A completion is checked against it
 /// with two compares: the counter must be the recorded one and the
 /// sequence number inside the in-flight window `[tail, head)`.
 ///
@@ -613,7 +633,7 @@ impl SqSlot {
     const fn posted(wr_id: u64, seq: u32, ctr: u32, wr_data: u8) -> Self {
         SqSlot {
             wr_id,
-            meta: seq as u64 | ((ctr as u16 as u64) << 32) | ((wr_data as u64) << 56),
+            meta: seq as u64 | ((wr_data as u64) << 32) | ((ctr as u64) << 48),
         }
     }
     /// The same record with the WQEBB counter `ctr`.
@@ -621,7 +641,7 @@ impl SqSlot {
     const fn with_ctr(self, ctr: u16) -> Self {
         SqSlot {
             wr_id: self.wr_id,
-            meta: (self.meta & !(0xffff << 32)) | ((ctr as u64) << 32),
+            meta: (self.meta & !(0xffff << 48)) | ((ctr as u64) << 48),
         }
     }
     /// WR sequence number.
@@ -632,12 +652,12 @@ impl SqSlot {
     /// WQEBB counter the WR was posted at.
     #[inline(always)]
     const fn ctr(&self) -> u16 {
-        (self.meta >> 32) as u16
+        (self.meta >> 48) as u16
     }
     /// Completion opcode override.
     #[inline(always)]
     const fn wr_data(&self) -> u8 {
-        (self.meta >> 56) as u8
+        (self.meta >> 32) as u8
     }
 }
 
@@ -685,10 +705,8 @@ pub struct SendQueue<U: Uar, S: SqSlots> {
     fm_cache: u8,
     bf_offset: usize,
     sig_bits: u8,
-    /// One record per WQEBB (ring size = `slots.len()`).
+    /// One record per WQEBB (ring size = `slots.len()` at `new`).
     slots: S,
-    /// `slots.len() - 1`.
-    mask: u32,
 }
 
 // SAFETY: the queue exclusively owns its ring and doorbell-record memory
@@ -711,14 +729,6 @@ const BASE_DS: [u8; 64] = {
     t[0x25] = 8;
     t
 };
-
-/// Outcome of building one WQE in the ring.
-#[derive(Clone, Copy)]
-struct Built {
-    ctrl_off: usize,
-    ds: u32,
-    inline: bool,
-}
 
 /// What the WR checks need to know about the queue, copied out of it once
 /// per post call (so the loop keeps it in registers).
@@ -931,7 +941,6 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
             fm_cache: 0,
             bf_offset: 0,
             slots,
-            mask: n as u32 - 1,
         };
         Some(q)
     }
@@ -1035,7 +1044,7 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     /// does with it); `wqebbs` is its real size in WQEBBs, at least 1, and
     /// the queue has room for it (fewer than `max_post` WRs outstanding).
     pub unsafe fn record_raw_post(&mut self, wr_id: u64, wqebbs: u32) {
-        let idx = (self.cur_post & self.mask) as usize;
+        let idx = (self.cur_post & self.ring.mask) as usize;
         if let Some(slot) = self.slots.as_mut().get_mut(idx) {
             *slot = SqSlot::posted(wr_id, self.head, self.cur_post, 0);
         }
@@ -1097,6 +1106,7 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
         unsafe {
             self.post_engine(
                 wrs,
+                None,
                 |w: &SendWr<'_>| *w,
                 |s: &Sge| core::ptr::with_exposed_provenance::<u8>(s.addr as usize),
             )
@@ -1155,6 +1165,7 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
         let r = unsafe {
             self.post_engine(
                 &wrs[..upto],
+                None,
                 |w: &SendWr<'_>| *w,
                 |s: &Sge| {
                     crate::mr::find(mrs, s)
@@ -1174,7 +1185,7 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     ///
     /// # Safety
     /// As [`post_send_raw`](Self::post_send_raw) for non-inline SGEs.
-    #[inline]
+    #[inline(always)]
     pub unsafe fn post_rdma_raw(
         &mut self,
         op: RdmaOp,
@@ -1187,6 +1198,7 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
             match op {
                 RdmaOp::Write => self.post_engine(
                     wrs,
+                    Some(RdmaOp::Write.mlx5_opcode()),
                     |w: &RdmaWr<'_>| {
                         w.with_op(SendOp::Write {
                             remote_addr: w.remote_addr,
@@ -1197,6 +1209,7 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
                 ),
                 RdmaOp::Read => self.post_engine(
                     wrs,
+                    Some(RdmaOp::Read.mlx5_opcode()),
                     |w: &RdmaWr<'_>| {
                         w.with_op(SendOp::Read {
                             remote_addr: w.remote_addr,
@@ -1205,9 +1218,12 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
                     },
                     no_inline,
                 ),
-                RdmaOp::Send => {
-                    self.post_engine(wrs, |w: &RdmaWr<'_>| w.with_op(SendOp::Send), no_inline)
-                }
+                RdmaOp::Send => self.post_engine(
+                    wrs,
+                    Some(RdmaOp::Send.mlx5_opcode()),
+                    |w: &RdmaWr<'_>| w.with_op(SendOp::Send),
+                    no_inline,
+                ),
             }
         }
     }
@@ -1215,10 +1231,10 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     /// The posting engine: checks each WR (`view` turns the caller's form
     /// into a [`SendWr`]), builds its WQE with [`SqRing::build`], records
     /// its slot and rings one doorbell for the batch. `cpu_of` gives the
-    /// CPU address inline payloads are copied from.
-    ///
-    /// The queue's counters and limits are copied into locals for the
-    /// loop and written back once.
+    /// CPU address inline payloads are copied from. `fixed` names the mlx5
+    /// opcode every WR of a fixed-operation caller has (its one-compare
+    /// limit is then read once per call, not once per WR); a WR with
+    /// another opcode still reads its own.
     ///
     /// # Safety
     /// As `post_send_raw`, with `cpu_of(sge)` readable for `sge.length`
@@ -1227,6 +1243,7 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     unsafe fn post_engine<T, V, F>(
         &mut self,
         wrs: &[T],
+        fixed: Option<u8>,
         view: V,
         cpu_of: F,
     ) -> Result<(), PostError>
@@ -1234,60 +1251,113 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
         V: Fn(&T) -> SendWr<'_>,
         F: Fn(&Sge) -> *const u8,
     {
-        let outstanding = self.head.wrapping_sub(self.tail);
-        let room = self.cfg.max_post.saturating_sub(outstanding) as usize;
+        if self.slots.as_mut().len() > self.ring.mask as usize {
+            // SAFETY: forwarded; the records have an entry per WQEBB.
+            unsafe { self.post_loop::<false, T, V, F>(wrs, fixed, view, cpu_of) }
+        } else {
+            // SAFETY: forwarded.
+            unsafe { self.post_shrunk(wrs, fixed, view, cpu_of) }
+        }
+    }
+
+    /// [`post_engine`](Self::post_engine) for record storage that shrank
+    /// since `new` (an `AsMut` that changes its answer): every record goes
+    /// into one spare entry, so nothing posted now ever completes (the
+    /// queue fills and refuses), which is safe.
+    ///
+    /// # Safety
+    /// As `post_engine`.
+    #[cold]
+    #[inline(never)]
+    unsafe fn post_shrunk<T, V, F>(
+        &mut self,
+        wrs: &[T],
+        fixed: Option<u8>,
+        view: V,
+        cpu_of: F,
+    ) -> Result<(), PostError>
+    where
+        V: Fn(&T) -> SendWr<'_>,
+        F: Fn(&Sge) -> *const u8,
+    {
+        // SAFETY: forwarded; SPARE records into a local entry.
+        unsafe { self.post_loop::<true, T, V, F>(wrs, fixed, view, cpu_of) }
+    }
+
+    /// The loop of [`post_engine`](Self::post_engine). With `SPARE` every
+    /// record goes to one local entry; without it, the records must have
+    /// more than `mask` entries (the caller checked).
+    ///
+    /// The queue's counters and limits are copied into locals for the
+    /// loop and written back once. The loop carries only what the next WR
+    /// needs; a refusal leaves it with its reason, and everything about
+    /// errors (the index, queue full, the cached fence of a batch that
+    /// built nothing) is settled after it, out of line.
+    ///
+    /// # Safety
+    /// As `post_engine`; without `SPARE`, `slots.as_mut().len() > mask`.
+    #[inline(always)]
+    unsafe fn post_loop<const SPARE: bool, T, V, F>(
+        &mut self,
+        wrs: &[T],
+        fixed: Option<u8>,
+        view: V,
+        cpu_of: F,
+    ) -> Result<(), PostError>
+    where
+        V: Fn(&T) -> SendWr<'_>,
+        F: Fn(&Sge) -> *const u8,
+    {
+        let seq0 = self.head;
+        let room = self
+            .cfg
+            .max_post
+            .saturating_sub(seq0.wrapping_sub(self.tail)) as usize;
         // WRs that fit; the one after them (if any) is refused as
         // QueueFull once the ones before it passed their checks.
         let fits = wrs.len().min(room);
         let lim = &self.lim;
+        let quick_fixed = fixed.map_or(0, |op| lim.quick[(op & 63) as usize]);
         let ring = self.ring;
-        let mask = self.mask;
+        let mask = ring.mask;
         let sig_bits = self.sig_bits;
-        let seq0 = self.head;
         // WR sequence number of the next WR (`seq - seq0` WRs built so far,
         // which is also the index of the WR being built).
         let mut seq = seq0;
         let mut cur = self.cur_post;
-        // WQEBB counter of the last WQE built.
-        let mut last_cur = cur;
+        // WQEBBs of the last WQE built (it starts at `cur - last_bbs`).
+        let mut last_bbs = 0;
         // The fm_ce_se bits the next WQE starts from: CQ_UPDATE when every
         // WQE is signaled, plus the small fence a UMR WQE sets for the one
         // after it. The fence cached from an earlier call goes into the
         // first WQE after the loop (so the loop carries no extra state).
         let cached = self.fm_cache;
-        let first_ctrl = ((cur & mask) as usize) << 6;
         let mut bits = sig_bits;
-        let mut result = Ok(());
+        let mut refused = None;
         // The records: `cur & slot_mask` indexes them with no check left
-        // in the loop. Storage that shrank since `new` (an `AsMut` that
-        // changes its answer) records into one spare entry instead, so
-        // nothing posted now ever completes (the queue fills and refuses),
-        // which is safe.
+        // in the loop (the caller checked their length, or all go into one
+        // spare entry).
         let mut spare = SqSlot::default();
-        let (slot_base, slot_mask) = {
-            let all = self.slots.as_mut();
-            if all.len() > mask as usize {
-                (all.as_mut_ptr(), mask)
-            } else {
-                (&mut spare as *mut SqSlot, 0)
-            }
+        let (slot_base, slot_mask) = if SPARE {
+            (&mut spare as *mut SqSlot, 0)
+        } else {
+            (self.slots.as_mut().as_mut_ptr(), mask)
         };
         for item in &wrs[..fits] {
             let wr = view(item);
-            let i = seq.wrapping_sub(seq0) as usize;
             let opcode = wr.op.mlx5_opcode();
             // One compare decides that the common shape passes every check
             // below (the opcode allowed here, posting enabled, SGEs and WQE
             // within their limits; for a fixed operation the opcode and
             // the flags fold to constants); anything else takes them in
             // order.
-            let quick = !wr.flags.contains(SendFlags::INLINE)
-                && wr.sgl.len() < lim.quick[(opcode & 63) as usize] as usize;
+            let quick_lim = match fixed {
+                Some(op) if op == opcode => quick_fixed,
+                _ => lim.quick[(opcode & 63) as usize],
+            };
+            let quick = !wr.flags.contains(SendFlags::INLINE) && wr.sgl.len() < quick_lim as usize;
             if !quick && wr.sgl.len() >= lim.sge_lim {
-                result = Err(PostError {
-                    index: i,
-                    kind: lim.too_many_sges(wr.sgl.len()),
-                });
+                refused = Some(lim.too_many_sges(wr.sgl.len()));
                 break;
             }
             // The provider consumes the cached fence once these checks
@@ -1300,21 +1370,20 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
             bits = sig_bits;
             if !quick {
                 if let Err(kind) = lim.check_late(&wr, opcode) {
-                    result = Err(PostError { index: i, kind });
+                    refused = Some(kind);
                     break;
                 }
             }
             if opcode == 0x25 {
                 bits = sig_bits | 0x20; // LOCAL_INV / BIND_MW: next WQE small-fenced
             }
-            let fm_ce_se = mine
-                | ((wr.flags.bits() & SendFlags::SIGNALED.bits()) << 2) as u8
-                | ((wr.flags.bits() & SendFlags::SOLICITED.bits()) >> 1) as u8;
             // The record first (it needs nothing the WQE decides), so the
             // WR's id is consumed at once.
             // SAFETY: `cur & slot_mask <= slot_mask`, and `slot_base` has
-            // more than `slot_mask` entries (checked above; nothing else
-            // touches the records during the loop).
+            // more than `slot_mask` entries (the spare one entry for mask
+            // 0, else checked by the caller; the `AsMut` call above is the
+            // last before the loop, and nothing else touches the records
+            // during it).
             unsafe {
                 slot_base
                     .add((cur & slot_mask) as usize)
@@ -1323,61 +1392,81 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
             // SAFETY: forwarded from this function's contract; the checks
             // above proved the WQE fits the slot the geometry reserves, and
             // the queue has room for it.
-            let bbs = unsafe { ring.build(&wr, opcode, fm_ce_se, cur, &cpu_of) };
-            last_cur = cur;
+            let bbs = unsafe { ring.build(&wr, opcode, mine, cur, &cpu_of) };
+            last_bbs = bbs;
             cur = cur.wrapping_add(bbs);
             seq = seq.wrapping_add(1);
         }
         let nreq = seq.wrapping_sub(seq0);
-        if result.is_ok() && fits < wrs.len() {
-            result = Err(PostError {
-                index: fits,
-                kind: PostErrorKind::QueueFull {
-                    outstanding: outstanding.wrapping_add(fits as u32),
-                    max_post: self.cfg.max_post,
-                },
-            });
+        if nreq == 0 {
+            return self.refuse_first(wrs.len(), fits, refused, bits);
         }
         // The provider consumes the cached fence once the first WR passes
-        // the queue-full and SGE checks, even if a later check refuses it
-        // (FACTS §1.3); a WQE that took it without FENCE of its own gets it.
-        let consumed = nreq > 0
-            || matches!(&result, Err(e) if e.index == 0
-                && !matches!(e.kind, PostErrorKind::QueueFull { .. } | PostErrorKind::TooManySges { .. }));
-        if consumed {
-            if nreq > 0 && cached != 0 && !view(&wrs[0]).flags.contains(SendFlags::FENCE) {
-                // SAFETY: byte 11 (fm_ce_se) of the first WQE this call
-                // built, inside the ring this queue owns; not yet rung.
-                unsafe {
-                    let p = ring.base.as_ptr().add(first_ctrl + 11);
-                    p.write(p.read() | cached);
-                }
+        // the queue-full and SGE checks (FACTS §1.3): a WQE that took it
+        // without FENCE of its own gets it.
+        if cached != 0 && !view(&wrs[0]).flags.contains(SendFlags::FENCE) {
+            // The first WQE starts at the `cur_post` of before this call.
+            let first_ctrl = ((self.cur_post & mask) as usize) << 6;
+            // SAFETY: byte 11 (fm_ce_se) of the first WQE this call built,
+            // inside the ring this queue owns; not yet rung.
+            unsafe {
+                let p = ring.base.as_ptr().add(first_ctrl + 11);
+                p.write(p.read() | cached);
             }
-            self.fm_cache = bits & FENCE_BITS;
         }
-        if nreq > 0 {
-            self.cur_post = cur;
-            // The last WQE, as the doorbell needs it: where it starts, its
-            // DS count (read back from the control segment this call
-            // wrote) and, for a single-WR post, whether it was inline.
-            let ctrl_off = ((last_cur & mask) as usize) << 6;
-            // SAFETY: byte 7 of the control segment at `ctrl_off`, inside
-            // the ring this queue owns; a raw read, no reference.
-            let ds = unsafe { ring.base.as_ptr().add(ctrl_off + 7).read() } as u32 & 0x3f;
-            let inline = nreq == 1 && {
-                let w = view(&wrs[0]);
-                w.flags.contains(SendFlags::INLINE) && !w.sgl.is_empty()
-            };
-            self.ring_doorbell(
-                nreq,
-                Built {
-                    ctrl_off,
-                    ds,
-                    inline,
-                },
-            );
+        self.fm_cache = bits & FENCE_BITS;
+        self.cur_post = cur;
+        self.head = seq;
+        // The doorbell needs, for a single-WR post, whether it was inline.
+        self.ring_doorbell(nreq, cur.wrapping_sub(last_bbs), || {
+            let w = view(&wrs[0]);
+            w.flags.contains(SendFlags::INLINE) && !w.sgl.is_empty()
+        });
+        if nreq as usize == wrs.len() {
+            Ok(())
+        } else {
+            Err(self.refusal(nreq as usize, refused))
         }
-        result
+    }
+
+    /// The error of a post that built some WRs but not all: the refused
+    /// WR's reason, or QueueFull (nothing refused it, so it did not fit).
+    /// Called after the built WRs were counted into `head`.
+    #[cold]
+    #[inline(never)]
+    fn refusal(&self, index: usize, refused: Option<PostErrorKind>) -> PostError {
+        PostError {
+            index,
+            kind: refused.unwrap_or(PostErrorKind::QueueFull {
+                outstanding: self.outstanding(),
+                max_post: self.cfg.max_post,
+            }),
+        }
+    }
+
+    /// The outcome of a post that built nothing (`fits` of `len` WRs had
+    /// room): Ok for an empty batch, else the first WR's refusal. A WR
+    /// refused after the SGE check passed consumed the cached fence
+    /// (FACTS §1.3): the cache takes the loop's `bits` then.
+    #[cold]
+    #[inline(never)]
+    fn refuse_first(
+        &mut self,
+        len: usize,
+        fits: usize,
+        refused: Option<PostErrorKind>,
+        bits: u8,
+    ) -> Result<(), PostError> {
+        match refused {
+            Some(kind) => {
+                if !matches!(kind, PostErrorKind::TooManySges { .. }) {
+                    self.fm_cache = bits & FENCE_BITS;
+                }
+                Err(PostError { index: 0, kind })
+            }
+            None if len > fits => Err(self.refusal(0, None)),
+            None => Ok(()),
+        }
     }
 
     #[inline(always)]
@@ -1394,46 +1483,49 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     }
 
     /// The doorbell sequence of FACTS §4.3 for `nreq` WRs whose last WQE
-    /// is `last`.
+    /// starts at WQEBB counter `last_cur` (`cur_post` and `head` already
+    /// count them). `single_inline` tells, for a single-WR post, whether
+    /// it was inline (asked only when a BlueFlame copy is possible).
     #[inline(always)]
-    fn ring_doorbell(&mut self, nreq: u32, last: Built) {
-        self.head = self.head.wrapping_add(nreq);
+    fn ring_doorbell(&mut self, nreq: u32, last_cur: u32, single_inline: impl FnOnce() -> bool) {
         platform::to_device_barrier();
         self.write_dbrec(self.cur_post & 0xffff);
         platform::mmio_flush_writes();
         let bf = self.cfg.bf;
         let reg = bf.reg_offset + self.bf_offset;
-        if bf.enabled
-            && bf.buf_size != 0
-            && nreq == 1
-            && (last.inline || bf.prefer)
-            && last.ds > 1
-            && (last.ds as usize) <= bf.buf_size / 16
-        {
-            self.blueflame_copy(reg, last);
-        } else {
-            let mut first = [0u8; 8];
-            // SAFETY: the control segment of the last WQE lies inside the
-            // ring at `ctrl_off`.
-            unsafe {
-                core::ptr::copy_nonoverlapping(
-                    self.ring.base.as_ptr().add(last.ctrl_off),
-                    first.as_mut_ptr(),
-                    8,
-                )
-            };
-            self.uar.write64(reg, first);
+        let ctrl_off = ((last_cur & self.ring.mask) as usize) << 6;
+        if bf.enabled && bf.buf_size != 0 && nreq == 1 && (bf.prefer || single_inline()) {
+            // SAFETY: byte 7 of the control segment at `ctrl_off`, inside
+            // the ring this queue owns; a raw read, no reference.
+            let ds = unsafe { self.ring.base.as_ptr().add(ctrl_off + 7).read() } as u32 & 0x3f;
+            if ds > 1 && (ds as usize) <= bf.buf_size / 16 {
+                self.blueflame_copy(reg, ctrl_off, ds);
+                self.uar.flush();
+                self.bf_offset ^= bf.buf_size;
+                return;
+            }
         }
+        let mut first = [0u8; 8];
+        // SAFETY: the control segment of the last WQE lies inside the
+        // ring at `ctrl_off`.
+        unsafe {
+            core::ptr::copy_nonoverlapping(
+                self.ring.base.as_ptr().add(ctrl_off),
+                first.as_mut_ptr(),
+                8,
+            )
+        };
+        self.uar.write64(reg, first);
         self.uar.flush();
         self.bf_offset ^= bf.buf_size;
     }
-
-    /// Copies the single WQE `last` into the BlueFlame register at `reg`
-    /// in 64-byte chunks, wrapping at the ring end.
+    /// Copies the single WQE of `ds` units at `ctrl_off` into the
+    /// BlueFlame register at `reg` in 64-byte chunks, wrapping at the ring
+    /// end.
     #[inline(never)]
-    fn blueflame_copy(&mut self, reg: usize, last: Built) {
-        let bytes = (last.ds as usize * 16).div_ceil(64) * 64;
-        let mut src = last.ctrl_off;
+    fn blueflame_copy(&mut self, reg: usize, ctrl_off: usize, ds: u32) {
+        let bytes = (ds as usize * 16).div_ceil(64) * 64;
+        let mut src = ctrl_off;
         let mut dst = reg;
         let mut chunk = [0u8; 64];
         for _ in 0..bytes / 64 {
@@ -1534,10 +1626,15 @@ impl SqRing {
         self,
         wr: &SendWr<'_>,
         opcode: u8,
-        fm_ce_se: u8,
+        fm_base: u8,
         cur: u32,
         cpu_of: &F,
     ) -> u32 {
+        // The fence and CQ_UPDATE bits the engine decided, plus the WR's
+        // own CE and SE (formed here, where the segment is stored).
+        let fm_ce_se = fm_base
+            | ((wr.flags.bits() & SendFlags::SIGNALED.bits()) << 2) as u8
+            | ((wr.flags.bits() & SendFlags::SOLICITED.bits()) >> 1) as u8;
         let ctrl_off = ((cur & self.mask) as usize) << 6;
         let mut off = ctrl_off + 16;
         let mut ds: u32 = 1;
@@ -1627,7 +1724,7 @@ impl SqRing {
                 // The ring is a power of two: masking the offset is the
                 // wrap rule (an offset at the end becomes 0).
                 let end_mask = self.bytes - 1;
-                let sgl = if let [s] = wr.sgl {
+                if let [s] = wr.sgl {
                     // One SGE: no loop; no wrap when it starts in the
                     // WQE's first WQEBB (the common shapes).
                     let lk = len_key(s);
@@ -1644,17 +1741,28 @@ impl SqRing {
                         self.put_ctrl(ctrl_off, cur, opcode, ds, fm_ce_se, imm);
                         return (ds + 3) >> 2;
                     }
-                    &[]
+                } else if wr.sgl.len() * 16 <= self.bytes.saturating_sub(off) {
+                    // The data segments end at or before the ring end:
+                    // no wrap between them, and the DS count follows from
+                    // how far they reach.
+                    let start = off;
+                    for s in wr.sgl {
+                        let lk = len_key(s);
+                        if len_of(lk) != 0 {
+                            self.put_sge(off, lk, s.addr, atomic);
+                            off += 16;
+                        }
+                    }
+                    ds += ((off - start) >> 4) as u32;
                 } else {
-                    wr.sgl
-                };
-                for s in sgl {
-                    let lk = len_key(s);
-                    if len_of(lk) != 0 {
-                        off &= end_mask;
-                        self.put_sge(off, lk, s.addr, atomic);
-                        off += 16;
-                        ds += 1;
+                    for s in wr.sgl {
+                        let lk = len_key(s);
+                        if len_of(lk) != 0 {
+                            off &= end_mask;
+                            self.put_sge(off, lk, s.addr, atomic);
+                            off += 16;
+                            ds += 1;
+                        }
                     }
                 }
             }
@@ -1680,10 +1788,11 @@ impl SqRing {
         imm: u32,
     ) {
         let qpn_ds = self.qpn_image | CtrlSeg::ds_image(ds as u8);
+        let w0 = CtrlSeg::word0(cur as u16, opcode, qpn_ds);
         // SAFETY: forwarded: 16 bytes at a WQEBB boundary inside the ring.
         unsafe {
             let p = self.base.as_ptr().add(ctrl_off).cast::<u64>();
-            p.write_unaligned(CtrlSeg::word0(cur as u16, opcode, qpn_ds));
+            p.write_unaligned(w0);
             p.add(1)
                 .write_unaligned(CtrlSeg::word1(fm_ce_se, Be32::new(imm)));
         }

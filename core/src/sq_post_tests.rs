@@ -474,3 +474,87 @@ fn cached_fence_is_consumed_by_a_refused_wqe_on_both_paths() {
     }
     assert_eq!(a.fm_cache, 0x20);
 }
+
+// ---------------------------------------------------------------------------
+// Multi-SGE data segments: the no-wrap store (the WQE cannot reach the ring
+// end) and the wrapping one give the layout of the rule (FACTS §1.5: a
+// zero-length SGE is skipped; §1.8: a segment that would start at the ring
+// end starts at 0).
+// ---------------------------------------------------------------------------
+
+/// The 16 bytes of a data segment as the rule lays them out:
+/// BE32(length), BE32(lkey), BE64(addr).
+fn data_seg_bytes(s: &Sge) -> [u8; 16] {
+    let mut b = [0u8; 16];
+    b[0..4].copy_from_slice(&s.length.to_be_bytes());
+    b[4..8].copy_from_slice(&s.lkey.to_be_bytes());
+    b[8..16].copy_from_slice(&s.addr.to_be_bytes());
+    b
+}
+
+#[test]
+fn multi_sge_layout_with_and_without_the_ring_end() {
+    // 8 WQEBBs, max_post 1: a 512-byte slot (max_ds 32), up to 8 SGEs.
+    let sges: [Sge; 8] = core::array::from_fn(|i| Sge {
+        addr: 0x1111_0000_0000 + 0x100 * i as u64,
+        length: if i == 2 { 0 } else { 0x40 + i as u32 },
+        lkey: 0x70 + i as u32,
+    });
+    // Six SGEs, none empty.
+    let six: Vec<Sge> = sges
+        .iter()
+        .copied()
+        .filter(|s| s.length != 0)
+        .take(6)
+        .collect();
+    let write = |sgl| RdmaWr {
+        wr_id: 5,
+        remote_addr: 0xabc0,
+        rkey: 9,
+        sgl,
+        signaled: true,
+    };
+    // (start counter, SGEs, ring offsets of the data segments expected)
+    let cases: [(u32, &[Sge], Vec<usize>); 4] = [
+        // Far from the end: ctrl 0x000, raddr 0x010, data from 0x020.
+        (0, &sges, (0..7).map(|k| 0x20 + 16 * k).collect()),
+        // Crossing the end: ctrl 0x180, data 0x1a0..0x1f0, then 0x000.
+        (
+            6,
+            &sges,
+            vec![0x1a0, 0x1b0, 0x1c0, 0x1d0, 0x1e0, 0x1f0, 0x000],
+        ),
+        // Ending exactly at the end: six segments from 0x1a0 to 0x200.
+        (6, &six, vec![0x1a0, 0x1b0, 0x1c0, 0x1d0, 0x1e0, 0x1f0]),
+        // The same six with an empty seventh: 7 × 16 bytes would cross
+        // the end, but only six segments are stored, the last at 0x1f0.
+        (
+            6,
+            &sges[..7],
+            vec![0x1a0, 0x1b0, 0x1c0, 0x1d0, 0x1e0, 0x1f0],
+        ),
+    ];
+    for (start, sgl, offs) in cases {
+        let want: Vec<Sge> = sgl.iter().copied().filter(|s| s.length != 0).collect();
+        assert_eq!(want.len(), offs.len());
+        let mut m = Mem::new(8);
+        let mut q = new_q(&mut m, 8, cfg(QpType::Rc, 1, 8, 0));
+        // SAFETY: memory-only ring, never executed by a device.
+        unsafe { q.set_counters(start, start, 0) };
+        // SAFETY: memory-only ring; the SGEs are never dereferenced.
+        unsafe { q.post_rdma_raw(RdmaOp::Write, &[write(sgl)]) }.unwrap();
+        let r = m.bytes();
+        let ctrl = (start as usize % 8) * 64;
+        for (s, &o) in want.iter().zip(&offs) {
+            assert_eq!(
+                r[o..o + 16],
+                data_seg_bytes(s),
+                "start {start}, seg at {o:#x}"
+            );
+        }
+        // DS: ctrl + raddr + the non-zero SGEs; WQEBBs = ceil(DS / 4).
+        let ds = 2 + want.len();
+        assert_eq!(r[ctrl + 7] & 0x3f, ds as u8, "start {start}");
+        assert_eq!(q.cur_post(), start + ds.div_ceil(4) as u32, "start {start}");
+    }
+}

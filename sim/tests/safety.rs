@@ -115,6 +115,7 @@ fn create_mkey_with_an_overflowing_span_fails_cleanly() {
                 len,
                 pages_iova: scratch.iova,
                 npages: 2,
+                log_page_size: 12,
                 variant: 0,
             },
         );
@@ -127,6 +128,58 @@ fn create_mkey_with_an_overflowing_span_fails_cleanly() {
             "start {start:#x} len {len:#x}"
         );
     }
+    let (_rep, _bar, _clock, alloc) = d.teardown();
+    // SAFETY: the function is torn down; nothing names the scratch buffer.
+    unsafe { alloc.free(scratch) };
+}
+
+/// CREATE_MKEY with large MTT pages: the firmware model refuses a page
+/// size below 4 KiB and pages that are not consecutive at the declared
+/// size, and accepts the well-formed key over the same buffer.
+#[test]
+fn create_mkey_checks_its_page_size_and_page_list() {
+    let (_f, mut d, scratch) = bareverbs_sim::fuzzing::fw::setup().unwrap();
+    let r = ops::alloc_pd(d.input());
+    // SAFETY: as in the test above.
+    let pd = ops::parse_obj_id(unsafe { d.run(r) }.unwrap());
+    let all = MkeyAccess {
+        local_read: true,
+        local_write: true,
+        remote_read: true,
+        remote_write: true,
+        atomic: false,
+    };
+    let key = |log_page_size: u8, npages: usize| MkeyParams {
+        pd,
+        access: all,
+        start_addr: scratch.iova,
+        len: 4096,
+        pages_iova: scratch.iova & !((1u64 << log_page_size) - 1),
+        npages,
+        log_page_size,
+        variant: 0,
+    };
+    // 2 KiB pages: not a page size an MTT key takes.
+    let req = ops::create_mkey(d.input(), &key(11, 2));
+    // SAFETY: refused (asserted); the scratch buffer outlives the device.
+    assert!(unsafe { d.run(req) }.is_err(), "log_page_size 11");
+    // Two entries of 4 KiB with the second not following the first.
+    let req = ops::create_mkey(
+        d.input(),
+        &MkeyParams {
+            len: 8192,
+            ..key(12, 2)
+        },
+    );
+    let next = ops::PAS_OFFSET + 8;
+    d.input()[next..next + 8].copy_from_slice(&((scratch.iova + 0x8000) | 3).to_be_bytes());
+    // SAFETY: as above.
+    assert!(unsafe { d.run(req) }.is_err(), "pages not consecutive");
+    // The same buffer as one 64 KiB page: accepted.
+    let req = ops::create_mkey(d.input(), &key(16, 1));
+    // SAFETY: a key over the scratch buffer, which outlives the device
+    // (freed after teardown); nothing posts through it.
+    assert!(unsafe { d.run(req) }.is_ok(), "log_page_size 16");
     let (_rep, _bar, _clock, alloc) = d.teardown();
     // SAFETY: the function is torn down; nothing names the scratch buffer.
     unsafe { alloc.free(scratch) };

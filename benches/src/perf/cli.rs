@@ -2,8 +2,9 @@
 //! (kept out of `main.rs` so it stays a thin front end).
 
 use super::cpost::{compare, CASES};
-use super::run::{run_outcome, PerfArgs, PerfOutcome, PerfTest};
+use super::run::{run_streaming, PerfArgs, PerfOutcome, PerfTest};
 use crate::args::is_usage;
+use std::io::Write as _;
 use std::process::ExitCode;
 
 /// Refuses, before any backend is opened, an unknown `--device` (the
@@ -54,17 +55,19 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
             // exits 1 with a one-line reason on stderr, and `--json`
             // prints the same verdict as an object.
             check_test_args(&a)?;
-            let o = match run_outcome(t, &a) {
+            // Text is printed as it is produced (header, then each row as
+            // its size completes).
+            let mut print = |s: &str| {
+                let mut o = std::io::stdout().lock();
+                let _ = o.write_all(s.as_bytes());
+                let _ = o.flush();
+            };
+            let o = match run_streaming(t, &a, &mut print) {
                 Ok(o) => o,
                 Err(e) if is_usage(&e) => return Err(e),
                 Err(e) => PerfOutcome {
                     output: if a.json {
-                        serde_json::json!({
-                            "test": format!("{t:?}"),
-                            "verdict": "fail",
-                            "error": format!("{e:#}"),
-                        })
-                        .to_string()
+                        super::run::failure_json(t, &a, &format!("{e:#}"))
                     } else {
                         String::new()
                     },
@@ -73,8 +76,6 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
             };
             if a.json {
                 println!("{}", o.output);
-            } else {
-                print!("{}", o.output);
             }
             if let Some(f) = o.failure {
                 eprintln!("error: {f}");

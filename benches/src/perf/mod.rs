@@ -4,6 +4,8 @@
 pub mod cli;
 pub mod cmd_backend;
 pub mod cpost;
+pub mod engine;
+pub mod model_backend;
 pub mod poll;
 pub mod post;
 pub mod probe;

@@ -12,13 +12,11 @@
 //! command interface, modeled time).
 
 use crate::budget::load_caps;
-use crate::model::{load_model, NicCost, NicModel, PcieModel, WqeOp, WqeShape};
-use crate::perf::probe::{post_samples, probe, ProbeSpec};
+use crate::model::{load_model, NicCost};
 use crate::perftest::format::{self as pf, Endpoint, HeaderInfo, Verb};
 use crate::perftest::stats::{bw_stats, lat_stats_from_posted, BwUnit, GBS_DIVISOR};
-use anyhow::{bail, Context as _};
-use bareverbs::qp::QpType as SqQpType;
-use bareverbs::sizing::{sq_layout, DeviceCaps, QpCaps, QpType, SendOps};
+use anyhow::bail;
+use bareverbs::sizing::{DeviceCaps, QpCaps, QpType, SendOps};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -272,48 +270,10 @@ pub trait PerfBackend {
     fn refuse(&self, _cfg: &PerfRunConfig, _args: &PerfArgs) -> Option<String> {
         None
     }
-}
-
-/// Timelines from the NIC model plus the measured post cost.
-pub struct ModelOnlyBackend {
-    model: Box<dyn NicModel>,
-    retry_timeout_ns: f64,
-    link_gbps: f64,
-}
-
-impl ModelOnlyBackend {
-    /// With the default [`PcieModel`].
-    pub fn new(model: PcieModel) -> Self {
-        let retry_timeout_ns = model.params.retry_timeout_ns();
-        let link_gbps = model.params.link_gbps;
-        ModelOnlyBackend {
-            model: Box::new(model),
-            retry_timeout_ns,
-            link_gbps,
-        }
-    }
-}
-
-/// xorshift64* — a tiny deterministic generator for the loss process.
-struct Rng(u64);
-impl Rng {
-    fn new(seed: u64) -> Self {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-    fn next_f64(&mut self) -> f64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
-fn wqe_op(v: Verb) -> WqeOp {
-    match v {
-        Verb::Write => WqeOp::Write,
-        Verb::Send => WqeOp::Send,
-        Verb::Read => WqeOp::Read,
-        Verb::Atomic => WqeOp::Atomic,
+    /// Header note lines about how this backend runs `cfg` (what `-D`
+    /// means here, a lowered TX depth, what the figures' spread means).
+    fn notes(&self, _cfg: &PerfRunConfig) -> Vec<String> {
+        Vec::new()
     }
 }
 
@@ -332,231 +292,6 @@ pub fn qp_request(cfg: &PerfRunConfig) -> QpCaps {
     match cfg.send_ops {
         Some(o) => q.ops(o),
         None => q,
-    }
-}
-
-impl PerfBackend for ModelOnlyBackend {
-    fn name(&self) -> String {
-        format!("model-only ({})", self.model.name())
-    }
-
-    fn run(&mut self, cfg: &PerfRunConfig) -> anyhow::Result<PerfRunReport> {
-        let verb = cfg.test.verb();
-        if cfg.conn != Conn::Rc && matches!(verb, Verb::Read | Verb::Atomic) {
-            bail!("{} needs an RC QP (-c RC)", verb.name());
-        }
-        if cfg.conn == Conn::Ud && verb == Verb::Write {
-            bail!("RDMA_Write is not available on UD QPs");
-        }
-        if cfg.conn == Conn::Ud && cfg.size > cfg.mtu as u64 {
-            bail!("UD messages are limited to one MTU ({} B)", cfg.mtu);
-        }
-        let layout = sq_layout(&qp_request(cfg), &cfg.caps)
-            .map_err(|e| anyhow::anyhow!("QP creation fails: {e}"))?;
-        let batch = if cfg.test.is_bw() {
-            cfg.post_list.max(1)
-        } else {
-            1
-        };
-        // UD's datagram segment (3 DS) is added by the rule; the probe posts
-        // the RC-shaped remainder (no address vector in this backend).
-        let (probe_type, extra_ds) = match cfg.conn {
-            Conn::Rc => (SqQpType::Rc, 0),
-            Conn::Uc => (SqQpType::Uc, 0),
-            Conn::Ud => (SqQpType::Rc, 3),
-        };
-        let spec = ProbeSpec {
-            op: wqe_op(verb),
-            qp_type: probe_type,
-            ring_bbs: layout.wqe_cnt,
-            max_post: layout.max_post,
-            max_gs: cfg.max_send_sge,
-            max_inline: layout.max_inline_data,
-            posted_sge: cfg.sge,
-            inline: cfg.inline,
-            payload: if verb == Verb::Atomic {
-                8
-            } else {
-                cfg.size as u32
-            },
-            batch,
-            atomics: cfg
-                .send_ops
-                .map(|o| o.intersects(SendOps::ATOMIC_FA | SendOps::ATOMIC_CS))
-                .unwrap_or(true),
-            blueflame: true,
-        };
-        let pr = probe(&spec, 20_000, 3).context("posting into the memory-backed SQ")?;
-        let post_ns = pr.post_ns / 1.0;
-        let ds = pr.ds + extra_ds;
-        let shape = WqeShape {
-            op: wqe_op(verb),
-            ds,
-            wqebbs: (16 * ds).div_ceil(64),
-            posted_sge: if cfg.inline { 0 } else { cfg.sge },
-            inline: cfg.inline,
-            payload_bytes: cfg.size as u32,
-            batch,
-            ring_bytes: layout.buf_bytes,
-            slot_bytes: layout.wqe_size,
-            active_qps: cfg.qps,
-            post_ns: Some(post_ns),
-        };
-        let nic = self.model.wqe(&shape);
-        let mut rng = Rng::new(cfg.seed);
-        let pkts = cfg.size.div_ceil(cfg.mtu.max(1) as u64).max(1);
-        let p_msg = 1.0 - (1.0 - cfg.loss.clamp(0.0, 1.0)).powi(pkts as i32);
-        let mut counters = BTreeMap::new();
-        let mut rep = PerfRunReport {
-            backend: self.name(),
-            modeled: true,
-            tick_hz: 1e12,
-            modeled_latency_ns: nic.latency_ns,
-            post_ns,
-            wqe_bytes: 16 * ds,
-            wqebbs: shape.wqebbs,
-            ring_bytes: layout.buf_bytes,
-            nic,
-            link_gbps: self.link_gbps,
-            ..Default::default()
-        };
-        let n = cfg.iters.max(2) * if cfg.test.is_bw() { cfg.qps as u64 } else { 1 };
-        let mut retries = 0u64;
-        let mut errored = false;
-        // Loss outcome of one message: (extra ns, completed_ok, mismatch).
-        let mut lose = |rng: &mut Rng, penalty: f64| -> (f64, bool, bool) {
-            if p_msg == 0.0 || rng.next_f64() >= p_msg {
-                return (0.0, true, false);
-            }
-            match cfg.conn {
-                Conn::Rc => {
-                    // Retry up to retry_cnt = 7 times, then RETRY_EXC_ERR.
-                    let mut extra = penalty;
-                    for _ in 0..7 {
-                        retries += 1;
-                        if rng.next_f64() >= p_msg {
-                            return (extra, true, false);
-                        }
-                        extra += penalty;
-                    }
-                    (extra, false, true)
-                }
-                // UC/UD: the requester completes; the data never arrives.
-                _ => (0.0, true, true),
-            }
-        };
-        let ps = 1000u64; // ticks per ns
-        if !cfg.test.is_bw() {
-            // Ping-pong: each iteration takes one round trip; the sample is
-            // tposted[i+1] - tposted[i]. WRITE/SEND RTT = 2 one-way legs,
-            // READ/ATOMIC: the model's L already is the request/response RTT.
-            let legs = verb.rtt_factor() as f64;
-            let cpu = post_samples(&spec, n.min(2_000_000) as usize)?;
-            let rest = nic.latency_ns - nic.terms.cpu_ns;
-            let mut t = 0u64;
-            for i in 0..n {
-                rep.tposted.push(t);
-                rep.posted += 1;
-                let c = cpu[(i as usize) % cpu.len()] as f64;
-                let mut rtt = legs * (c + rest);
-                let (extra, ok, bad) = lose(&mut rng, self.retry_timeout_ns);
-                rtt += extra;
-                if ok {
-                    rep.completed_ok += 1;
-                } else {
-                    rep.completed_err += 1;
-                    errored = true;
-                }
-                if bad {
-                    rep.mismatches += 1;
-                }
-                t += (rtt * ps as f64) as u64;
-                if errored {
-                    break;
-                }
-            }
-            // perftest needs the next post's timestamp to close the last sample.
-            rep.tposted.push(t);
-            let f = verb.rtt_factor() as f64;
-            rep.latency_samples_ns = rep
-                .tposted
-                .windows(2)
-                .map(|w| (w[1] - w[0]) as f64 / ps as f64 / f)
-                .collect();
-            let total_s = t as f64 / 1e12;
-            rep.msg_rate_mpps = rep.posted as f64 / total_s / 1e6;
-            rep.bandwidth_gbps = rep.posted as f64 * cfg.size as f64 * 8.0 / total_s / 1e9;
-        } else {
-            // Pipeline: the CPU posts doorbell batches every post_ns * B;
-            // at most tx_depth * qps WRs are outstanding; the NIC completes
-            // one message every 1/rate (rate = the model's non-CPU bound);
-            // each completion lands `latency` after its post at the earliest.
-            let nic_only = {
-                let mut s2 = shape;
-                s2.post_ns = Some(1e-3);
-                self.model.wqe(&s2).rate_bound_mpps
-            };
-            let nic_gap = 1e3 / nic_only; // ns per message
-            let lat = nic.latency_ns;
-            let window = (cfg.tx_depth.max(1) * cfg.qps.max(1)) as usize;
-            let b = batch as u64;
-            let mut cpu_t = 0.0f64;
-            let mut last_c = 0.0f64;
-            let nack_rtt = 2.0 * lat;
-            let mut i = 0u64;
-            while i < n && !errored {
-                let m = b.min(n - i);
-                // Wait for window room.
-                let idx = rep.tcompleted.len();
-                if idx + m as usize > window {
-                    let need = idx + m as usize - window;
-                    let t_free = rep.tcompleted[need - 1] as f64 / ps as f64;
-                    cpu_t = cpu_t.max(t_free);
-                }
-                cpu_t += post_ns * m as f64;
-                for _ in 0..m {
-                    rep.tposted.push((cpu_t * ps as f64) as u64);
-                    rep.posted += 1;
-                    let (extra, ok, bad) = lose(&mut rng, nack_rtt);
-                    let c = (cpu_t + lat).max(last_c + nic_gap) + extra;
-                    last_c = c;
-                    rep.tcompleted.push((c * ps as f64) as u64);
-                    if ok {
-                        rep.completed_ok += 1;
-                    } else {
-                        rep.completed_err += 1;
-                        errored = true;
-                    }
-                    if bad {
-                        rep.mismatches += 1;
-                    }
-                }
-                i += m;
-            }
-            let total_s = (last_c - rep.tposted[0] as f64 / ps as f64) / 1e9;
-            rep.msg_rate_mpps = rep.posted as f64 / total_s / 1e6;
-            rep.bandwidth_gbps = rep.posted as f64 * cfg.size as f64 * 8.0 / total_s / 1e9;
-        }
-        if errored {
-            // QP in error: nothing more is posted; the WR that failed is
-            // counted above.
-            counters.insert("qp_error".into(), 1.0);
-        }
-        let doorbells = rep.posted.div_ceil(batch as u64) as f64;
-        counters.insert("doorbells".into(), doorbells);
-        counters.insert("bf_writes".into(), if nic.bf { doorbells } else { 0.0 });
-        counters.insert(
-            "nic_wqe_fetch_bytes".into(),
-            nic.wqe_fetch_bytes as f64 / batch as f64 * rep.posted as f64,
-        );
-        counters.insert(
-            "nic_payload_fetch_bytes".into(),
-            nic.payload_fetch_bytes as f64 * rep.posted as f64,
-        );
-        counters.insert("pcie_reads".into(), nic.pcie_reads * rep.posted as f64);
-        counters.insert("rc_retries".into(), retries as f64);
-        rep.counters = counters;
-        Ok(rep)
     }
 }
 
@@ -837,7 +572,9 @@ pub fn configs_on_port(
 /// exceeds the link the backend models. `bw_gbps` are the bandwidths
 /// derived from the report (Gb/s).
 pub fn verdict(cfg: &PerfRunConfig, rep: &PerfRunReport, bw_gbps: &[f64]) -> Option<String> {
-    let want = cfg.iters * if cfg.test.is_bw() { cfg.qps as u64 } else { 1 };
+    // -D: as many as the time allowed (at least perftest's 5 iterations).
+    let per_qp = if cfg.duration.is_some() { 5 } else { cfg.iters };
+    let want = per_qp * if cfg.test.is_bw() { cfg.qps as u64 } else { 1 };
     if rep.posted == 0 {
         return Some(format!("nothing was posted ({want} WRs expected)"));
     }
@@ -890,15 +627,167 @@ pub fn backend(args: &PerfArgs) -> anyhow::Result<Box<dyn PerfBackend>> {
         return cmd::vfio(bdf, opts);
     }
     match args.device.as_str() {
-        "sim" => Ok(Box::new(super::sim_backend::SimBackend::default())),
+        "sim" => Ok(Box::new(super::sim_backend::SimBackend::new(
+            args.seed,
+            bareverbs_sim::ModelParams::default(),
+        ))),
         // The command-path backend on the simulator (modeled time).
         "fw-sim" => cmd::fw_sim(args.seed, opts),
         // The closed-form NIC model alone (PERF_AND_SIM 2.3), no simulation.
-        "model" => Ok(Box::new(ModelOnlyBackend::new(load_model(
-            args.model.as_deref(),
-        )?))),
+        "model" => Ok(Box::new(super::model_backend::ModelBackend::new(
+            load_model(args.model.as_deref())?,
+            args.seed,
+        ))),
         d => bail!("unknown --device {d:?} (expected sim, model, fw-sim or vfio:BDF)"),
     }
+}
+
+/// perftest's binary name of `test` (`ib_write_bw` …).
+pub fn perftest_name(test: PerfTest) -> &'static str {
+    match test {
+        PerfTest::WriteLat => "ib_write_lat",
+        PerfTest::WriteBw => "ib_write_bw",
+        PerfTest::SendLat => "ib_send_lat",
+        PerfTest::SendBw => "ib_send_bw",
+        PerfTest::ReadLat => "ib_read_lat",
+        PerfTest::ReadBw => "ib_read_bw",
+        PerfTest::AtomicLat => "ib_atomic_lat",
+    }
+}
+
+/// The statistics of one result (what its row printed).
+#[derive(Default)]
+struct Figures {
+    bw: Option<crate::perftest::stats::BwStats>,
+    lat: Option<crate::perftest::stats::LatStats>,
+    /// `-D` latency: (t_avg µs, transactions per second).
+    dur: Option<(f64, f64)>,
+}
+
+fn be_modeled(results: &[serde_json::Value]) -> Option<bool> {
+    results.iter().find_map(|r| r["modeled"].as_bool())
+}
+
+/// One `results[]` object of the perf schema (docs/json.md): every key is
+/// present for every backend; what a backend or a failed run cannot know
+/// is `null`.
+fn result_json(
+    cfg: &PerfRunConfig,
+    rep: Option<&PerfRunReport>,
+    iterations: u64,
+    fig: &Figures,
+    unit: BwUnit,
+    error: Option<&str>,
+) -> serde_json::Value {
+    use serde_json::{json, Value};
+    let f = |x: f64| if x.is_finite() { json!(x) } else { Value::Null };
+    let known = |x: f64| if x > 0.0 { f(x) } else { Value::Null };
+    let ep = |e: Option<&Endpoint>| match e {
+        Some(e) => json!({
+            "lid": e.lid, "qpn": e.qpn, "psn": e.psn, "out_reads": e.out_reads,
+            "rkey": e.rkey, "vaddr": e.vaddr, "gid": e.gid,
+        }),
+        None => json!({
+            "lid": null, "qpn": null, "psn": null, "out_reads": null,
+            "rkey": null, "vaddr": null, "gid": null,
+        }),
+    };
+    const ENGINE: [&str; 9] = [
+        "doorbells",
+        "wrs_posted",
+        "cqes_polled",
+        "window",
+        "slots",
+        "posted_sge",
+        "sq_max_post",
+        "sq_wqebbs",
+        "sq_slot_bytes",
+    ];
+    let mut counters = serde_json::Map::new();
+    let mut device = serde_json::Map::new();
+    for k in ENGINE {
+        counters.insert(
+            k.into(),
+            rep.and_then(|r| r.counters.get(k))
+                .map_or(Value::Null, |&v| f(v)),
+        );
+    }
+    if let Some(r) = rep {
+        for (k, &v) in &r.counters {
+            if !ENGINE.contains(&k.as_str()) {
+                device.insert(k.clone(), f(v));
+            }
+        }
+    }
+    let bw = fig.bw.as_ref();
+    let lat = fig.lat.as_ref();
+    let peak = bw.and_then(|s| (s.bw_peak > 0.0).then_some(s.bw_peak));
+    json!({
+        "size": cfg.size,
+        "iterations": rep.map(|_| iterations),
+        "verdict": if error.is_some() { "fail" } else { "ok" },
+        "error": error,
+        "modeled": rep.map(|r| r.modeled),
+        "posted": rep.map(|r| r.posted),
+        "completed_ok": rep.map(|r| r.completed_ok),
+        "completed_err": rep.map(|r| r.completed_err),
+        "mismatches": rep.map(|r| r.mismatches),
+        "msg_rate_mpps": rep.map_or(Value::Null, |r| f(r.msg_rate_mpps)),
+        "bandwidth_gbps": rep.map_or(Value::Null, |r| f(r.bandwidth_gbps)),
+        "bw_unit": bw.map(|_| match unit { BwUnit::Gbps => "Gb/sec", BwUnit::MBps => "MiB/sec" }),
+        "bw_peak": peak,
+        "bw_avg": bw.map(|s| s.bw_avg),
+        "t_min_usec": lat.map(|s| s.t_min),
+        "t_max_usec": lat.map(|s| s.t_max),
+        "t_typical_usec": lat.map(|s| s.t_typical),
+        "t_avg_usec": lat.map(|s| s.t_avg).or(fig.dur.map(|d| d.0)),
+        "t_stdev_usec": lat.map(|s| s.t_stdev),
+        "t_p99_usec": lat.map(|s| s.p99),
+        "t_p999_usec": lat.map(|s| s.p99_9),
+        "tps_avg": fig.dur.map(|d| d.1),
+        "post_ns": rep.map_or(Value::Null, |r| known(r.post_ns)),
+        "wqe_bytes": rep.and_then(|r| (r.wqe_bytes > 0).then_some(r.wqe_bytes)),
+        "wqebbs": rep.and_then(|r| (r.wqebbs > 0).then_some(r.wqebbs)),
+        "ring_bytes": rep.and_then(|r| (r.ring_bytes > 0).then_some(r.ring_bytes)),
+        "link_gbps": rep.map_or(Value::Null, |r| known(r.link_gbps)),
+        "modeled_latency_ns": rep.map_or(Value::Null, |r| if r.modeled { known(r.modeled_latency_ns) } else { Value::Null }),
+        "local": ep(rep.and_then(|r| r.local.as_ref())),
+        "remote": ep(rep.and_then(|r| r.remote.as_ref())),
+        "counters": counters,
+        "device_counters": device,
+    })
+}
+
+/// The perf object of the schema (docs/json.md): the envelope shared by
+/// every command, then the perf keys. `backend` is the backend's name and
+/// whether its times are modeled, when one was opened.
+fn perf_json(
+    test: PerfTest,
+    args: &PerfArgs,
+    backend: Option<(&str, Option<bool>)>,
+    header: Option<serde_json::Value>,
+    results: Vec<serde_json::Value>,
+    error: Option<&str>,
+) -> serde_json::Value {
+    crate::envelope::envelope(
+        &format!("perf {}", super::engine::test_name(test)),
+        serde_json::json!({
+            "test": perftest_name(test),
+            "device": args.device,
+            "backend": backend.map(|b| b.0),
+            "modeled": backend.and_then(|b| b.1),
+            "verdict": if error.is_some() { "fail" } else { "ok" },
+            "error": error,
+            "header": header,
+            "results": results,
+        }),
+    )
+}
+
+/// The JSON of a run that failed before any result (the backend could
+/// not be opened): the same keys, `results` empty.
+pub fn failure_json(test: PerfTest, args: &PerfArgs, error: &str) -> String {
+    perf_json(test, args, None, None, Vec::new(), Some(error)).to_string()
 }
 
 /// Runs a perftest-style test and returns its output (text or JSON); a
@@ -915,12 +804,38 @@ pub fn run(test: PerfTest, args: &PerfArgs) -> anyhow::Result<String> {
 /// refuses, or that the backend does not implement, are errors before
 /// anything runs.
 pub fn run_outcome(test: PerfTest, args: &PerfArgs) -> anyhow::Result<PerfOutcome> {
+    run_streaming(test, args, &mut |_| {})
+}
+
+/// As [`run_outcome`], handing each piece of perftest text to `out` as
+/// soon as it exists (the header before the first run, each row as its
+/// size completes), so `-a` shows its rows while it runs and a failure
+/// leaves the rows before it on screen. The JSON object is built at the
+/// end (it is one object).
+pub fn run_streaming(
+    test: PerfTest,
+    args: &PerfArgs,
+    out: &mut dyn FnMut(&str),
+) -> anyhow::Result<PerfOutcome> {
     use crate::args::UsageExt as _;
     let port = port_attrs(&args.device)?;
     // Bad flags are usage errors (exit 2), found before anything runs.
     let cfgs = configs_on_port(test, args, port).usage()?;
     let mut be = backend(args)?;
-    for cfg in &cfgs {
+    stream_on(test, args, port, &cfgs, &mut *be, out)
+}
+
+/// The body of [`run_streaming`] on a chosen backend `be`, for the
+/// resolved configurations `cfgs` (one per message size) of `port`.
+fn stream_on(
+    test: PerfTest,
+    args: &PerfArgs,
+    port: Option<PortAttrs>,
+    cfgs: &[PerfRunConfig],
+    be: &mut dyn PerfBackend,
+    out: &mut dyn FnMut(&str),
+) -> anyhow::Result<PerfOutcome> {
+    for cfg in cfgs {
         if let Some(why) = be.refuse(cfg, args) {
             return Err(crate::args::usage_error(why));
         }
@@ -966,9 +881,18 @@ pub fn run_outcome(test: PerfTest, args: &PerfArgs) -> anyhow::Result<PerfOutcom
                 "QP              : max_send_wr {} max_send_sge {} posted SGEs {} send ops {}",
                 first.max_send_wr, first.max_send_sge, first.sge, first.send_ops_name
             ),
-        ],
+        ]
+        .into_iter()
+        .chain(be.notes(first))
+        .collect(),
     };
-    text.push_str(&pf::header(&h));
+    let mut emit = |text: &mut String, s: &str| {
+        text.push_str(s);
+        if !args.json {
+            out(s);
+        }
+    };
+    emit(&mut text, &pf::header(&h));
     let mut results = Vec::new();
     let mut failure = None;
     let dur = args.duration.is_some();
@@ -980,7 +904,22 @@ pub fn run_outcome(test: PerfTest, args: &PerfArgs) -> anyhow::Result<PerfOutcom
         pf::RESULT_FMT_LAT
     };
     for (n, cfg) in cfgs.iter().enumerate() {
-        let mut rep = be.run(cfg)?;
+        let rep = match be.run(cfg) {
+            Ok(r) => r,
+            Err(e) => {
+                let f = format!("{e:#}");
+                results.push(result_json(
+                    cfg,
+                    None,
+                    0,
+                    &Figures::default(),
+                    unit,
+                    Some(&f),
+                ));
+                failure = Some(f);
+                break;
+            }
+        };
         if n == 0 {
             // perftest prints both QPs, then the columns.
             let gid = h.gid_index.is_some();
@@ -990,35 +929,21 @@ pub fn run_outcome(test: PerfTest, args: &PerfArgs) -> anyhow::Result<PerfOutcom
             };
             let l = rep.local.clone().unwrap_or_else(|| zero.clone());
             let r = rep.remote.clone().unwrap_or(zero);
-            text.push_str(&pf::address(verb, false, &l, gid));
-            text.push_str(&pf::address(verb, true, &r, gid));
-            text.push_str(pf::RESULT_LINE);
-            text.push_str(columns);
-            text.push('\n');
-        }
-        if let Some(d) = cfg.duration {
-            // Cut to D modeled seconds.
-            let limit = (d as f64 * rep.tick_hz) as u64;
-            let keep = rep
-                .tposted
-                .iter()
-                .take_while(|&&t| t <= limit)
-                .count()
-                .max(5);
-            rep.tposted.truncate(keep);
-            rep.tcompleted.truncate(keep);
+            let mut s = pf::address(verb, false, &l, gid);
+            s.push_str(&pf::address(verb, true, &r, gid));
+            s.push_str(pf::RESULT_LINE);
+            s.push_str(columns);
+            s.push('\n');
+            emit(&mut text, &s);
         }
         let iters = if test.is_bw() {
             rep.tcompleted.len() as u64
         } else {
-            cfg.iters
+            rep.latency_samples_ns.len() as u64
         };
-        let mut obj = serde_json::json!({
-            "size": cfg.size,
-            "iterations": iters,
-        });
         let mut row = String::new();
         let mut bw_gbps = Vec::new();
+        let mut fig = Figures::default();
         if rep.tposted.len() < 2 || (test.is_bw() && rep.tcompleted.is_empty()) {
             failure = verdict(cfg, &rep, &[]).or(Some("no completions".into()));
         } else if test.is_bw() {
@@ -1036,56 +961,40 @@ pub fn run_outcome(test: PerfTest, args: &PerfArgs) -> anyhow::Result<PerfOutcom
             row.push_str(&pf::bw_row(cfg.size, iters, &s));
             let to_gbps = unit.divisor() / GBS_DIVISOR;
             bw_gbps = vec![s.bw_peak * to_gbps, s.bw_avg * to_gbps];
-            obj["bw"] = serde_json::to_value(s)?;
+            fig.bw = Some(s);
         } else if dur {
             let n = rep.tposted.len().saturating_sub(1).max(1);
             let span = (rep.tposted[n] - rep.tposted[0]) as f64 / rep.tick_hz;
             let t_avg = span * 1e6 / n as f64 / verb.rtt_factor() as f64;
             row.push_str(&pf::lat_dur_row(cfg.size, n as u64, t_avg, n as f64 / span));
-            obj["t_avg_usec"] = t_avg.into();
+            fig.dur = Some((t_avg, n as f64 / span));
         } else {
             let s = lat_stats_from_posted(&rep.tposted, rep.tick_hz / 1e6, verb.rtt_factor())
                 .ok_or_else(|| anyhow::anyhow!("too few samples"))?;
-            row.push_str(&pf::lat_row(cfg.size, cfg.iters, &s));
-            obj["latency_usec"] = serde_json::to_value(s)?;
+            row.push_str(&pf::lat_row(cfg.size, iters, &s));
+            fig.lat = Some(s);
         }
         if failure.is_none() {
             failure = verdict(cfg, &rep, &bw_gbps);
         }
-        let mut r = serde_json::to_value(&rep)?;
-        if let (Some(r), Some(o)) = (r.as_object_mut(), obj.as_object()) {
-            for (k, v) in o {
-                r.insert(k.clone(), v.clone());
-            }
-            r.insert("modeled_bandwidth_gbps".into(), rep.bandwidth_gbps.into());
-            r.insert("label".into(), args.device.clone().into());
-            r.insert(
-                "verdict".into(),
-                if failure.is_some() { "fail" } else { "ok" }.into(),
-            );
-            if let Some(f) = &failure {
-                r.insert("error".into(), f.clone().into());
-            }
-        }
+        let r = result_json(cfg, Some(&rep), iters, &fig, unit, failure.as_deref());
         results.push(r);
         if failure.is_some() {
             // No figure of a failed run is printed as a result.
             break;
         }
-        text.push_str(&row);
+        emit(&mut text, &row);
     }
-    text.push_str(pf::RESULT_LINE);
+    emit(&mut text, pf::RESULT_LINE);
     if args.json {
-        let mut top = results.last().cloned().unwrap_or_default();
-        if results.len() > 1 {
-            top["results"] = serde_json::Value::Array(results);
-        }
-        top["test"] = format!("{:?}", test).into();
-        top["header"] = serde_json::to_value(&h)?;
-        top["verdict"] = if failure.is_some() { "fail" } else { "ok" }.into();
-        if let Some(f) = &failure {
-            top["error"] = f.clone().into();
-        }
+        let top = perf_json(
+            test,
+            args,
+            Some((&be.name(), be_modeled(&results))),
+            Some(serde_json::to_value(&h)?),
+            results,
+            failure.as_deref(),
+        );
         return Ok(PerfOutcome {
             output: serde_json::to_string(&top)?,
             failure,
@@ -1132,14 +1041,15 @@ mod tests {
             .unwrap(),
         )
         .unwrap();
-        assert_eq!(j["posted"], 200);
-        assert_eq!(j["completed_ok"], 200);
-        assert_eq!(j["completed_err"], 0);
-        assert_eq!(j["mismatches"], 0);
-        assert!(j["msg_rate_mpps"].as_f64().unwrap() > 0.0);
-        assert!(j["modeled_latency_ns"].as_f64().unwrap() > 500.0);
+        // Ping-pong: each of the 200 iterations is one WRITE each way.
+        assert_eq!(j["results"][0]["posted"], 400);
+        assert_eq!(j["results"][0]["completed_ok"], 400);
+        assert_eq!(j["results"][0]["completed_err"], 0);
+        assert_eq!(j["results"][0]["mismatches"], 0);
+        assert!(j["results"][0]["msg_rate_mpps"].as_f64().unwrap() > 0.0);
+        assert!(j["results"][0]["modeled_latency_ns"].as_f64().unwrap() > 500.0);
         // 2 B inline WRITE: 32 + align16(6) = 48 B.
-        assert_eq!(j["wqe_bytes"], 48);
+        assert_eq!(j["results"][0]["wqe_bytes"], 48);
     }
 
     #[test]
@@ -1159,8 +1069,8 @@ mod tests {
             .unwrap(),
         )
         .unwrap();
-        assert_eq!(j["posted"], 1000);
-        let g = j["bandwidth_gbps"].as_f64().unwrap();
+        assert_eq!(j["results"][0]["posted"], 1000);
+        let g = j["results"][0]["bandwidth_gbps"].as_f64().unwrap();
         assert!(g > 1.0 && g <= 100.0, "{g}");
         let j: serde_json::Value = serde_json::from_str(
             &run(
@@ -1173,8 +1083,13 @@ mod tests {
             .unwrap(),
         )
         .unwrap();
-        let m = j["mismatches"].as_u64().unwrap();
-        assert!(m > 1000 && m < 4000, "{m}");
+        // Half of the 5000 datagrams are lost: their 1024 bytes each never
+        // arrive (mismatches count bytes).
+        let m = j["results"][0]["mismatches"].as_u64().unwrap();
+        assert!(
+            m.is_multiple_of(1024) && m / 1024 > 1000 && m / 1024 < 4000,
+            "{m}"
+        );
     }
 
     /// `vfio:BDF` opens the function through the VFIO host; on a machine
@@ -1226,11 +1141,11 @@ mod tests {
             .unwrap(),
         )
         .unwrap();
-        assert_eq!(j["posted"], 200);
-        assert_eq!(j["completed_ok"], 200);
-        assert_eq!(j["mismatches"], 0);
+        assert_eq!(j["results"][0]["posted"], 200);
+        assert_eq!(j["results"][0]["completed_ok"], 200);
+        assert_eq!(j["results"][0]["mismatches"], 0);
         assert_eq!(j["modeled"], true);
-        assert!(j["bw"]["bw_avg"].as_f64().unwrap() > 0.0);
+        assert!(j["results"][0]["bw_avg"].as_f64().unwrap() > 0.0);
         let e = run(PerfTest::WriteLat, &args(&["--device", "nic"])).unwrap_err();
         assert!(e.to_string().contains("fw-sim"), "{e}");
     }
@@ -1251,11 +1166,11 @@ mod tests {
             .unwrap(),
         )
         .unwrap();
-        assert_eq!(j["posted"], 160_000);
-        assert_eq!(j["completed_ok"], 160_000);
-        assert_eq!(j["completed_err"], 0);
-        assert_eq!(j["mismatches"], 0);
-        assert!(j["msg_rate_mpps"].as_f64().unwrap() > 0.0);
+        assert_eq!(j["results"][0]["posted"], 160_000);
+        assert_eq!(j["results"][0]["completed_ok"], 160_000);
+        assert_eq!(j["results"][0]["completed_err"], 0);
+        assert_eq!(j["results"][0]["mismatches"], 0);
+        assert!(j["results"][0]["msg_rate_mpps"].as_f64().unwrap() > 0.0);
     }
 
     fn err(test: PerfTest, v: &[&str]) -> String {
@@ -1424,29 +1339,42 @@ mod tests {
         assert_eq!(c[0].size, 2048);
     }
 
-    /// What `--device sim` cannot do is refused naming it; what it can
-    /// (post lists, CQ moderation, MTU) it now does.
+    /// `--device sim` runs what the flags say: UC and UD QPs, the
+    /// requested max_send_wr, post lists, CQ moderation, MTU.
     #[test]
-    fn sim_refuses_what_it_does_not_model_and_honours_the_rest() {
-        let e = err(PerfTest::WriteBw, &["-c", "UC"]);
-        assert!(
-            e.contains("--device sim does not model UC QPs") && e.contains("fw-sim"),
-            "{e}"
-        );
-        let e = err(PerfTest::SendBw, &["-c", "UD", "-s", "1024"]);
-        assert!(e.contains("--device sim does not model UD QPs"), "{e}");
-        let e = err(PerfTest::WriteBw, &["--max-send-wr", "512"]);
-        assert!(
-            e.contains("--device sim does not model --max-send-wr"),
-            "{e}"
-        );
+    fn sim_honours_the_flags() {
+        for (t, v) in [
+            (PerfTest::WriteBw, ["-c", "UC", "-s", "4096"]),
+            (PerfTest::SendBw, ["-c", "UD", "-s", "1024"]),
+        ] {
+            let mut a = vec!["-n", "1000"];
+            a.extend_from_slice(&v);
+            let (j, f) = json(t, &a);
+            assert_eq!(f, None, "{v:?} {j}");
+            assert_eq!(
+                (
+                    j["results"][0]["posted"].as_u64(),
+                    j["results"][0]["completed_ok"].as_u64()
+                ),
+                (Some(1000), Some(1000))
+            );
+            assert_eq!(j["results"][0]["mismatches"], 0, "{v:?}");
+        }
+        // max_send_wr 512 (1 WQEBB per WQE): a 512-WQEBB ring.
+        let (j, f) = json(PerfTest::WriteBw, &["--max-send-wr", "512", "-n", "1000"]);
+        assert_eq!(f, None);
+        assert_eq!(j["results"][0]["counters"]["sq_wqebbs"], 512.0);
         let c = |v: &[&str]| {
             let (j, f) = json(PerfTest::WriteBw, v);
             assert_eq!(f, None, "{j}");
             assert_eq!(j["verdict"], "ok");
             (
-                j["counters"]["requester.doorbells"].as_f64().unwrap(),
-                j["counters"]["requester.cqes"].as_f64().unwrap(),
+                j["results"][0]["device_counters"]["requester.doorbells"]
+                    .as_f64()
+                    .unwrap(),
+                j["results"][0]["device_counters"]["requester.cqes"]
+                    .as_f64()
+                    .unwrap(),
             )
         };
         // -s 4096: perftest moderates by 100 (plus the window-filling WR).
@@ -1463,28 +1391,50 @@ mod tests {
     /// modeled link, fail (run errors; JSON carries the verdict).
     #[test]
     fn impossible_results_fail() {
-        // Everything lost: the RC QP fails with retries exhausted.
-        let e = err(PerfTest::WriteBw, &["--loss", "1", "-n", "100"]);
-        assert!(e.contains("completed successfully"), "{e}");
-        let (j, f) = json(PerfTest::WriteBw, &["--loss", "1", "-n", "100"]);
-        assert!(f.is_some());
-        assert_eq!(j["verdict"], "fail");
-        assert!(j["error"]
-            .as_str()
-            .unwrap()
-            .contains("completed successfully"));
-        assert!(j.get("bw").is_none(), "{j}");
+        // Everything lost: the RC QP fails with retries exhausted, on
+        // every backend.
+        for dev in ["sim", "model"] {
+            let e = err(
+                PerfTest::WriteBw,
+                &["--device", dev, "--loss", "1", "-n", "100"],
+            );
+            assert!(e.contains("RETRY_EXC_ERR"), "{dev}: {e}");
+            let (j, f) = json(
+                PerfTest::WriteBw,
+                &["--device", dev, "--loss", "1", "-n", "100"],
+            );
+            assert!(f.is_some());
+            assert_eq!(j["verdict"], "fail");
+            assert!(
+                j["error"].as_str().unwrap().contains("RETRY_EXC_ERR"),
+                "{j}"
+            );
+            assert!(j["results"][0]["bw_avg"].is_null(), "{j}");
+        }
         let e = err(
             PerfTest::WriteBw,
             &["--device", "fw-sim", "--loss", "1", "-n", "100"],
         );
         assert!(e.contains("RETRY_EXC_ERR") || e.contains("retry"), "{e}");
-        // A WQE the simulator's QP cannot take is an error, not 0 posted.
-        let e = err(
-            PerfTest::WriteBw,
-            &["-I", "1024", "-s", "1024", "-n", "100"],
-        );
-        assert!(e.contains("refused"), "{e}");
+        // The QP is created with -I as max_inline_data (as perftest does):
+        // 1024 B inline makes 1072-byte WQEs (ctrl 16 + raddr 16 + 4 +
+        // 1024, rounded to 16), more than the device's 1024: refused
+        // before anything runs, as a usage error (perftest: "Couldn't
+        // create QP"). 512 B inline fits and runs.
+        for dev in ["sim", "fw-sim", "model"] {
+            let e = run(
+                PerfTest::WriteBw,
+                &args(&["--device", dev, "-I", "1024", "-s", "1024", "-n", "100"]),
+            )
+            .unwrap_err();
+            assert!(crate::args::is_usage(&e), "{dev}: {e}");
+            assert!(e.to_string().contains("1072-byte WQEs"), "{dev}: {e}");
+            let (j, f) = json(
+                PerfTest::WriteBw,
+                &["--device", dev, "-I", "512", "-s", "512", "-n", "100"],
+            );
+            assert_eq!(f, None, "{dev}: {j}");
+        }
         // A fabricated report over the link.
         let cfg = configs(PerfTest::WriteBw, &args(&["-n", "100"]))
             .unwrap()
@@ -1525,13 +1475,176 @@ mod tests {
             let (j, f) = json(t, &a);
             assert_eq!(f, None, "{j}");
             let (peak, avg) = (
-                j["bw"]["bw_peak"].as_f64().unwrap(),
-                j["bw"]["bw_avg"].as_f64().unwrap(),
+                j["results"][0]["bw_peak"].as_f64().unwrap(),
+                j["results"][0]["bw_avg"].as_f64().unwrap(),
             );
             assert!(
                 peak <= 100.0 && avg <= 100.0 && avg > 80.0,
                 "{v:?}: {peak} {avg}"
             );
         }
+    }
+
+    /// The leaf keys of a perf JSON object: nested objects by dotted path,
+    /// arrays of objects as `[]`, `device_counters` (a map) as one leaf.
+    fn leaves(v: &serde_json::Value, path: &str, out: &mut std::collections::BTreeSet<String>) {
+        match v {
+            serde_json::Value::Object(m) if !path.ends_with("device_counters") => {
+                for (k, x) in m {
+                    let p = if path.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{path}.{k}")
+                    };
+                    leaves(x, &p, out);
+                }
+            }
+            serde_json::Value::Array(a) if a.first().is_some_and(|x| x.is_object()) => {
+                for x in a {
+                    leaves(x, &format!("{path}[]"), out);
+                }
+            }
+            _ => {
+                out.insert(path.to_string());
+            }
+        }
+    }
+
+    /// The keys docs/json.md documents (its "Envelope" and "perf" tables),
+    /// without the rows that only name an object whose keys follow.
+    fn documented_keys() -> std::collections::BTreeSet<String> {
+        let doc = include_str!("../../../docs/json.md");
+        let mut keys = std::collections::BTreeSet::new();
+        let mut section = "";
+        for line in doc.lines() {
+            if let Some(h) = line.strip_prefix("## ") {
+                section = if h == "Envelope" || h == "perf" {
+                    "in"
+                } else {
+                    ""
+                };
+                continue;
+            }
+            if section.is_empty() {
+                continue;
+            }
+            if let Some(rest) = line.strip_prefix("| `") {
+                if let Some(end) = rest.find('`') {
+                    keys.insert(rest[..end].to_string());
+                }
+            }
+        }
+        let all = keys.clone();
+        keys.retain(|k| !all.iter().any(|o| o.starts_with(&format!("{k}."))));
+        keys
+    }
+
+    /// `--json` is one versioned schema: every backend prints exactly the
+    /// keys docs/json.md lists, for bandwidth and latency tests, and for
+    /// a failed run; unknowns are null, perftest's test names.
+    #[test]
+    fn json_keys_are_the_documented_schema() {
+        let doc = documented_keys();
+        assert!(
+            doc.contains("schema") && doc.contains("results[].bw_avg"),
+            "{doc:?}"
+        );
+        for dev in ["sim", "fw-sim", "model"] {
+            for (t, v) in [
+                (PerfTest::WriteBw, vec!["-n", "100"]),
+                (PerfTest::ReadLat, vec!["-n", "100"]),
+                (PerfTest::WriteBw, vec!["-n", "100", "--loss", "1"]),
+            ] {
+                let mut a = vec!["--device", dev];
+                a.extend(v.iter().copied());
+                let (j, _) = json(t, &a);
+                let mut got = std::collections::BTreeSet::new();
+                leaves(&j, "", &mut got);
+                assert_eq!(got, doc, "{dev} {t:?} {v:?}");
+                assert_eq!(j["schema"], "bareverbs/1");
+                assert_eq!(
+                    j["command"],
+                    format!("perf {}", crate::perf::engine::test_name(t))
+                );
+                assert_eq!(j["test"], perftest_name(t));
+            }
+            // Unknowns are null, not 0: a latency test has no BW figures.
+            let (j, _) = json(PerfTest::ReadLat, &["--device", dev, "-n", "100"]);
+            assert!(j["results"][0]["bw_avg"].is_null(), "{j}");
+            assert!(j["results"][0]["t_avg_usec"].as_f64().unwrap() > 0.0);
+        }
+        assert_eq!(perftest_name(PerfTest::WriteBw), "ib_write_bw");
+        // A backend that could not be opened: the same envelope, no results.
+        let f: serde_json::Value =
+            serde_json::from_str(&failure_json(PerfTest::WriteBw, &args(&[]), "x")).unwrap();
+        assert_eq!(
+            (f["schema"].as_str(), f["verdict"].as_str()),
+            (Some("bareverbs/1"), Some("fail"))
+        );
+        assert!(f["backend"].is_null() && f["results"].as_array().unwrap().is_empty());
+    }
+
+    /// Memory and time stay bounded: -q 16384 is refused before anything
+    /// is allocated (usage error naming the memory), -D bounds wall-clock
+    /// time on the simulator, and -a streams each row as it completes, so
+    /// a failure at 4 MiB leaves the rows before it printed.
+    #[test]
+    fn memory_and_time_are_bounded() {
+        for dev in ["sim", "fw-sim", "model"] {
+            let e = run(PerfTest::WriteBw, &args(&["--device", dev, "-q", "16384"])).unwrap_err();
+            assert!(crate::args::is_usage(&e), "{dev}: {e}");
+            assert!(
+                e.to_string().contains("MiB of queue and buffer memory"),
+                "{e}"
+            );
+        }
+        let t = std::time::Instant::now();
+        let (j, f) = json(PerfTest::WriteBw, &["-D", "1"]);
+        let wall = t.elapsed().as_secs_f64();
+        assert_eq!(f, None, "{j}");
+        assert!((1.0..10.0).contains(&wall), "-D 1 took {wall} s");
+        let r = &j["results"][0];
+        assert_eq!(r["posted"], r["completed_ok"]);
+        assert!(r["posted"].as_u64().unwrap() >= 5);
+        // -a on fw-sim runs every size perftest's -a does (2 B .. 8 MiB:
+        // memory keys take large pages above 2.4 MiB); a backend that
+        // fails at 4 MiB leaves the rows before it printed, streamed one
+        // by one, and the failure names the size.
+        struct FailFrom(Box<dyn PerfBackend>, u64);
+        impl PerfBackend for FailFrom {
+            fn name(&self) -> String {
+                self.0.name()
+            }
+            fn run(&mut self, cfg: &PerfRunConfig) -> anyhow::Result<PerfRunReport> {
+                anyhow::ensure!(cfg.size < self.1, "injected failure at -s {}", cfg.size);
+                self.0.run(cfg)
+            }
+        }
+        let a = args(&["--device", "fw-sim", "-a", "-n", "5"]);
+        let port = port_attrs(&a.device).unwrap();
+        let cfgs = configs_on_port(PerfTest::WriteBw, &a, port).unwrap();
+        let all = run(PerfTest::WriteBw, &a).unwrap();
+        let sizes: Vec<u64> = all
+            .lines()
+            .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+            .collect();
+        assert_eq!(sizes, (1..=23).map(|e| 1u64 << e).collect::<Vec<_>>());
+        let mut be = FailFrom(backend(&a).unwrap(), 4 << 20);
+        let mut streamed = Vec::new();
+        let o = stream_on(PerfTest::WriteBw, &a, port, &cfgs, &mut be, &mut |s| {
+            streamed.push(s.to_string())
+        })
+        .unwrap();
+        let f = o.failure.unwrap();
+        assert!(f.contains("-s 4194304"), "{f}");
+        let text = streamed.concat();
+        assert_eq!(text, o.output);
+        let rows: Vec<u64> = text
+            .lines()
+            .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+            .collect();
+        assert_eq!(rows, (1..=21).map(|e| 1u64 << e).collect::<Vec<_>>());
+        // Each row was handed out on its own, as it completed.
+        assert!(streamed.len() >= 2 + rows.len(), "{}", streamed.len());
     }
 }

@@ -1,67 +1,307 @@
-//! The simulator behind `bareverbs perf --device sim`: two simulated
-//! ConnectX devices joined by the in-process fabric run the test through
-//! bareverbs' real post/poll path (`bareverbs_sim::perf::run_perf`); times
+//! `--device sim`: the perftest engine ([`super::engine`]) on two
+//! simulated ConnectX joined by the in-process fabric, the requester on
+//! one, the responder on the other. Objects are created directly on the
+//! simulated devices (no firmware command path, so no mailbox limit on
+//! memory keys: any message size registers in one region); the QPs have
+//! the exact mlx5 geometry of the run's request (the same sizing as
+//! `fw-sim` and hardware) and the data path is the core's queues. Times
 //! are the simulator's modeled (virtual) times.
 
-use super::run::{Conn, PerfArgs, PerfBackend, PerfRunConfig, PerfRunReport, PerfTest};
-use bareverbs_sim::perf::{run_perf, PerfConfig, TestKind};
-use std::collections::BTreeMap;
+use super::cmd_backend::{FabricTimer, Side};
+use super::engine::{Pair, PerfDevice, Plan, SideOps, Slot, Timer, QKEY, RQ_WQES};
+use super::run::{Conn, PerfArgs, PerfRunConfig};
+use crate::perftest::format::Endpoint;
+use anyhow::anyhow;
+use bareverbs::cq::DynCompletionQueue;
+use bareverbs::cqe::CqeSize;
+use bareverbs::mr::MemoryRegion;
+use bareverbs::platform::BF_OFFSET;
+use bareverbs::qp::QpType;
+use bareverbs::qp::{QpAttrMask, QpState};
+use bareverbs::queue_pair::QueuePair;
+use bareverbs::rq::{RecvQueue, RqConfig, RqSlot};
+use bareverbs::sizing::DeviceCaps;
+use bareverbs::sq::{BlueFlame, SendQueue, SqConfig, SqSlot};
+use bareverbs::wqe::AddressVector;
+use bareverbs_sim::objects::{access, QpAttr};
+use bareverbs_sim::{Device, Fabric, ModelParams, QpInit, SimError};
 
-/// Runs perftest-style tests on the simulator.
-#[derive(Debug, Default)]
+/// The direct simulator device.
 pub struct SimBackend {
-    /// Cost-model parameters (PERF_AND_SIM §2.3 defaults).
-    pub params: bareverbs_sim::ModelParams,
+    params: ModelParams,
+    seed: u64,
+    timer: FabricTimer,
+    req: Device,
+    resp: Device,
 }
 
-fn kind(t: PerfTest) -> TestKind {
-    match t {
-        PerfTest::WriteLat => TestKind::WriteLat,
-        PerfTest::WriteBw => TestKind::WriteBw,
-        PerfTest::SendLat => TestKind::SendLat,
-        PerfTest::SendBw => TestKind::SendBw,
-        PerfTest::ReadLat => TestKind::ReadLat,
-        PerfTest::ReadBw => TestKind::ReadBw,
-        PerfTest::AtomicLat => TestKind::AtomicLat,
-    }
-}
+const NOTE: &str = "times are MODELED (virtual clock of the simulator's cost model), not \
+                    measured on a NIC";
 
-fn counters(prefix: &str, c: &bareverbs_sim::Counters, out: &mut BTreeMap<String, f64>) {
-    if let Ok(serde_json::Value::Object(m)) = serde_json::to_value(c) {
-        for (k, v) in m {
-            if let Some(x) = v.as_f64() {
-                out.insert(format!("{prefix}.{k}"), x);
-            }
+impl SimBackend {
+    /// Two devices on a fabric seeded with `seed`, cost model `params`.
+    pub fn new(seed: u64, params: ModelParams) -> Self {
+        let f = Fabric::new(seed);
+        f.set_params(params);
+        f.set_auto_progress(false);
+        let req = f.add_device();
+        let resp = f.add_device();
+        let timer = FabricTimer::with_nics(
+            f,
+            vec![("requester", req.clone()), ("responder", resp.clone())],
+            NOTE.into(),
+        );
+        SimBackend {
+            params,
+            seed,
+            timer,
+            req,
+            resp,
         }
     }
 }
 
-impl PerfBackend for SimBackend {
-    fn name(&self) -> String {
-        "bareverbs-sim (simulated ConnectX, modeled time)".into()
+impl Default for SimBackend {
+    fn default() -> Self {
+        Self::new(1, ModelParams::default())
     }
+}
 
-    fn refuse(&self, cfg: &PerfRunConfig, args: &PerfArgs) -> Option<String> {
-        let no = |what: &str| {
-            Some(format!(
-                "--device sim does not model {what}; use --device fw-sim"
-            ))
+fn sim_err(what: &str) -> impl Fn(SimError) -> anyhow::Error + '_ {
+    move |e| match e {
+        SimError::NoMemory => anyhow!("{what}: the simulator is out of memory"),
+        e => anyhow!("{what}: {e}"),
+    }
+}
+
+/// RESET → INIT → RTR → RTS toward the peer (LID, QPN), or UD's walk.
+fn to_rts(
+    dev: &Device,
+    qpn: u32,
+    conn: Conn,
+    peer: (u16, u32),
+    mtu_code: u8,
+) -> Result<(), SimError> {
+    use QpAttrMask as M;
+    if conn == Conn::Ud {
+        let mut a = QpAttr {
+            qp_state: QpState::Init,
+            qkey: QKEY,
+            port_num: 1,
+            ..QpAttr::default()
         };
-        if cfg.conn != Conn::Rc {
-            let c = format!("{:?}", cfg.conn).to_uppercase();
-            return no(&format!("{c} QPs (-c {c}): it runs RC only"));
+        dev.modify_qp(qpn, &a, M::STATE | M::PKEY_INDEX | M::PORT | M::QKEY)?;
+        a.qp_state = QpState::Rtr;
+        dev.modify_qp(qpn, &a, M::STATE)?;
+        a.qp_state = QpState::Rts;
+        a.sq_psn = 0;
+        return dev.modify_qp(qpn, &a, M::STATE | M::SQ_PSN);
+    }
+    let rc = conn == Conn::Rc;
+    let psn = 0x1234;
+    let mut a = QpAttr {
+        qp_state: QpState::Init,
+        qp_access_flags: access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC,
+        port_num: 1,
+        ..QpAttr::default()
+    };
+    dev.modify_qp(
+        qpn,
+        &a,
+        M::STATE | M::PKEY_INDEX | M::PORT | M::ACCESS_FLAGS,
+    )?;
+    a.qp_state = QpState::Rtr;
+    a.dlid = peer.0;
+    a.path_mtu = mtu_code;
+    a.dest_qp_num = peer.1;
+    a.rq_psn = psn;
+    a.max_dest_rd_atomic = 16;
+    a.min_rnr_timer = 1;
+    let mut m = M::STATE | M::AV | M::PATH_MTU | M::DEST_QPN | M::RQ_PSN;
+    if rc {
+        m |= M::MAX_DEST_RD_ATOMIC | M::MIN_RNR_TIMER;
+    }
+    dev.modify_qp(qpn, &a, m)?;
+    a.qp_state = QpState::Rts;
+    a.sq_psn = psn;
+    // perftest's default qp_timeout (-u): 14, 4.096 µs × 2^14 = 67 ms.
+    a.timeout = 14;
+    a.retry_cnt = 7;
+    a.rnr_retry = 7;
+    a.max_rd_atomic = 16;
+    let m = if rc {
+        M::STATE | M::TIMEOUT | M::RETRY_CNT | M::RNR_RETRY | M::SQ_PSN | M::MAX_QP_RD_ATOMIC
+    } else {
+        M::STATE | M::SQ_PSN
+    };
+    dev.modify_qp(qpn, &a, m)
+}
+
+/// A side's queues, its QPN and its two areas of slots.
+type SideParts = (Box<Side<bareverbs_sim::SimUar>>, u32, [Vec<Slot>; 2]);
+
+/// One side: a QP with the plan's geometry, its CQ and `areas` areas of
+/// slots registered in one region each.
+fn side(
+    dev: &Device,
+    cfg: &PerfRunConfig,
+    plan: &Plan,
+    areas: [bool; 2],
+) -> anyhow::Result<SideParts> {
+    let l = &plan.layout;
+    let pd = dev.alloc_pd();
+    let ncqe = (plan.cap as usize + RQ_WQES).next_power_of_two() as u32;
+    let cqh = dev.create_cq(ncqe, 1).map_err(sim_err("creating the CQ"))?;
+    let qp_type = match cfg.conn {
+        Conn::Rc => QpType::Rc,
+        Conn::Uc => QpType::Uc,
+        Conn::Ud => QpType::Ud,
+    };
+    let h = dev
+        .create_qp(&QpInit {
+            qp_type,
+            pd,
+            send_cq: cqh.cqn,
+            recv_cq: cqh.cqn,
+            srq: None,
+            sq_wqebbs: l.sq.wqe_cnt,
+            rq_wqes: l.rq.wqe_cnt,
+            rq_wqe_shift: l.rq.wqe_shift,
+            uidx: 0,
+        })
+        .map_err(sim_err("creating the QP"))?;
+    let qpn = h.qpn;
+    dev.set_uidx(qpn, qpn);
+    let sq_ring = h
+        .sq_ring
+        .ok_or_else(|| anyhow!("the simulated QP has no send ring"))?;
+    let rq_ring = h
+        .rq_ring
+        .ok_or_else(|| anyhow!("the simulated QP has no receive ring"))?;
+    let sqc = SqConfig {
+        qpn,
+        qp_type,
+        max_post: l.sq.max_post,
+        max_gs: cfg.max_send_sge,
+        max_inline_data: l.sq.max_inline_data,
+        sig_all: false,
+        atomics: plan.atomics,
+        bf: BlueFlame {
+            reg_offset: BF_OFFSET,
+            buf_size: 256,
+            enabled: true,
+            prefer: false,
+        },
+    };
+    // SAFETY: the rings and the doorbell record were allocated by the
+    // device for this QP alone and stay allocated while the device lives
+    // (the side keeps no reference to them beyond the queues, which are
+    // dropped before the fabric); the device only reads the SQ ring.
+    let sq = unsafe {
+        SendQueue::new(
+            sq_ring,
+            h.dbrec,
+            h.uar,
+            sqc,
+            vec![SqSlot::default(); l.sq.wqe_cnt as usize],
+        )
+    }
+    .ok_or_else(|| anyhow!("send queue geometry refused by the core"))?;
+    let rqc = RqConfig {
+        wqe_shift: l.rq.wqe_shift,
+        max_gs: l.rq.max_gs,
+        max_post: l.rq.max_post,
+    };
+    // SAFETY: as above; the RQ uses word 0 of the same record.
+    let rq = unsafe {
+        RecvQueue::new(
+            rq_ring,
+            h.dbrec,
+            rqc,
+            vec![RqSlot::default(); l.rq.wqe_cnt as usize],
+        )
+    }
+    .ok_or_else(|| anyhow!("receive queue geometry refused by the core"))?;
+    // SAFETY: ring and record come from the device's CQ creation and are
+    // only written by the device under the CQ protocol.
+    let mut cq = unsafe {
+        DynCompletionQueue::with_entries(
+            cqh.ncqe as usize,
+            cqh.ring,
+            cqh.dbrec,
+            cqh.cqn,
+            CqeSize::B64,
+            1,
+        )
+    }
+    .map_err(|e| anyhow!("CQ: {e}"))?;
+    cq.init_ring();
+    let mut mrs: Vec<MemoryRegion> = Vec::new();
+    let mut out: [Vec<Slot>; 2] = [Vec::new(), Vec::new()];
+    for (k, on) in areas.into_iter().enumerate() {
+        if !on {
+            continue;
         }
-        if args.max_send_wr.is_some() {
-            return no("--max-send-wr (its send queue is sized by the TX depth)");
+        let len = plan.slots * plan.slot_bytes;
+        let buf = dev
+            .alloc(len)
+            .map_err(sim_err(&format!("allocating a {len}-byte message buffer")))?;
+        let mr = dev
+            .reg_mr(
+                pd,
+                buf,
+                access::LOCAL_WRITE
+                    | access::REMOTE_WRITE
+                    | access::REMOTE_READ
+                    | access::REMOTE_ATOMIC,
+            )
+            .map_err(sim_err("registering the message buffer"))?;
+        for i in 0..plan.slots {
+            let off = i * plan.slot_bytes;
+            out[k].push(Slot {
+                // SAFETY: off < len, inside the allocation.
+                cpu: unsafe { std::ptr::NonNull::new_unchecked(buf.cpu.as_ptr().add(off)) },
+                addr: buf.iova + off as u64,
+                key: mr.lkey(),
+            });
         }
-        if args.send_ops.is_some() {
-            return no("--send-ops");
-        }
-        if args.caps.is_some() {
-            return no("--caps");
-        }
+        mrs.push(mr);
+    }
+    let qp = QueuePair {
+        qpn,
+        uidx: qpn,
+        cqe_version: 1,
+        sq,
+        rq: Some(rq),
+    };
+    Ok((
+        Box::new(Side {
+            qp,
+            cq,
+            mrs,
+            ring: sq_ring,
+        }),
+        qpn,
+        out,
+    ))
+}
+
+impl PerfDevice for SimBackend {
+    fn name(&self) -> String {
+        "bareverbs-sim (two simulated ConnectX on a fabric, objects created directly)".into()
+    }
+
+    fn timing_note(&self) -> String {
+        NOTE.into()
+    }
+
+    fn refuse(&self, _cfg: &PerfRunConfig, args: &PerfArgs) -> Option<String> {
         if args.blueflame {
-            return no("--blueflame (it always copies small WQEs through BlueFlame)");
+            return Some(
+                "--device sim does not model --blueflame (it always copies small WQEs \
+                 through BlueFlame); use --device fw-sim"
+                    .into(),
+            );
         }
         if args.model.is_some() {
             return Some("--model applies to --device model only".into());
@@ -69,79 +309,231 @@ impl PerfBackend for SimBackend {
         None
     }
 
-    fn run(&mut self, cfg: &PerfRunConfig) -> anyhow::Result<PerfRunReport> {
-        let pc = PerfConfig {
-            kind: kind(cfg.test),
-            size: u32::try_from(cfg.size).map_err(|_| anyhow::anyhow!("-s too large"))?,
-            iterations: cfg.iters,
-            num_qps: cfg.qps.max(1),
-            tx_depth: cfg.tx_depth.max(1),
-            max_send_sge: cfg.max_send_sge.max(1),
-            posted_sges: cfg.sge.max(1),
-            max_inline: cfg.inline_size,
-            inline: cfg.inline,
-            post_list: cfg.post_list.max(1),
-            cq_mod: cfg.cq_mod.max(1),
-            mtu: cfg.mtu,
-            loss: cfg.loss,
-            seed: cfg.seed,
-            params: self.params,
+    fn caps(&self, cfg: &PerfRunConfig) -> DeviceCaps {
+        cfg.caps
+    }
+
+    fn variance_note(&self) -> Option<String> {
+        Some(
+            "none modeled: the simulator's cost model is deterministic (no jitter), so latency \
+             varies only with loss and retransmission, completions in steady state are evenly \
+             spaced and BW peak ~ BW average -- a property of the model, not a measured peak"
+                .into(),
+        )
+    }
+
+    fn inflight_bytes(&self) -> Option<u64> {
+        Some(super::engine::SIM_INFLIGHT_BYTES)
+    }
+
+    fn timer(&mut self) -> &mut dyn Timer {
+        &mut self.timer
+    }
+
+    fn open(&mut self, cfg: &PerfRunConfig, plan: &Plan) -> anyhow::Result<Vec<Pair>> {
+        let mtu_code = match cfg.mtu {
+            256 => 1,
+            512 => 2,
+            1024 => 3,
+            2048 => 4,
+            _ => 5,
         };
-        let r = run_perf(&pc);
-        if let Some(e) = &r.error {
-            anyhow::bail!("{}: {e}", self.name());
-        }
-        let test = cfg.test;
-        let rtt = test.verb().rtt_factor() as f64;
-        // The simulator reports latency samples (what perftest prints) and
-        // the virtual time of the whole run; perftest's statistics take
-        // per-iteration post/completion stamps, so they are rebuilt: for
-        // latency tests as the running sum of samples × perftest's RTT
-        // factor, for bandwidth tests spread evenly over the run's virtual
-        // time (the simulator does not stamp each iteration).
-        let (tposted, tcompleted) = if !r.lat_samples_ns.is_empty() {
-            let mut t = 0.0;
-            let mut p = vec![0u64];
-            for s in &r.lat_samples_ns {
-                t += s * rtt;
-                p.push(t.round() as u64);
+        let ar = plan.areas;
+        let mut pairs = Vec::with_capacity(plan.pairs);
+        for _ in 0..plan.pairs {
+            let (mut a, qa, [a_src, a_dst]) = side(&self.req, cfg, plan, [ar.a_src, ar.a_dst])?;
+            let (mut b, qb, [b_src, b_dst]) = side(&self.resp, cfg, plan, [ar.b_src, ar.b_dst])?;
+            let (la, lb) = (self.req.lid(), self.resp.lid());
+            to_rts(&self.req, qa, cfg.conn, (lb, qb), mtu_code)
+                .map_err(sim_err("connecting the requester QP"))?;
+            to_rts(&self.resp, qb, cfg.conn, (la, qa), mtu_code)
+                .map_err(sim_err("connecting the responder QP"))?;
+            for s in [&mut a, &mut b] {
+                s.qp.sq.enable();
+                if let Some(rq) = s.qp.rq.as_mut() {
+                    rq.enable();
+                }
             }
-            (p, Vec::new())
-        } else {
-            let n = r.completed_ok.max(1);
-            let step = r.elapsed_ns as f64 / n as f64;
-            (
-                (0..n).map(|i| (i as f64 * step) as u64).collect(),
-                (1..=n).map(|i| (i as f64 * step) as u64).collect(),
+            let ep = |lid: u16, qpn: u32, s: Option<&Slot>| Endpoint {
+                lid,
+                qpn,
+                psn: 0x1234,
+                out_reads: 16,
+                rkey: s.map_or(0, |s| s.key),
+                vaddr: s.map_or(0, |s| s.addr),
+                gid: [0; 16],
+            };
+            let local = ep(la, qa, a_dst.first().or(a_src.first()));
+            let remote = ep(lb, qb, b_dst.first().or(b_src.first()));
+            let av = AddressVector::datagram(
+                (QKEY as u64) << 32,
+                0,
+                false,
+                0,
+                0,
+                lb,
+                [0; 6],
+                0,
+                0,
+                0,
+                [0; 16],
+            );
+            let a: Box<dyn SideOps> = a;
+            let b: Box<dyn SideOps> = b;
+            pairs.push(Pair {
+                a,
+                b,
+                a_src,
+                a_dst,
+                b_src,
+                b_dst,
+                av,
+                local,
+                remote,
+            });
+        }
+        Ok(pairs)
+    }
+
+    fn close(&mut self) -> anyhow::Result<()> {
+        // A fresh fabric for the next run; dropping the old one frees
+        // every buffer and ring of this run.
+        *self = SimBackend::new(self.seed, self.params);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! perftest's tests on the direct simulator device through the one
+    //! engine (these were the simulator's own perf-loop tests). Expected
+    //! costs come from the cost model's rules (PERF_AND_SIM §2.3).
+    use super::*;
+    use crate::perf::run::{configs, PerfBackend, PerfRunReport, PerfTest};
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        a: PerfArgs,
+    }
+
+    fn run_with(params: ModelParams, test: PerfTest, v: &[&str]) -> PerfRunReport {
+        let mut all = vec!["t"];
+        all.extend_from_slice(v);
+        let a = T::parse_from(all).a;
+        let cfg = configs(test, &a).unwrap().remove(0);
+        let mut be = SimBackend::new(a.seed, params);
+        PerfBackend::run(&mut be, &cfg).unwrap()
+    }
+
+    fn run(test: PerfTest, v: &[&str]) -> PerfRunReport {
+        run_with(ModelParams::default(), test, v)
+    }
+
+    #[test]
+    fn write_bw_4k_8qps_1pct_loss_seed7_all_ok() {
+        let r = run(
+            PerfTest::WriteBw,
+            &[
+                "-s", "4096", "-n", "20000", "-q", "8", "--loss", "0.01", "--seed", "7",
+            ],
+        );
+        assert_eq!(r.posted, 8 * 20000);
+        assert_eq!(r.completed_ok, r.posted);
+        assert_eq!(r.completed_err, 0);
+        assert_eq!(r.mismatches, 0);
+        assert!(r.counters["requester.retransmits"] > 0.0);
+        // Modelled bandwidth cannot exceed the 100 Gb/s link.
+        assert!(r.bandwidth_gbps > 0.0 && r.bandwidth_gbps <= 100.0);
+    }
+
+    #[test]
+    fn latency_tests_produce_samples_and_correct_data() {
+        for (t, posted) in [
+            // Ping-pong: one message each way per iteration.
+            (PerfTest::WriteLat, 400),
+            (PerfTest::SendLat, 400),
+            (PerfTest::ReadLat, 200),
+            (PerfTest::AtomicLat, 200),
+        ] {
+            let size = if t == PerfTest::AtomicLat { "8" } else { "64" };
+            let r = run(t, &["-s", size, "-n", "200"]);
+            assert_eq!(r.completed_ok, posted, "{t:?}");
+            assert_eq!(r.mismatches, 0, "{t:?}");
+            assert_eq!(r.latency_samples_ns.len(), 200);
+            let avg = r.latency_samples_ns.iter().sum::<f64>() / 200.0;
+            // At least the wire latency t_base (600 ns), well under 10 µs.
+            assert!(avg > 600.0 && avg < 10_000.0, "{t:?} {avg}");
+        }
+    }
+
+    #[test]
+    fn bigger_wqes_fetch_more_bytes_and_take_longer() {
+        // PERF_AND_SIM §2.3: k posted SGEs → W = 32 + 16k bytes → more WQE
+        // bytes fetched and (k − 1) extra gathers → more latency.
+        let run_k = |k: u32| {
+            let (s, k) = ((64 * k).to_string(), k.to_string());
+            // 64 bytes per SGE, so the first gather is the same size; not
+            // inline (the SGEs are what is measured).
+            run(
+                PerfTest::WriteLat,
+                &[
+                    "-s",
+                    &s,
+                    "-n",
+                    "100",
+                    "-I",
+                    "0",
+                    "--sge",
+                    &k,
+                    "--max-send-sge",
+                    &k,
+                ],
             )
         };
-        let mut c = BTreeMap::new();
-        counters("requester", &r.requester, &mut c);
-        counters("responder", &r.responder, &mut c);
-        c.insert("wall_s".into(), r.wall_s);
-        c.insert("elapsed_ns".into(), r.elapsed_ns as f64);
-        let lat = if r.lat_samples_ns.is_empty() {
-            0.0
-        } else {
-            r.lat_samples_ns.iter().sum::<f64>() / r.lat_samples_ns.len() as f64
+        let (r1, r16) = (run_k(1), run_k(16));
+        // The requester device fetched A's 100 WQEs (B's pongs are the
+        // responder's). 1 SGE: 48 B → 1 WQEBB; 16 SGEs: 288 B → 5 WQEBBs.
+        let per = |r: &PerfRunReport| r.counters["requester.wqe_bytes_fetched"] / 100.0;
+        assert_eq!(per(&r1), 64.0);
+        assert_eq!(per(&r16), 320.0);
+        let avg = |r: &PerfRunReport| {
+            r.latency_samples_ns.iter().sum::<f64>() / r.latency_samples_ns.len() as f64
         };
-        Ok(PerfRunReport {
-            backend: self.name(),
-            modeled: true,
-            posted: r.posted,
-            completed_ok: r.completed_ok,
-            completed_err: r.completed_err,
-            mismatches: r.mismatches,
-            msg_rate_mpps: r.msg_rate_mpps,
-            bandwidth_gbps: r.bw_gbps,
-            tick_hz: 1e9,
-            tposted,
-            tcompleted,
-            latency_samples_ns: r.lat_samples_ns,
-            modeled_latency_ns: lat,
-            link_gbps: self.params.link_gbps,
-            counters: c,
-            ..Default::default()
-        })
+        let delta = avg(&r16) - avg(&r1);
+        // beta * 256 extra bytes + 15 * t_sge = 76.8 + 165 = 241.8 ns (±2 ns of rounding).
+        assert!((delta - 241.8).abs() < 2.0, "delta {delta}");
+    }
+
+    #[test]
+    fn qp_context_cache_misses_when_qps_exceed_capacity() {
+        let run_cap = |cap: u32| {
+            let params = ModelParams {
+                qpc_cache_qps: cap,
+                ..Default::default()
+            };
+            run_with(
+                params,
+                PerfTest::WriteBw,
+                &["-s", "64", "-n", "100", "-q", "4", "-t", "1"],
+            )
+        };
+        let (small, big) = (run_cap(2), run_cap(8));
+        assert_eq!(small.completed_ok, 400);
+        // Round-robin over 4 QPs with room for 2 contexts: every WQE misses.
+        assert_eq!(small.counters["requester.qpc_misses"], 400.0);
+        // Room for all: only the first WQE of each QP misses.
+        assert_eq!(big.counters["requester.qpc_misses"], 4.0);
+        assert!(small.msg_rate_mpps < big.msg_rate_mpps);
+    }
+
+    /// Registered buffers are sized once per run, not per iteration: a
+    /// 64 MiB WRITE with the default TX depth shares one slot per side.
+    #[test]
+    fn big_messages_share_one_slot() {
+        let r = run(PerfTest::WriteBw, &["-s", "67108864", "-n", "5"]);
+        assert_eq!((r.posted, r.completed_ok, r.mismatches), (5, 5, 0));
+        assert_eq!(r.counters["slots"], 1.0);
     }
 }

@@ -60,10 +60,42 @@ fn simple(b: &mut [u8], opcode: u16, op_mod: u16) -> Req {
 /// Writes `npages` BE64 page addresses `base + i·4096` (with `flags` or'ed
 /// in) from byte `at`; returns the end offset.
 fn put_pas(b: &mut [u8], at: usize, base: u64, npages: usize, flags: u64) -> usize {
+    put_pas_sized(b, at, base, npages, 12, flags)
+}
+
+/// As `put_pas`, for pages of `1 << log_page` bytes.
+fn put_pas_sized(
+    b: &mut [u8],
+    at: usize,
+    base: u64,
+    npages: usize,
+    log_page: u8,
+    flags: u64,
+) -> usize {
     for i in 0..npages {
-        put64(b, at + 8 * i, (base + 4096 * i as u64) | flags);
+        put64(
+            b,
+            at + 8 * i,
+            base.wrapping_add((i as u64) << log_page) | flags,
+        );
     }
     at + 8 * npages
+}
+
+/// Smallest MTT page size of a memory key (`mkc.log_page_size`): 4 KiB.
+pub const MKEY_LOG_PAGE_MIN: u8 = 12;
+/// Largest: the 5-bit `mkc.log_page_size` field's top value (2 GiB
+/// pages). FACTS §7.12.
+pub const MKEY_LOG_PAGE_MAX: u8 = 31;
+
+/// The MTT pages of a memory key over `len` bytes at device address
+/// `iova` with pages of `1 << log_page` bytes: the first page's address
+/// (aligned down) and the count; `None` if the span overflows.
+pub fn mkey_pages(iova: u64, len: u64, log_page: u8) -> Option<(u64, u64)> {
+    let size = 1u128 << log_page;
+    let off = iova as u128 & (size - 1);
+    let n = (off + len as u128).div_ceil(size);
+    Some((iova & !(size as u64 - 1), u64::try_from(n).ok()?))
 }
 
 /// Largest object number: QPN, CQN, SRQN, PD, UAR index and mkey index are
@@ -401,8 +433,9 @@ impl MkeyAccess {
     }
 }
 
-/// CREATE_MKEY parameters for an MTT key over a contiguous 4 KiB-paged
-/// buffer. FACTS §7.12.
+/// CREATE_MKEY parameters for an MTT key over a buffer contiguous in
+/// device (IOVA) space, described by pages of `1 << log_page_size` bytes.
+/// FACTS §7.12.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MkeyParams {
     /// Protection domain.
@@ -413,10 +446,14 @@ pub struct MkeyParams {
     pub start_addr: u64,
     /// Length in bytes.
     pub len: u64,
-    /// DMA address of the first 4 KiB page backing the range.
+    /// DMA address of the first page backing the range (aligned to the
+    /// page size).
     pub pages_iova: u64,
-    /// Number of 4 KiB pages.
+    /// Number of pages (MTT entries).
     pub npages: usize,
+    /// log2 of the page size, `MKEY_LOG_PAGE_MIN..=MKEY_LOG_PAGE_MAX`
+    /// (`mkc.log_page_size`, absolute).
+    pub log_page_size: u8,
     /// Variant byte (`mkey_7_0`).
     pub variant: u8,
 }
@@ -439,9 +476,9 @@ pub fn create_mkey(b: &mut [u8], p: &MkeyParams) -> Req {
     put64(b, MKC + 0x18, p.len);
     let octwords = p.npages.div_ceil(2) as u32;
     put32(b, MKC + 0x34, octwords);
-    set_bits(b, MKC, 14, 4, 0, 12); // absolute log2 page size
+    set_bits(b, MKC, 14, 4, 0, p.log_page_size as u32); // absolute log2 page size
     put32(b, 0x60, octwords);
-    put_pas(b, PAS_OFFSET, p.pages_iova, p.npages, 0x3);
+    put_pas_sized(b, PAS_OFFSET, p.pages_iova, p.npages, p.log_page_size, 0x3);
     Req {
         opcode: op::CREATE_MKEY,
         in_len,

@@ -382,6 +382,7 @@ fn cq_eq_mkey_pages_layouts() {
             len: 3 * 4096,
             pages_iova: 0x7000,
             npages: 3,
+            log_page_size: 12,
             variant: 0x5a,
         },
     );
@@ -401,6 +402,45 @@ fn cq_eq_mkey_pages_layouts() {
         (1 << 13) | (1 << 11) | (1 << 10) | (1 << 8)
     );
     assert_eq!(get64(&b, 0x110), 0x7000 | 3, "MTT entry with read+write");
+
+    // Large pages: a 64 MiB buffer at an offset of 0x1234 into a 2 MiB
+    // page needs 33 pages of 2 MiB; the entries step by the page size and
+    // log_page_size says 21.
+    assert_eq!(
+        mkey_pages(0x4020_1234, 64 << 20, 21),
+        Some((0x4020_0000, 33))
+    );
+    assert_eq!(
+        mkey_pages(0x4020_0000, 64 << 20, 21),
+        Some((0x4020_0000, 32))
+    );
+    assert_eq!(mkey_pages(0x1fff, 2, 12), Some((0x1000, 2)));
+    assert_eq!(mkey_pages(0, 0, 12), Some((0, 0)));
+    let mut b = [0u8; 0x400];
+    let r = create_mkey(
+        &mut b,
+        &MkeyParams {
+            pd: 1,
+            access: MkeyAccess {
+                local_read: true,
+                local_write: true,
+                remote_read: true,
+                remote_write: true,
+                atomic: false,
+            },
+            start_addr: 0x4020_1234,
+            len: 64 << 20,
+            pages_iova: 0x4020_0000,
+            npages: 33,
+            log_page_size: 21,
+            variant: 1,
+        },
+    );
+    assert_eq!(r.in_len, 0x110 + 33 * 8);
+    assert_eq!(b[m + 0x3b] & 0x1f, 21, "absolute log page size");
+    assert_eq!(get32(&b, m + 0x34), 17, "(33+1)/2 octwords");
+    assert_eq!(get64(&b, 0x110), 0x4020_0000 | 3);
+    assert_eq!(get64(&b, 0x110 + 32 * 8), (0x4020_0000 + (32 << 21)) | 3);
 
     let mut b = [0u8; 0x20];
     let r = manage_pages_take(&mut b, 0, 5);

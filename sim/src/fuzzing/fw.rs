@@ -259,6 +259,7 @@ pub fn seeds() -> Vec<Vec<u8>> {
                 len: 0x4000,
                 pages_iova: m(0x8000),
                 npages: 4,
+                log_page_size: 12,
                 variant: 0,
             },
         )

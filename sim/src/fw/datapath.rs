@@ -65,12 +65,18 @@ impl FabricPath {
     }
 
     fn mkey(&mut self, m: &MkeyObj) -> Result<(), &'static str> {
-        let need = (m.start & 0xfff)
-            .checked_add(m.len)
-            .and_then(|end| usize::try_from(end.div_ceil(4096)).ok())
+        let size = 1u64 << m.log_page_size;
+        let need = bareverbs::cmd::ops::mkey_pages(m.start, m.len, m.log_page_size)
+            .and_then(|(_, n)| usize::try_from(n).ok())
             .ok_or("memory key span overflows")?;
-        let first = contiguous(&m.pages[..need.min(m.pages.len())])
-            .ok_or("memory key pages are not one contiguous device range")?;
+        let pages = &m.pages[..need.min(m.pages.len())];
+        let first = *pages.first().ok_or("memory key has no pages")?;
+        if !pages
+            .windows(2)
+            .all(|w| w[0].checked_add(size) == Some(w[1]))
+        {
+            return Err("memory key pages are not one contiguous device range");
+        }
         let access = m.access.ibv_flags().bits();
         self.nic.adopt_pd(Pd(m.pd));
         let key = m.index << 8 | m.variant as u32;
@@ -80,7 +86,7 @@ impl FabricPath {
                 Pd(m.pd),
                 m.start,
                 m.len,
-                first + (m.start & 0xfff),
+                first + (m.start & (size - 1)),
                 access,
             )
             .map_err(|_| "memory key range is not inside one DMA allocation")

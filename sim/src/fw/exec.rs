@@ -891,7 +891,10 @@ impl SimFirmware {
         if !self.objects.pds.contains_key(&pd) {
             return Fail(st::BAD_RESOURCE, reason::UNKNOWN_OBJECT);
         }
-        if get_bits(input, MKC, 0, 9, 8) != 1 || get_bits(input, MKC, 14, 4, 0) != 12 {
+        // MTT access with an absolute page size from 4 KiB up to the
+        // field's top value.
+        let log_page = get_bits(input, MKC, 14, 4, 0) as u8;
+        if get_bits(input, MKC, 0, 9, 8) != 1 || log_page < ops::MKEY_LOG_PAGE_MIN {
             return Fail(st::BAD_PARAM, reason::FIELD);
         }
         let len = get64(input, MKC + 0x18);
@@ -899,19 +902,34 @@ impl SimFirmware {
         let npages = (get32(input, 0x60) as usize) * 2;
         // `start` and `len` are guest-provided: a span that overflows 64
         // bits (or a page count beyond usize) is a bad size, not a panic.
-        let Some(need) = (start & 0xfff)
-            .checked_add(len)
-            .and_then(|end| usize::try_from(end.div_ceil(4096)).ok())
+        let Some(need) =
+            ops::mkey_pages(start, len, log_page).and_then(|(_, n)| usize::try_from(n).ok())
         else {
             return Fail(st::BAD_PARAM, reason::SIZE);
         };
         if npages < need || npages > (1 << 20) {
             return Fail(st::BAD_PARAM, reason::SIZE);
         }
-        let pas = match self.check_pas(input, need) {
-            Ok(p) => p,
-            Err((s, r)) => return Fail(s, r),
-        };
+        if input.len() < PAS_OFFSET + 8 * need {
+            return Fail(st::BAD_INPUT_LEN, reason::INPUT_LEN);
+        }
+        // Each entry a page-aligned device address; the part of the pages
+        // the key reaches (its start offset in the first page, then len
+        // bytes, pages contiguous) must be mapped.
+        let size = 1u64 << log_page;
+        let pas: Vec<u64> = (0..need)
+            .map(|i| get64(input, PAS_OFFSET + 8 * i) & !(size - 1))
+            .collect();
+        if let Some(&first) = pas.first() {
+            let reach = first
+                .checked_add(start & (size - 1))
+                .filter(|_| contiguous_step(&pas, size))
+                .and_then(|a| usize::try_from(len).ok().map(|l| (a, l)));
+            match reach {
+                Some((a, l)) if self.mapped(a, l.max(1)) => {}
+                _ => return Fail(st::BAD_PARAM, reason::ADDRESS),
+            }
+        }
         if self.objects.mkeys.len() as u64 >= 1u64 << cur.log_max_mkey.min(32) {
             return Fail(st::EXCEED_LIMIT, reason::LIMIT);
         }
@@ -940,6 +958,7 @@ impl SimFirmware {
                 atomic: acc(14),
             },
             pages: pas,
+            log_page_size: log_page,
         };
         if !self.admit(ObjectEvent::MkeyCreated(m.clone())) {
             self.uncharge();
@@ -1271,4 +1290,12 @@ impl SimFirmware {
 
 fn is_known(opcode: u16) -> bool {
     bareverbs::cmd::opcode_name(opcode) != "UNKNOWN"
+}
+
+/// Whether `pages` are consecutive pages of `size` bytes in device address
+/// space.
+fn contiguous_step(pages: &[u64], size: u64) -> bool {
+    pages
+        .windows(2)
+        .all(|w| w[0].checked_add(size) == Some(w[1]))
 }

@@ -33,6 +33,8 @@ pub struct MkeyObj {
     pub access: MkeyAccess,
     /// MTT page addresses (flags stripped).
     pub pages: Vec<u64>,
+    /// log2 of the MTT page size (`mkc.log_page_size`).
+    pub log_page_size: u8,
 }
 
 /// An event queue (CREATE_EQ, FACTS §7.9).
