@@ -265,14 +265,11 @@ impl<const N: usize> CompletionQueue<N> {
                 loop {
                     // SAFETY: p is the cqe64 of entry ci (ring.entry, then
                     // advanced with the wrap rule), inside the ring.
-                    let own = unsafe { ptr::read_volatile(p.add(OP_OWN_OFFSET)) };
-                    if (own ^ parity) & FAST_MASK != 0 {
-                        break 'run Self::not_fast(own, ci, ring.ncqe);
-                    }
-                    platform::from_device_barrier();
-                    // SAFETY: p is software-owned (its ownership byte was
-                    // read before the barrier), 8-byte aligned.
-                    let (tail, key) = unsafe { Self::head_words::<UIDX>(p) };
+                    let (tail, key) = match unsafe { Self::take::<UIDX>(p, parity, ci, ring.ncqe) }
+                    {
+                        Ok(w) => w,
+                        Err(stop) => break 'run stop,
+                    };
                     // Opcode bits 5:4 of op_own zero: a requester CQE.
                     if tail & 0x30 != 0 || key != want {
                         pending = Some((tail, key));
@@ -289,10 +286,7 @@ impl<const N: usize> CompletionQueue<N> {
                         Err(why) => break 'run Stop::Failed(PollError::reject(id, ctr, why)),
                     }
                     q = q.wrapping_add(1);
-                    p = p.wrapping_add(STRIDE);
-                    if p == ring_end {
-                        (p, parity) = wrap(ring.base, parity);
-                    }
+                    (p, parity) = ring.next(p, parity, ring_end);
                     if q == end {
                         break 'run Stop::Full;
                     }
@@ -302,16 +296,11 @@ impl<const N: usize> CompletionQueue<N> {
             // through the resolver.
             let (tail, key) = match pending {
                 Some(w) => w,
-                None => {
-                    // SAFETY: as above.
-                    let own = unsafe { ptr::read_volatile(p.add(OP_OWN_OFFSET)) };
-                    if (own ^ parity) & FAST_MASK != 0 {
-                        break 'run Self::not_fast(own, ci, ring.ncqe);
-                    }
-                    platform::from_device_barrier();
-                    // SAFETY: as above.
-                    unsafe { Self::head_words::<UIDX>(p) }
-                }
+                // SAFETY: as above.
+                None => match unsafe { Self::take::<UIDX>(p, parity, ci, ring.ncqe) } {
+                    Ok(w) => w,
+                    Err(stop) => break 'run stop,
+                },
             };
             ci = ci.wrapping_add(1);
             let qp = Self::qp_of::<UIDX>(key);
@@ -320,10 +309,7 @@ impl<const N: usize> CompletionQueue<N> {
                 break 'run Stop::Failed(e);
             }
             q = q.wrapping_add(1);
-            p = p.wrapping_add(STRIDE);
-            if p == ring_end {
-                (p, parity) = wrap(ring.base, parity);
-            }
+            (p, parity) = ring.next(p, parity, ring_end);
             if q == end {
                 break 'run Stop::Full;
             }
@@ -331,6 +317,32 @@ impl<const N: usize> CompletionQueue<N> {
         *ci_io = ci;
         *q_io = q;
         stop
+    }
+
+    /// The entry at `p` (consumer index `ci`, pass parity `parity`) as a
+    /// fast CQE: its ownership byte alone, then
+    /// [`platform::from_device_barrier`], then its
+    /// [`head_words`](Self::head_words); or why the run stops there.
+    ///
+    /// # Safety
+    /// `p` is the cqe64 of the entry of `ci`, inside the ring.
+    #[inline(always)]
+    unsafe fn take<const UIDX: bool>(
+        p: *const u8,
+        parity: u8,
+        ci: u32,
+        ncqe: u32,
+    ) -> Result<(u64, u32), Stop> {
+        // SAFETY: the byte is inside the entry (caller); read alone, by
+        // value, with no reference.
+        let own = unsafe { ptr::read_volatile(p.add(OP_OWN_OFFSET)) };
+        if (own ^ parity) & FAST_MASK != 0 {
+            return Err(Self::not_fast(own, ci, ncqe));
+        }
+        platform::from_device_barrier();
+        // SAFETY: software owns the entry (its ownership byte was read
+        // before the barrier); p is 8-byte aligned.
+        Ok(unsafe { Self::head_words::<UIDX>(p) })
     }
 
     /// Why a fast run stopped at an entry whose ownership byte `own` is not
@@ -533,6 +545,18 @@ impl<const STRIDE: usize> LeanRing<STRIDE> {
     #[inline(always)]
     fn end(&self) -> *const u8 {
         self.base.wrapping_add(self.ncqe as usize * STRIDE)
+    }
+
+    /// The cqe64 after `p` and its pass parity: the next entry, or entry 0
+    /// with the other parity after the last (`end` is [`Self::end`]).
+    #[inline(always)]
+    fn next(&self, p: *const u8, parity: u8, end: *const u8) -> (*const u8, u8) {
+        let q = p.wrapping_add(STRIDE);
+        if q == end {
+            wrap(self.base, parity)
+        } else {
+            (q, parity)
+        }
     }
 }
 
