@@ -84,8 +84,11 @@ fn put_pas_sized(
 
 /// Smallest MTT page size of a memory key (`mkc.log_page_size`): 4 KiB.
 pub const MKEY_LOG_PAGE_MIN: u8 = 12;
-/// Largest: the 5-bit `mkc.log_page_size` field's top value (2 GiB
-/// pages). FACTS §7.12.
+/// Largest used: 2 GiB pages, the top of the field's low 5 bits
+/// (`mkc.log_page_size` is 6 bits wide in current `mlx5_ifc.h`, at dword
+/// 14 bits 5:0; the kernel's page-size search covers the same range).
+/// Any buffer a 64-bit length describes fits one command at this size.
+/// FACTS §7.12.
 pub const MKEY_LOG_PAGE_MAX: u8 = 31;
 
 /// The MTT pages of a memory key over `len` bytes at device address
