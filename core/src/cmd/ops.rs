@@ -87,7 +87,7 @@ pub const MKEY_LOG_PAGE_MIN: u8 = 12;
 /// Largest used: 2 GiB pages, the top of the field's low 5 bits
 /// (`mkc.log_page_size` is 6 bits wide in current `mlx5_ifc.h`, at dword
 /// 14 bits 5:0; the kernel's page-size search covers the same range).
-/// Any buffer a 64-bit length describes fits one command at this size.
+/// One command then describes buffers up to about 1.2 TiB.
 /// FACTS §7.12.
 pub const MKEY_LOG_PAGE_MAX: u8 = 31;
 
