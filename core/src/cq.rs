@@ -212,7 +212,9 @@ pub trait WrResolver {
     /// requester CQE whose QP field equals the lane's routing value through
     /// the lane, which applies exactly the checks `send_done` applies for
     /// that QP; a lane must therefore be the queue `send_done` would use
-    /// for that value.
+    /// for that value (a lane can only be made that way: the constructor,
+    /// [`SendQueue::send_lane`](crate::sq::SendQueue::send_lane), is
+    /// `unsafe` with that contract, and `QueuePair`'s own lane keeps it).
     #[inline(always)]
     fn send_lane(&mut self) -> Option<SendLane<'_>> {
         None

@@ -258,10 +258,12 @@ impl<const N: usize> CompletionQueue<N> {
             // The next entry's head words when the lane loop stopped at a
             // fast CQE it does not retire itself.
             let mut pending = None;
-            if let Some(mut lane) = r.send_lane() {
-                let id = lane.id() & 0x00ff_ffff;
+            // A routing value wider than the CQE's 24-bit field matches no
+            // CQE: such a queue gets no lane (the resolver refuses its CQEs).
+            if let Some(mut lane) = r.send_lane().filter(|l| l.id() <= 0x00ff_ffff) {
+                let id = lane.id();
                 // The lane's routing value as `head_words` returns a CQE's.
-                let want = if UIDX { id.swap_bytes() >> 8 } else { id };
+                let want = if UIDX { Self::stored_24(id) } else { id };
                 loop {
                     // SAFETY: p is the cqe64 of entry ci (ring.entry, then
                     // advanced with the wrap rule), inside the ring.
@@ -371,9 +373,16 @@ impl<const N: usize> CompletionQueue<N> {
         // entry.
         let tail = u64::from_be(unsafe { ptr::read_volatile(p.add(56).cast::<u64>()) });
         let key = if UIDX {
-            // SAFETY: as above; p + 32 is 4-byte aligned. The low byte of
-            // the stored word is byte 32 (the SRQN's top byte), dropped.
-            (unsafe { raw32(p, 32) }) >> 8
+            // SAFETY: as above; p + 32 is 4-byte aligned. Bytes 33..36 as
+            // stored: on a little-endian host byte 32 (the SRQN's top
+            // byte) is the word's low byte, shifted out; on a big-endian
+            // host it is the top byte, masked off.
+            let raw = unsafe { raw32(p, 32) };
+            if cfg!(target_endian = "little") {
+                raw >> 8
+            } else {
+                raw & 0x00ff_ffff
+            }
         } else {
             (tail >> 32) as u32 & 0x00ff_ffff
         };
@@ -386,9 +395,20 @@ impl<const N: usize> CompletionQueue<N> {
     #[inline(always)]
     fn qp_of<const UIDX: bool>(key: u32) -> u32 {
         if UIDX {
-            key.swap_bytes() >> 8
+            Self::stored_24(key)
         } else {
             key
+        }
+    }
+
+    /// A 24-bit value and its key as [`Self::head_words`] reads it from a
+    /// big-endian field (either way: the map is its own inverse).
+    #[inline(always)]
+    fn stored_24(v: u32) -> u32 {
+        if cfg!(target_endian = "little") {
+            v.swap_bytes() >> 8
+        } else {
+            v
         }
     }
 

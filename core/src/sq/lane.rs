@@ -53,8 +53,17 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     /// QP's user index with CQE version 1, else its QPN), or `None` when
     /// the record storage is not a power of two long (the poller then
     /// retires through [`WrResolver::send_done`](crate::cq::WrResolver::send_done)).
+    ///
+    /// # Safety
+    /// The lean poller retires from this queue every requester CQE whose
+    /// QP field equals `id`: `id` must be the routing value of this
+    /// queue's QP on the CQ being polled, the one for which the resolver's
+    /// `send_done` retires from this queue (retiring for another QP's CQE
+    /// would hand back SGE memory the device still uses).
+    /// [`QueuePair`](crate::queue_pair::QueuePair) makes its lane this
+    /// way, safely.
     #[inline(always)]
-    pub fn send_lane(&mut self, id: u32) -> Option<SendLane<'_>> {
+    pub unsafe fn send_lane(&mut self, id: u32) -> Option<SendLane<'_>> {
         let slots = self.slots.as_ref();
         if !slots.len().is_power_of_two() {
             return None;
