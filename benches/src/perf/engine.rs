@@ -981,8 +981,39 @@ impl<'t> Engine<'t> {
     /// Records one round trip / operation time.
     fn sample(&mut self, t: &mut u64, ns: u64) {
         *t += ns;
-        self.rep.tposted.push(*t);
-        self.rep.latency_samples_ns.push(ns as f64 / self.rtt());
+        self.push_posted(*t);
+        if self.keeps(self.rep.latency_samples_ns.len()) {
+            self.rep.latency_samples_ns.push(ns as f64 / self.rtt());
+        } else {
+            self.rep.beyond.samples += 1;
+        }
+    }
+
+    /// Whether a stamp list of `len` entries takes another: always, but
+    /// in a `-D` run only up to [`RESERVE_MAX`] (the rest is counted in
+    /// `rep.beyond`, so memory does not grow with the duration).
+    fn keeps(&self, len: usize) -> bool {
+        self.stop_at.is_none() || (len as u64) < RESERVE_MAX
+    }
+
+    /// Records a post stamp (see [`Self::keeps`]).
+    fn push_posted(&mut self, t: u64) {
+        if self.keeps(self.rep.tposted.len()) {
+            self.rep.tposted.push(t);
+        } else {
+            self.rep.beyond.posted += 1;
+            self.rep.beyond.last_posted = t;
+        }
+    }
+
+    /// Records a completion stamp (see [`Self::keeps`]).
+    fn push_completed(&mut self, t: u64) {
+        if self.keeps(self.rep.tcompleted.len()) {
+            self.rep.tcompleted.push(t);
+        } else {
+            self.rep.beyond.completed += 1;
+            self.rep.beyond.last_completed = t;
+        }
     }
 
     fn rtt(&self) -> f64 {
@@ -1328,7 +1359,7 @@ impl<'t> Engine<'t> {
             self.pairs[q].a_posted += m;
             let t0 = *t_first.get_or_insert(t);
             for _ in 0..m {
-                self.rep.tposted.push(t - t0);
+                self.push_posted(t - t0);
             }
             self.pairs[q].posted += m;
             any = true;
@@ -1387,7 +1418,7 @@ impl<'t> Engine<'t> {
                     let now = self.timer.now_ns() - t_first.unwrap_or(0);
                     let (from, to) = (self.pairs[q].completed, self.pairs[q].a_retired);
                     for it in from..to {
-                        self.rep.tcompleted.push(now);
+                        self.push_completed(now);
                         // RC: completion means the data is in place. UC/UD
                         // complete on sending; they are checked at the end.
                         if reliable && verb != Verb::Send {

@@ -14,7 +14,7 @@
 use crate::budget::load_caps;
 use crate::model::{load_model, NicCost};
 use crate::perftest::format::{self as pf, Endpoint, HeaderInfo, Verb};
-use crate::perftest::stats::{bw_stats, lat_stats_from_posted, BwUnit, GBS_DIVISOR};
+use crate::perftest::stats::{bw_average, bw_stats, lat_stats_from_posted, BwUnit, GBS_DIVISOR};
 use anyhow::bail;
 use bareverbs::sizing::{DeviceCaps, QpCaps, QpType, SendOps};
 use std::collections::BTreeMap;
@@ -230,6 +230,11 @@ pub struct PerfRunReport {
     /// Latency samples, ns (successive post deltas / rtt factor).
     #[serde(skip)]
     pub latency_samples_ns: Vec<f64>,
+    /// Stamps past the ones kept above: a `-D` run keeps at most a fixed
+    /// number of each kind (memory stays bounded however long it runs)
+    /// and counts the rest here, with the last of each.
+    #[serde(skip)]
+    pub beyond: StampsBeyond,
     /// Modeled one-way latency of an idle step, ns.
     pub modeled_latency_ns: f64,
     /// Measured CPU ns per posted WR.
@@ -252,6 +257,48 @@ pub struct PerfRunReport {
     pub local: Option<Endpoint>,
     /// The peer QP (`remote address` line); as `local`.
     pub remote: Option<Endpoint>,
+}
+
+/// The stamps of a `-D` run past the kept ones ([`PerfRunReport::beyond`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StampsBeyond {
+    /// Post stamps not kept.
+    pub posted: u64,
+    /// The last of them.
+    pub last_posted: u64,
+    /// Completion stamps not kept.
+    pub completed: u64,
+    /// The last of them.
+    pub last_completed: u64,
+    /// Latency samples not kept.
+    pub samples: u64,
+}
+
+impl PerfRunReport {
+    /// Completion stamps in all (kept and counted).
+    pub fn completions(&self) -> u64 {
+        self.tcompleted.len() as u64 + self.beyond.completed
+    }
+    /// The last completion stamp, if any.
+    pub fn last_completion(&self) -> Option<u64> {
+        if self.beyond.completed > 0 {
+            Some(self.beyond.last_completed)
+        } else {
+            self.tcompleted.last().copied()
+        }
+    }
+    /// Post stamps in all (kept and counted).
+    pub fn posts(&self) -> u64 {
+        self.tposted.len() as u64 + self.beyond.posted
+    }
+    /// The last post stamp, if any.
+    pub fn last_post(&self) -> Option<u64> {
+        if self.beyond.posted > 0 {
+            Some(self.beyond.last_posted)
+        } else {
+            self.tposted.last().copied()
+        }
+    }
 }
 
 /// A source of transfers: the model, the simulator, or a NIC (or the
@@ -937,9 +984,9 @@ fn stream_on(
             emit(&mut text, &s);
         }
         let iters = if test.is_bw() {
-            rep.tcompleted.len() as u64
+            rep.completions()
         } else {
-            rep.latency_samples_ns.len() as u64
+            rep.latency_samples_ns.len() as u64 + rep.beyond.samples
         };
         let mut row = String::new();
         let mut bw_gbps = Vec::new();
@@ -947,26 +994,35 @@ fn stream_on(
         if rep.tposted.len() < 2 || (test.is_bw() && rep.tcompleted.is_empty()) {
             failure = verdict(cfg, &rep, &[]).or(Some("no completions".into()));
         } else if test.is_bw() {
-            let s = bw_stats(
-                &rep.tposted,
-                &rep.tcompleted,
-                cfg.size,
-                rep.tick_hz,
-                unit,
-                cfg.post_list as usize,
-                cfg.cq_mod as usize,
-                args.no_peak || iters > 20_000 || dur,
-            )
+            let s = if dur {
+                // No peak in duration mode (perftest's noPeak): the
+                // average from the first post, the last completion and
+                // the count, which a -D run keeps whatever its length.
+                let (first, last) = (rep.tposted[0], rep.last_completion().unwrap_or(0));
+                bw_average(first, last, iters, cfg.size, rep.tick_hz, unit)
+            } else {
+                bw_stats(
+                    &rep.tposted,
+                    &rep.tcompleted,
+                    cfg.size,
+                    rep.tick_hz,
+                    unit,
+                    cfg.post_list as usize,
+                    cfg.cq_mod as usize,
+                    args.no_peak || iters > 20_000,
+                )
+            }
             .ok_or_else(|| anyhow::anyhow!("no completions"))?;
             row.push_str(&pf::bw_row(cfg.size, iters, &s));
             let to_gbps = unit.divisor() / GBS_DIVISOR;
             bw_gbps = vec![s.bw_peak * to_gbps, s.bw_avg * to_gbps];
             fig.bw = Some(s);
         } else if dur {
-            let n = rep.tposted.len().saturating_sub(1).max(1);
-            let span = (rep.tposted[n] - rep.tposted[0]) as f64 / rep.tick_hz;
+            let n = rep.posts().saturating_sub(1).max(1);
+            let last = rep.last_post().unwrap_or(rep.tposted[0]);
+            let span = last.saturating_sub(rep.tposted[0]) as f64 / rep.tick_hz;
             let t_avg = span * 1e6 / n as f64 / verb.rtt_factor() as f64;
-            row.push_str(&pf::lat_dur_row(cfg.size, n as u64, t_avg, n as f64 / span));
+            row.push_str(&pf::lat_dur_row(cfg.size, n, t_avg, n as f64 / span));
             fig.dur = Some((t_avg, n as f64 / span));
         } else {
             let s = lat_stats_from_posted(&rep.tposted, rep.tick_hz / 1e6, verb.rtt_factor())

@@ -173,21 +173,42 @@ pub fn bw_stats(
             i += post_list;
         }
     }
-    let f = unit.divisor();
-    let sum = tcompleted[n - 1].saturating_sub(tposted[0]) as f64;
-    let bw_avg = (size as f64 * n as f64 * ticks_per_sec) / (sum * f);
-    let msg_rate = (n as f64 * ticks_per_sec) / (sum * 1e6);
-    let bw_peak = if no_peak || opt_delta == 0 || opt_delta == u64::MAX {
-        0.0
-    } else {
-        (size as f64 * ticks_per_sec) / (opt_delta as f64 * f)
-    };
-    Some(BwStats {
-        bw_peak,
-        bw_avg,
-        msg_rate_mpps: msg_rate,
+    let mut s = bw_average(
+        tposted[0],
+        tcompleted[n - 1],
+        n as u64,
+        size,
+        ticks_per_sec,
         unit,
-        gbps_avg: (size as f64 * n as f64 * ticks_per_sec) / (sum * GBS_DIVISOR),
+    )?;
+    if !(no_peak || opt_delta == 0 || opt_delta == u64::MAX) {
+        s.bw_peak = (size as f64 * ticks_per_sec) / (opt_delta as f64 * unit.divisor());
+    }
+    Some(s)
+}
+
+/// perftest's average bandwidth and message rate of `n` messages of `size`
+/// bytes posted from stamp `first` and completed by stamp `last` (the
+/// peak left 0, as perftest prints it without peak measurement).
+pub fn bw_average(
+    first: u64,
+    last: u64,
+    n: u64,
+    size: u64,
+    ticks_per_sec: f64,
+    unit: BwUnit,
+) -> Option<BwStats> {
+    if n == 0 {
+        return None;
+    }
+    let sum = last.saturating_sub(first) as f64;
+    let bytes = size as f64 * n as f64 * ticks_per_sec;
+    Some(BwStats {
+        bw_peak: 0.0,
+        bw_avg: bytes / (sum * unit.divisor()),
+        msg_rate_mpps: (n as f64 * ticks_per_sec) / (sum * 1e6),
+        unit,
+        gbps_avg: bytes / (sum * GBS_DIVISOR),
     })
 }
 
