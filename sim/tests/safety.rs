@@ -175,6 +175,19 @@ fn create_mkey_checks_its_page_size_and_page_list() {
     d.input()[next..next + 8].copy_from_slice(&((scratch.iova + 0x8000) | 3).to_be_bytes());
     // SAFETY: as above.
     assert!(unsafe { d.run(req) }.is_err(), "pages not consecutive");
+    // A 64 KiB page whose entry is not aligned to 64 KiB.
+    let req = ops::create_mkey(
+        d.input(),
+        &MkeyParams {
+            pages_iova: (scratch.iova & !0xffff) + 0x1000,
+            ..key(16, 1)
+        },
+    );
+    // SAFETY: as above.
+    assert!(
+        unsafe { d.run(req) }.is_err(),
+        "entry not aligned to its page size"
+    );
     // The same buffer as one 64 KiB page: accepted.
     let req = ops::create_mkey(d.input(), &key(16, 1));
     // SAFETY: a key over the scratch buffer, which outlives the device

@@ -104,7 +104,8 @@ pub struct PerfArgs {
     /// Report Gb/sec instead of MB/sec.
     #[arg(long = "report_gbits")]
     pub report_gbits: bool,
-    /// Run for this many (modeled) seconds instead of -n iterations.
+    /// Run for this many seconds of wall-clock time instead of -n
+    /// iterations (on the simulator too; its figures stay in modeled time).
     #[arg(short = 'D', long = "duration", allow_negative_numbers = true, value_parser = crate::args::count_u64)]
     pub duration: Option<u64>,
     /// Do not compute the peak bandwidth.
@@ -574,7 +575,7 @@ pub fn configs_on_port(
         let mut iters = args.iters.unwrap_or(iters_default);
         let mut tx_depth = args.tx_depth.unwrap_or(if bw { 128 } else { 1 });
         if let Some(d) = args.duration {
-            // Rough count: the run is cut to about D modeled seconds below.
+            // Rough count: the engine stops posting after D wall-clock seconds.
             iters = (d.saturating_mul(1_000_000)).clamp(5, 2_000_000);
         } else if tx_depth as u64 > iters {
             // perftest: the TX depth is at most the iteration count.

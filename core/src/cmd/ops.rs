@@ -93,8 +93,12 @@ pub const MKEY_LOG_PAGE_MAX: u8 = 31;
 
 /// The MTT pages of a memory key over `len` bytes at device address
 /// `iova` with pages of `1 << log_page` bytes: the first page's address
-/// (aligned down) and the count; `None` if the span overflows.
+/// (aligned down) and the count; `None` if the span overflows or the
+/// page size is not a 64-bit quantity (`log_page > 63`).
 pub fn mkey_pages(iova: u64, len: u64, log_page: u8) -> Option<(u64, u64)> {
+    if log_page > 63 {
+        return None;
+    }
     let size = 1u128 << log_page;
     let off = iova as u128 & (size - 1);
     let n = (off + len as u128).div_ceil(size);

@@ -416,6 +416,9 @@ fn cq_eq_mkey_pages_layouts() {
     );
     assert_eq!(mkey_pages(0x1fff, 2, 12), Some((0x1000, 2)));
     assert_eq!(mkey_pages(0, 0, 12), Some((0, 0)));
+    assert_eq!(mkey_pages(0x1000, 1, 63), Some((0, 1)));
+    assert_eq!(mkey_pages(0x1000, 1, 64), None);
+    assert_eq!(mkey_pages(0x1000, 1, 255), None);
     let mut b = [0u8; 0x400];
     let r = create_mkey(
         &mut b,

@@ -916,10 +916,16 @@ impl SimFirmware {
         // Each entry a page-aligned device address; the part of the pages
         // the key reaches (its start offset in the first page, then len
         // bytes, pages contiguous) must be mapped.
+        // An entry's low 12 bits are flags; the address bits between the
+        // 4 KiB boundary and the page size must be zero (a page not
+        // aligned to its size is a driver bug, refused, not rounded).
         let size = 1u64 << log_page;
         let pas: Vec<u64> = (0..need)
-            .map(|i| get64(input, PAS_OFFSET + 8 * i) & !(size - 1))
+            .map(|i| get64(input, PAS_OFFSET + 8 * i) & !0xfff)
             .collect();
+        if pas.iter().any(|&a| a & (size - 1) != 0) {
+            return Fail(st::BAD_PARAM, reason::ADDRESS);
+        }
         if let Some(&first) = pas.first() {
             let reach = first
                 .checked_add(start & (size - 1))
