@@ -84,11 +84,29 @@ fn take<'a>(data: &mut &'a [u8], n: usize) -> &'a [u8] {
     a
 }
 
+/// Most WQEs one pass over a queue handles in a run
+/// ([`Fabric::set_pass_limit`]): rings built over the scratch buffer may
+/// claim thousands of WQEs; 64 exercise every flush and fetch path.
+pub const PASS_LIMIT: u32 = 64;
+
+/// The firmware the fuzz body brings up: the default model, lending it
+/// one boot page and two init pages (instead of 8 and 32) so each input
+/// allocates fewer DMA pages; objects past the free ones still charge
+/// pages, so page requests keep arriving while commands run.
+pub fn fw_config() -> FwConfig {
+    FwConfig {
+        boot_pages: 1,
+        init_pages: 2,
+        ..FwConfig::default()
+    }
+}
+
 /// A fresh simulated function and its scratch buffer (deterministic: the
 /// fuzz body and seed generation see the same object numbers).
 pub fn setup() -> Option<(Fabric, SimDevice, DmaBuf)> {
     let fabric = Fabric::new(7);
-    let (d, _nic) = bring_up_on(&fabric, FwConfig::default(), DeviceConfig::default()).ok()?;
+    fabric.set_pass_limit(PASS_LIMIT);
+    let (d, _nic) = bring_up_on(&fabric, fw_config(), DeviceConfig::default()).ok()?;
     let scratch = d.allocator().alloc(SCRATCH, 4096)?;
     Some((fabric, d, scratch))
 }
