@@ -457,7 +457,10 @@ fn parse_set(t: &str, key: &str) -> Result<Vec<u32>> {
     let p = t.find(key).ok_or_else(|| anyhow!("no {key} in {t:?}"))?;
     let r = &t[p + key.len()..];
     let o = r.find('{').ok_or_else(|| anyhow!("no '{{' in {t:?}"))?;
-    let e = r.find('}').ok_or_else(|| anyhow!("no '}}' in {t:?}"))?;
+    let e = r[o..]
+        .find('}')
+        .map(|e| o + e)
+        .ok_or_else(|| anyhow!("no '}}' after '{{' in {t:?}"))?;
     r[o + 1..e]
         .split(',')
         .map(str::trim)
@@ -655,4 +658,20 @@ fn parse_prep(n: &str) -> Result<Option<RecvPrep>> {
         }));
     }
     Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A bit set whose closing brace comes before its opening one is an
+    /// error (it used to slice out of order and panic: found by the
+    /// `vector_files` fuzz target).
+    #[test]
+    fn bit_sets_with_braces_out_of_order_are_errors() {
+        assert_eq!(parse_set("after={1, 3}", "after=").unwrap(), vec![1, 3]);
+        assert!(parse_set("after=} {1}", "after=").is_ok());
+        assert!(parse_set("after=}{", "after=").is_err());
+        assert!(parse_set("after=} x {", "after=").is_err());
+    }
 }
