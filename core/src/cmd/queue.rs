@@ -136,7 +136,7 @@ pub unsafe fn dma_zero(buf: &DmaBuf, off: usize, len: usize) {
         return;
     }
     let len = len.min(buf.len - off);
-    const ZEROS: [u8; 64] = [0; 64];
+    const ZEROS: [u8; 512] = [0; 512];
     let mut done = 0;
     while done < len {
         let n = (len - done).min(ZEROS.len());
@@ -148,7 +148,8 @@ pub unsafe fn dma_zero(buf: &DmaBuf, off: usize, len: usize) {
 }
 
 /// Stores `src` at `dst` with volatile stores: single bytes up to the
-/// first 8-byte boundary of `dst`, then 8-byte words, then single bytes.
+/// first 8-byte boundary of `dst`, then 64-byte blocks and 8-byte words,
+/// then single bytes.
 /// Each word holds the same bytes in the same order as `src` (its value is
 /// `from_ne_bytes` of them), so memory ends up byte-for-byte equal to
 /// `src` on any host.
@@ -167,6 +168,20 @@ pub unsafe fn store_volatile(dst: *mut u8, src: &[u8]) {
         unsafe { core::ptr::write_volatile(dst.add(i), src[i]) };
         i += 1;
     }
+    while n - i >= 64 {
+        let mut w = [0u64; 8];
+        for (k, v) in w.iter_mut().enumerate() {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&src[i + 8 * k..i + 8 * k + 8]);
+            *v = u64::from_ne_bytes(b);
+        }
+        // SAFETY: `i + 64 <= n`: inside the destination; `dst + i` is
+        // 8-byte aligned (as below), the alignment of `[u64; 8]`. One
+        // volatile store of 64 bytes (the compiler may split it into
+        // narrower stores, never merge it with others or elide it).
+        unsafe { core::ptr::write_volatile(dst.add(i).cast::<[u64; 8]>(), w) };
+        i += 64;
+    }
     while n - i >= 8 {
         let mut w = [0u8; 8];
         w.copy_from_slice(&src[i..i + 8]);
@@ -184,7 +199,8 @@ pub unsafe fn store_volatile(dst: *mut u8, src: &[u8]) {
 }
 
 /// Fills `dst` from `src` with volatile loads: single bytes up to the
-/// first 8-byte boundary of `src`, then 8-byte words (split back into
+/// first 8-byte boundary of `src`, then 64-byte blocks and 8-byte words
+/// (split back into
 /// bytes with `to_ne_bytes`, so `dst` holds the memory's bytes in order on
 /// any host), then single bytes.
 ///
@@ -199,6 +215,16 @@ pub unsafe fn load_volatile(src: *const u8, dst: &mut [u8]) {
         // SAFETY: i < n: inside the source; byte loads need no alignment.
         dst[i] = unsafe { core::ptr::read_volatile(src.add(i)) };
         i += 1;
+    }
+    while n - i >= 64 {
+        // SAFETY: `i + 64 <= n`: inside the source; `src + i` is 8-byte
+        // aligned (as below), the alignment of `[u64; 8]`: one volatile
+        // load of 64 bytes (possibly split, never elided or cached).
+        let w = unsafe { core::ptr::read_volatile(src.add(i).cast::<[u64; 8]>()) };
+        for (k, v) in w.iter().enumerate() {
+            dst[i + 8 * k..i + 8 * k + 8].copy_from_slice(&v.to_ne_bytes());
+        }
+        i += 64;
     }
     while n - i >= 8 {
         // SAFETY: `i + 8 <= n`: inside the source, and `src + i` is 8-byte
