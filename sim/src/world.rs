@@ -547,6 +547,30 @@ impl World {
         n
     }
 
+    /// Whether work fetched now runs alone until the world is idle again:
+    /// auto progress, no event of any kind queued or held aside, no fault
+    /// plan, no QP queued for or in ERR (whose receive flushes the next
+    /// run would write first). The fused paths of [`crate::transport`]
+    /// require it.
+    #[inline]
+    pub(crate) fn fast_ok(&self) -> bool {
+        self.auto_progress
+            && self.front.is_none()
+            && self.deferred.is_none()
+            && self.heap.is_empty()
+            && !self.any_error
+            && self.to_error.is_empty()
+            && self.faults.is_clean()
+    }
+
+    /// Advances the event sequence counter by `n`, as `n` calls of
+    /// [`Self::schedule`] / [`Self::schedule_retry`] would (for a fused
+    /// path whose events are consumed before any other is queued).
+    #[inline]
+    pub(crate) fn bump_seq(&mut self, n: u64) {
+        self.seq += n;
+    }
+
     pub fn pending_events(&self) -> usize {
         self.heap.len() + usize::from(self.deferred.is_some()) + usize::from(self.front.is_some())
     }
