@@ -116,6 +116,18 @@ pub(crate) fn ceil_u64(x: f64) -> u64 {
     }
 }
 
+/// `x as u64` (truncation, saturating; same result for every `x`, NaN
+/// included) through the single-instruction signed conversion where it is
+/// exact.
+#[inline]
+pub(crate) fn trunc_u64(x: f64) -> u64 {
+    if (0.0..I64_LIMIT).contains(&x) {
+        x as i64 as u64
+    } else {
+        x as u64
+    }
+}
+
 /// 2^63 as an `f64`: below it, `as i64` is exact truncation.
 const I64_LIMIT: f64 = 9_223_372_036_854_775_808.0;
 
@@ -318,7 +330,7 @@ mod tests {
 
 #[cfg(test)]
 mod ceil_tests {
-    use super::{ceil_u64, round_u64};
+    use super::{ceil_u64, round_u64, trunc_u64};
 
     #[test]
     fn ceil_u64_matches_std() {
@@ -343,6 +355,7 @@ mod ceil_tests {
         ];
         for x in xs {
             assert_eq!(ceil_u64(x), x.ceil() as u64, "{x}");
+            assert_eq!(trunc_u64(x), x as u64, "{x}");
             assert_eq!(round_u64(x), x.round() as u64, "{x}");
         }
         for x in [
@@ -362,6 +375,7 @@ mod ceil_tests {
             assert_eq!(round_u64(v), v.round() as u64, "{v}");
             let w = v * 1e13;
             assert_eq!(ceil_u64(w), w.ceil() as u64, "{w}");
+            assert_eq!(trunc_u64(w), w as u64, "{w}");
             assert_eq!(round_u64(w), w.round() as u64, "{w}");
         }
     }

@@ -356,6 +356,11 @@ impl World {
         // The producer counter from the doorbell record (one DMA read).
         let pi = rd_be32(q.dbrec.wrapping_add(4)) as u16;
         cnt2(self, d, qi, |c, p| c.dma_read(p, 4));
+        // One WRITE in the common shape runs fused when nothing else can
+        // happen before it completes (see `fast`).
+        if self.fast_rc_write(d, qi, pi) {
+            return;
+        }
         let mut first_in_batch = true;
         let mut guard = 0u32;
         loop {
@@ -424,12 +429,6 @@ impl World {
                     c.qpc_misses += 1;
                     c.dma_read(p, n);
                 });
-            }
-            // The last WQE of the doorbell in the common WRITE shape runs
-            // fused when nothing else can happen before it completes.
-            if raw_ds == fast::FAST_DS && bbs == avail && self.fast_rc_write(d, qi, off, idx, fetch)
-            {
-                continue;
             }
             let len = (raw_ds as usize * 16).min(ring_bytes).max(64);
             let mut local = std::mem::take(&mut self.scratch);

@@ -2,7 +2,7 @@
 //! deterministic event queue on virtual time, the fault plan, and the CQE
 //! writer. Transport logic lives in [`crate::transport`].
 
-use crate::cost::{Counters, ModelParams};
+use crate::cost::{trunc_u64, Counters, ModelParams};
 use crate::dma::HeapDma;
 use crate::fault::{Fate, FaultPlan, Rng};
 use crate::objects::{AsyncEvent, Cq, Mr, Qp, Srq};
@@ -445,7 +445,7 @@ impl World {
     /// Puts a packet on the wire at `depart`, subject to the fault plan.
     pub fn transmit(&mut self, depart: u64, pkt: Packet) {
         let (sd, dd) = (pkt.src_dev, pkt.dst_dev);
-        let arrive = depart + self.params.t_base_ns as u64;
+        let arrive = depart + trunc_u64(self.params.t_base_ns);
         let fate = self
             .faults
             .decide(&mut self.rng, depart, arrive, dd as usize);
@@ -614,12 +614,7 @@ impl World {
         if cq.error {
             return false;
         }
-        // SAFETY: dbrec was translated at CQ creation to 8 bytes of live DMA
-        // memory; a raw volatile read of the SET_CI word.
-        let ci = u32::from_be_bytes(unsafe { std::ptr::read_volatile(cq.dbrec.cast::<[u8; 4]>()) })
-            & 0x00ff_ffff;
-        let used = cq.pi.wrapping_sub(ci) & 0x00ff_ffff;
-        if used >= cq.ncqe {
+        if cq.used() >= cq.ncqe {
             cq.error = true;
             dev.events.push(AsyncEvent::CqError { cqn: cqn as u32 });
             let mut victims = Vec::new();

@@ -1,102 +1,134 @@
-//! The fused RC RDMA WRITE: one single-packet WRITE executed from fetch to
-//! completion in one call, when nothing else can happen in between.
+//! The fused RC RDMA WRITE: a doorbell covering one single-packet WRITE,
+//! executed from fetch to completion in one call when nothing else can
+//! happen in between.
 //!
-//! The general path turns such a WRITE into a request packet on the event
-//! queue, a held-aside retransmission timer, a responder execution that
-//! queues an ACK, and an ACK arrival that completes the WQE. When the
-//! world holds no other event, no fault can strike the packets, and the
-//! device runs until idle right after the fetch (auto progress), the
-//! order of those steps is fixed and nothing else runs between them:
-//! [`World::fast_rc_write`] applies their effects directly — the same
-//! counters, PSNs, timer generation, event sequence numbers, port
-//! occupancy, memory, trace entries, CQE and virtual time — without
-//! building packets or touching the event queue.
+//! The general path fetches the WQE into a scratch copy, parses it,
+//! gathers the payload into a buffer, puts a request packet on the event
+//! queue, holds a retransmission timer aside, executes the request at the
+//! responder (which queues an ACK), and completes the WQE when the ACK
+//! arrives. When the world holds no other event, no fault can strike the
+//! packets, and the device runs until idle right after the fetch (auto
+//! progress), the order of those steps is fixed and nothing else runs
+//! between them: [`World::fast_rc_write`] applies their effects directly
+//! — the same counters, PSNs, timer generation, event sequence numbers,
+//! port occupancy, QP-context cache, memory, trace entries, CQE and
+//! virtual time — without copies, packets, allocation or the event queue.
 //!
 //! Every precondition is checked before anything changes; when one fails
 //! the caller runs the general path, which then behaves exactly as if the
 //! fused path did not exist. The twin tests (`tests/fast_path.rs`) run
-//! randomized operations through both and compare everything observable.
+//! randomized operations with and without it and compare everything
+//! observable.
 
-use super::{psn_diff, PSN_MASK};
-use crate::cost::ceil_u64;
+use super::{psn_diff, transport_timeout_ns, PSN_MASK};
+use crate::cost::{ceil_u64, trunc_u64};
 use crate::objects::access;
-use crate::transport::transport_timeout_ns;
-use crate::world::{TraceKind, World, QPN_BASE};
+use crate::world::{TraceEvent, TraceKind, World, QPN_BASE};
 use bareverbs::qp::{QpState, QpType};
 
 /// The mlx5 opcode of RDMA WRITE (FACTS §1.6).
 const OP_WRITE: u8 = 0x08;
 /// DS of the fused shape: control, remote-address and one data segment.
-pub(super) const FAST_DS: u8 = 3;
+const FAST_DS: u8 = 3;
 /// The inline flag of a data entry's byte count (FACTS §1.4).
 const INLINE_BIT: u32 = 1 << 31;
+/// Bytes of one WQEBB.
+const WQEBB: u64 = 64;
 
-/// Big-endian u32 of 4 bytes.
+/// Big-endian u32 at `b[i..i + 4]`.
 #[inline(always)]
-fn be32(b: [u8; 4]) -> u32 {
-    u32::from_be_bytes(b)
+fn be32(b: &[u8; 48], i: usize) -> u32 {
+    u32::from_be_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]])
+}
+
+/// Big-endian u64 at `b[i..i + 8]`.
+#[inline(always)]
+fn be64(b: &[u8; 48], i: usize) -> u64 {
+    (be32(b, i) as u64) << 32 | be32(b, i + 4) as u64
+}
+
+/// Appends a trace entry when tracing is on.
+#[inline(always)]
+fn trace(t: &mut Option<Vec<TraceEvent>>, t_ns: u64, kind: TraceKind, dev: u16, qpn: u32, arg: u32) {
+    if let Some(v) = t.as_mut() {
+        v.push(TraceEvent {
+            t_ns,
+            kind,
+            dev,
+            qpn,
+            arg,
+        });
+    }
 }
 
 impl World {
-    /// Executes the WQE at byte `off` of QP `qi`'s SQ ring (WQE counter
-    /// `idx`, fetched at a cost of `fetch_ns`) as a fused RC WRITE, if it
-    /// has the fused shape and every precondition holds; returns false,
-    /// having changed nothing, otherwise.
+    /// Fetches and executes the one WQE the doorbell record of QP `qi` of
+    /// device `d` covers beyond the fetched position, as a fused RC WRITE,
+    /// when it has the fused shape (control, remote-address and one
+    /// pointer data segment of at most one MTU) and every precondition
+    /// holds; returns false, having changed nothing, otherwise.
     ///
-    /// The caller has done the fetch (counters, QP-context cache, the
-    /// fetched counter) and guarantees: auto progress is on, the WQE is the
-    /// last one the doorbell record covers, its DS byte is [`FAST_DS`],
-    /// and after it returns the world settles and runs until idle.
+    /// The caller has read the producer counter `pi` from the doorbell
+    /// record (and accounted for that read), guarantees that the QP is in
+    /// RTS and that the world settles and runs until idle right after (as
+    /// `sq_doorbell` and the move to RTS do with auto progress).
     #[inline]
-    pub(super) fn fast_rc_write(
-        &mut self,
-        d: u16,
-        qi: u32,
-        off: usize,
-        idx: u16,
-        fetch_ns: f64,
-    ) -> bool {
+    pub(super) fn fast_rc_write(&mut self, d: u16, qi: u32, pi: u16) -> bool {
         if !self.fast_ok() {
             return false;
         }
-        let p = self.params;
-        let now0 = self.now;
-        let dev = &self.devs[d as usize];
+        let World {
+            devs,
+            params: p,
+            trace: tr,
+            now,
+            horizon_ns,
+            ..
+        } = self;
+        let now0 = *now;
+        let Some(dev) = devs.get(d as usize) else {
+            return false;
+        };
         let Some(Some(q)) = dev.qps.get(qi as usize) else {
             return false;
         };
-        if q.ty != QpType::Rc
+        let idx = q.sq_fetched;
+        if pi.wrapping_sub(idx) != 1
+            || q.ty != QpType::Rc
             || q.state != QpState::Rts
             || q.sq_blocked
             || !q.pend.is_empty()
             || q.rnr_wait
             || q.timer_gen & 1 == 1
             || q.qpn != QPN_BASE + qi
+            || q.sq_nbb == 0
         {
             return false;
         }
+        let off = (idx as usize & (q.sq_nbb as usize - 1)) * WQEBB as usize;
         // SAFETY: the ring was translated at QP creation to sq_nbb * 64
-        // bytes of live DMA memory; `off` is a WQEBB offset inside it and
-        // the 48 bytes read lie in that WQEBB. By-value reads, no
-        // reference into DMA memory.
-        let w: [u8; 48] = unsafe { std::ptr::read_volatile(q.sq_ring.add(off).cast()) };
+        // bytes of live DMA memory; `off` is the offset of a WQEBB inside
+        // it and the 48 bytes read lie in that WQEBB. A by-value copy (as
+        // the general path's fetch), no reference into DMA memory.
+        let w: [u8; 48] = unsafe { std::ptr::read_unaligned(q.sq_ring.add(off).cast()) };
         if w[3] != OP_WRITE || w[7] != FAST_DS {
             return false;
         }
         let signaled = w[11] & 0x08 != 0;
-        let raddr = u64::from_be_bytes([w[16], w[17], w[18], w[19], w[20], w[21], w[22], w[23]]);
-        let rkey = be32([w[24], w[25], w[26], w[27]]);
-        let len = be32([w[32], w[33], w[34], w[35]]);
-        let lkey = be32([w[36], w[37], w[38], w[39]]);
-        let laddr = u64::from_be_bytes([w[40], w[41], w[42], w[43], w[44], w[45], w[46], w[47]]);
+        let raddr = be64(&w, 16);
+        let rkey = be32(&w, 24);
+        let len = be32(&w, 32);
+        let lkey = be32(&w, 36);
+        let laddr = be64(&w, 40);
         // One pointer entry of 1..=MTU bytes: one packet, one gather.
         if len & INLINE_BIT != 0 || len == 0 || len > q.attr.mtu_bytes() {
             return false;
         }
+        let n = len as u64;
         let Some(src) = dev
             .mr(lkey)
             .filter(|m| m.pd == q.pd)
-            .and_then(|m| m.range(laddr, len as u64))
+            .and_then(|m| m.range(laddr, n))
         else {
             return false;
         };
@@ -105,16 +137,17 @@ impl World {
         let psn = q.next_psn;
         let src_qpn = q.qpn;
         let dqpn = q.attr.dest_qp_num;
-        let Some(dd) = self.dev_by_lid(q.attr.dlid) else {
+        let Some(dd) = devs.iter().position(|x| x.lid == q.attr.dlid) else {
             return false;
         };
-        let Some(qi2) = self.find_qp(dd, dqpn) else {
+        let rdev = &devs[dd];
+        let Some(Some(r)) = dqpn
+            .checked_sub(QPN_BASE)
+            .and_then(|i| rdev.qps.get(i as usize))
+        else {
             return false;
         };
-        let rdev = &self.devs[dd as usize];
-        let Some(Some(r)) = rdev.qps.get(qi2 as usize) else {
-            return false;
-        };
+        let qi2 = dqpn - QPN_BASE;
         if !r.state.rq_executes()
             || r.ty != QpType::Rc
             || r.attr.dest_qp_num != src_qpn
@@ -126,31 +159,46 @@ impl World {
         let Some(dst) = rdev
             .mr(rkey)
             .filter(|m| m.pd == r.pd && m.access & access::REMOTE_WRITE != 0)
-            .and_then(|m| m.range(raddr, len as u64))
+            .and_then(|m| m.range(raddr, n))
         else {
             return false;
         };
         let r_qpn = r.qpn;
-        // Times, as the general path computes them: the request leaves
+        // The fetch as `process_sq` costs it: BlueFlame delivered the WQE
+        // or one DMA read, then a QP-context read on a cache miss.
+        let bf = q.bf_index == Some(idx);
+        let by_bf = bf && WQEBB <= p.bf_max_bytes as u64;
+        let mut fetch_ns = if by_bf {
+            p.t_mmio_line_ns * 1.0
+        } else {
+            p.t_rd(WQEBB)
+        };
+        let qpc_miss = !q.in_qpc;
+        if qpc_miss {
+            fetch_ns += p.t_rd(p.qpc_bytes as u64);
+        }
+        // Times as the general path computes them: the request leaves
         // after fetch and gather, serialised on the requester's port; the
         // ACK leaves when the request is placed, on the responder's port.
-        let gather = p.t_rd(len as u64) + (1u32 - 1) as f64 * p.t_sge_ns;
+        // Event times are never earlier than the clock when scheduled.
+        let gather = p.t_rd(n) + (1u32 - 1) as f64 * p.t_sge_ns;
         let ready = ceil_u64(now0 as f64 + fetch_ns + gather);
-        let wire1 = ceil_u64(p.t_wire(len as u64 + 64));
-        let depart1 = ready.max(self.devs[d as usize].tx_free);
-        let t1 = (depart1 + p.t_base_ns as u64).max(now0);
+        let wire1 = ceil_u64(p.t_wire(n + 64));
+        let depart1 = ready.max(dev.tx_free);
+        let t_base = trunc_u64(p.t_base_ns);
+        let t1 = (depart1 + t_base).max(now0);
         let wire2 = ceil_u64(p.t_wire(64));
-        let tx_free_r = if dd == d {
+        let tx_free_r = if dd == d as usize {
             depart1 + wire1
         } else {
-            self.devs[dd as usize].tx_free
+            rdev.tx_free
         };
         let depart2 = t1.max(tx_free_r);
-        let t_ack = (depart2 + p.t_base_ns as u64).max(t1);
-        if t_ack > now0.saturating_add(self.horizon_ns) {
+        let t_ack = (depart2 + t_base).max(t1);
+        // Both arrivals run in this run-until-idle.
+        if t_ack > now0.saturating_add(*horizon_ns) {
             return false;
         }
-        let q = self.devs[d as usize].qps[qi as usize].as_ref().expect("qp");
         let timer = transport_timeout_ns(q.attr.timeout);
         if let Some(to) = timer {
             // The retransmission timer must not fire before the ACK.
@@ -158,69 +206,101 @@ impl World {
                 return false;
             }
         }
-        // The CQE must fit (overrun is the general path's business).
+        // The CQE must fit (an overrun is the general path's business).
         let (scq, uidx) = (q.scq, q.uidx);
-        if signaled && !self.cq_has_room(d, scq) {
-            return false;
+        if signaled {
+            let Some(Some(cq)) = dev.cqs.get(scq) else {
+                return false;
+            };
+            if cq.error || cq.used() >= cq.ncqe {
+                return false;
+            }
         }
 
-        // Commit. Requester at fetch time: gather, PSN, request on the
-        // wire, timer armed.
-        let n = len as u64;
-        {
-            let dv = &mut self.devs[d as usize];
-            dv.tx_free = depart1 + wire1;
-            let q = dv.qps[qi as usize].as_mut().expect("qp");
-            q.next_psn = (psn + 1) & PSN_MASK;
-            if timer.is_some() {
-                // Armed (odd), then disarmed by the ACK (even).
-                q.timer_gen = (q.timer_gen | 1) + 3;
-            }
-            q.retry_left = q.attr.retry_cnt;
-            q.rnr_left = q.attr.rnr_retry;
-            let gather_wire = p.tlp_req_overhead as u64
-                + n
-                + n.div_ceil(p.read_cpl_bytes as u64).max(1) * p.tlp_cpl_overhead as u64;
-            for c in [&mut dv.counters, &mut q.counters] {
-                c.pcie_reads += 1;
-                c.pcie_read_bytes += n;
-                c.pcie_wire_bytes += gather_wire;
-                c.packets_tx += 1;
-                c.payload_tx_bytes += n;
-            }
+        // Commit. Requester at the doorbell: fetch, gather, the request
+        // on the wire, the timer armed.
+        let dev = &mut devs[d as usize];
+        if qpc_miss || dev.lru_head != Some(qi) {
+            dev.qpc_touch(qi, p.qpc_cache_qps);
         }
-        self.bump_seq(if timer.is_some() { 3 } else { 2 });
-        self.trace(TraceKind::Send, d, src_qpn, psn);
-        // Responder at t1: placement and ACK.
-        self.now = t1;
-        self.trace(TraceKind::Arrive, dd, dqpn, psn);
+        let wire_fetch = p.tlp_req_overhead as u64
+            + WQEBB
+            + WQEBB.div_ceil(p.read_cpl_bytes as u64).max(1) * p.tlp_cpl_overhead as u64;
+        let qpc = p.qpc_bytes as u64;
+        let wire_qpc = p.tlp_req_overhead as u64
+            + qpc
+            + qpc.div_ceil(p.read_cpl_bytes as u64).max(1) * p.tlp_cpl_overhead as u64;
+        let wire_gather = p.tlp_req_overhead as u64
+            + n
+            + n.div_ceil(p.read_cpl_bytes as u64).max(1) * p.tlp_cpl_overhead as u64;
+        dev.tx_free = depart1 + wire1;
+        let crate::world::Dev {
+            qps, counters: dc, ..
+        } = dev;
+        let q = qps[qi as usize].as_mut().expect("qp");
+        if bf {
+            q.bf_index = None;
+        }
+        q.sq_fetched = idx.wrapping_add(1);
+        q.next_psn = (psn + 1) & PSN_MASK;
+        if timer.is_some() {
+            // Armed (odd), then disarmed by the ACK (even).
+            q.timer_gen = (q.timer_gen | 1) + 3;
+        }
+        q.retry_left = q.attr.retry_cnt;
+        q.rnr_left = q.attr.rnr_retry;
+        for c in [dc, &mut q.counters] {
+            if !by_bf {
+                c.wqe_bytes_fetched += WQEBB;
+                c.pcie_reads += 1;
+                c.pcie_read_bytes += WQEBB;
+                c.pcie_wire_bytes += wire_fetch;
+            }
+            c.wqes += 1;
+            if qpc_miss {
+                c.qpc_misses += 1;
+                c.pcie_reads += 1;
+                c.pcie_read_bytes += qpc;
+                c.pcie_wire_bytes += wire_qpc;
+            }
+            c.pcie_reads += 1;
+            c.pcie_read_bytes += n;
+            c.pcie_wire_bytes += wire_gather;
+            c.packets_tx += 1;
+            c.payload_tx_bytes += n;
+        }
+        trace(tr, now0, TraceKind::Send, d, src_qpn, psn);
+        // Responder at t1: placement and the ACK.
+        trace(tr, t1, TraceKind::Arrive, dd as u16, dqpn, psn);
         // SAFETY: `src..src+len` lies inside a registered region of the
         // requester and `dst..dst+len` inside one of the responder granting
-        // REMOTE_WRITE (both checked above), whose memory was translated at
-        // registration. `copy` is a memmove: with overlapping ranges the
-        // result is that of gathering first and placing later.
+        // REMOTE_WRITE (both checked above), whose memory was translated
+        // at registration. `copy` is a memmove: with overlapping ranges
+        // the result is that of gathering first and placing later.
         unsafe { std::ptr::copy(src, dst, len as usize) };
         let ack_psn = psn & PSN_MASK;
-        {
-            let rv = &mut self.devs[dd as usize];
-            rv.tx_free = depart2 + wire2;
-            let r = rv.qps[qi2 as usize].as_mut().expect("qp");
-            r.epsn = (psn + 1) & PSN_MASK;
-            r.nak_sent = false;
-            r.last_rx_ns = t1;
-            let write_wire = p.tlp_req_overhead as u64 + n;
-            for c in [&mut rv.counters, &mut r.counters] {
-                c.pcie_writes += 1;
-                c.pcie_write_bytes += n;
-                c.pcie_wire_bytes += write_wire;
-                c.payload_rx_bytes += n;
-                c.packets_tx += 1;
-            }
+        let rv = &mut devs[dd];
+        rv.tx_free = depart2 + wire2;
+        let crate::world::Dev {
+            qps, counters: rc, ..
+        } = rv;
+        let r = qps[qi2 as usize].as_mut().expect("qp");
+        r.epsn = (psn + 1) & PSN_MASK;
+        r.nak_sent = false;
+        r.last_rx_ns = t1;
+        let wire_write = p.tlp_req_overhead as u64 + n;
+        for c in [rc, &mut r.counters] {
+            c.pcie_writes += 1;
+            c.pcie_write_bytes += n;
+            c.pcie_wire_bytes += wire_write;
+            c.payload_rx_bytes += n;
+            c.packets_tx += 1;
         }
-        self.trace(TraceKind::Send, dd, r_qpn, ack_psn);
+        trace(tr, t1, TraceKind::Send, dd as u16, r_qpn, ack_psn);
         // Requester at t_ack: the ACK completes the WQE.
-        self.now = t_ack;
-        self.trace(TraceKind::Arrive, d, src_qpn, ack_psn);
+        trace(tr, t_ack, TraceKind::Arrive, d, src_qpn, ack_psn);
+        *now = t_ack;
+        self.bump_seq(if timer.is_some() { 3 } else { 2 });
         if signaled {
             let c = Self::req_cqe(OP_WRITE, src_qpn, idx, uidx, 0);
             self.write_cqe(d, scq, c, false);
@@ -229,20 +309,5 @@ impl World {
             }
         }
         true
-    }
-
-    /// Whether CQ `cqn` of device `d` takes one more CQE without overrun.
-    fn cq_has_room(&self, d: u16, cqn: usize) -> bool {
-        let Some(Some(cq)) = self.devs[d as usize].cqs.get(cqn) else {
-            return false;
-        };
-        if cq.error {
-            return false;
-        }
-        // SAFETY: dbrec was translated at CQ creation to 8 bytes of live
-        // DMA memory; a raw volatile read of the SET_CI word.
-        let ci = u32::from_be_bytes(unsafe { std::ptr::read_volatile(cq.dbrec.cast::<[u8; 4]>()) })
-            & 0x00ff_ffff;
-        cq.pi.wrapping_sub(ci) & 0x00ff_ffff < cq.ncqe
     }
 }
