@@ -152,6 +152,26 @@ impl Fabric {
     pub fn pending_events(&self) -> usize {
         self.w.borrow().pending_events()
     }
+    /// With fast paths on (the default), work the general event-driven
+    /// path would run alone from doorbell to completion (a single-packet
+    /// RC WRITE with nothing else in flight, no fault plan, auto progress)
+    /// is executed fused, with the same effects. Off, every operation takes
+    /// the general path: for tests comparing the two.
+    pub fn set_fast_paths(&self, on: bool) {
+        self.w.borrow_mut().fast_paths = on;
+    }
+    /// Operations the fast paths have executed so far.
+    pub fn fast_path_runs(&self) -> u64 {
+        self.w.borrow().fast_runs
+    }
+    /// A description of the whole device-side state that behaviour depends
+    /// on — clock, event queue keys, generator, every device's port,
+    /// counters and QP-context cache, every QP context, every CQ's state
+    /// and ring contents — without host addresses, so that two fabrics
+    /// built and driven the same way compare equal. For twin tests.
+    pub fn state_fingerprint(&self) -> String {
+        self.w.borrow().fingerprint()
+    }
     /// Starts recording the event trace (clears any previous one).
     pub fn enable_trace(&self) {
         self.w.borrow_mut().trace = Some(Vec::new());

@@ -73,8 +73,9 @@ impl Cq {
     pub fn used(&self) -> u32 {
         // SAFETY: dbrec was translated at CQ creation to 8 bytes of live
         // DMA memory; a raw volatile read of the SET_CI word.
-        let ci = u32::from_be_bytes(unsafe { std::ptr::read_volatile(self.dbrec.cast::<[u8; 4]>()) })
-            & 0x00ff_ffff;
+        let ci =
+            u32::from_be_bytes(unsafe { std::ptr::read_volatile(self.dbrec.cast::<[u8; 4]>()) })
+                & 0x00ff_ffff;
         self.pi.wrapping_sub(ci) & 0x00ff_ffff
     }
 }

@@ -950,6 +950,11 @@ impl World {
         }
     }
 
+    /// Whether [`Self::flush_rq`] of QP `q` would flush nothing.
+    pub(crate) fn rq_flushed(q: &Qp) -> bool {
+        q.rq_nwqe == 0 || q.srq.is_some() || rd_be32(q.dbrec) as u16 == q.rq_consumed
+    }
+
     /// Flushes every posted receive WQE of a QP with its own RQ.
     pub(crate) fn flush_rq(&mut self, d: u16, qi: u32) {
         let Some(q) = self.qp(d, qi) else { return };

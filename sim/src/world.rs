@@ -305,6 +305,10 @@ pub(crate) struct World {
     pub buf_pool: Vec<Vec<u8>>,
     /// Recycled request cells (no other holder; payload moved out).
     pub req_pool: Vec<Rc<Req>>,
+    /// Fused fast paths enabled ([`crate::Fabric::set_fast_paths`]).
+    pub fast_paths: bool,
+    /// Operations the fast paths executed.
+    pub fast_runs: u64,
 }
 
 impl World {
@@ -329,6 +333,8 @@ impl World {
             scratch: Vec::new(),
             buf_pool: Vec::new(),
             req_pool: Vec::new(),
+            fast_paths: true,
+            fast_runs: 0,
         }
     }
 
@@ -549,18 +555,124 @@ impl World {
 
     /// Whether work fetched now runs alone until the world is idle again:
     /// auto progress, no event of any kind queued or held aside, no fault
-    /// plan, no QP queued for or in ERR (whose receive flushes the next
-    /// run would write first). The fused paths of [`crate::transport`]
+    /// plan, no QP queued for ERR, and no receive of a QP in ERR waiting
+    /// to be flushed (the next run would flush it first). The fused paths of [`crate::transport`]
     /// require it.
     #[inline]
     pub(crate) fn fast_ok(&self) -> bool {
-        self.auto_progress
+        self.fast_paths
+            && self.auto_progress
             && self.front.is_none()
             && self.deferred.is_none()
             && self.heap.is_empty()
-            && !self.any_error
             && self.to_error.is_empty()
             && self.faults.is_clean()
+            && (!self.any_error || self.error_rqs_flushed())
+    }
+
+    /// Whether [`Self::scan_error_rqs`] would flush nothing now.
+    fn error_rqs_flushed(&self) -> bool {
+        self.devs.iter().all(|d| {
+            d.qps
+                .iter()
+                .flatten()
+                .all(|q| q.state != QpState::Err || World::rq_flushed(q))
+        })
+    }
+
+    /// See [`crate::Fabric::state_fingerprint`].
+    pub fn fingerprint(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        let key = |t: &Timed| (t.t, t.seq);
+        let mut heap: Vec<(u64, u64)> = self.heap.iter().map(key).collect();
+        heap.sort_unstable();
+        let _ = writeln!(
+            s,
+            "now {} seq {} rng {:?} front {:?} deferred {:?} heap {:?} any_error {} to_error {:?}",
+            self.now,
+            self.seq,
+            self.rng,
+            self.front.as_ref().map(|f| (f.0, f.1)),
+            self.deferred.map(|d| (d.t, d.seq, d.dev, d.qi, d.gen)),
+            heap,
+            self.any_error,
+            self.to_error,
+        );
+        for (i, d) in self.devs.iter().enumerate() {
+            let _ = writeln!(
+                s,
+                "dev {i} lid {} tx_free {} lru {:?} {:?} {} events {:?}\n  {:?}",
+                d.lid, d.tx_free, d.lru_head, d.lru_tail, d.lru_len, d.events, d.counters
+            );
+            for q in d.qps.iter().flatten() {
+                let pend: Vec<_> = q
+                    .pend
+                    .iter()
+                    .map(|p| (p.wqe_counter, p.opcode, p.psn, p.npkts, p.done, p.err))
+                    .collect();
+                let _ = writeln!(
+                    s,
+                    "  qp {:#x} {:?} {:?} fetched {} bf {:?} blocked {} rq {} psn {} pend {:?} \
+                     retry {} rnr {} gen {} rnr_wait {} epsn {} nak {} rx {} qpc {} {:?} {:?} \
+                     attr {:?}\n    {:?}",
+                    q.qpn,
+                    q.ty,
+                    q.state,
+                    q.sq_fetched,
+                    q.bf_index,
+                    q.sq_blocked,
+                    q.rq_consumed,
+                    q.next_psn,
+                    pend,
+                    q.retry_left,
+                    q.rnr_left,
+                    q.timer_gen,
+                    q.rnr_wait,
+                    q.epsn,
+                    q.nak_sent,
+                    q.last_rx_ns,
+                    q.in_qpc,
+                    q.lru_prev,
+                    q.lru_next,
+                    q.attr,
+                    q.counters
+                );
+            }
+            for m in d.mrs.iter().flatten() {
+                let _ = writeln!(
+                    s,
+                    "  mr {:#x} pd {} {:#x}+{:#x} access {} valid {}",
+                    m.key, m.pd, m.iova, m.len, m.access, m.valid
+                );
+            }
+            for r in d.srqs.iter().flatten() {
+                let _ = writeln!(
+                    s,
+                    "  srq head {} consumed {} limit {} error {}",
+                    r.head_slot, r.consumed, r.limit, r.error
+                );
+            }
+            for (n, c) in d.cqs.iter().enumerate() {
+                let Some(c) = c else { continue };
+                let mut ring = vec![0u8; c.ncqe as usize * 64];
+                // SAFETY: the ring was translated at CQ creation to ncqe *
+                // 64 bytes of live DMA memory; copied into host memory.
+                unsafe { std::ptr::copy_nonoverlapping(c.ring, ring.as_mut_ptr(), ring.len()) };
+                let mut h = std::hash::DefaultHasher::new();
+                std::hash::Hash::hash(&ring, &mut h);
+                let _ = writeln!(
+                    s,
+                    "  cq {n} pi {} error {} armed {:?} last {} ring {:016x}",
+                    c.pi,
+                    c.error,
+                    c.armed,
+                    c.last_cqe_ns,
+                    std::hash::Hasher::finish(&h)
+                );
+            }
+        }
+        s
     }
 
     /// Advances the event sequence counter by `n`, as `n` calls of
@@ -589,15 +701,24 @@ impl World {
         if !self.any_error {
             return;
         }
+        let mut seen = false;
         for d in 0..self.devs.len() {
             for qi in 0..self.devs[d].qps.len() {
                 let is_err = matches!(&self.devs[d].qps[qi], Some(q) if q.state == QpState::Err);
                 if is_err {
+                    seen = true;
                     self.flush_rq(d as u16, qi as u32);
                 }
             }
         }
         self.settle();
+        // Clear the flag once no QP is in ERR (reset or destroyed since);
+        // any later move to ERR sets it again.
+        self.any_error = seen
+            || self
+                .devs
+                .iter()
+                .any(|d| d.qps.iter().flatten().any(|q| q.state == QpState::Err));
     }
 
     /// Writes one CQE (owner bit added here) into CQ `cqn` of device `d`.

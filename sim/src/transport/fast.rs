@@ -49,7 +49,14 @@ fn be64(b: &[u8; 48], i: usize) -> u64 {
 
 /// Appends a trace entry when tracing is on.
 #[inline(always)]
-fn trace(t: &mut Option<Vec<TraceEvent>>, t_ns: u64, kind: TraceKind, dev: u16, qpn: u32, arg: u32) {
+fn trace(
+    t: &mut Option<Vec<TraceEvent>>,
+    t_ns: u64,
+    kind: TraceKind,
+    dev: u16,
+    qpn: u32,
+    arg: u32,
+) {
     if let Some(v) = t.as_mut() {
         v.push(TraceEvent {
             t_ns,
@@ -301,6 +308,7 @@ impl World {
         trace(tr, t_ack, TraceKind::Arrive, d, src_qpn, ack_psn);
         *now = t_ack;
         self.bump_seq(if timer.is_some() { 3 } else { 2 });
+        self.fast_runs += 1;
         if signaled {
             let c = Self::req_cqe(OP_WRITE, src_qpn, idx, uidx, 0);
             self.write_cqe(d, scq, c, false);
