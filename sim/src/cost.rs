@@ -160,6 +160,51 @@ impl ModelParams {
     }
 }
 
+/// Link bytes of one DMA read of `n` bytes: the request TLP and the
+/// completions of `read_cpl_bytes` each (at least one).
+#[inline]
+pub(crate) fn dma_read_wire(p: &ModelParams, n: u64) -> u64 {
+    let cpls = n.div_ceil(p.read_cpl_bytes as u64).max(1);
+    p.tlp_req_overhead as u64 + n + cpls * p.tlp_cpl_overhead as u64
+}
+
+/// Terms of the cost model that depend on the parameters alone, computed
+/// once per parameter change for the fused fast path (each the exact value
+/// the general path computes per operation).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct FastCosts {
+    /// `round(t_post + t_db)`: host time of one post and doorbell.
+    pub cpu_post: u64,
+    /// `t_rd(64)`: the DMA fetch of one WQEBB.
+    pub t_rd_wqebb: f64,
+    /// `t_rd(qpc_bytes)`: a QP-context fetch.
+    pub t_rd_qpc: f64,
+    /// `t_base` truncated to whole ns, as packets arrive.
+    pub t_base: u64,
+    /// `ceil(t_wire(64))`: an ACK on the link.
+    pub wire_ack: u64,
+    /// Link bytes of a DMA read of 4 bytes (a doorbell record), one WQEBB,
+    /// and a QP context ([`Counters::dma_read`]); `None` when completions
+    /// are configured as 0 bytes (the general path divides by it).
+    pub rd_wire: Option<[u64; 3]>,
+}
+
+impl FastCosts {
+    /// The terms of `p`.
+    pub fn new(p: &ModelParams) -> Self {
+        let rd = |n: u64| (p.read_cpl_bytes != 0).then(|| dma_read_wire(p, n));
+        let rd_wire = (|| Some([rd(4)?, rd(64)?, rd(p.qpc_bytes as u64)?]))();
+        FastCosts {
+            cpu_post: round_u64(p.t_post_ns + p.t_db_ns),
+            t_rd_wqebb: p.t_rd(64),
+            t_rd_qpc: p.t_rd(p.qpc_bytes as u64),
+            t_base: trunc_u64(p.t_base_ns),
+            wire_ack: ceil_u64(p.t_wire(64)),
+            rd_wire,
+        }
+    }
+}
+
 /// What one posted WQE looks like to the cost model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct WqeShape {
@@ -280,8 +325,7 @@ impl Counters {
     pub fn dma_read(&mut self, p: &ModelParams, n: u64) {
         self.pcie_reads += 1;
         self.pcie_read_bytes += n;
-        let cpls = n.div_ceil(p.read_cpl_bytes as u64).max(1);
-        self.pcie_wire_bytes += p.tlp_req_overhead as u64 + n + cpls * p.tlp_cpl_overhead as u64;
+        self.pcie_wire_bytes += dma_read_wire(p, n);
     }
     /// Records one DMA write of `n` bytes (one MWr).
     #[inline]

@@ -104,11 +104,11 @@ impl Fabric {
     }
     /// Replaces the cost-model parameters.
     pub fn set_params(&self, p: ModelParams) {
-        self.w.borrow_mut().params = p;
+        self.w.borrow_mut().set_params(p);
     }
     /// The cost-model parameters.
     pub fn params(&self) -> ModelParams {
-        self.w.borrow().params
+        *self.w.borrow().params()
     }
     /// With auto progress (the default) every doorbell runs the event loop
     /// until idle, so a post completes before the post call returns. Off,

@@ -5,7 +5,7 @@
 use crate::device::{Device, Pd, QpInit, SimError, SimUar};
 use crate::objects::{access, QpAttr};
 use bareverbs::cq::CompletionQueue;
-use bareverbs::cqe::{CqeSize, WorkCompletion};
+use bareverbs::cqe::{Completion, CqeSize, WorkCompletion};
 use bareverbs::mr::MemoryRegion;
 use bareverbs::platform::{DmaBuf, BF_OFFSET};
 use bareverbs::qp::{QpAttrMask, QpState, QpType};
@@ -387,6 +387,19 @@ impl<const SQ: usize, const RQ: usize, const CQ: usize> Endpoint<SQ, RQ, CQ> {
     /// Polls up to `out.len()` completions.
     pub fn poll(&mut self, out: &mut [WorkCompletion]) -> usize {
         match self.cq.poll(&mut self.qp, out) {
+            Ok(n) => n,
+            Err(e) => e.completions(),
+        }
+    }
+
+    /// Polls up to `out.len()` completions in the core's lean form
+    /// ([`CompletionQueue::poll_completions`]: the same CQEs, checks and
+    /// consumer index as [`Self::poll`], each completion written as
+    /// `Completion::from(&wc)` of the [`WorkCompletion`] `poll` gives).
+    /// A rejected CQE ends the poll after the completions before it, as in
+    /// [`Self::poll`].
+    pub fn poll_completions(&mut self, out: &mut [Completion]) -> usize {
+        match self.cq.poll_completions(&mut self.qp, out) {
             Ok(n) => n,
             Err(e) => e.completions(),
         }

@@ -5,7 +5,7 @@
 
 use crate::device::Fabric;
 use crate::harness::{connect, ConnOpts, Endpoint, EpConfig};
-use bareverbs::cqe::{WcStatus, WorkCompletion};
+use bareverbs::cqe::{Completion, WcStatus};
 use bareverbs::qp::QpType;
 use bareverbs::sq::{SendFlags, SendOp, SendWr};
 use std::time::Instant;
@@ -44,7 +44,7 @@ pub fn loopback_write_rate_detail(n: u64) -> (f64, f64) {
         remote_addr: b.addr(0),
         rkey: b.mr().rkey(),
     };
-    let mut wc = [WorkCompletion::default(); 4];
+    let mut wc = [Completion::default(); 4];
     let cpu0 = thread_cpu_ns();
     let start = Instant::now();
     let mut ok = 0u64;
@@ -53,10 +53,10 @@ pub fn loopback_write_rate_detail(n: u64) -> (f64, f64) {
         if a.post_send(&[wr], &[*a.mr()]).is_err() {
             break;
         }
-        let k = a.poll(&mut wc);
+        let k = a.poll_completions(&mut wc);
         ok += wc[..k]
             .iter()
-            .filter(|w| w.status == WcStatus::Success)
+            .filter(|w| w.status() == WcStatus::Success)
             .count() as u64;
     }
     let wall = start.elapsed().as_secs_f64();

@@ -13,9 +13,9 @@
 //! Atomics operate on big-endian 64-bit values in memory, and the original
 //! value is written big-endian to the local buffer (ConnectX byte order).
 
-use crate::cost::{ceil_u64, round_u64, Counters, ModelParams};
+use crate::cost::ceil_u64;
 use crate::objects::{access, Qp};
-use crate::world::{syndrome as syn, vendor, Event, TraceKind, World};
+use crate::world::{cnt2, syndrome as syn, vendor, Event, TraceKind, World};
 use bareverbs::cqe::Cqe64;
 use bareverbs::qp::{QpState, QpType};
 use bareverbs::wqe::{DataEntry, QpType as WqeQpType, RecvWqe, SendWqe, INVALID_LKEY};
@@ -250,16 +250,6 @@ fn rd_be32(p: *const u8) -> u32 {
     u32::from_be_bytes(unsafe { std::ptr::read_volatile(p.cast::<[u8; 4]>()) })
 }
 
-#[inline]
-fn cnt2(w: &mut World, d: u16, qi: u32, f: impl Fn(&mut Counters, &ModelParams)) {
-    let p = &w.params;
-    let dev = &mut w.devs[d as usize];
-    f(&mut dev.counters, p);
-    if let Some(Some(q)) = dev.qps.get_mut(qi as usize) {
-        f(&mut q.counters, p);
-    }
-}
-
 impl World {
     pub(crate) fn qp(&mut self, d: u16, qi: u32) -> Option<&mut Qp> {
         self.devs
@@ -288,14 +278,13 @@ impl World {
     /// An 8-byte send doorbell (or the end of a BlueFlame write) naming
     /// `qpn` with WQE index `wqe_index`.
     pub(crate) fn sq_doorbell(&mut self, d: u16, qpn: u32, wqe_index: u16, bf_chunks: u32) {
-        let p = self.params;
         self.devs[d as usize].counters.doorbells += 1;
         let Some(qi) = self.find_qp(d, qpn) else {
             self.devs[d as usize].counters.ignored_doorbells += 1;
             return;
         };
-        // The host spent t_post + t_db on this post.
-        let cpu = round_u64(p.t_post_ns + p.t_db_ns);
+        // The host spent t_post + t_db on this post (round(t_post + t_db)).
+        let cpu = self.costs().cpu_post;
         if !self.auto_progress {
             self.run_until(self.now + cpu);
         } else {
@@ -325,7 +314,11 @@ impl World {
                 self.devs[d as usize].counters.stale_dbrec += 1;
             }
         }
-        self.process_sq(d, qi);
+        if self.process_sq(d, qi) {
+            // Fused: nothing is queued and nothing to settle; the run
+            // until idle would process nothing and change nothing.
+            return;
+        }
         self.settle();
         if self.auto_progress {
             self.run_until_idle();
@@ -333,34 +326,40 @@ impl World {
     }
 
     /// Fetches and executes every posted SQ WQE the QP state allows.
-    pub(crate) fn process_sq(&mut self, d: u16, qi: u32) {
-        let p = self.params;
-        let Some(q) = self.qp(d, qi) else { return };
+    /// Returns true when the fused path ran it all and the world is idle
+    /// with no QP in ERR (settling and running until idle would change
+    /// nothing).
+    pub(crate) fn process_sq(&mut self, d: u16, qi: u32) -> bool {
+        let p = *self.params();
+        let Some(q) = self.qp(d, qi) else {
+            return false;
+        };
         if q.sq_nbb == 0 {
-            return;
+            return false;
         }
         match q.state {
             QpState::Rts => {}
             QpState::Err | QpState::Sqe => {
                 self.flush_sq_posted(d, qi);
-                return;
+                return false;
             }
             _ => {
                 // RESET/INIT/RTR/SQD: the doorbell is ignored; posted WQEs
                 // wait for RTS.
                 q.counters.ignored_doorbells += 1;
                 self.devs[d as usize].counters.ignored_doorbells += 1;
-                return;
+                return false;
             }
         }
         // The producer counter from the doorbell record (one DMA read).
         let pi = rd_be32(q.dbrec.wrapping_add(4)) as u16;
-        cnt2(self, d, qi, |c, p| c.dma_read(p, 4));
         // One WRITE in the common shape runs fused when nothing else can
-        // happen before it completes (see `fast`).
+        // happen before it completes (see `fast`; it accounts for the
+        // record's read itself).
         if self.fast_rc_write(d, qi, pi) {
-            return;
+            return !self.any_error;
         }
+        cnt2(self, d, qi, |c, p| c.dma_read(p, 4));
         let mut first_in_batch = true;
         let mut guard = 0u32;
         loop {
@@ -451,11 +450,12 @@ impl World {
             self.exec_wqe(d, qi, &local[..take], idx, fetch, ring_bytes);
             self.scratch = local;
         }
+        false
     }
 
     /// Validates and executes one WQE (bytes copied out of the ring).
     fn exec_wqe(&mut self, d: u16, qi: u32, bytes: &[u8], idx: u16, fetch_ns: f64, ring: usize) {
-        let p = self.params;
+        let p = *self.params();
         let q = self.qp(d, qi).expect("qp");
         let ty = q.ty;
         let opcode = bytes.get(3).copied().unwrap_or(0);
@@ -749,7 +749,7 @@ impl World {
         payload: u64,
         rexmit: bool,
     ) -> u64 {
-        let wire = ceil_u64(self.params.t_wire(payload + 64));
+        let wire = ceil_u64(self.params().t_wire(payload + 64));
         let dev = &mut self.devs[d as usize];
         let depart = ready.max(dev.tx_free);
         dev.tx_free = depart + wire;
@@ -1085,7 +1085,7 @@ impl World {
                 },
             };
             // A retransmission gathers the payload again.
-            let t = now + ceil_u64(self.params.t_rd(len));
+            let t = now + ceil_u64(self.params().t_rd(len));
             self.send_packet(d, qi, t, pkt, len, true);
         }
     }
@@ -1359,7 +1359,7 @@ impl World {
         grh: bool,
         solicited: bool,
     ) -> Result<Resp, Nak> {
-        let p = self.params;
+        let p = *self.params();
         match req {
             Req::Send { data, imm, inv } => {
                 let op = if imm.is_some() {

@@ -2,7 +2,7 @@
 //! deterministic event queue on virtual time, the fault plan, and the CQE
 //! writer. Transport logic lives in [`crate::transport`].
 
-use crate::cost::{trunc_u64, Counters, ModelParams};
+use crate::cost::{trunc_u64, Counters, FastCosts, ModelParams};
 use crate::dma::HeapDma;
 use crate::fault::{Fate, FaultPlan, Rng};
 use crate::objects::{AsyncEvent, Cq, Mr, Qp, Srq};
@@ -278,6 +278,27 @@ impl Dev {
     }
 }
 
+/// Disjoint borrows of a [`World`] for a fused path ([`World::fast_parts`]).
+pub(crate) struct FastParts<'a> {
+    pub params: &'a ModelParams,
+    pub costs: &'a FastCosts,
+    pub devs: &'a mut Vec<Dev>,
+    pub trace: &'a mut Option<Vec<TraceEvent>>,
+    pub now: &'a mut u64,
+    pub horizon_ns: u64,
+}
+
+/// Applies `f` to the counters of device `d` and of its QP `qi`.
+#[inline]
+pub(crate) fn cnt2(w: &mut World, d: u16, qi: u32, f: impl Fn(&mut Counters, &ModelParams)) {
+    let p = &w.params;
+    let dev = &mut w.devs[d as usize];
+    f(&mut dev.counters, p);
+    if let Some(Some(q)) = dev.qps.get_mut(qi as usize) {
+        f(&mut q.counters, p);
+    }
+}
+
 /// The whole simulation.
 pub(crate) struct World {
     pub now: u64,
@@ -291,7 +312,11 @@ pub(crate) struct World {
     seq: u64,
     pub faults: FaultPlan,
     pub rng: Rng,
-    pub params: ModelParams,
+    /// Cost-model parameters; written only through [`Self::set_params`],
+    /// which keeps `costs` in step.
+    params: ModelParams,
+    /// The parameter-only terms of `params`.
+    costs: FastCosts,
     pub auto_progress: bool,
     pub horizon_ns: u64,
     pub trace: Option<Vec<TraceEvent>>,
@@ -325,6 +350,7 @@ impl World {
             faults: FaultPlan::default(),
             rng: Rng::new(seed),
             params: ModelParams::default(),
+            costs: FastCosts::new(&ModelParams::default()),
             auto_progress: true,
             horizon_ns: 1_000_000_000,
             trace: None,
@@ -335,6 +361,38 @@ impl World {
             req_pool: Vec::new(),
             fast_paths: true,
             fast_runs: 0,
+        }
+    }
+
+    /// The cost-model parameters.
+    #[inline]
+    pub fn params(&self) -> &ModelParams {
+        &self.params
+    }
+
+    /// Replaces the cost-model parameters.
+    pub fn set_params(&mut self, p: ModelParams) {
+        self.params = p;
+        self.costs = FastCosts::new(&p);
+    }
+
+    /// The parameter-only cost terms.
+    #[inline]
+    pub(crate) fn costs(&self) -> &FastCosts {
+        &self.costs
+    }
+
+    /// The world split for a fused path: the parameters and their terms
+    /// beside the mutable devices, trace and clock.
+    #[inline]
+    pub(crate) fn fast_parts(&mut self) -> FastParts<'_> {
+        FastParts {
+            params: &self.params,
+            costs: &self.costs,
+            devs: &mut self.devs,
+            trace: &mut self.trace,
+            now: &mut self.now,
+            horizon_ns: self.horizon_ns,
         }
     }
 

@@ -21,9 +21,9 @@
 //! observable.
 
 use super::{psn_diff, transport_timeout_ns, PSN_MASK};
-use crate::cost::{ceil_u64, trunc_u64};
+use crate::cost::{ceil_u64, dma_read_wire};
 use crate::objects::access;
-use crate::world::{TraceEvent, TraceKind, World, QPN_BASE};
+use crate::world::{FastParts, TraceEvent, TraceKind, World, QPN_BASE};
 use bareverbs::qp::{QpState, QpType};
 
 /// The mlx5 opcode of RDMA WRITE (FACTS §1.6).
@@ -45,6 +45,17 @@ fn be32(b: &[u8; 48], i: usize) -> u32 {
 #[inline(always)]
 fn be64(b: &[u8; 48], i: usize) -> u64 {
     (be32(b, i) as u64) << 32 | be32(b, i + 4) as u64
+}
+
+/// `x as f64` (the same value) through the signed conversion, a single
+/// instruction, where it is exact.
+#[inline(always)]
+fn u64_f64(x: u64) -> f64 {
+    if x < 1 << 63 {
+        x as i64 as f64
+    } else {
+        x as f64
+    }
 }
 
 /// Appends a trace entry when tracing is on.
@@ -76,7 +87,7 @@ impl World {
     /// holds; returns false, having changed nothing, otherwise.
     ///
     /// The caller has read the producer counter `pi` from the doorbell
-    /// record (and accounted for that read), guarantees that the QP is in
+    /// record (this accounts for that read when it runs), guarantees that the QP is in
     /// RTS and that the world settles and runs until idle right after (as
     /// `sq_doorbell` and the move to RTS do with auto progress).
     #[inline]
@@ -84,14 +95,17 @@ impl World {
         if !self.fast_ok() {
             return false;
         }
-        let World {
-            devs,
+        let FastParts {
             params: p,
+            costs: k,
+            devs,
             trace: tr,
             now,
             horizon_ns,
-            ..
-        } = self;
+        } = self.fast_parts();
+        let Some(rd_wire) = k.rd_wire else {
+            return false;
+        };
         let now0 = *now;
         let Some(dev) = devs.get(d as usize) else {
             return false;
@@ -178,23 +192,23 @@ impl World {
         let mut fetch_ns = if by_bf {
             p.t_mmio_line_ns * 1.0
         } else {
-            p.t_rd(WQEBB)
+            k.t_rd_wqebb
         };
         let qpc_miss = !q.in_qpc;
         if qpc_miss {
-            fetch_ns += p.t_rd(p.qpc_bytes as u64);
+            fetch_ns += k.t_rd_qpc;
         }
         // Times as the general path computes them: the request leaves
         // after fetch and gather, serialised on the requester's port; the
         // ACK leaves when the request is placed, on the responder's port.
         // Event times are never earlier than the clock when scheduled.
         let gather = p.t_rd(n) + (1u32 - 1) as f64 * p.t_sge_ns;
-        let ready = ceil_u64(now0 as f64 + fetch_ns + gather);
+        let ready = ceil_u64(u64_f64(now0) + fetch_ns + gather);
         let wire1 = ceil_u64(p.t_wire(n + 64));
         let depart1 = ready.max(dev.tx_free);
-        let t_base = trunc_u64(p.t_base_ns);
+        let t_base = k.t_base;
         let t1 = (depart1 + t_base).max(now0);
-        let wire2 = ceil_u64(p.t_wire(64));
+        let wire2 = k.wire_ack;
         let tx_free_r = if dd == d as usize {
             depart1 + wire1
         } else {
@@ -203,7 +217,7 @@ impl World {
         let depart2 = t1.max(tx_free_r);
         let t_ack = (depart2 + t_base).max(t1);
         // Both arrivals run in this run-until-idle.
-        if t_ack > now0.saturating_add(*horizon_ns) {
+        if t_ack > now0.saturating_add(horizon_ns) {
             return false;
         }
         let timer = transport_timeout_ns(q.attr.timeout);
@@ -230,16 +244,9 @@ impl World {
         if qpc_miss || dev.lru_head != Some(qi) {
             dev.qpc_touch(qi, p.qpc_cache_qps);
         }
-        let wire_fetch = p.tlp_req_overhead as u64
-            + WQEBB
-            + WQEBB.div_ceil(p.read_cpl_bytes as u64).max(1) * p.tlp_cpl_overhead as u64;
+        let [wire_dbrec, wire_fetch, wire_qpc] = rd_wire;
         let qpc = p.qpc_bytes as u64;
-        let wire_qpc = p.tlp_req_overhead as u64
-            + qpc
-            + qpc.div_ceil(p.read_cpl_bytes as u64).max(1) * p.tlp_cpl_overhead as u64;
-        let wire_gather = p.tlp_req_overhead as u64
-            + n
-            + n.div_ceil(p.read_cpl_bytes as u64).max(1) * p.tlp_cpl_overhead as u64;
+        let wire_gather = dma_read_wire(p, n);
         dev.tx_free = depart1 + wire1;
         let crate::world::Dev {
             qps, counters: dc, ..
@@ -257,6 +264,10 @@ impl World {
         q.retry_left = q.attr.retry_cnt;
         q.rnr_left = q.attr.rnr_retry;
         for c in [dc, &mut q.counters] {
+            // The doorbell record, then the WQE.
+            c.pcie_reads += 1;
+            c.pcie_read_bytes += 4;
+            c.pcie_wire_bytes += wire_dbrec;
             if !by_bf {
                 c.wqe_bytes_fetched += WQEBB;
                 c.pcie_reads += 1;
