@@ -278,6 +278,11 @@ impl World {
     /// An 8-byte send doorbell (or the end of a BlueFlame write) naming
     /// `qpn` with WQE index `wqe_index`.
     pub(crate) fn sq_doorbell(&mut self, d: u16, qpn: u32, wqe_index: u16, bf_chunks: u32) {
+        // One WRITE in the common shape runs fused when nothing else can
+        // happen before it completes (see `fast`).
+        if bf_chunks == 0 && self.fast_doorbell(d, qpn, wqe_index) {
+            return;
+        }
         self.devs[d as usize].counters.doorbells += 1;
         let Some(qi) = self.find_qp(d, qpn) else {
             self.devs[d as usize].counters.ignored_doorbells += 1;
@@ -314,11 +319,7 @@ impl World {
                 self.devs[d as usize].counters.stale_dbrec += 1;
             }
         }
-        if self.process_sq(d, qi) {
-            // Fused: nothing is queued and nothing to settle; the run
-            // until idle would process nothing and change nothing.
-            return;
-        }
+        self.process_sq(d, qi);
         self.settle();
         if self.auto_progress {
             self.run_until_idle();
@@ -326,39 +327,28 @@ impl World {
     }
 
     /// Fetches and executes every posted SQ WQE the QP state allows.
-    /// Returns true when the fused path ran it all and the world is idle
-    /// with no QP in ERR (settling and running until idle would change
-    /// nothing).
-    pub(crate) fn process_sq(&mut self, d: u16, qi: u32) -> bool {
+    pub(crate) fn process_sq(&mut self, d: u16, qi: u32) {
         let p = *self.params();
-        let Some(q) = self.qp(d, qi) else {
-            return false;
-        };
+        let Some(q) = self.qp(d, qi) else { return };
         if q.sq_nbb == 0 {
-            return false;
+            return;
         }
         match q.state {
             QpState::Rts => {}
             QpState::Err | QpState::Sqe => {
                 self.flush_sq_posted(d, qi);
-                return false;
+                return;
             }
             _ => {
                 // RESET/INIT/RTR/SQD: the doorbell is ignored; posted WQEs
                 // wait for RTS.
                 q.counters.ignored_doorbells += 1;
                 self.devs[d as usize].counters.ignored_doorbells += 1;
-                return false;
+                return;
             }
         }
         // The producer counter from the doorbell record (one DMA read).
         let pi = rd_be32(q.dbrec.wrapping_add(4)) as u16;
-        // One WRITE in the common shape runs fused when nothing else can
-        // happen before it completes (see `fast`; it accounts for the
-        // record's read itself).
-        if self.fast_rc_write(d, qi, pi) {
-            return !self.any_error;
-        }
         cnt2(self, d, qi, |c, p| c.dma_read(p, 4));
         let mut first_in_batch = true;
         let mut guard = 0u32;
@@ -450,7 +440,6 @@ impl World {
             self.exec_wqe(d, qi, &local[..take], idx, fetch, ring_bytes);
             self.scratch = local;
         }
-        false
     }
 
     /// Validates and executes one WQE (bytes copied out of the ring).

@@ -783,7 +783,13 @@ impl World {
     /// Detects overrun against the consumer index in the doorbell record:
     /// on overrun the CQ enters error, an async CQ error event is raised,
     /// every QP reporting to it is queued for ERR, and `false` is returned.
-    pub fn write_cqe(&mut self, d: u16, cqn: usize, mut cqe: Cqe64, is_err: bool) -> bool {
+    pub fn write_cqe(&mut self, d: u16, cqn: usize, cqe: Cqe64, is_err: bool) -> bool {
+        self.put_cqe(d, cqn, cqe, is_err)
+    }
+
+    /// [`Self::write_cqe`], inlined into its caller (the fused paths).
+    #[inline(always)]
+    pub(crate) fn put_cqe(&mut self, d: u16, cqn: usize, mut cqe: Cqe64, is_err: bool) -> bool {
         let now = self.now;
         let params = self.params;
         let dev = &mut self.devs[d as usize];

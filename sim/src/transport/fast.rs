@@ -80,21 +80,22 @@ fn trace(
 }
 
 impl World {
-    /// Fetches and executes the one WQE the doorbell record of QP `qi` of
-    /// device `d` covers beyond the fetched position, as a fused RC WRITE,
-    /// when it has the fused shape (control, remote-address and one
-    /// pointer data segment of at most one MTU) and every precondition
-    /// holds; returns false, having changed nothing, otherwise.
+    /// Handles an 8-byte send doorbell of QP `qpn` naming WQE index
+    /// `wqe_index` as `sq_doorbell` would, when the one WQE the doorbell
+    /// record covers beyond the fetched position is a fused RC WRITE
+    /// (control, remote-address and one pointer data segment of at most
+    /// one MTU) and every precondition holds; returns false, having
+    /// changed nothing, otherwise.
     ///
-    /// The caller has read the producer counter `pi` from the doorbell
-    /// record (this accounts for that read when it runs), guarantees that the QP is in
-    /// RTS and that the world settles and runs until idle right after (as
-    /// `sq_doorbell` and the move to RTS do with auto progress).
+    /// On success the world is as `sq_doorbell` leaves it: the doorbell
+    /// accounted, the WQE fetched and executed, the CQE written, and the
+    /// event loop run until idle (it finds nothing to do).
     #[inline]
-    pub(super) fn fast_rc_write(&mut self, d: u16, qi: u32, pi: u16) -> bool {
+    pub(super) fn fast_doorbell(&mut self, d: u16, qpn: u32, wqe_index: u16) -> bool {
         if !self.fast_ok() {
             return false;
         }
+        let any_error = self.any_error;
         let FastParts {
             params: p,
             costs: k,
@@ -106,13 +107,21 @@ impl World {
         let Some(rd_wire) = k.rd_wire else {
             return false;
         };
-        let now0 = *now;
         let Some(dev) = devs.get(d as usize) else {
+            return false;
+        };
+        let Some(qi) = qpn.checked_sub(QPN_BASE) else {
             return false;
         };
         let Some(Some(q)) = dev.qps.get(qi as usize) else {
             return false;
         };
+        // The host's post and doorbell, then the device's fetch.
+        let now0 = *now + k.cpu_post;
+        // SAFETY: dbrec was translated at QP creation to 8 bytes of live
+        // DMA memory; a raw volatile read of the send counter word.
+        let pi =
+            u32::from_be_bytes(unsafe { std::ptr::read_volatile(q.dbrec.add(4).cast()) }) as u16;
         let idx = q.sq_fetched;
         if pi.wrapping_sub(idx) != 1
             || q.ty != QpType::Rc
@@ -121,7 +130,6 @@ impl World {
             || !q.pend.is_empty()
             || q.rnr_wait
             || q.timer_gen & 1 == 1
-            || q.qpn != QPN_BASE + qi
             || q.sq_nbb == 0
         {
             return false;
@@ -156,22 +164,20 @@ impl World {
         // The responder: reached by LID and QPN, executing, connected back
         // to this QP, expecting exactly this PSN, and granting the write.
         let psn = q.next_psn;
-        let src_qpn = q.qpn;
         let dqpn = q.attr.dest_qp_num;
         let Some(dd) = devs.iter().position(|x| x.lid == q.attr.dlid) else {
             return false;
         };
         let rdev = &devs[dd];
-        let Some(Some(r)) = dqpn
-            .checked_sub(QPN_BASE)
-            .and_then(|i| rdev.qps.get(i as usize))
-        else {
+        let Some(qi2) = dqpn.checked_sub(QPN_BASE) else {
             return false;
         };
-        let qi2 = dqpn - QPN_BASE;
+        let Some(Some(r)) = rdev.qps.get(qi2 as usize) else {
+            return false;
+        };
         if !r.state.rq_executes()
             || r.ty != QpType::Rc
-            || r.attr.dest_qp_num != src_qpn
+            || r.attr.dest_qp_num != qpn
             || psn_diff(psn, r.epsn) != 0
             || r.attr.qp_access_flags & access::REMOTE_WRITE == 0
         {
@@ -206,16 +212,14 @@ impl World {
         let ready = ceil_u64(u64_f64(now0) + fetch_ns + gather);
         let wire1 = ceil_u64(p.t_wire(n + 64));
         let depart1 = ready.max(dev.tx_free);
-        let t_base = k.t_base;
-        let t1 = (depart1 + t_base).max(now0);
-        let wire2 = k.wire_ack;
+        let t1 = (depart1 + k.t_base).max(now0);
         let tx_free_r = if dd == d as usize {
             depart1 + wire1
         } else {
             rdev.tx_free
         };
         let depart2 = t1.max(tx_free_r);
-        let t_ack = (depart2 + t_base).max(t1);
+        let t_ack = (depart2 + k.t_base).max(t1);
         // Both arrivals run in this run-until-idle.
         if t_ack > now0.saturating_add(horizon_ns) {
             return false;
@@ -238,15 +242,14 @@ impl World {
             }
         }
 
-        // Commit. Requester at the doorbell: fetch, gather, the request
-        // on the wire, the timer armed.
+        // Commit. The doorbell (host time, counters, the record's check),
+        // then at the doorbell's time the fetch, the gather, the request on
+        // the wire and the timer armed.
+        *now = now0;
         let dev = &mut devs[d as usize];
         if qpc_miss || dev.lru_head != Some(qi) {
             dev.qpc_touch(qi, p.qpc_cache_qps);
         }
-        let [wire_dbrec, wire_fetch, wire_qpc] = rd_wire;
-        let qpc = p.qpc_bytes as u64;
-        let wire_gather = dma_read_wire(p, n);
         dev.tx_free = depart1 + wire1;
         let crate::world::Dev {
             qps, counters: dc, ..
@@ -263,31 +266,30 @@ impl World {
         }
         q.retry_left = q.attr.retry_cnt;
         q.rnr_left = q.attr.rnr_retry;
+        // The doorbell record names the WQE (FACTS §4.3).
+        let ahead = pi.wrapping_sub(wqe_index);
+        let stale = u64::from(ahead == 0 || ahead > 0x8000);
+        // DMA reads: the doorbell record, the WQE unless BlueFlame brought
+        // it, the QP context on a miss, the payload.
+        let [wire_dbrec, wire_fetch, wire_qpc] = rd_wire;
+        let (fetched, miss) = (u64::from(!by_bf), u64::from(qpc_miss));
+        let qpc = p.qpc_bytes as u64;
+        let reads = 2 + fetched + miss;
+        let read_bytes = 4 + fetched * WQEBB + miss * qpc + n;
+        let read_wire = wire_dbrec + fetched * wire_fetch + miss * wire_qpc + dma_read_wire(p, n);
         for c in [dc, &mut q.counters] {
-            // The doorbell record, then the WQE.
-            c.pcie_reads += 1;
-            c.pcie_read_bytes += 4;
-            c.pcie_wire_bytes += wire_dbrec;
-            if !by_bf {
-                c.wqe_bytes_fetched += WQEBB;
-                c.pcie_reads += 1;
-                c.pcie_read_bytes += WQEBB;
-                c.pcie_wire_bytes += wire_fetch;
-            }
+            c.doorbells += 1;
+            c.stale_dbrec += stale;
+            c.pcie_reads += reads;
+            c.pcie_read_bytes += read_bytes;
+            c.pcie_wire_bytes += read_wire;
+            c.wqe_bytes_fetched += fetched * WQEBB;
             c.wqes += 1;
-            if qpc_miss {
-                c.qpc_misses += 1;
-                c.pcie_reads += 1;
-                c.pcie_read_bytes += qpc;
-                c.pcie_wire_bytes += wire_qpc;
-            }
-            c.pcie_reads += 1;
-            c.pcie_read_bytes += n;
-            c.pcie_wire_bytes += wire_gather;
+            c.qpc_misses += miss;
             c.packets_tx += 1;
             c.payload_tx_bytes += n;
         }
-        trace(tr, now0, TraceKind::Send, d, src_qpn, psn);
+        trace(tr, now0, TraceKind::Send, d, qpn, psn);
         // Responder at t1: placement and the ACK.
         trace(tr, t1, TraceKind::Arrive, dd as u16, dqpn, psn);
         // SAFETY: `src..src+len` lies inside a registered region of the
@@ -298,7 +300,7 @@ impl World {
         unsafe { std::ptr::copy(src, dst, len as usize) };
         let ack_psn = psn & PSN_MASK;
         let rv = &mut devs[dd];
-        rv.tx_free = depart2 + wire2;
+        rv.tx_free = depart2 + k.wire_ack;
         let crate::world::Dev {
             qps, counters: rc, ..
         } = rv;
@@ -306,26 +308,31 @@ impl World {
         r.epsn = (psn + 1) & PSN_MASK;
         r.nak_sent = false;
         r.last_rx_ns = t1;
-        let wire_write = p.tlp_req_overhead as u64 + n;
+        let write_wire = p.tlp_req_overhead as u64 + n;
         for c in [rc, &mut r.counters] {
             c.pcie_writes += 1;
             c.pcie_write_bytes += n;
-            c.pcie_wire_bytes += wire_write;
+            c.pcie_wire_bytes += write_wire;
             c.payload_rx_bytes += n;
             c.packets_tx += 1;
         }
         trace(tr, t1, TraceKind::Send, dd as u16, r_qpn, ack_psn);
         // Requester at t_ack: the ACK completes the WQE.
-        trace(tr, t_ack, TraceKind::Arrive, d, src_qpn, ack_psn);
+        trace(tr, t_ack, TraceKind::Arrive, d, qpn, ack_psn);
         *now = t_ack;
         self.bump_seq(if timer.is_some() { 3 } else { 2 });
         self.fast_runs += 1;
         if signaled {
-            let c = Self::req_cqe(OP_WRITE, src_qpn, idx, uidx, 0);
-            self.write_cqe(d, scq, c, false);
+            let c = Self::req_cqe(OP_WRITE, qpn, idx, uidx, 0);
+            self.put_cqe(d, scq, c, false);
             if let Some(q) = self.qp(d, qi) {
                 q.counters.cqes += 1;
             }
+        }
+        if any_error {
+            // Receives of QPs in ERR are all flushed (`fast_ok`): the run
+            // flushes nothing, and notes when no QP is in ERR any more.
+            self.run_until_idle();
         }
         true
     }
