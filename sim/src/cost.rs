@@ -205,6 +205,43 @@ impl FastCosts {
     }
 }
 
+/// The payload-length terms of a fused WRITE, for the last length seen (a
+/// memo, emptied whenever the parameters change; length 0 is never fused).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct LenCosts {
+    /// The payload length the terms are for (0: none yet).
+    pub len: u64,
+    /// `t_rd(len) + 0 * t_sge`: the gather of one entry.
+    pub gather: f64,
+    /// `ceil(t_wire(len + 64))`: the request on the link.
+    pub wire_req: u64,
+    /// Link bytes of the gather's DMA read ([`dma_read_wire`]).
+    pub rd_wire: u64,
+}
+
+impl LenCosts {
+    /// The terms for payload length `n` (1 or more) under `p`, which must be
+    /// the parameters since the memo was last emptied, with completions of
+    /// nonzero size.
+    #[inline]
+    pub fn get(&mut self, p: &ModelParams, n: u64) -> LenCosts {
+        if self.len != n {
+            *self = Self::compute(p, n);
+        }
+        *self
+    }
+
+    #[cold]
+    fn compute(p: &ModelParams, n: u64) -> LenCosts {
+        LenCosts {
+            len: n,
+            gather: p.t_rd(n) + (1u32 - 1) as f64 * p.t_sge_ns,
+            wire_req: ceil_u64(p.t_wire(n + 64)),
+            rd_wire: dma_read_wire(p, n),
+        }
+    }
+}
+
 /// What one posted WQE looks like to the cost model.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct WqeShape {

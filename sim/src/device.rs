@@ -100,7 +100,7 @@ impl Fabric {
     }
     /// Replaces the fault plan.
     pub fn set_faults(&self, f: FaultPlan) {
-        self.w.borrow_mut().faults = f;
+        self.w.borrow_mut().set_faults(f);
     }
     /// Replaces the cost-model parameters.
     pub fn set_params(&self, p: ModelParams) {

@@ -2,7 +2,7 @@
 //! deterministic event queue on virtual time, the fault plan, and the CQE
 //! writer. Transport logic lives in [`crate::transport`].
 
-use crate::cost::{trunc_u64, Counters, FastCosts, ModelParams};
+use crate::cost::{trunc_u64, Counters, FastCosts, LenCosts, ModelParams};
 use crate::dma::HeapDma;
 use crate::fault::{Fate, FaultPlan, Rng};
 use crate::objects::{AsyncEvent, Cq, Mr, Qp, Srq};
@@ -282,6 +282,7 @@ impl Dev {
 pub(crate) struct FastParts<'a> {
     pub params: &'a ModelParams,
     pub costs: &'a FastCosts,
+    pub len_costs: &'a mut LenCosts,
     pub devs: &'a mut Vec<Dev>,
     pub trace: &'a mut Option<Vec<TraceEvent>>,
     pub now: &'a mut u64,
@@ -310,13 +311,19 @@ pub(crate) struct World {
     slab: Vec<Option<Event>>,
     free: Vec<u32>,
     seq: u64,
-    pub faults: FaultPlan,
+    /// The fault plan; written only through [`Self::set_faults`], which
+    /// keeps `faults_clean` in step.
+    faults: FaultPlan,
+    /// `faults.is_clean()`.
+    faults_clean: bool,
     pub rng: Rng,
     /// Cost-model parameters; written only through [`Self::set_params`],
     /// which keeps `costs` in step.
     params: ModelParams,
     /// The parameter-only terms of `params`.
     costs: FastCosts,
+    /// The payload-length terms of the last fused WRITE under `params`.
+    len_costs: LenCosts,
     pub auto_progress: bool,
     pub horizon_ns: u64,
     pub trace: Option<Vec<TraceEvent>>,
@@ -348,9 +355,11 @@ impl World {
             free: Vec::new(),
             seq: 0,
             faults: FaultPlan::default(),
+            faults_clean: true,
             rng: Rng::new(seed),
             params: ModelParams::default(),
             costs: FastCosts::new(&ModelParams::default()),
+            len_costs: LenCosts::default(),
             auto_progress: true,
             horizon_ns: 1_000_000_000,
             trace: None,
@@ -370,10 +379,17 @@ impl World {
         &self.params
     }
 
+    /// Replaces the fault plan.
+    pub fn set_faults(&mut self, f: FaultPlan) {
+        self.faults_clean = f.is_clean();
+        self.faults = f;
+    }
+
     /// Replaces the cost-model parameters.
     pub fn set_params(&mut self, p: ModelParams) {
         self.params = p;
         self.costs = FastCosts::new(&p);
+        self.len_costs = LenCosts::default();
     }
 
     /// The parameter-only cost terms.
@@ -389,6 +405,7 @@ impl World {
         FastParts {
             params: &self.params,
             costs: &self.costs,
+            len_costs: &mut self.len_costs,
             devs: &mut self.devs,
             trace: &mut self.trace,
             now: &mut self.now,
@@ -624,7 +641,7 @@ impl World {
             && self.deferred.is_none()
             && self.heap.is_empty()
             && self.to_error.is_empty()
-            && self.faults.is_clean()
+            && self.faults_clean
             && (!self.any_error || self.error_rqs_flushed())
     }
 

@@ -173,6 +173,8 @@ enum Op {
     RunFor(u64),
     /// Reset pair `pair` and connect it again.
     Reconnect { pair: usize },
+    /// New cost-model parameters (link rate and read slope scaled).
+    Params(u8),
 }
 
 fn op_of(rng: &mut Rng) -> Op {
@@ -225,6 +227,7 @@ fn op_of(rng: &mut Rng) -> Op {
         34 => Op::Faults(rng.chance(0.25)),
         35 | 36 => Op::Auto(rng.chance(0.75)),
         37 => Op::RunFor(rng.below(50_000)),
+        38 => Op::Params(rng.below(4) as u8),
         _ => Op::Reconnect {
             pair: rng.below(2) as usize,
         },
@@ -339,6 +342,14 @@ fn apply(s: &mut Side, op: Op) -> String {
             }
         }
         Op::RunFor(ns) => format!("ran {}", s.f.run_for(ns)),
+        Op::Params(v) => {
+            let mut p = s.f.params();
+            p.link_gbps = [100.0, 12.5, 200.0, 37.0][v as usize];
+            p.beta_ns_per_byte = [0.3, 1.1, 0.05, 0.3][v as usize];
+            p.read_cpl_bytes = [128, 64, 256, 32][v as usize];
+            s.f.set_params(p);
+            String::new()
+        }
         Op::Reconnect { pair } => {
             let (lo, hi) = s.eps.split_at_mut(2 * pair + 1);
             let (a, b) = (&mut lo[2 * pair], &mut hi[0]);

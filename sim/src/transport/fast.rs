@@ -21,7 +21,7 @@
 //! observable.
 
 use super::{psn_diff, transport_timeout_ns, PSN_MASK};
-use crate::cost::{ceil_u64, dma_read_wire};
+use crate::cost::ceil_u64;
 use crate::objects::access;
 use crate::world::{FastParts, TraceEvent, TraceKind, World, QPN_BASE};
 use bareverbs::qp::{QpState, QpType};
@@ -99,6 +99,7 @@ impl World {
         let FastParts {
             params: p,
             costs: k,
+            len_costs,
             devs,
             trace: tr,
             now,
@@ -208,9 +209,9 @@ impl World {
         // after fetch and gather, serialised on the requester's port; the
         // ACK leaves when the request is placed, on the responder's port.
         // Event times are never earlier than the clock when scheduled.
-        let gather = p.t_rd(n) + (1u32 - 1) as f64 * p.t_sge_ns;
-        let ready = ceil_u64(u64_f64(now0) + fetch_ns + gather);
-        let wire1 = ceil_u64(p.t_wire(n + 64));
+        let lc = len_costs.get(p, n);
+        let ready = ceil_u64(u64_f64(now0) + fetch_ns + lc.gather);
+        let wire1 = lc.wire_req;
         let depart1 = ready.max(dev.tx_free);
         let t1 = (depart1 + k.t_base).max(now0);
         let tx_free_r = if dd == d as usize {
@@ -276,7 +277,7 @@ impl World {
         let qpc = p.qpc_bytes as u64;
         let reads = 2 + fetched + miss;
         let read_bytes = 4 + fetched * WQEBB + miss * qpc + n;
-        let read_wire = wire_dbrec + fetched * wire_fetch + miss * wire_qpc + dma_read_wire(p, n);
+        let read_wire = wire_dbrec + fetched * wire_fetch + miss * wire_qpc + lc.rd_wire;
         for c in [dc, &mut q.counters] {
             c.doorbells += 1;
             c.stale_dbrec += stale;
@@ -295,9 +296,17 @@ impl World {
         // SAFETY: `src..src+len` lies inside a registered region of the
         // requester and `dst..dst+len` inside one of the responder granting
         // REMOTE_WRITE (both checked above), whose memory was translated
-        // at registration. `copy` is a memmove: with overlapping ranges
-        // the result is that of gathering first and placing later.
-        unsafe { std::ptr::copy(src, dst, len as usize) };
+        // at registration. Both copies read every byte before writing any
+        // (`copy` is a memmove): with overlapping ranges the result is that
+        // of gathering first and placing later.
+        unsafe {
+            if len == 64 {
+                let b: [u8; 64] = std::ptr::read_unaligned(src.cast());
+                std::ptr::write_unaligned(dst.cast(), b);
+            } else {
+                std::ptr::copy(src, dst, len as usize);
+            }
+        }
         let ack_psn = psn & PSN_MASK;
         let rv = &mut devs[dd];
         rv.tx_free = depart2 + k.wire_ack;
