@@ -100,7 +100,8 @@ impl Default for ModelParams {
 pub(crate) fn ceil_u64(x: f64) -> u64 {
     if (0.0..I64_LIMIT).contains(&x) {
         // Signed conversions are single instructions; 0 <= t < 2^63.
-        let t = x as i64;
+        // SAFETY: 0 <= x < 2^63: finite, and its truncation fits an i64.
+        let t: i64 = unsafe { x.to_int_unchecked() };
         if (t as f64) < x {
             (t + 1) as u64
         } else {
@@ -122,7 +123,9 @@ pub(crate) fn ceil_u64(x: f64) -> u64 {
 #[inline]
 pub(crate) fn trunc_u64(x: f64) -> u64 {
     if (0.0..I64_LIMIT).contains(&x) {
-        x as i64 as u64
+        // SAFETY: 0 <= x < 2^63: finite, and its truncation fits an i64.
+        let t: i64 = unsafe { x.to_int_unchecked() };
+        t as u64
     } else {
         x as u64
     }

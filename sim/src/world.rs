@@ -98,6 +98,20 @@ pub struct TraceEvent {
     pub arg: u32,
 }
 
+impl TraceEvent {
+    /// An entry.
+    #[inline]
+    pub(crate) const fn new(t_ns: u64, kind: TraceKind, dev: u16, qpn: u32, arg: u32) -> Self {
+        TraceEvent {
+            t_ns,
+            kind,
+            dev,
+            qpn,
+            arg,
+        }
+    }
+}
+
 /// Kinds of trace entries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TraceKind {

@@ -58,27 +58,6 @@ fn u64_f64(x: u64) -> f64 {
     }
 }
 
-/// Appends a trace entry when tracing is on.
-#[inline(always)]
-fn trace(
-    t: &mut Option<Vec<TraceEvent>>,
-    t_ns: u64,
-    kind: TraceKind,
-    dev: u16,
-    qpn: u32,
-    arg: u32,
-) {
-    if let Some(v) = t.as_mut() {
-        v.push(TraceEvent {
-            t_ns,
-            kind,
-            dev,
-            qpn,
-            arg,
-        });
-    }
-}
-
 impl World {
     /// Handles an 8-byte send doorbell of QP `qpn` naming WQE index
     /// `wqe_index` as `sq_doorbell` would, when the one WQE the doorbell
@@ -290,9 +269,6 @@ impl World {
             c.packets_tx += 1;
             c.payload_tx_bytes += n;
         }
-        trace(tr, now0, TraceKind::Send, d, qpn, psn);
-        // Responder at t1: placement and the ACK.
-        trace(tr, t1, TraceKind::Arrive, dd as u16, dqpn, psn);
         // SAFETY: `src..src+len` lies inside a registered region of the
         // requester and `dst..dst+len` inside one of the responder granting
         // REMOTE_WRITE (both checked above), whose memory was translated
@@ -325,9 +301,17 @@ impl World {
             c.payload_rx_bytes += n;
             c.packets_tx += 1;
         }
-        trace(tr, t1, TraceKind::Send, dd as u16, r_qpn, ack_psn);
-        // Requester at t_ack: the ACK completes the WQE.
-        trace(tr, t_ack, TraceKind::Arrive, d, qpn, ack_psn);
+        if let Some(v) = tr.as_mut() {
+            // The request sent at the doorbell and placed at t1, the ACK
+            // sent then and arriving at t_ack (the CQE is traced below).
+            let dd = dd as u16;
+            v.extend_from_slice(&[
+                TraceEvent::new(now0, TraceKind::Send, d, qpn, psn),
+                TraceEvent::new(t1, TraceKind::Arrive, dd, dqpn, psn),
+                TraceEvent::new(t1, TraceKind::Send, dd, r_qpn, ack_psn),
+                TraceEvent::new(t_ack, TraceKind::Arrive, d, qpn, ack_psn),
+            ]);
+        }
         *now = t_ack;
         self.bump_seq(if timer.is_some() { 3 } else { 2 });
         self.fast_runs += 1;
