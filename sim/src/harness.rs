@@ -292,6 +292,7 @@ impl<const SQ: usize, const RQ: usize, const CQ: usize> Endpoint<SQ, RQ, CQ> {
     /// buffer's region under its lkey, and a READ (the device writes it)
     /// needs `LOCAL_WRITE`. The first WR that fails is reported as
     /// [`PostErrorKind::SgeOutOfBounds`]; the WRs before it are posted.
+    #[inline]
     pub fn post_rdma(&mut self, op: RdmaOp, wrs: &[RdmaWr<'_>]) -> Result<(), PostError> {
         let mr = &self.mr;
         let writable = op != RdmaOp::Read || mr.access().allows(Access::LOCAL_WRITE);
@@ -434,6 +435,7 @@ impl<const SQ: usize, const RQ: usize, const CQ: usize> Endpoint<SQ, RQ, CQ> {
     /// `Completion::from(&wc)` of the [`WorkCompletion`] `poll` gives).
     /// A rejected CQE ends the poll after the completions before it, as in
     /// [`Self::poll`].
+    #[inline]
     pub fn poll_completions(&mut self, out: &mut [Completion]) -> usize {
         match self.cq.poll_completions(&mut self.qp, out) {
             Ok(n) => n,
