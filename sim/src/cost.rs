@@ -208,6 +208,9 @@ impl FastCosts {
     }
 }
 
+/// `(sges - 1) as f64` for one gather entry.
+const ONE_SGE_EXTRA: f64 = 0.0;
+
 /// The payload-length terms of a fused WRITE, for the last length seen (a
 /// memo, emptied whenever the parameters change; length 0 is never fused).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -238,7 +241,10 @@ impl LenCosts {
     fn compute(p: &ModelParams, n: u64) -> LenCosts {
         LenCosts {
             len: n,
-            gather: p.t_rd(n) + (1u32 - 1) as f64 * p.t_sge_ns,
+            // The general path's `t_rd(first) + (sges - 1) * t_sge` with
+            // one entry: `0.0 * t_sge` is kept (it is NaN for an infinite
+            // `t_sge`, and -0.0 for a negative one).
+            gather: p.t_rd(n) + ONE_SGE_EXTRA * p.t_sge_ns,
             wire_req: ceil_u64(p.t_wire(n + 64)),
             rd_wire: dma_read_wire(p, n),
         }

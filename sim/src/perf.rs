@@ -18,8 +18,12 @@ fn thread_cpu_ns() -> Option<u64> {
 }
 
 /// Measures the simulator's own speed: `n` loopback 64-byte RDMA WRITEs
-/// end to end (post through the core → doorbell → fetch and execute →
-/// responder write → ACK → CQE → poll through the core), one at a time.
+/// end to end, one at a time: each one signaled WRITE posted through the
+/// core's fixed-operation post with its SGE checked against the registered
+/// buffer ([`Endpoint::post_rdma`]) → doorbell → fetch and execute →
+/// responder write → ACK → CQE (the fused path of `transport::fast`) →
+/// polled through the core's lean poller ([`Endpoint::poll_completions`]),
+/// every completion checked for success.
 /// Returns operations per second of the calling thread's CPU time (per
 /// core, so other load on the machine does not distort it); falls back to
 /// wall-clock time where the thread CPU clock is unavailable.
