@@ -104,6 +104,7 @@ impl World {
             u32::from_be_bytes(unsafe { std::ptr::read_volatile(q.dbrec.add(4).cast()) }) as u16;
         let idx = q.sq_fetched;
         if pi.wrapping_sub(idx) != 1
+            || q.qpn != qpn
             || q.ty != QpType::Rc
             || q.state != QpState::Rts
             || q.sq_blocked
@@ -129,8 +130,9 @@ impl World {
         let len = be32(&w, 32);
         let lkey = be32(&w, 36);
         let laddr = be64(&w, 40);
-        // One pointer entry of 1..=MTU bytes: one packet, one gather.
-        if len & INLINE_BIT != 0 || len == 0 || len > q.attr.mtu_bytes() {
+        // One pointer entry of 1..=MTU bytes: one packet, one gather (no
+        // MTU is below 256 bytes).
+        if len & INLINE_BIT != 0 || len == 0 || (len > 256 && len > q.attr.mtu_bytes()) {
             return false;
         }
         let n = len as u64;
