@@ -626,18 +626,27 @@ impl<const N: usize> CompletionQueue<N> {
     /// owner 0) in the cqe64 (offset 0, or 64 for 128-byte CQEs) and resets
     /// nothing else. FACTS §3.7.
     pub fn init_ring(&mut self) {
-        let sz = self.cqe_size.bytes();
+        let words = self.cqe_size.bytes() / 8;
+        // The word holding op_own (byte 63 of the cqe64) and its bytes.
+        let own_word = (self.cqe_size.cqe64_offset() + OP_OWN_OFFSET) / 8;
+        let mut own = [0u8; 8];
+        own[OP_OWN_OFFSET % 8] = OP_OWN_INIT;
+        let own = u64::from_ne_bytes(own);
         for i in 0..self.ncqe() {
-            let base = self.cqe64_ptr(i).wrapping_sub(self.cqe_size.cqe64_offset());
-            let mut e = [0u8; 128];
-            e[self.cqe_size.cqe64_offset() + OP_OWN_OFFSET] = OP_OWN_INIT;
-            // SAFETY: `base` is the start of entry i, valid for `sz` bytes
-            // of writes (construction invariant); byte-wise volatile stores
-            // need no alignment and create no reference.
-            unsafe {
-                for (k, b) in e[..sz].iter().enumerate() {
-                    ptr::write_volatile(base.add(k), *b);
-                }
+            let base = self
+                .cqe64_ptr(i)
+                .wrapping_sub(self.cqe_size.cqe64_offset())
+                .cast::<u64>();
+            for k in 0..words {
+                let v = if k == own_word { own } else { 0 };
+                // SAFETY: `base` is the start of entry i, valid for the
+                // entry's 64 or 128 bytes of writes and 8-byte aligned
+                // (construction checks the ring's alignment; entries are
+                // multiples of 64 bytes), so word k < bytes / 8 is inside
+                // it; a volatile store creates no reference. The stored
+                // bytes are the same on any host (from_ne_bytes of a byte
+                // array).
+                unsafe { ptr::write_volatile(base.add(k), v) };
             }
         }
     }

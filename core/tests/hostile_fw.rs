@@ -188,16 +188,19 @@ fn body<'a>(src: &'a str, name: &str) -> &'a str {
 /// Whether a copy is volatile is not observable from a test's point of
 /// view (the bytes are the same), so this pins it in the source: the DMA
 /// copy helpers every command-queue, mailbox and EQE read goes through
-/// use per-byte volatile accesses, never `copy_nonoverlapping` /
+/// use volatile accesses (bytes, or 8-byte words where aligned), never
+/// `copy_nonoverlapping` /
 /// `write_bytes` (a memcpy the compiler may split, merge or assume
 /// stable while the device rewrites the memory).
 #[test]
 fn dma_copies_of_device_memory_are_volatile() {
     let q = include_str!("../src/cmd/queue.rs");
     for (f, access) in [
-        ("dma_read", "read_volatile"),
-        ("dma_write", "write_volatile"),
-        ("dma_zero", "write_volatile"),
+        ("dma_read", "load_volatile"),
+        ("dma_write", "store_volatile"),
+        ("dma_zero", "store_volatile"),
+        ("store_volatile", "write_volatile"),
+        ("load_volatile", "read_volatile"),
         ("dma_load8", "read_volatile"),
     ] {
         let b = body(q, f);

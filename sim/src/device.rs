@@ -122,6 +122,17 @@ impl Fabric {
     pub fn set_horizon_ns(&self, ns: u64) {
         self.w.borrow_mut().horizon_ns = ns;
     }
+    /// Most WQEs one pass over a work queue handles: a send queue's fetch
+    /// after a doorbell, or the flush of a send or receive queue in ERR;
+    /// the rest wait for the queue's next pass. The default,
+    /// [`PASS_LIMIT_DEFAULT`](crate::world::PASS_LIMIT_DEFAULT), follows
+    /// any 16-bit doorbell-record counter to its end, as the hardware
+    /// does. A fuzz run lowers it so that a record claiming tens of
+    /// thousands of WQEs on a four-slot ring costs a bounded amount of
+    /// work per input (values below 1 are taken as 1).
+    pub fn set_pass_limit(&self, wqes: u32) {
+        self.w.borrow_mut().pass_limit = wqes.max(1);
+    }
     /// Virtual time (ns).
     pub fn now_ns(&self) -> u64 {
         self.w.borrow().now

@@ -352,13 +352,14 @@ impl World {
         cnt2(self, d, qi, |c, p| c.dma_read(p, 4));
         let mut first_in_batch = true;
         let mut guard = 0u32;
+        let limit = self.pass_limit;
         loop {
             let q = self.qp(d, qi).expect("qp");
             if q.state != QpState::Rts || q.sq_blocked {
                 break;
             }
             let avail = pi.wrapping_sub(q.sq_fetched);
-            if avail == 0 || guard > 0x1_0000 {
+            if avail == 0 || guard >= limit {
                 break;
             }
             guard += 1;
@@ -917,10 +918,11 @@ impl World {
         let pi = rd_be32(q.dbrec.wrapping_add(4)) as u16;
         let (qpn, uidx, scq) = (q.qpn, q.uidx, q.scq);
         let mut guard = 0;
+        let limit = self.pass_limit;
         loop {
             let q = self.qp(d, qi).expect("qp");
             let avail = pi.wrapping_sub(q.sq_fetched);
-            if avail == 0 || guard > 0x1_0000 {
+            if avail == 0 || guard >= limit {
                 break;
             }
             guard += 1;
@@ -953,9 +955,10 @@ impl World {
         let posted = rd_be32(q.dbrec) as u16;
         let (qpn, uidx, rcq) = (q.qpn, q.uidx, q.rcq);
         let mut guard = 0;
+        let limit = self.pass_limit;
         loop {
             let q = self.qp(d, qi).expect("qp");
-            if q.rq_consumed == posted || guard > 0x1_0000 {
+            if q.rq_consumed == posted || guard >= limit {
                 break;
             }
             guard += 1;

@@ -340,6 +340,11 @@ pub(crate) struct World {
     len_costs: LenCosts,
     pub auto_progress: bool,
     pub horizon_ns: u64,
+    /// Most WQEs one pass over a work queue fetches or flushes:
+    /// [`Fabric::set_pass_limit`].
+    ///
+    /// [`Fabric::set_pass_limit`]: crate::device::Fabric::set_pass_limit
+    pub pass_limit: u32,
     pub trace: Option<Vec<TraceEvent>>,
     /// QPs to move to ERR once the current step finishes.
     pub to_error: Vec<(u16, u32)>,
@@ -356,6 +361,10 @@ pub(crate) struct World {
     /// Operations the fast paths executed.
     pub fast_runs: u64,
 }
+
+/// Default [`World::pass_limit`]: a whole 16-bit counter span, so any
+/// doorbell-record value is followed to its end.
+pub const PASS_LIMIT_DEFAULT: u32 = 0x1_0000;
 
 impl World {
     pub fn new(seed: u64) -> Self {
@@ -376,6 +385,7 @@ impl World {
             len_costs: LenCosts::default(),
             auto_progress: true,
             horizon_ns: 1_000_000_000,
+            pass_limit: PASS_LIMIT_DEFAULT,
             trace: None,
             to_error: Vec::new(),
             any_error: false,

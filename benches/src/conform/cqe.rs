@@ -5,7 +5,9 @@
 //! every work-completion field the provider writes (and only those) and the
 //! scatter destination buffer.
 
-use crate::vectors::cqe::{read_cqe_file, CqeCase, FakeQpSpec, SetupQueue};
+use crate::vectors::cqe::{
+    parse_cqe_file, read_cqe_file, CqeCase, CqeFile, FakeQpSpec, SetupQueue,
+};
 use anyhow::Result;
 use bareverbs::cq::{CompletionReject, DynCompletionQueue, RecvDone, SendDone, WrResolver};
 use bareverbs::cqe::{CqeSize, WcOpcode, WorkCompletion, WrittenFields};
@@ -290,6 +292,17 @@ pub fn run_cqe_file(path: &Path, out: &mut dyn Write) -> Result<(usize, usize)> 
         || path.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     );
+    report_cases(&name, &f, out)
+}
+
+/// [`run_cqe_file`] on a file's text; `name` labels the report lines.
+pub fn run_cqe_text(name: &str, text: &str, out: &mut dyn Write) -> Result<(usize, usize)> {
+    let f = parse_cqe_file(text).map_err(|e| e.context(format!("parsing {name}")))?;
+    report_cases(name, &f, out)
+}
+
+/// Runs every case of a parsed file, one PASS/FAIL line each.
+fn report_cases(name: &str, f: &CqeFile, out: &mut dyn Write) -> Result<(usize, usize)> {
     let (mut pass, mut fail) = (0, 0);
     for case in &f.cases {
         match run_case(&f.qp, case) {

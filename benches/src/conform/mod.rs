@@ -8,6 +8,7 @@
 pub mod c_int;
 pub mod cqe;
 pub mod exec;
+pub mod fuzz;
 pub mod recv;
 pub mod sizing;
 pub mod wqe;
@@ -125,6 +126,27 @@ fn run_file(
         Some(FileKind::Recv) => recv::run_recv_file(p, out, recv_exec),
         Some(FileKind::Cqe) => cqe::run_cqe_file(p, out),
         Some(FileKind::Sizing) => sizing::run_sizing_csv(p, out),
+        None => anyhow::bail!(
+            "unknown vector file kind (first line {:?})",
+            text.lines().next().unwrap_or("")
+        ),
+    }
+}
+
+/// Runs one vector file's text (a user's file is input too: any text gives
+/// a report or an error, never a panic). `name` labels the report lines.
+pub fn run_text(
+    name: &str,
+    text: &str,
+    out: &mut dyn Write,
+    wqe_exec: &mut dyn WqeExecutor,
+    recv_exec: &mut dyn RecvExecutor,
+) -> Result<(usize, usize)> {
+    match detect_kind(text) {
+        Some(FileKind::Wqe) => wqe::run_wqe_text(name, text, out, wqe_exec),
+        Some(FileKind::Recv) => recv::run_recv_text(name, text, out, recv_exec),
+        Some(FileKind::Cqe) => cqe::run_cqe_text(name, text, out),
+        Some(FileKind::Sizing) => sizing::run_sizing_text(name, text, out),
         None => anyhow::bail!(
             "unknown vector file kind (first line {:?})",
             text.lines().next().unwrap_or("")

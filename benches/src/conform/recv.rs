@@ -226,29 +226,31 @@ pub fn run_recv_file(
 ) -> Result<(usize, usize)> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let file = read_recv_file(&text).with_context(|| format!("parsing {}", path.display()))?;
+    run_recv_text(&path.display().to_string(), &text, out, exec)
+}
+
+/// [`run_recv_file`] on a file's text; `name` labels the report lines.
+pub fn run_recv_text(
+    name: &str,
+    text: &str,
+    out: &mut dyn Write,
+    exec: &mut dyn RecvExecutor,
+) -> Result<(usize, usize)> {
+    let path = name;
+    let file = read_recv_file(text).with_context(|| format!("parsing {name}"))?;
     let (mut pass, mut fail) = (0, 0);
     for case in &file.cases {
         match check_recv_case(case, exec) {
             Ok(()) => {
                 pass += 1;
-                writeln!(
-                    out,
-                    "PASS {} vector {}: {}",
-                    path.display(),
-                    case.number,
-                    case.title
-                )?;
+                writeln!(out, "PASS {} vector {}: {}", path, case.number, case.title)?;
             }
             Err(e) => {
                 fail += 1;
                 writeln!(
                     out,
                     "FAIL {} vector {}: {}: {}",
-                    path.display(),
-                    case.number,
-                    case.title,
-                    e
+                    path, case.number, case.title, e
                 )?;
             }
         }

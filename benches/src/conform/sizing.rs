@@ -459,9 +459,17 @@ fn describe(header: &[&str], row: &[&str]) -> String {
 pub fn run_sizing_csv(path: &Path, out: &mut dyn Write) -> anyhow::Result<(usize, usize)> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    run_sizing_text(&path.display().to_string(), &text, out)
+}
+
+/// [`run_sizing_csv`] on a file's text; `name` labels the report lines.
+pub fn run_sizing_text(
+    name: &str,
+    text: &str,
+    out: &mut dyn Write,
+) -> anyhow::Result<(usize, usize)> {
     let comments: Vec<&str> = text.lines().filter(|l| l.starts_with('#')).collect();
     let caps = caps_from_header(&comments);
-    let name = path.display();
     let mut header: Option<Vec<&str>> = None;
     let (mut pass, mut fail) = (0, 0);
     for (i, line) in text.lines().enumerate() {

@@ -83,21 +83,20 @@ pub enum SlotKind {
 
 /// Copies `src` into DMA memory at `buf + off`; false if out of range.
 ///
-/// Every byte is one volatile store: the memory is device-visible, so the
-/// stores must not be merged away, elided or invented, and no reference
-/// to it is ever formed.
+/// Every byte is stored by a volatile store: the memory is device-visible,
+/// so the stores must not be merged away, elided or invented, and no
+/// reference to it is ever formed. Stores are 8 bytes wide where the
+/// destination is 8-byte aligned and single bytes at the unaligned ends
+/// ([`store_volatile`]); the bytes written are the same on any host.
 ///
 /// # Safety
 /// `buf` must describe live memory (the device may read it concurrently).
 pub unsafe fn dma_write(buf: &DmaBuf, off: usize, src: &[u8]) -> bool {
     match off.checked_add(src.len()) {
         Some(end) if end <= buf.len => {
-            let dst = buf.cpu.as_ptr();
-            for (i, b) in src.iter().enumerate() {
-                // SAFETY: `off + i < end <= buf.len`, inside the live buffer
-                // the caller vouches for; a byte store needs no alignment.
-                unsafe { core::ptr::write_volatile(dst.add(off + i), *b) };
-            }
+            // SAFETY: `[off, end)` lies inside the live buffer the caller
+            // vouches for.
+            unsafe { store_volatile(buf.cpu.as_ptr().add(off), src) };
             true
         }
         _ => false,
@@ -106,31 +105,29 @@ pub unsafe fn dma_write(buf: &DmaBuf, off: usize, src: &[u8]) -> bool {
 
 /// Copies DMA memory at `buf + off` into `dst`; false if out of range.
 ///
-/// The source is device-writable, so every byte is one volatile load into
-/// the host copy `dst` (never a reference to the DMA memory, never a
+/// The source is device-writable, so every byte comes from a volatile load
+/// into the host copy `dst` (never a reference to the DMA memory, never a
 /// `memcpy` the compiler may assume stable): the driver then validates and
 /// acts on the copy only, so a device rewriting the memory meanwhile
-/// changes nothing it already checked.
+/// changes nothing it already checked. Loads are 8 bytes wide where the
+/// source is 8-byte aligned ([`load_volatile`]).
 ///
 /// # Safety
 /// `buf` must describe live memory (the device may write it concurrently).
 pub unsafe fn dma_read(buf: &DmaBuf, off: usize, dst: &mut [u8]) -> bool {
     match off.checked_add(dst.len()) {
         Some(end) if end <= buf.len => {
-            let src = buf.cpu.as_ptr();
-            for (i, b) in dst.iter_mut().enumerate() {
-                // SAFETY: `off + i < end <= buf.len`, inside the live buffer;
-                // byte loads need no alignment; `dst` is host memory.
-                *b = unsafe { core::ptr::read_volatile(src.add(off + i)) };
-            }
+            // SAFETY: `[off, end)` lies inside the live buffer; `dst` is
+            // host memory.
+            unsafe { load_volatile(buf.cpu.as_ptr().add(off), dst) };
             true
         }
         _ => false,
     }
 }
 
-/// Writes zeros to `len` bytes at `buf + off` (clamped to the buffer),
-/// one volatile store per byte.
+/// Writes zeros to `len` bytes at `buf + off` (clamped to the buffer) with
+/// volatile stores, 8 bytes wide where aligned.
 ///
 /// # Safety
 /// As [`dma_write`].
@@ -139,10 +136,81 @@ pub unsafe fn dma_zero(buf: &DmaBuf, off: usize, len: usize) {
         return;
     }
     let len = len.min(buf.len - off);
-    let dst = buf.cpu.as_ptr();
-    for i in 0..len {
-        // SAFETY: `off + i < buf.len` (clamped above), inside the live buffer.
-        unsafe { core::ptr::write_volatile(dst.add(off + i), 0u8) };
+    const ZEROS: [u8; 64] = [0; 64];
+    let mut done = 0;
+    while done < len {
+        let n = (len - done).min(ZEROS.len());
+        // SAFETY: `off + done + n <= off + len <= buf.len` (clamped above),
+        // inside the live buffer.
+        unsafe { store_volatile(buf.cpu.as_ptr().add(off + done), &ZEROS[..n]) };
+        done += n;
+    }
+}
+
+/// Stores `src` at `dst` with volatile stores: single bytes up to the
+/// first 8-byte boundary of `dst`, then 8-byte words, then single bytes.
+/// Each word holds the same bytes in the same order as `src` (its value is
+/// `from_ne_bytes` of them), so memory ends up byte-for-byte equal to
+/// `src` on any host.
+///
+/// # Safety
+/// `dst` must be valid for writes of `src.len()` bytes and must not be
+/// referenced by any Rust reference while this runs.
+pub unsafe fn store_volatile(dst: *mut u8, src: &[u8]) {
+    let n = src.len();
+    // `align_offset` may decline (usize::MAX): then every store is a byte.
+    let head = dst.align_offset(8).min(n);
+    let mut i = 0;
+    while i < head {
+        // SAFETY: i < n: inside the destination; byte stores need no
+        // alignment.
+        unsafe { core::ptr::write_volatile(dst.add(i), src[i]) };
+        i += 1;
+    }
+    while n - i >= 8 {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&src[i..i + 8]);
+        // SAFETY: `i + 8 <= n`: inside the destination; `dst + head` is
+        // 8-byte aligned and `i - head` is a multiple of 8, so `dst + i`
+        // is aligned for a u64 store.
+        unsafe { core::ptr::write_volatile(dst.add(i).cast::<u64>(), u64::from_ne_bytes(w)) };
+        i += 8;
+    }
+    while i < n {
+        // SAFETY: i < n, as above.
+        unsafe { core::ptr::write_volatile(dst.add(i), src[i]) };
+        i += 1;
+    }
+}
+
+/// Fills `dst` from `src` with volatile loads: single bytes up to the
+/// first 8-byte boundary of `src`, then 8-byte words (split back into
+/// bytes with `to_ne_bytes`, so `dst` holds the memory's bytes in order on
+/// any host), then single bytes.
+///
+/// # Safety
+/// `src` must be valid for reads of `dst.len()` bytes and must not be
+/// referenced by any Rust reference while this runs.
+pub unsafe fn load_volatile(src: *const u8, dst: &mut [u8]) {
+    let n = dst.len();
+    let head = src.align_offset(8).min(n);
+    let mut i = 0;
+    while i < head {
+        // SAFETY: i < n: inside the source; byte loads need no alignment.
+        dst[i] = unsafe { core::ptr::read_volatile(src.add(i)) };
+        i += 1;
+    }
+    while n - i >= 8 {
+        // SAFETY: `i + 8 <= n`: inside the source, and `src + i` is 8-byte
+        // aligned (`src + head` is, and `i - head` is a multiple of 8).
+        let w = unsafe { core::ptr::read_volatile(src.add(i).cast::<u64>()) };
+        dst[i..i + 8].copy_from_slice(&w.to_ne_bytes());
+        i += 8;
+    }
+    while i < n {
+        // SAFETY: i < n, as above.
+        dst[i] = unsafe { core::ptr::read_volatile(src.add(i)) };
+        i += 1;
     }
 }
 
@@ -277,8 +345,8 @@ impl CmdQueue {
         for s in &q.slots {
             // SAFETY: the chains are ours and not yet known to the device.
             unsafe {
-                link_chain(&s.in_mb);
-                link_chain(&s.out_mb);
+                link_chain(&s.in_mb, MAX_BLOCKS);
+                link_chain(&s.out_mb, MAX_BLOCKS);
             }
         }
         to_device_barrier();
@@ -360,13 +428,16 @@ impl CmdQueue {
         // SAFETY: the slot is not owned by the device (checked above); all
         // buffers are ours.
         unsafe {
-            link_chain(&s.in_mb);
-            link_chain(&s.out_mb);
+            // Only the blocks this command uses are read by the device;
+            // their headers are rewritten (the chain was linked whole at
+            // creation), so whatever a device left in them is gone.
+            link_chain(&s.in_mb, blocks_for(input.len()));
+            link_chain(&s.out_mb, blocks_for(out_len));
             let rest = &input[16..];
             for (i, chunk) in rest.chunks(MAILBOX_DATA).enumerate() {
                 let off = i * MAILBOX_STRIDE;
-                dma_zero(&s.in_mb, off, MAILBOX_DATA);
                 dma_write(&s.in_mb, off, chunk);
+                dma_zero(&s.in_mb, off + chunk.len(), MAILBOX_DATA - chunk.len());
             }
             for i in 0..blocks_for(out_len) {
                 dma_zero(&s.out_mb, i * MAILBOX_STRIDE, MAILBOX_DATA);
@@ -460,13 +531,15 @@ impl CmdQueue {
     }
 }
 
-/// Writes `next` and `block_num` of every block in a chain, zeroing token
-/// and signatures (FACTS §7.4).
+/// Writes `next` and `block_num` of the first `blocks` blocks of a chain
+/// (at most [`MAX_BLOCKS`]), zeroing token and signatures (FACTS §7.4).
+/// Each block's `next` names the following block of the whole chain (0 for
+/// the last of the [`MAX_BLOCKS`]), whichever prefix is linked.
 ///
 /// # Safety
 /// `chain` must be live DMA memory not owned by the device.
-unsafe fn link_chain(chain: &DmaBuf) {
-    for i in 0..MAX_BLOCKS {
+unsafe fn link_chain(chain: &DmaBuf, blocks: usize) {
+    for i in 0..blocks.min(MAX_BLOCKS) {
         let mut tail = [0u8; MAILBOX_BYTES - MAILBOX_DATA];
         let next = if i + 1 < MAX_BLOCKS {
             chain.iova + ((i + 1) * MAILBOX_STRIDE) as u64

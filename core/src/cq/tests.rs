@@ -114,6 +114,44 @@ fn init_ring_marks_every_entry_invalid() {
     }
 }
 
+/// Every byte of every entry after `init_ring`, for both CQE sizes: zero,
+/// except op_own (byte 63 of the cqe64, which a 128-byte CQE holds in its
+/// second half) = 0xF0 (FACTS §3.7).
+#[test]
+fn init_ring_writes_every_byte_of_both_cqe_sizes() {
+    for size in [CqeSize::B64, CqeSize::B128] {
+        let mut m = Mem::<1024> {
+            ring: [0x55; 1024],
+            dbrec: [0x55; 8],
+        };
+        let base = NonNull::from(&mut m).cast::<u8>();
+        let ring = DmaBuf {
+            cpu: base,
+            iova: 0x1000,
+            len: 8 * size.bytes(),
+        };
+        let db = DmaBuf {
+            // SAFETY: offset 1024 is inside `Mem` (the dbrec field).
+            cpu: unsafe { base.add(1024) },
+            iova: 0x1400,
+            len: 8,
+        };
+        // SAFETY: `m` outlives the CQ and is read below only after the CQ
+        // is dropped.
+        let mut cq = unsafe { CompletionQueue::<8>::new(ring, db, 0x33, size, 1) }.unwrap();
+        cq.init_ring();
+        drop(cq);
+        let own = size.cqe64_offset() + 63;
+        for (i, b) in m.ring[..8 * size.bytes()].iter().enumerate() {
+            let want = if i % size.bytes() == own { 0xF0 } else { 0 };
+            assert_eq!(*b, want, "{size:?} byte {i}");
+        }
+        // Bytes past the ring and the doorbell record are untouched.
+        assert!(m.ring[8 * size.bytes()..].iter().all(|b| *b == 0x55));
+        assert_eq!(m.dbrec, [0x55; 8]);
+    }
+}
+
 #[test]
 fn vector_1_rdma_write() {
     let mut m = Mem {

@@ -17,6 +17,12 @@ use bareverbs::qp::QpType;
 
 type Ep = Endpoint<4, 4, 16>;
 
+/// Most WQEs one pass over a queue handles in a fuzz run
+/// ([`Fabric::set_pass_limit`]): eight laps of the four-slot SQ, so ring
+/// wrap, stale slots and CQ overrun stay reachable, while a doorbell record
+/// claiming 65,535 WQEs no longer costs each input milliseconds.
+pub const PASS_LIMIT: u32 = 32;
+
 fn take<'a>(data: &mut &'a [u8], n: usize) -> &'a [u8] {
     let k = n.min(data.len());
     let (a, b) = data.split_at(k);
@@ -68,6 +74,7 @@ pub fn sim_rings(data: &[u8]) {
     };
     let f = Fabric::new(head as u64);
     f.set_horizon_ns(1_000_000);
+    f.set_pass_limit(PASS_LIMIT);
     if head & 0x80 != 0 {
         f.set_faults(crate::fault::FaultPlan::lossy(0.3));
     }
