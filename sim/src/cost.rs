@@ -100,7 +100,8 @@ impl Default for ModelParams {
 pub(crate) fn ceil_u64(x: f64) -> u64 {
     if (0.0..I64_LIMIT).contains(&x) {
         // Signed conversions are single instructions; 0 <= t < 2^63.
-        let t = x as i64;
+        // SAFETY: 0 <= x < 2^63: finite, and its truncation fits an i64.
+        let t: i64 = unsafe { x.to_int_unchecked() };
         if (t as f64) < x {
             (t + 1) as u64
         } else {
@@ -113,6 +114,20 @@ pub(crate) fn ceil_u64(x: f64) -> u64 {
         } else {
             t
         }
+    }
+}
+
+/// `x as u64` (truncation, saturating; same result for every `x`, NaN
+/// included) through the single-instruction signed conversion where it is
+/// exact.
+#[inline]
+pub(crate) fn trunc_u64(x: f64) -> u64 {
+    if (0.0..I64_LIMIT).contains(&x) {
+        // SAFETY: 0 <= x < 2^63: finite, and its truncation fits an i64.
+        let t: i64 = unsafe { x.to_int_unchecked() };
+        t as u64
+    } else {
+        x as u64
     }
 }
 
@@ -145,6 +160,94 @@ impl ModelParams {
     /// Serialisation time of `bytes` on the link (ns).
     pub fn t_wire(&self, bytes: u64) -> f64 {
         bytes as f64 * 8.0 / self.link_gbps
+    }
+}
+
+/// Link bytes of one DMA read of `n` bytes: the request TLP and the
+/// completions of `read_cpl_bytes` each (at least one).
+#[inline]
+pub(crate) fn dma_read_wire(p: &ModelParams, n: u64) -> u64 {
+    let cpls = n.div_ceil(p.read_cpl_bytes as u64).max(1);
+    p.tlp_req_overhead as u64 + n + cpls * p.tlp_cpl_overhead as u64
+}
+
+/// Terms of the cost model that depend on the parameters alone, computed
+/// once per parameter change for the fused fast path (each the exact value
+/// the general path computes per operation).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct FastCosts {
+    /// `round(t_post + t_db)`: host time of one post and doorbell.
+    pub cpu_post: u64,
+    /// `t_rd(64)`: the DMA fetch of one WQEBB.
+    pub t_rd_wqebb: f64,
+    /// `t_rd(qpc_bytes)`: a QP-context fetch.
+    pub t_rd_qpc: f64,
+    /// `t_base` truncated to whole ns, as packets arrive.
+    pub t_base: u64,
+    /// `ceil(t_wire(64))`: an ACK on the link.
+    pub wire_ack: u64,
+    /// Link bytes of a DMA read of 4 bytes (a doorbell record), one WQEBB,
+    /// and a QP context ([`Counters::dma_read`]); `None` when completions
+    /// are configured as 0 bytes (the general path divides by it).
+    pub rd_wire: Option<[u64; 3]>,
+}
+
+impl FastCosts {
+    /// The terms of `p`.
+    pub fn new(p: &ModelParams) -> Self {
+        let rd = |n: u64| (p.read_cpl_bytes != 0).then(|| dma_read_wire(p, n));
+        let rd_wire = (|| Some([rd(4)?, rd(64)?, rd(p.qpc_bytes as u64)?]))();
+        FastCosts {
+            cpu_post: round_u64(p.t_post_ns + p.t_db_ns),
+            t_rd_wqebb: p.t_rd(64),
+            t_rd_qpc: p.t_rd(p.qpc_bytes as u64),
+            t_base: trunc_u64(p.t_base_ns),
+            wire_ack: ceil_u64(p.t_wire(64)),
+            rd_wire,
+        }
+    }
+}
+
+/// `(sges - 1) as f64` for one gather entry.
+const ONE_SGE_EXTRA: f64 = 0.0;
+
+/// The payload-length terms of a fused WRITE, for the last length seen (a
+/// memo, emptied whenever the parameters change; length 0 is never fused).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct LenCosts {
+    /// The payload length the terms are for (0: none yet).
+    pub len: u64,
+    /// `t_rd(len) + 0 * t_sge`: the gather of one entry.
+    pub gather: f64,
+    /// `ceil(t_wire(len + 64))`: the request on the link.
+    pub wire_req: u64,
+    /// Link bytes of the gather's DMA read ([`dma_read_wire`]).
+    pub rd_wire: u64,
+}
+
+impl LenCosts {
+    /// The terms for payload length `n` (1 or more) under `p`, which must be
+    /// the parameters since the memo was last emptied, with completions of
+    /// nonzero size.
+    #[inline]
+    pub fn get(&mut self, p: &ModelParams, n: u64) -> LenCosts {
+        if self.len != n {
+            *self = Self::compute(p, n);
+        }
+        *self
+    }
+
+    #[cold]
+    fn compute(p: &ModelParams, n: u64) -> LenCosts {
+        LenCosts {
+            len: n,
+            // The general path's `t_rd(first) + (sges - 1) * t_sge` with
+            // one entry: `0.0 * t_sge` is kept (it is NaN for an infinite
+            // `t_sge`, and -0.0 for a negative one).
+            gather: p.t_rd(n) + ONE_SGE_EXTRA * p.t_sge_ns,
+            wire_req: ceil_u64(p.t_wire(n + 64)),
+            rd_wire: dma_read_wire(p, n),
+        }
     }
 }
 
@@ -268,8 +371,7 @@ impl Counters {
     pub fn dma_read(&mut self, p: &ModelParams, n: u64) {
         self.pcie_reads += 1;
         self.pcie_read_bytes += n;
-        let cpls = n.div_ceil(p.read_cpl_bytes as u64).max(1);
-        self.pcie_wire_bytes += p.tlp_req_overhead as u64 + n + cpls * p.tlp_cpl_overhead as u64;
+        self.pcie_wire_bytes += dma_read_wire(p, n);
     }
     /// Records one DMA write of `n` bytes (one MWr).
     #[inline]
@@ -318,7 +420,7 @@ mod tests {
 
 #[cfg(test)]
 mod ceil_tests {
-    use super::{ceil_u64, round_u64};
+    use super::{ceil_u64, round_u64, trunc_u64};
 
     #[test]
     fn ceil_u64_matches_std() {
@@ -343,6 +445,7 @@ mod ceil_tests {
         ];
         for x in xs {
             assert_eq!(ceil_u64(x), x.ceil() as u64, "{x}");
+            assert_eq!(trunc_u64(x), x as u64, "{x}");
             assert_eq!(round_u64(x), x.round() as u64, "{x}");
         }
         for x in [
@@ -362,6 +465,7 @@ mod ceil_tests {
             assert_eq!(round_u64(v), v.round() as u64, "{v}");
             let w = v * 1e13;
             assert_eq!(ceil_u64(w), w.ceil() as u64, "{w}");
+            assert_eq!(trunc_u64(w), w as u64, "{w}");
             assert_eq!(round_u64(w), w.round() as u64, "{w}");
         }
     }

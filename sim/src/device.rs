@@ -100,15 +100,15 @@ impl Fabric {
     }
     /// Replaces the fault plan.
     pub fn set_faults(&self, f: FaultPlan) {
-        self.w.borrow_mut().faults = f;
+        self.w.borrow_mut().set_faults(f);
     }
     /// Replaces the cost-model parameters.
     pub fn set_params(&self, p: ModelParams) {
-        self.w.borrow_mut().params = p;
+        self.w.borrow_mut().set_params(p);
     }
     /// The cost-model parameters.
     pub fn params(&self) -> ModelParams {
-        self.w.borrow().params
+        *self.w.borrow().params()
     }
     /// With auto progress (the default) every doorbell runs the event loop
     /// until idle, so a post completes before the post call returns. Off,
@@ -162,6 +162,26 @@ impl Fabric {
     /// Events waiting in the queue.
     pub fn pending_events(&self) -> usize {
         self.w.borrow().pending_events()
+    }
+    /// With fast paths on (the default), work the general event-driven
+    /// path would run alone from doorbell to completion (a single-packet
+    /// RC WRITE with nothing else in flight, no fault plan, auto progress)
+    /// is executed fused, with the same effects. Off, every operation takes
+    /// the general path: for tests comparing the two.
+    pub fn set_fast_paths(&self, on: bool) {
+        self.w.borrow_mut().fast_paths = on;
+    }
+    /// Operations the fast paths have executed so far.
+    pub fn fast_path_runs(&self) -> u64 {
+        self.w.borrow().fast_runs
+    }
+    /// A description of the whole device-side state that behaviour depends
+    /// on — clock, event queue keys, generator, every device's port,
+    /// counters and QP-context cache, every QP context, every CQ's state
+    /// and ring contents — without host addresses, so that two fabrics
+    /// built and driven the same way compare equal. For twin tests.
+    pub fn state_fingerprint(&self) -> String {
+        self.w.borrow().fingerprint()
     }
     /// Starts recording the event trace (clears any previous one).
     pub fn enable_trace(&self) {

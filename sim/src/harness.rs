@@ -5,13 +5,15 @@
 use crate::device::{Device, Pd, QpInit, SimError, SimUar};
 use crate::objects::{access, QpAttr};
 use bareverbs::cq::CompletionQueue;
-use bareverbs::cqe::{CqeSize, WorkCompletion};
-use bareverbs::mr::MemoryRegion;
+use bareverbs::cqe::{Completion, CqeSize, WorkCompletion};
+use bareverbs::mr::{Access, MemoryRegion};
 use bareverbs::platform::{DmaBuf, BF_OFFSET};
 use bareverbs::qp::{QpAttrMask, QpState, QpType};
 use bareverbs::queue_pair::QueuePair;
 use bareverbs::rq::{RecvError, RecvQueue, RecvWr, RqConfig, RqSlot};
-use bareverbs::sq::{BlueFlame, PostError, SendQueue, SendWr, Sge, SqConfig, SqSlot};
+use bareverbs::sq::{
+    BlueFlame, PostError, PostErrorKind, RdmaOp, RdmaWr, SendQueue, SendWr, Sge, SqConfig, SqSlot,
+};
 
 /// How to build an endpoint.
 #[derive(Clone, Copy, Debug)]
@@ -282,6 +284,41 @@ impl<const SQ: usize, const RQ: usize, const CQ: usize> Endpoint<SQ, RQ, CQ> {
         self.qp.sq.post_send(wrs, mrs)
     }
 
+    /// Posts a batch of one RDMA operation with pointer SGEs through the
+    /// core's fixed-operation hot path ([`SendQueue::post_rdma_raw`]: the
+    /// same engine, checks and WQEs as [`Self::post_send`]), after checking
+    /// every SGE against the endpoint's buffer exactly as `post_send(wrs,
+    /// &[*self.mr()])` does: each SGE of nonzero length must lie inside the
+    /// buffer's region under its lkey, and a READ (the device writes it)
+    /// needs `LOCAL_WRITE`. The first WR that fails is reported as
+    /// [`PostErrorKind::SgeOutOfBounds`]; the WRs before it are posted.
+    #[inline]
+    pub fn post_rdma(&mut self, op: RdmaOp, wrs: &[RdmaWr<'_>]) -> Result<(), PostError> {
+        let mr = &self.mr;
+        let writable = op != RdmaOp::Read || mr.access().allows(Access::LOCAL_WRITE);
+        let mut bad = None;
+        'wrs: for (index, w) in wrs.iter().enumerate() {
+            for (sge, s) in w.sgl.iter().enumerate() {
+                if s.length != 0 && !(writable && mr.contains(s)) {
+                    bad = Some(PostError {
+                        index,
+                        kind: PostErrorKind::SgeOutOfBounds { sge },
+                    });
+                    break 'wrs;
+                }
+            }
+        }
+        let upto = bad.map_or(wrs.len(), |e| e.index);
+        // SAFETY: every SGE of wrs[..upto] lies inside the endpoint's
+        // registered buffer (checked above, with LOCAL_WRITE where the
+        // device writes), device memory that stays allocated and
+        // registered while the endpoint — and so its queue and every WR on
+        // it — lives, and that no Rust reference points into (the endpoint
+        // reads and writes it by raw copies only). No SGE is inline.
+        let r = unsafe { self.qp.sq.post_rdma_raw(op, &wrs[..upto]) };
+        r.and(bad.map_or(Ok(()), Err))
+    }
+
     /// Posts `wrs` on the send queue without SGE checks
     /// ([`SendQueue::post_send_raw`]).
     ///
@@ -387,6 +424,20 @@ impl<const SQ: usize, const RQ: usize, const CQ: usize> Endpoint<SQ, RQ, CQ> {
     /// Polls up to `out.len()` completions.
     pub fn poll(&mut self, out: &mut [WorkCompletion]) -> usize {
         match self.cq.poll(&mut self.qp, out) {
+            Ok(n) => n,
+            Err(e) => e.completions(),
+        }
+    }
+
+    /// Polls up to `out.len()` completions in the core's lean form
+    /// ([`CompletionQueue::poll_completions`]: the same CQEs, checks and
+    /// consumer index as [`Self::poll`], each completion written as
+    /// `Completion::from(&wc)` of the [`WorkCompletion`] `poll` gives).
+    /// A rejected CQE ends the poll after the completions before it, as in
+    /// [`Self::poll`].
+    #[inline]
+    pub fn poll_completions(&mut self, out: &mut [Completion]) -> usize {
+        match self.cq.poll_completions(&mut self.qp, out) {
             Ok(n) => n,
             Err(e) => e.completions(),
         }

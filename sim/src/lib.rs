@@ -55,6 +55,11 @@
 //!   outstanding and posted is flushed in order, RQ too), UD/UC send
 //!   errors go to SQE. Vendor syndromes: see [`world::vendor`] (only
 //!   WR_FLUSH's 0xF9 is confirmed from hardware logs).
+//! * **Fused fast path**: a doorbell for one single-packet RC WRITE, with
+//!   no other event queued, no fault plan and auto progress, is executed
+//!   in one step with exactly the effects of the event-driven path (same
+//!   counters, trace, CQE, memory and virtual time);
+//!   [`Fabric::set_fast_paths`] turns it off, and twin tests compare both.
 //! * **Atomics** operate on big-endian 64-bit memory (ConnectX order).
 //! * **Two ways to create objects**: the Rust API of [`Device`] (tests,
 //!   benchmarks), or the firmware command interface ([`fw`]): the core's

@@ -66,6 +66,20 @@ pub(crate) struct Cq {
     pub last_cqe_ns: u64,
 }
 
+impl Cq {
+    /// Entries written and not yet released by the consumer index in the
+    /// doorbell record (SET_CI, 24-bit arithmetic against `pi`).
+    #[inline]
+    pub fn used(&self) -> u32 {
+        // SAFETY: dbrec was translated at CQ creation to 8 bytes of live
+        // DMA memory; a raw volatile read of the SET_CI word.
+        let ci =
+            u32::from_be_bytes(unsafe { std::ptr::read_volatile(self.dbrec.cast::<[u8; 4]>()) })
+                & 0x00ff_ffff;
+        self.pi.wrapping_sub(ci) & 0x00ff_ffff
+    }
+}
+
 /// A shared receive queue context.
 #[derive(Debug)]
 pub(crate) struct Srq {

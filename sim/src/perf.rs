@@ -5,9 +5,9 @@
 
 use crate::device::Fabric;
 use crate::harness::{connect, ConnOpts, Endpoint, EpConfig};
-use bareverbs::cqe::{WcStatus, WorkCompletion};
+use bareverbs::cqe::{Completion, WcStatus};
 use bareverbs::qp::QpType;
-use bareverbs::sq::{SendFlags, SendOp, SendWr};
+use bareverbs::sq::{RdmaOp, RdmaWr};
 use std::time::Instant;
 
 /// CPU time of the calling thread in ns (Linux `/proc/thread-self/schedstat`,
@@ -18,8 +18,12 @@ fn thread_cpu_ns() -> Option<u64> {
 }
 
 /// Measures the simulator's own speed: `n` loopback 64-byte RDMA WRITEs
-/// end to end (post through the core → doorbell → fetch and execute →
-/// responder write → ACK → CQE → poll through the core), one at a time.
+/// end to end, one at a time: each one signaled WRITE posted through the
+/// core's fixed-operation post with its SGE checked against the registered
+/// buffer ([`Endpoint::post_rdma`]) → doorbell → fetch and execute →
+/// responder write → ACK → CQE (the fused path of `transport::fast`) →
+/// polled through the core's lean poller ([`Endpoint::poll_completions`]),
+/// every completion checked for success.
 /// Returns operations per second of the calling thread's CPU time (per
 /// core, so other load on the machine does not distort it); falls back to
 /// wall-clock time where the thread CPU clock is unavailable.
@@ -40,23 +44,28 @@ pub fn loopback_write_rate_detail(n: u64) -> (f64, f64) {
     let mut b: Endpoint<256, 256, 1024> = Endpoint::new(&d, &cfg).expect("endpoint");
     connect(&mut a, &mut b, &ConnOpts::default()).expect("connect");
     let sge = [a.sge(0, 64)];
-    let op = SendOp::Write {
-        remote_addr: b.addr(0),
-        rkey: b.mr().rkey(),
-    };
-    let mut wc = [WorkCompletion::default(); 4];
+    let (remote_addr, rkey) = (b.addr(0), b.mr().rkey());
+    let mut wc = [Completion::default(); 4];
     let cpu0 = thread_cpu_ns();
     let start = Instant::now();
     let mut ok = 0u64;
     for i in 0..n {
-        let wr = SendWr::new(i, op, &sge).with_flags(SendFlags::SIGNALED);
-        if a.post_send(&[wr], &[*a.mr()]).is_err() {
+        // One signaled 64-byte RDMA WRITE, its SGE checked against the
+        // registered buffer (the checks and WQE of `post_send`).
+        let wr = RdmaWr {
+            wr_id: i,
+            remote_addr,
+            rkey,
+            sgl: &sge,
+            signaled: true,
+        };
+        if a.post_rdma(RdmaOp::Write, &[wr]).is_err() {
             break;
         }
-        let k = a.poll(&mut wc);
+        let k = a.poll_completions(&mut wc);
         ok += wc[..k]
             .iter()
-            .filter(|w| w.status == WcStatus::Success)
+            .filter(|w| w.status() == WcStatus::Success)
             .count() as u64;
     }
     let wall = start.elapsed().as_secs_f64();

@@ -13,14 +13,16 @@
 //! Atomics operate on big-endian 64-bit values in memory, and the original
 //! value is written big-endian to the local buffer (ConnectX byte order).
 
-use crate::cost::{ceil_u64, round_u64, Counters, ModelParams};
+use crate::cost::ceil_u64;
 use crate::objects::{access, Qp};
-use crate::world::{syndrome as syn, vendor, Event, TraceKind, World};
+use crate::world::{cnt2, syndrome as syn, vendor, Event, TraceKind, World};
 use bareverbs::cqe::Cqe64;
 use bareverbs::qp::{QpState, QpType};
 use bareverbs::wqe::{DataEntry, QpType as WqeQpType, RecvWqe, SendWqe, INVALID_LKEY};
 use std::collections::VecDeque;
 use std::rc::Rc;
+
+mod fast;
 
 /// RNR NAK timer values by code (µs ×100 to keep integers: code → ns).
 /// IBA table: 0 = 655.36 ms, 1 = 0.01 ms … 31 = 491.52 ms (PERF_AND_SIM §3).
@@ -248,16 +250,6 @@ fn rd_be32(p: *const u8) -> u32 {
     u32::from_be_bytes(unsafe { std::ptr::read_volatile(p.cast::<[u8; 4]>()) })
 }
 
-#[inline]
-fn cnt2(w: &mut World, d: u16, qi: u32, f: impl Fn(&mut Counters, &ModelParams)) {
-    let p = &w.params;
-    let dev = &mut w.devs[d as usize];
-    f(&mut dev.counters, p);
-    if let Some(Some(q)) = dev.qps.get_mut(qi as usize) {
-        f(&mut q.counters, p);
-    }
-}
-
 impl World {
     pub(crate) fn qp(&mut self, d: u16, qi: u32) -> Option<&mut Qp> {
         self.devs
@@ -286,14 +278,18 @@ impl World {
     /// An 8-byte send doorbell (or the end of a BlueFlame write) naming
     /// `qpn` with WQE index `wqe_index`.
     pub(crate) fn sq_doorbell(&mut self, d: u16, qpn: u32, wqe_index: u16, bf_chunks: u32) {
-        let p = self.params;
+        // One WRITE in the common shape runs fused when nothing else can
+        // happen before it completes (see `fast`).
+        if bf_chunks == 0 && self.fast_doorbell(d, qpn, wqe_index) {
+            return;
+        }
         self.devs[d as usize].counters.doorbells += 1;
         let Some(qi) = self.find_qp(d, qpn) else {
             self.devs[d as usize].counters.ignored_doorbells += 1;
             return;
         };
-        // The host spent t_post + t_db on this post.
-        let cpu = round_u64(p.t_post_ns + p.t_db_ns);
+        // The host spent t_post + t_db on this post (round(t_post + t_db)).
+        let cpu = self.costs().cpu_post;
         if !self.auto_progress {
             self.run_until(self.now + cpu);
         } else {
@@ -332,7 +328,7 @@ impl World {
 
     /// Fetches and executes every posted SQ WQE the QP state allows.
     pub(crate) fn process_sq(&mut self, d: u16, qi: u32) {
-        let p = self.params;
+        let p = *self.params();
         let Some(q) = self.qp(d, qi) else { return };
         if q.sq_nbb == 0 {
             return;
@@ -385,24 +381,7 @@ impl World {
                 // The record does not cover the whole WQE yet.
                 break;
             }
-            let len = (raw_ds as usize * 16).min(ring_bytes).max(64);
-            let mut local = std::mem::take(&mut self.scratch);
-            local.resize(63 * 16 + 64, 0);
-            let take = len.min(local.len());
-            let first = take.min(ring_bytes - off);
             let q = self.qp(d, qi).expect("qp");
-            // SAFETY: both copies stay inside the ring (first <= ring_bytes
-            // - off, the remainder < ring_bytes); `local` is host memory.
-            unsafe {
-                std::ptr::copy_nonoverlapping(q.sq_ring.add(off), local.as_mut_ptr(), first);
-                if take > first {
-                    std::ptr::copy_nonoverlapping(
-                        q.sq_ring,
-                        local.as_mut_ptr().add(first),
-                        take - first,
-                    );
-                }
-            }
             let bf = q.bf_index == Some(idx);
             if bf {
                 q.bf_index = None;
@@ -441,6 +420,24 @@ impl World {
                     c.dma_read(p, n);
                 });
             }
+            let len = (raw_ds as usize * 16).min(ring_bytes).max(64);
+            let mut local = std::mem::take(&mut self.scratch);
+            local.resize(63 * 16 + 64, 0);
+            let take = len.min(local.len());
+            let first = take.min(ring_bytes - off);
+            let q = self.qp(d, qi).expect("qp");
+            // SAFETY: both copies stay inside the ring (first <= ring_bytes
+            // - off, the remainder < ring_bytes); `local` is host memory.
+            unsafe {
+                std::ptr::copy_nonoverlapping(q.sq_ring.add(off), local.as_mut_ptr(), first);
+                if take > first {
+                    std::ptr::copy_nonoverlapping(
+                        q.sq_ring,
+                        local.as_mut_ptr().add(first),
+                        take - first,
+                    );
+                }
+            }
             self.exec_wqe(d, qi, &local[..take], idx, fetch, ring_bytes);
             self.scratch = local;
         }
@@ -448,7 +445,7 @@ impl World {
 
     /// Validates and executes one WQE (bytes copied out of the ring).
     fn exec_wqe(&mut self, d: u16, qi: u32, bytes: &[u8], idx: u16, fetch_ns: f64, ring: usize) {
-        let p = self.params;
+        let p = *self.params();
         let q = self.qp(d, qi).expect("qp");
         let ty = q.ty;
         let opcode = bytes.get(3).copied().unwrap_or(0);
@@ -742,7 +739,7 @@ impl World {
         payload: u64,
         rexmit: bool,
     ) -> u64 {
-        let wire = ceil_u64(self.params.t_wire(payload + 64));
+        let wire = ceil_u64(self.params().t_wire(payload + 64));
         let dev = &mut self.devs[d as usize];
         let depart = ready.max(dev.tx_free);
         dev.tx_free = depart + wire;
@@ -814,18 +811,26 @@ impl World {
             let Some(q) = self.qp(d, qi) else { return };
             if h.signaled {
                 let (qpn, uidx, scq) = (q.qpn, q.uidx, q.scq);
-                let mut c = Cqe64::default();
-                c.set_sop_drop_qpn((h.opcode as u32) << 24 | qpn)
-                    .set_wqe_counter(h.wqe_counter)
-                    .set_srqn_uidx(uidx & PSN_MASK)
-                    .set_byte_cnt(h.byte_cnt)
-                    .set_op_own(0x00);
+                let c = Self::req_cqe(h.opcode, qpn, h.wqe_counter, uidx, h.byte_cnt);
                 self.write_cqe(d, scq, c, false);
                 if let Some(q) = self.qp(d, qi) {
                     q.counters.cqes += 1;
                 }
             }
         }
+    }
+
+    /// The successful requester CQE (REQ, opcode 0) of send WQE `opcode`
+    /// with counter `counter` on QP `qpn` (user index `uidx`). FACTS §5.1.
+    #[inline]
+    fn req_cqe(opcode: u8, qpn: u32, counter: u16, uidx: u32, byte_cnt: u32) -> Cqe64 {
+        let mut c = Cqe64::default();
+        c.set_sop_drop_qpn((opcode as u32) << 24 | qpn)
+            .set_wqe_counter(counter)
+            .set_srqn_uidx(uidx & PSN_MASK)
+            .set_byte_cnt(byte_cnt)
+            .set_op_own(0x00);
+        c
     }
 
     /// Writes an error CQE (REQ_ERR 13 or RESP_ERR 14). FACTS §5.5.
@@ -934,6 +939,11 @@ impl World {
             q.sq_fetched = idx.wrapping_add(bbs);
             self.emit_err(d, scq, true, qpn, uidx, op, idx, syn::WR_FLUSH);
         }
+    }
+
+    /// Whether [`Self::flush_rq`] of QP `q` would flush nothing.
+    pub(crate) fn rq_flushed(q: &Qp) -> bool {
+        q.rq_nwqe == 0 || q.srq.is_some() || rd_be32(q.dbrec) as u16 == q.rq_consumed
     }
 
     /// Flushes every posted receive WQE of a QP with its own RQ.
@@ -1067,7 +1077,7 @@ impl World {
                 },
             };
             // A retransmission gathers the payload again.
-            let t = now + ceil_u64(self.params.t_rd(len));
+            let t = now + ceil_u64(self.params().t_rd(len));
             self.send_packet(d, qi, t, pkt, len, true);
         }
     }
@@ -1341,7 +1351,7 @@ impl World {
         grh: bool,
         solicited: bool,
     ) -> Result<Resp, Nak> {
-        let p = self.params;
+        let p = *self.params();
         match req {
             Req::Send { data, imm, inv } => {
                 let op = if imm.is_some() {

@@ -2,7 +2,7 @@
 //! deterministic event queue on virtual time, the fault plan, and the CQE
 //! writer. Transport logic lives in [`crate::transport`].
 
-use crate::cost::{Counters, ModelParams};
+use crate::cost::{trunc_u64, Counters, FastCosts, LenCosts, ModelParams};
 use crate::dma::HeapDma;
 use crate::fault::{Fate, FaultPlan, Rng};
 use crate::objects::{AsyncEvent, Cq, Mr, Qp, Srq};
@@ -96,6 +96,20 @@ pub struct TraceEvent {
     pub qpn: u32,
     /// PSN or WQE counter, by kind.
     pub arg: u32,
+}
+
+impl TraceEvent {
+    /// An entry.
+    #[inline]
+    pub(crate) const fn new(t_ns: u64, kind: TraceKind, dev: u16, qpn: u32, arg: u32) -> Self {
+        TraceEvent {
+            t_ns,
+            kind,
+            dev,
+            qpn,
+            arg,
+        }
+    }
 }
 
 /// Kinds of trace entries.
@@ -278,6 +292,28 @@ impl Dev {
     }
 }
 
+/// Disjoint borrows of a [`World`] for a fused path ([`World::fast_parts`]).
+pub(crate) struct FastParts<'a> {
+    pub params: &'a ModelParams,
+    pub costs: &'a FastCosts,
+    pub len_costs: &'a mut LenCosts,
+    pub devs: &'a mut Vec<Dev>,
+    pub trace: &'a mut Option<Vec<TraceEvent>>,
+    pub now: &'a mut u64,
+    pub horizon_ns: u64,
+}
+
+/// Applies `f` to the counters of device `d` and of its QP `qi`.
+#[inline]
+pub(crate) fn cnt2(w: &mut World, d: u16, qi: u32, f: impl Fn(&mut Counters, &ModelParams)) {
+    let p = &w.params;
+    let dev = &mut w.devs[d as usize];
+    f(&mut dev.counters, p);
+    if let Some(Some(q)) = dev.qps.get_mut(qi as usize) {
+        f(&mut q.counters, p);
+    }
+}
+
 /// The whole simulation.
 pub(crate) struct World {
     pub now: u64,
@@ -289,9 +325,19 @@ pub(crate) struct World {
     slab: Vec<Option<Event>>,
     free: Vec<u32>,
     seq: u64,
-    pub faults: FaultPlan,
+    /// The fault plan; written only through [`Self::set_faults`], which
+    /// keeps `faults_clean` in step.
+    faults: FaultPlan,
+    /// `faults.is_clean()`.
+    faults_clean: bool,
     pub rng: Rng,
-    pub params: ModelParams,
+    /// Cost-model parameters; written only through [`Self::set_params`],
+    /// which keeps `costs` in step.
+    params: ModelParams,
+    /// The parameter-only terms of `params`.
+    costs: FastCosts,
+    /// The payload-length terms of the last fused WRITE under `params`.
+    len_costs: LenCosts,
     pub auto_progress: bool,
     pub horizon_ns: u64,
     /// Most WQEs one pass over a work queue fetches or flushes:
@@ -310,6 +356,10 @@ pub(crate) struct World {
     pub buf_pool: Vec<Vec<u8>>,
     /// Recycled request cells (no other holder; payload moved out).
     pub req_pool: Vec<Rc<Req>>,
+    /// Fused fast paths enabled ([`crate::Fabric::set_fast_paths`]).
+    pub fast_paths: bool,
+    /// Operations the fast paths executed.
+    pub fast_runs: u64,
 }
 
 /// Default [`World::pass_limit`]: a whole 16-bit counter span, so any
@@ -328,8 +378,11 @@ impl World {
             free: Vec::new(),
             seq: 0,
             faults: FaultPlan::default(),
+            faults_clean: true,
             rng: Rng::new(seed),
             params: ModelParams::default(),
+            costs: FastCosts::new(&ModelParams::default()),
+            len_costs: LenCosts::default(),
             auto_progress: true,
             horizon_ns: 1_000_000_000,
             pass_limit: PASS_LIMIT_DEFAULT,
@@ -339,6 +392,48 @@ impl World {
             scratch: Vec::new(),
             buf_pool: Vec::new(),
             req_pool: Vec::new(),
+            fast_paths: true,
+            fast_runs: 0,
+        }
+    }
+
+    /// The cost-model parameters.
+    #[inline]
+    pub fn params(&self) -> &ModelParams {
+        &self.params
+    }
+
+    /// Replaces the fault plan.
+    pub fn set_faults(&mut self, f: FaultPlan) {
+        self.faults_clean = f.is_clean();
+        self.faults = f;
+    }
+
+    /// Replaces the cost-model parameters.
+    pub fn set_params(&mut self, p: ModelParams) {
+        self.params = p;
+        self.costs = FastCosts::new(&p);
+        self.len_costs = LenCosts::default();
+    }
+
+    /// The parameter-only cost terms.
+    #[inline]
+    pub(crate) fn costs(&self) -> &FastCosts {
+        &self.costs
+    }
+
+    /// The world split for a fused path: the parameters and their terms
+    /// beside the mutable devices, trace and clock.
+    #[inline]
+    pub(crate) fn fast_parts(&mut self) -> FastParts<'_> {
+        FastParts {
+            params: &self.params,
+            costs: &self.costs,
+            len_costs: &mut self.len_costs,
+            devs: &mut self.devs,
+            trace: &mut self.trace,
+            now: &mut self.now,
+            horizon_ns: self.horizon_ns,
         }
     }
 
@@ -455,7 +550,7 @@ impl World {
     /// Puts a packet on the wire at `depart`, subject to the fault plan.
     pub fn transmit(&mut self, depart: u64, pkt: Packet) {
         let (sd, dd) = (pkt.src_dev, pkt.dst_dev);
-        let arrive = depart + self.params.t_base_ns as u64;
+        let arrive = depart + trunc_u64(self.params.t_base_ns);
         let fate = self
             .faults
             .decide(&mut self.rng, depart, arrive, dd as usize);
@@ -557,6 +652,136 @@ impl World {
         n
     }
 
+    /// Whether work fetched now runs alone until the world is idle again:
+    /// auto progress, no event of any kind queued or held aside, no fault
+    /// plan, no QP queued for ERR, and no receive of a QP in ERR waiting
+    /// to be flushed (the next run would flush it first). The fused paths of [`crate::transport`]
+    /// require it.
+    #[inline]
+    pub(crate) fn fast_ok(&self) -> bool {
+        self.fast_paths
+            && self.auto_progress
+            && self.front.is_none()
+            && self.deferred.is_none()
+            && self.heap.is_empty()
+            && self.to_error.is_empty()
+            && self.faults_clean
+            && (!self.any_error || self.error_rqs_flushed())
+    }
+
+    /// Whether [`Self::scan_error_rqs`] would flush nothing now.
+    fn error_rqs_flushed(&self) -> bool {
+        self.devs.iter().all(|d| {
+            d.qps
+                .iter()
+                .flatten()
+                .all(|q| q.state != QpState::Err || World::rq_flushed(q))
+        })
+    }
+
+    /// See [`crate::Fabric::state_fingerprint`].
+    pub fn fingerprint(&self) -> String {
+        use std::fmt::Write;
+        let mut s = String::new();
+        let key = |t: &Timed| (t.t, t.seq);
+        let mut heap: Vec<(u64, u64)> = self.heap.iter().map(key).collect();
+        heap.sort_unstable();
+        let _ = writeln!(
+            s,
+            "now {} seq {} rng {:?} front {:?} deferred {:?} heap {:?} any_error {} to_error {:?}",
+            self.now,
+            self.seq,
+            self.rng,
+            self.front.as_ref().map(|f| (f.0, f.1)),
+            self.deferred.map(|d| (d.t, d.seq, d.dev, d.qi, d.gen)),
+            heap,
+            self.any_error,
+            self.to_error,
+        );
+        for (i, d) in self.devs.iter().enumerate() {
+            let _ = writeln!(
+                s,
+                "dev {i} lid {} tx_free {} lru {:?} {:?} {} events {:?}\n  {:?}",
+                d.lid, d.tx_free, d.lru_head, d.lru_tail, d.lru_len, d.events, d.counters
+            );
+            for q in d.qps.iter().flatten() {
+                let pend: Vec<_> = q
+                    .pend
+                    .iter()
+                    .map(|p| (p.wqe_counter, p.opcode, p.psn, p.npkts, p.done, p.err))
+                    .collect();
+                let _ = writeln!(
+                    s,
+                    "  qp {:#x} {:?} {:?} fetched {} bf {:?} blocked {} rq {} psn {} pend {:?} \
+                     retry {} rnr {} gen {} rnr_wait {} epsn {} nak {} rx {} qpc {} {:?} {:?} \
+                     attr {:?}\n    {:?}",
+                    q.qpn,
+                    q.ty,
+                    q.state,
+                    q.sq_fetched,
+                    q.bf_index,
+                    q.sq_blocked,
+                    q.rq_consumed,
+                    q.next_psn,
+                    pend,
+                    q.retry_left,
+                    q.rnr_left,
+                    q.timer_gen,
+                    q.rnr_wait,
+                    q.epsn,
+                    q.nak_sent,
+                    q.last_rx_ns,
+                    q.in_qpc,
+                    q.lru_prev,
+                    q.lru_next,
+                    q.attr,
+                    q.counters
+                );
+            }
+            for m in d.mrs.iter().flatten() {
+                let _ = writeln!(
+                    s,
+                    "  mr {:#x} pd {} {:#x}+{:#x} access {} valid {}",
+                    m.key, m.pd, m.iova, m.len, m.access, m.valid
+                );
+            }
+            for r in d.srqs.iter().flatten() {
+                let _ = writeln!(
+                    s,
+                    "  srq head {} consumed {} limit {} error {}",
+                    r.head_slot, r.consumed, r.limit, r.error
+                );
+            }
+            for (n, c) in d.cqs.iter().enumerate() {
+                let Some(c) = c else { continue };
+                let mut ring = vec![0u8; c.ncqe as usize * 64];
+                // SAFETY: the ring was translated at CQ creation to ncqe *
+                // 64 bytes of live DMA memory; copied into host memory.
+                unsafe { std::ptr::copy_nonoverlapping(c.ring, ring.as_mut_ptr(), ring.len()) };
+                let mut h = std::hash::DefaultHasher::new();
+                std::hash::Hash::hash(&ring, &mut h);
+                let _ = writeln!(
+                    s,
+                    "  cq {n} pi {} error {} armed {:?} last {} ring {:016x}",
+                    c.pi,
+                    c.error,
+                    c.armed,
+                    c.last_cqe_ns,
+                    std::hash::Hasher::finish(&h)
+                );
+            }
+        }
+        s
+    }
+
+    /// Advances the event sequence counter by `n`, as `n` calls of
+    /// [`Self::schedule`] / [`Self::schedule_retry`] would (for a fused
+    /// path whose events are consumed before any other is queued).
+    #[inline]
+    pub(crate) fn bump_seq(&mut self, n: u64) {
+        self.seq += n;
+    }
+
     pub fn pending_events(&self) -> usize {
         self.heap.len() + usize::from(self.deferred.is_some()) + usize::from(self.front.is_some())
     }
@@ -575,22 +800,37 @@ impl World {
         if !self.any_error {
             return;
         }
+        let mut seen = false;
         for d in 0..self.devs.len() {
             for qi in 0..self.devs[d].qps.len() {
                 let is_err = matches!(&self.devs[d].qps[qi], Some(q) if q.state == QpState::Err);
                 if is_err {
+                    seen = true;
                     self.flush_rq(d as u16, qi as u32);
                 }
             }
         }
         self.settle();
+        // Clear the flag once no QP is in ERR (reset or destroyed since);
+        // any later move to ERR sets it again.
+        self.any_error = seen
+            || self
+                .devs
+                .iter()
+                .any(|d| d.qps.iter().flatten().any(|q| q.state == QpState::Err));
     }
 
     /// Writes one CQE (owner bit added here) into CQ `cqn` of device `d`.
     /// Detects overrun against the consumer index in the doorbell record:
     /// on overrun the CQ enters error, an async CQ error event is raised,
     /// every QP reporting to it is queued for ERR, and `false` is returned.
-    pub fn write_cqe(&mut self, d: u16, cqn: usize, mut cqe: Cqe64, is_err: bool) -> bool {
+    pub fn write_cqe(&mut self, d: u16, cqn: usize, cqe: Cqe64, is_err: bool) -> bool {
+        self.put_cqe(d, cqn, cqe, is_err)
+    }
+
+    /// [`Self::write_cqe`], inlined into its caller (the fused paths).
+    #[inline(always)]
+    pub(crate) fn put_cqe(&mut self, d: u16, cqn: usize, mut cqe: Cqe64, is_err: bool) -> bool {
         let now = self.now;
         let params = self.params;
         let dev = &mut self.devs[d as usize];
@@ -600,12 +840,7 @@ impl World {
         if cq.error {
             return false;
         }
-        // SAFETY: dbrec was translated at CQ creation to 8 bytes of live DMA
-        // memory; a raw volatile read of the SET_CI word.
-        let ci = u32::from_be_bytes(unsafe { std::ptr::read_volatile(cq.dbrec.cast::<[u8; 4]>()) })
-            & 0x00ff_ffff;
-        let used = cq.pi.wrapping_sub(ci) & 0x00ff_ffff;
-        if used >= cq.ncqe {
+        if cq.used() >= cq.ncqe {
             cq.error = true;
             dev.events.push(AsyncEvent::CqError { cqn: cqn as u32 });
             let mut victims = Vec::new();
