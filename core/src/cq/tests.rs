@@ -136,11 +136,12 @@ fn init_ring_writes_every_byte_of_both_cqe_sizes() {
             iova: 0x1400,
             len: 8,
         };
-        // SAFETY: `m` outlives the CQ and is read below only after the CQ
-        // is dropped.
-        let mut cq = unsafe { CompletionQueue::<8>::new(ring, db, 0x33, size, 1) }.unwrap();
-        cq.init_ring();
-        drop(cq);
+        {
+            // SAFETY: `m` outlives the CQ, which is gone (end of this
+            // block) before `m` is read below.
+            let mut cq = unsafe { CompletionQueue::<8>::new(ring, db, 0x33, size, 1) }.unwrap();
+            cq.init_ring();
+        }
         let own = size.cqe64_offset() + 63;
         for (i, b) in m.ring[..8 * size.bytes()].iter().enumerate() {
             let want = if i % size.bytes() == own { 0xF0 } else { 0 };
