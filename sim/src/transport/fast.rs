@@ -25,15 +25,16 @@ use crate::cost::ceil_u64;
 use crate::objects::access;
 use crate::world::{FastParts, TraceEvent, TraceKind, World, QPN_BASE};
 use bareverbs::qp::{QpState, QpType};
+use bareverbs::wqe::{Opcode, INLINE_SEG, SEND_WQE_BB};
 
-/// The mlx5 opcode of RDMA WRITE (FACTS §1.6).
-const OP_WRITE: u8 = 0x08;
+/// The mlx5 opcode of RDMA WRITE.
+const OP_WRITE: u8 = Opcode::RdmaWrite as u8;
 /// DS of the fused shape: control, remote-address and one data segment.
 const FAST_DS: u8 = 3;
-/// The inline flag of a data entry's byte count (FACTS §1.4).
-const INLINE_BIT: u32 = 1 << 31;
+/// The inline flag of a data entry's byte count.
+const INLINE_BIT: u32 = INLINE_SEG;
 /// Bytes of one WQEBB.
-const WQEBB: u64 = 64;
+const WQEBB: u64 = SEND_WQE_BB as u64;
 
 /// Big-endian u32 at `b[i..i + 4]`.
 #[inline(always)]
