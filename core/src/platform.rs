@@ -66,6 +66,9 @@ pub unsafe trait DmaAllocator {
     unsafe fn free(&self, buf: DmaBuf);
 }
 
+/// Bytes of one UAR page (the doorbell and BlueFlame registers of a
+/// UAR index). FACTS §4.2.
+pub const UAR_PAGE_BYTES: usize = 4096;
 /// Offset of the first doorbell/BlueFlame register in a 4 KiB UAR page
 /// (MLX5_BF_OFFSET). FACTS §4.2.
 pub const BF_OFFSET: usize = 0x800;

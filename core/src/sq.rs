@@ -857,7 +857,9 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     /// Creates a send queue over `ring` (`slots.len()` × 64 bytes) and the
     /// QP's 8-byte doorbell record `dbrec` (word 1 is the send counter),
     /// keeping its per-WQEBB records in `slots`. `None` when `slots.len()`
-    /// is not a power of two up to 65536 or the buffers are too small.
+    /// is not a power of two up to 65536, the buffers are too small, or the
+    /// BlueFlame register (`reg_offset` plus both `buf_size` halves, or the
+    /// 8-byte doorbell) does not fit in a UAR page.
     ///
     /// Posting starts disabled, as after create: call [`enable`](Self::enable)
     /// when the QP reaches RTS.
@@ -880,6 +882,16 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
         }
         let ring_bytes = n * 64;
         if ring.len < ring_bytes || dbrec.len < 8 || cfg.max_post == 0 {
+            return None;
+        }
+        // Both halves of the register (doorbells alternate between them,
+        // BlueFlame copies fill one) lie inside the UAR page.
+        let reg_end = cfg
+            .bf
+            .buf_size
+            .checked_mul(2)
+            .and_then(|b| b.max(8).checked_add(cfg.bf.reg_offset));
+        if reg_end.is_none_or(|e| e > platform::UAR_PAGE_BYTES) {
             return None;
         }
         // No record names a WR in flight: each gets a counter no
@@ -2034,6 +2046,45 @@ mod tests {
             out[i * 8..i * 8 + 8].copy_from_slice(&w.to_ne_bytes());
         }
         out
+    }
+
+    /// A BlueFlame register that does not fit in the 4 KiB UAR page is
+    /// refused at construction (a vector file naming `buf_size` 0x1000
+    /// made `conform` index past the page: found by `vector_files`).
+    #[test]
+    fn blueflame_register_must_fit_the_uar_page() {
+        let mut f = Fixture {
+            ring: [0; N * 8],
+            db: [0],
+        };
+        let make = |f: &mut Fixture, reg_offset: usize, buf_size: usize| {
+            let mut c = cfg(QpType::Rc, 1, 16, 0);
+            c.bf.reg_offset = reg_offset;
+            c.bf.buf_size = buf_size;
+            // SAFETY: the fixture outlives the queue, which is dropped at
+            // once.
+            unsafe {
+                SendQueue::new(
+                    buf(&mut f.ring),
+                    buf(&mut f.db),
+                    MemUar::filled(0xee),
+                    c,
+                    [SqSlot::default(); N],
+                )
+            }
+            .is_some()
+        };
+        assert!(make(&mut f, 0x800, 256));
+        assert!(
+            make(&mut f, 0xe00, 256),
+            "last register: 0xe00 + 512 = 4096"
+        );
+        assert!(make(&mut f, 0xff8, 0), "8-byte doorbells only");
+        assert!(!make(&mut f, 0xe00, 257));
+        assert!(!make(&mut f, 0x800, 0x1000));
+        assert!(!make(&mut f, 0xffc, 0));
+        assert!(!make(&mut f, 0x800, usize::MAX));
+        assert!(!make(&mut f, usize::MAX, 0));
     }
 
     #[test]

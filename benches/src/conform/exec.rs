@@ -336,7 +336,12 @@ fn run_sq<const N: usize>(
         wr_data.push(c as u64);
     }
     let bf_reg_size = 2 * buf_size.max(256);
-    let reg = sq.uar().bytes()[BF_REG..BF_REG + bf_reg_size].to_vec();
+    let reg = sq
+        .uar()
+        .bytes()
+        .get(BF_REG..BF_REG + bf_reg_size)
+        .context("BlueFlame register outside the UAR page")?
+        .to_vec();
     Ok(WqeOutcome {
         ret,
         bad_wr,

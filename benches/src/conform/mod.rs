@@ -121,16 +121,7 @@ fn run_file(
     recv_exec: &mut dyn RecvExecutor,
 ) -> Result<(usize, usize)> {
     let text = std::fs::read_to_string(p).map_err(|e| anyhow::anyhow!("cannot read: {e}"))?;
-    match detect_kind(&text) {
-        Some(FileKind::Wqe) => wqe::run_wqe_file(p, out, wqe_exec),
-        Some(FileKind::Recv) => recv::run_recv_file(p, out, recv_exec),
-        Some(FileKind::Cqe) => cqe::run_cqe_file(p, out),
-        Some(FileKind::Sizing) => sizing::run_sizing_csv(p, out),
-        None => anyhow::bail!(
-            "unknown vector file kind (first line {:?})",
-            text.lines().next().unwrap_or("")
-        ),
-    }
+    run_text(&p.display().to_string(), &text, out, wqe_exec, recv_exec)
 }
 
 /// Runs one vector file's text (a user's file is input too: any text gives

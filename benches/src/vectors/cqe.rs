@@ -333,7 +333,10 @@ fn parse_setup(note: &str, send_posts: usize) -> Option<SetupPost> {
     for w in words.windows(5) {
         if w[1].starts_with("SGE") && w[2] == "of" && w[4].starts_with("byte") {
             if let (Ok(n), Ok(m)) = (parse_num(w[0].trim_start_matches('(')), parse_num(w[3])) {
-                sge_lens.extend(std::iter::repeat_n(m as u32, n as usize));
+                // Past the bound the case is refused (`check_bounds`); the
+                // count is clamped first so a hostile file allocates nothing.
+                let n = (n as usize).min(MAX_SETUP_SGES + 1);
+                sge_lens.extend(std::iter::repeat_n(m.min(u32::MAX as u64) as u32, n));
             }
         }
     }
@@ -394,6 +397,7 @@ pub fn parse_cqe_file(text: &str) -> Result<CqeFile> {
             flush_cqe(&mut cur, &mut cur_cqe);
             flush_wc(&mut cur, &mut cur_wc);
             if let Some(c) = cur.take() {
+                c.check_bounds()?;
                 f.cases.push(c);
             }
             in_result = false;
@@ -503,9 +507,45 @@ pub fn parse_cqe_file(text: &str) -> Result<CqeFile> {
     flush_cqe(&mut cur, &mut cur_cqe);
     flush_wc(&mut cur, &mut cur_wc);
     if let Some(c) = cur.take() {
+        c.check_bounds()?;
         f.cases.push(c);
     }
     Ok(f)
+}
+
+/// Most CQ entries a case may name (the replay allocates the ring).
+pub const MAX_NCQE: u32 = 1 << 16;
+/// Most completions a case may ask one poll for (`ne`).
+pub const MAX_NE: usize = 1 << 16;
+/// Most SGEs one setup post may list.
+pub const MAX_SETUP_SGES: usize = 64;
+/// Most bytes all setup posts of a case may name together (the replay
+/// allocates each buffer).
+pub const MAX_SETUP_BYTES: u64 = 64 << 20;
+
+impl CqeCase {
+    /// Refuses a case whose sizes the replay could not allocate: a vector
+    /// file is user input, so absurd counts are an error, never an abort.
+    pub fn check_bounds(&self) -> Result<()> {
+        let n = self.number;
+        if self.ncqe > MAX_NCQE {
+            bail!("vector {n}: ncqe {} is more than {MAX_NCQE}", self.ncqe);
+        }
+        if self.ne > MAX_NE {
+            bail!("vector {n}: ne {} is more than {MAX_NE}", self.ne);
+        }
+        let mut bytes = 0u64;
+        for s in &self.setup {
+            if s.sge_lens.len() > MAX_SETUP_SGES {
+                bail!("vector {n}: a setup post lists more than {MAX_SETUP_SGES} SGEs");
+            }
+            bytes += s.sge_lens.iter().map(|&l| l as u64).sum::<u64>();
+        }
+        if bytes > MAX_SETUP_BYTES {
+            bail!("vector {n}: setup posts name {bytes} bytes, more than {MAX_SETUP_BYTES}");
+        }
+        Ok(())
+    }
 }
 
 fn case_mut(c: &mut Option<CqeCase>) -> &mut CqeCase {
@@ -529,6 +569,48 @@ mod tests {
         assert_eq!(IndexFormula::parse("1000+i,").unwrap().at(4), 1004);
         assert_eq!(IndexFormula::parse("7+2*i").unwrap().at(2), 11);
         assert_eq!(parse_num("0x0abcde").unwrap(), 0xabcde);
+    }
+
+    /// Sizes the replay would have to allocate beyond reason are parse
+    /// errors (a poll of `ne = 2^64 - 1` completions used to abort the
+    /// tool with a capacity overflow). The cases are vector 1 of the
+    /// visible file with one number changed.
+    #[test]
+    fn absurd_sizes_are_parse_errors() {
+        let p = crate::vectors::vectors_dir().join("cqe_vectors.txt");
+        let text = std::fs::read_to_string(&p).unwrap();
+        let first = parse_cqe_file(&text).unwrap().cases[0].clone();
+        assert!(first.check_bounds().is_ok());
+        let mut c = first.clone();
+        c.ne = usize::MAX;
+        assert!(c.check_bounds().unwrap_err().to_string().contains("ne "));
+        let mut c = first.clone();
+        c.ncqe = 1 << 20;
+        assert!(c.check_bounds().unwrap_err().to_string().contains("ncqe"));
+        let mut c = first.clone();
+        c.setup.push(SetupPost {
+            queue: SetupQueue::Send,
+            wr_id: 1,
+            index: 0,
+            sge_lens: vec![u32::MAX; 2],
+        });
+        assert!(c.check_bounds().unwrap_err().to_string().contains("bytes"));
+        // Through the parser: the text of `ne=` in a case.
+        let at = text.find(" ne=").expect("a poll line") + 1;
+        let end = at
+            + 3
+            + text[at + 3..]
+                .find(|ch: char| !ch.is_ascii_digit())
+                .unwrap();
+        let bad = format!("{}ne=18446744073709551615{}", &text[..at], &text[end..]);
+        let e = format!("{:#}", parse_cqe_file(&bad).unwrap_err());
+        assert!(e.contains("ne 18446744073709551615 is more than"), "{e}");
+        // "N SGEs of M bytes" with an absurd N allocates nothing and fails.
+        assert!(parse_setup(
+            "posted: RECV wr_id=0x7 99999999999999 SGEs of 4096 bytes",
+            0
+        )
+        .is_none_or(|s| s.sge_lens.len() <= MAX_SETUP_SGES + 1));
     }
 
     #[test]

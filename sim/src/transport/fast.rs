@@ -310,17 +310,27 @@ impl World {
         *now = t_ack;
         self.bump_seq(if timer.is_some() { 3 } else { 2 });
         self.fast_runs += 1;
+        if any_error {
+            // The general path's run after the fetch scans QPs in ERR
+            // before any event (so before the payload lands, which may
+            // rewrite a doorbell record): their receives are all flushed
+            // (`fast_ok`), so the scan flushes nothing and only notes
+            // whether any QP is still in ERR.
+            self.any_error = self
+                .devs
+                .iter()
+                .any(|v| v.qps.iter().flatten().any(|q| q.state == QpState::Err));
+        }
         if signaled {
             let c = Self::req_cqe(OP_WRITE, qpn, idx, uidx, 0);
             self.put_cqe(d, scq, c, false);
             if let Some(q) = self.qp(d, qi) {
                 q.counters.cqes += 1;
             }
-        }
-        if any_error {
-            // Receives of QPs in ERR are all flushed (`fast_ok`): the run
-            // flushes nothing, and notes when no QP is in ERR any more.
-            self.run_until_idle();
+            // As after the ACK's event: a CQ the payload made look full
+            // (its doorbell record inside the written range) overruns
+            // here, and its QPs go to ERR now.
+            self.settle();
         }
         true
     }
