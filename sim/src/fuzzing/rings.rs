@@ -23,6 +23,12 @@ type Ep = Endpoint<4, 4, 16>;
 /// claiming 65,535 WQEs no longer costs each input milliseconds.
 pub const PASS_LIMIT: u32 = 32;
 
+/// Virtual time one run may span ([`Fabric::set_horizon_ns`]): 200 µs
+/// covers a transport timeout of 2 (16 µs) with its retry, RNR waits of
+/// the 10 µs minimum timer many times over, and the infinite-RNR case
+/// (`rnr_retry` 7) without simulating a millisecond of retransmissions.
+pub const HORIZON_NS: u64 = 200_000;
+
 fn take<'a>(data: &mut &'a [u8], n: usize) -> &'a [u8] {
     let k = n.min(data.len());
     let (a, b) = data.split_at(k);
@@ -73,7 +79,7 @@ pub fn sim_rings(data: &[u8]) {
         _ => QpType::Ud,
     };
     let f = Fabric::new(head as u64);
-    f.set_horizon_ns(1_000_000);
+    f.set_horizon_ns(HORIZON_NS);
     f.set_pass_limit(PASS_LIMIT);
     if head & 0x80 != 0 {
         f.set_faults(crate::fault::FaultPlan::lossy(0.3));
