@@ -455,3 +455,55 @@ fn loopback_writes_are_fused_and_identical() {
     assert_eq!(fast.f.fast_path_runs(), 500);
     assert_eq!(fast.f.trace(), slow.f.trace());
 }
+
+/// A WRITE whose target range is the requester's own CQ doorbell record
+/// (a region registered over it): the payload makes the CQ look full, so
+/// the CQE that follows overruns it and the QPs go to ERR at once — on
+/// the fused path exactly as on the general one (the fused path used to
+/// leave the overrun for the next doorbell).
+#[test]
+fn payload_over_the_cq_doorbell_record_overruns_identically() {
+    let setup = Setup {
+        two_devices: false,
+        uc: false,
+        blueflame: false,
+        opts: ConnOpts::default(),
+        params: ModelParams::default(),
+        horizon_ns: None,
+    };
+    let mut fast = Side::new(3, &setup, true);
+    let mut slow = Side::new(3, &setup, false);
+    let mut wc = [WorkCompletion::default(); 4];
+    for s in [&mut fast, &mut slow] {
+        let (a, b) = s.eps.split_at_mut(1);
+        let db = a[0].cq().dbrec();
+        let rkey = s.devs[0]
+            .reg_mr_range(
+                b[0].pd(),
+                db.iova,
+                8,
+                bareverbs_sim::access::REMOTE_WRITE | 1,
+            )
+            .unwrap();
+        // SET_CI = 2^24 - 64: the device's 0 CQEs minus it is 64 = the
+        // CQ's size, so the next CQE has no room.
+        a[0].write(0, &[0x00, 0xff, 0xff, 0xc0, 0, 0, 0, 0]);
+        let op = SendOp::Write {
+            remote_addr: db.iova,
+            rkey,
+        };
+        let sge = [a[0].sge(0, 8)];
+        let wr = SendWr::new(7, op, &sge).with_flags(SendFlags::SIGNALED);
+        let mr = *a[0].mr();
+        a[0].post_send(&[wr], &[mr]).unwrap();
+        let _ = a[0].try_poll(&mut wc);
+        assert_eq!(
+            a[0].dev().qp_state(a[0].qpn()),
+            Some(QpState::Err),
+            "the overrun moves the QP to ERR before the post returns"
+        );
+    }
+    assert_eq!(fast.f.fast_path_runs(), 1, "the WRITE took the fused path");
+    assert_eq!(fast.snapshot(), slow.snapshot());
+    assert_eq!(fast.f.trace(), slow.f.trace());
+}
