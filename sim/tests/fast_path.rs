@@ -418,18 +418,24 @@ fn fused_write_matches_general_path_over_random_scenarios() {
     assert!(runs < ops as u64 / 2, "fused runs {runs} of {ops}");
 }
 
-/// The measured loop's shape: every WRITE is fused, and the state after
-/// each equals the general path's.
-#[test]
-fn loopback_writes_are_fused_and_identical() {
-    let setup = Setup {
+/// One device, RC, default connection, parameters and horizon: the
+/// measured loop's setup.
+fn loopback_setup() -> Setup {
+    Setup {
         two_devices: false,
         uc: false,
         blueflame: false,
         opts: ConnOpts::default(),
         params: ModelParams::default(),
         horizon_ns: None,
-    };
+    }
+}
+
+/// The measured loop's shape: every WRITE is fused, and the state after
+/// each equals the general path's.
+#[test]
+fn loopback_writes_are_fused_and_identical() {
+    let setup = loopback_setup();
     let mut fast = Side::new(1, &setup, true);
     let mut slow = Side::new(1, &setup, false);
     let mut wc = [WorkCompletion::default(); 4];
@@ -463,14 +469,7 @@ fn loopback_writes_are_fused_and_identical() {
 /// leave the overrun for the next doorbell).
 #[test]
 fn payload_over_the_cq_doorbell_record_overruns_identically() {
-    let setup = Setup {
-        two_devices: false,
-        uc: false,
-        blueflame: false,
-        opts: ConnOpts::default(),
-        params: ModelParams::default(),
-        horizon_ns: None,
-    };
+    let setup = loopback_setup();
     let mut fast = Side::new(3, &setup, true);
     let mut slow = Side::new(3, &setup, false);
     let mut wc = [WorkCompletion::default(); 4];
