@@ -228,11 +228,11 @@ pub fn compare_wqe(
                     table.len()
                 ));
             }
-            if table[i] != exp {
-                return Err(format!(
-                    "{name}[{i}] = 0x{:x}, expected 0x{exp:x}",
-                    table[i]
-                ));
+            let Some(&got) = table.get(i) else {
+                return Err(format!("{name}[{i}] is outside sq.wqe_cnt={cnt}"));
+            };
+            if got != exp {
+                return Err(format!("{name}[{i}] = 0x{got:x}, expected 0x{exp:x}"));
             }
         }
     }
