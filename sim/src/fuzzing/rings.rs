@@ -23,11 +23,15 @@ type Ep = Endpoint<4, 4, 16>;
 /// claiming 65,535 WQEs no longer costs each input milliseconds.
 pub const PASS_LIMIT: u32 = 32;
 
-/// Virtual time one run may span ([`Fabric::set_horizon_ns`]): 200 µs
-/// covers a transport timeout of 2 (16 µs) with its retry, RNR waits of
-/// the 10 µs minimum timer many times over, and the infinite-RNR case
-/// (`rnr_retry` 7) without simulating a millisecond of retransmissions.
+/// Virtual time one run of the device may span ([`Fabric::set_horizon_ns`]):
+/// 200 µs covers a transport timeout of 2 (16 µs) with its retry and RNR
+/// waits of the 10 µs minimum timer many times over.
 pub const HORIZON_NS: u64 = 200_000;
+
+/// Virtual time a whole input may span: later rounds get what is left, so
+/// an infinite-RNR input (`rnr_retry` 7) cannot spend 64 rounds × the
+/// horizon retransmitting.
+pub const INPUT_NS: u64 = 1_000_000;
 
 fn take<'a>(data: &mut &'a [u8], n: usize) -> &'a [u8] {
     let k = n.min(data.len());
@@ -80,6 +84,7 @@ pub fn sim_rings(data: &[u8]) {
     };
     let f = Fabric::new(head as u64);
     f.set_horizon_ns(HORIZON_NS);
+    let deadline = f.now_ns() + INPUT_NS;
     f.set_pass_limit(PASS_LIMIT);
     if head & 0x80 != 0 {
         f.set_faults(crate::fault::FaultPlan::lossy(0.3));
@@ -116,6 +121,7 @@ pub fn sim_rings(data: &[u8]) {
     let mut rounds = 0;
     while !data.is_empty() && rounds < 64 {
         rounds += 1;
+        f.set_horizon_ns(deadline.saturating_sub(f.now_ns()).min(HORIZON_NS));
         let rec = take(&mut data, 12);
         let mut r = [0u8; 12];
         r[..rec.len()].copy_from_slice(rec);
@@ -187,6 +193,7 @@ pub fn sim_rings(data: &[u8]) {
             }
         }
     }
+    f.set_horizon_ns(deadline.saturating_sub(f.now_ns()).min(HORIZON_NS));
     f.run_until_idle();
     let _ = a.drain();
     let _ = b.drain();
