@@ -244,7 +244,7 @@ fn computed(
                     put("status", "error".into());
                     put("errno", n(e.errno()));
                     put("rejected_by", e.rejected_by.name().into());
-                    for k in &header[5..] {
+                    for k in header.iter().skip(5) {
                         put(k, String::new());
                     }
                 }
