@@ -209,7 +209,7 @@ fn run_sq<const N: usize>(
         for _ in 0..prep.count {
             let (sges, op, flags, ud) = match &filler {
                 Some(f) => (
-                    sgl_of(f, &world.payload),
+                    sgl_of(f, &world.payload)?,
                     op_of(f)?.context("filler opcode")?,
                     SendFlags::from_bits_truncate(f.send_flags),
                     f.ud,
@@ -277,7 +277,11 @@ fn run_sq<const N: usize>(
     *sq.uar_mut() = MemUar::filled(uar_fill);
 
     // Build the WRs.
-    let sgls: Vec<Vec<Sge>> = case.wrs.iter().map(|w| sgl_of(w, &world.payload)).collect();
+    let sgls: Vec<Vec<Sge>> = case
+        .wrs
+        .iter()
+        .map(|w| sgl_of(w, &world.payload))
+        .collect::<Result<_>>()?;
     let avs: Vec<Option<AddressVector>> = case
         .wrs
         .iter()
@@ -357,34 +361,53 @@ fn run_sq<const N: usize>(
     })
 }
 
-fn sgl_of(w: &vw::SendWr, payload: &[u8]) -> Vec<Sge> {
-    if w.num_sge < 0 && w.send_flags & SendFlags::INLINE.bits() != 0 {
+/// The SGE list of a vector WR. An inline WR's entries are read by the
+/// post (its bytes are copied into the WQE), so each must lie inside the
+/// replay's payload buffer; any other address in a vector file is an
+/// error (never memory this process reads). Other WRs' addresses are only
+/// written into WQEs.
+fn sgl_of(w: &vw::SendWr, payload: &[u8]) -> Result<Vec<Sge>> {
+    let inline = w.send_flags & SendFlags::INLINE.bits() != 0;
+    if w.num_sge < 0 && inline {
         // `send_flags & IBV_SEND_INLINE && wr->num_sge` (mlx5_post_send): a
         // negative count takes the inline branch, whose loop copies nothing,
         // so no inline segment is written but the WR counts as inline for
         // the BlueFlame choice. bareverbs takes its inline branch for a
         // non-empty list and writes nothing for zero bytes: one zero-length
         // SGE (at the payload, never read) is the same post.
-        return vec![Sge {
+        return Ok(vec![Sge {
             addr: payload.as_ptr() as u64,
             length: 0,
             lkey: 0,
-        }];
+        }]);
     }
-    let mut v: Vec<Sge> = w
-        .sges
-        .iter()
-        .map(|s| Sge {
-            addr: match s.addr {
-                SgeAddr::Addr(a) => a,
-                SgeAddr::Payload(off) => payload.as_ptr() as u64 + off as u64,
-            },
+    let mut v = Vec::with_capacity(w.sges.len());
+    for s in &w.sges {
+        let addr = match s.addr {
+            SgeAddr::Payload(off) => {
+                let end = (off as u64).checked_add(s.length as u64);
+                if inline && end.is_none_or(|e| e > payload.len() as u64) {
+                    bail!(
+                        "inline SGE payload[{off}..+{}] is outside the {}-byte payload",
+                        s.length,
+                        payload.len()
+                    );
+                }
+                payload.as_ptr() as u64 + off as u64
+            }
+            SgeAddr::Addr(a) if inline && s.length > 0 => {
+                bail!("inline SGE at address {a:#x}: inline data must come from the payload")
+            }
+            SgeAddr::Addr(a) => a,
+        };
+        v.push(Sge {
+            addr,
             length: s.length,
             lkey: s.lkey,
-        })
-        .collect();
+        });
+    }
     pad_to_num_sge(&mut v, w.num_sge);
-    v
+    Ok(v)
 }
 
 /// The SGE list the provider reads for a WR whose `int num_sge` is `n`: its
