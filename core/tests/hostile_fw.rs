@@ -198,7 +198,8 @@ fn dma_copies_of_device_memory_are_volatile() {
     for (f, access) in [
         ("dma_read", "load_volatile"),
         ("dma_write", "store_volatile"),
-        ("dma_zero", "store_volatile"),
+        ("dma_zero", "zero_volatile"),
+        ("zero_volatile", "write_volatile"),
         ("store_volatile", "write_volatile"),
         ("load_volatile", "read_volatile"),
         ("dma_load8", "read_volatile"),

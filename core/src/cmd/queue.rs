@@ -136,14 +136,39 @@ pub unsafe fn dma_zero(buf: &DmaBuf, off: usize, len: usize) {
         return;
     }
     let len = len.min(buf.len - off);
-    const ZEROS: [u8; 512] = [0; 512];
-    let mut done = 0;
-    while done < len {
-        let n = (len - done).min(ZEROS.len());
-        // SAFETY: `off + done + n <= off + len <= buf.len` (clamped above),
-        // inside the live buffer.
-        unsafe { store_volatile(buf.cpu.as_ptr().add(off + done), &ZEROS[..n]) };
-        done += n;
+    // SAFETY: `off + len <= buf.len` (clamped above), inside the live
+    // buffer.
+    unsafe { zero_volatile(buf.cpu.as_ptr().add(off), len) };
+}
+
+/// Writes `len` zero bytes at `dst` with volatile stores: bytes up to the
+/// first 8-byte boundary, then 64-byte blocks and 8-byte words, then bytes.
+///
+/// # Safety
+/// As [`store_volatile`], for `len` bytes.
+pub unsafe fn zero_volatile(dst: *mut u8, len: usize) {
+    let head = dst.align_offset(8).min(len);
+    let mut i = 0;
+    while i < head {
+        // SAFETY: i < len: inside the destination.
+        unsafe { core::ptr::write_volatile(dst.add(i), 0u8) };
+        i += 1;
+    }
+    while len - i >= 64 {
+        // SAFETY: `i + 64 <= len`, and `dst + i` is 8-byte aligned (`dst +
+        // head` is, `i - head` is a multiple of 8): aligned for `[u64; 8]`.
+        unsafe { core::ptr::write_volatile(dst.add(i).cast::<[u64; 8]>(), [0u64; 8]) };
+        i += 64;
+    }
+    while len - i >= 8 {
+        // SAFETY: `i + 8 <= len`, aligned as above.
+        unsafe { core::ptr::write_volatile(dst.add(i).cast::<u64>(), 0u64) };
+        i += 8;
+    }
+    while i < len {
+        // SAFETY: i < len.
+        unsafe { core::ptr::write_volatile(dst.add(i), 0u8) };
+        i += 1;
     }
 }
 
@@ -169,12 +194,12 @@ pub unsafe fn store_volatile(dst: *mut u8, src: &[u8]) {
         i += 1;
     }
     while n - i >= 64 {
-        let mut w = [0u64; 8];
-        for (k, v) in w.iter_mut().enumerate() {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(&src[i + 8 * k..i + 8 * k + 8]);
-            *v = u64::from_ne_bytes(b);
-        }
+        let mut b = [0u8; 64];
+        b.copy_from_slice(&src[i..i + 64]);
+        // SAFETY: [u8; 64] and [u64; 8] have the same size and every bit
+        // pattern is a valid u64: word k holds bytes 8k..8k+8 in memory
+        // order (from_ne_bytes), so the store writes `b` unchanged.
+        let w: [u64; 8] = unsafe { core::mem::transmute(b) };
         // SAFETY: `i + 64 <= n`: inside the destination; `dst + i` is
         // 8-byte aligned (as below), the alignment of `[u64; 8]`. One
         // volatile store of 64 bytes (the compiler may split it into
@@ -221,9 +246,10 @@ pub unsafe fn load_volatile(src: *const u8, dst: &mut [u8]) {
         // aligned (as below), the alignment of `[u64; 8]`: one volatile
         // load of 64 bytes (possibly split, never elided or cached).
         let w = unsafe { core::ptr::read_volatile(src.add(i).cast::<[u64; 8]>()) };
-        for (k, v) in w.iter().enumerate() {
-            dst[i + 8 * k..i + 8 * k + 8].copy_from_slice(&v.to_ne_bytes());
-        }
+        // SAFETY: same size, and any u64 is 8 valid bytes (its memory
+        // order, to_ne_bytes).
+        let b: [u8; 64] = unsafe { core::mem::transmute(w) };
+        dst[i..i + 64].copy_from_slice(&b);
         i += 64;
     }
     while n - i >= 8 {
