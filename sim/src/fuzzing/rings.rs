@@ -18,10 +18,10 @@ use bareverbs::qp::QpType;
 type Ep = Endpoint<4, 4, 16>;
 
 /// Most WQEs one pass over a queue handles in a fuzz run
-/// ([`Fabric::set_pass_limit`]): eight laps of the four-slot SQ, so ring
+/// ([`Fabric::set_pass_limit`]): four laps of the four-slot SQ and one CQ, so ring
 /// wrap, stale slots and CQ overrun stay reachable, while a doorbell record
 /// claiming 65,535 WQEs no longer costs each input milliseconds.
-pub const PASS_LIMIT: u32 = 32;
+pub const PASS_LIMIT: u32 = 16;
 
 /// Virtual time one run of the device may span ([`Fabric::set_horizon_ns`]):
 /// 200 µs covers a transport timeout of 2 (16 µs) with its retry and RNR
