@@ -92,8 +92,11 @@ pub fn caps_from_header(lines: &[&str]) -> DeviceCaps {
                 "page_size" => c.page_size = v,
                 "cqe_version" => c.cqe_version = v,
                 "max_cqe" => c.max_cqe = if v % 2 == 1 { v + 1 } else { v },
-                "log_max_cq_sz" => c.max_cqe = 1 << v,
-                "log_max_srq_sz" => c.max_srq_recv_wr = 1 << v,
+                // A log of 32 or more names no u32 count: the line is ignored.
+                "log_max_cq_sz" => c.max_cqe = 1u32.checked_shl(v).unwrap_or(c.max_cqe),
+                "log_max_srq_sz" => {
+                    c.max_srq_recv_wr = 1u32.checked_shl(v).unwrap_or(c.max_srq_recv_wr)
+                }
                 _ => {}
             }
         }
@@ -102,8 +105,8 @@ pub fn caps_from_header(lines: &[&str]) -> DeviceCaps {
                 .chars()
                 .take_while(|ch| ch.is_ascii_digit())
                 .collect();
-            if let Ok(n) = digits.parse::<u32>() {
-                c.max_cqe = 1 << n;
+            if let Some(m) = digits.parse::<u32>().ok().and_then(|n| 1u32.checked_shl(n)) {
+                c.max_cqe = m;
             }
         }
     }

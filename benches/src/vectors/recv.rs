@@ -453,6 +453,15 @@ fn parse_case(raw: &str, line: usize) -> Result<RecvCase> {
     Ok(c)
 }
 
+/// A WQE stride's log2 from a file: at most 16 (64 KiB, far above any
+/// receive WQE), so the replay never shifts past its integer width.
+fn shift_of(v: u64) -> Result<u32> {
+    if v > 16 {
+        bail!("wqe_shift {v} is more than 16");
+    }
+    Ok(v as u32)
+}
+
 fn parse_set(t: &str, key: &str) -> Result<Vec<u32>> {
     let p = t.find(key).ok_or_else(|| anyhow!("no {key} in {t:?}"))?;
     let r = &t[p + key.len()..];
@@ -509,7 +518,7 @@ fn parse_rq_geometry(t: &str) -> Result<RqGeometry> {
         max_recv_sge: kv_req(req, "max_recv_sge")? as u32,
         wqe_cnt,
         wqe_size,
-        wqe_shift: kv_req(res, "rq.wqe_shift")? as u32,
+        wqe_shift: shift_of(kv_req(res, "rq.wqe_shift")?)?,
         ring_bytes,
         buf_offset: after_word_num(res, "buffer offset ").unwrap_or(0) as u32,
         max_post: kv_req(res, "rq.max_post")? as u32,
@@ -524,7 +533,7 @@ fn parse_srq_geometry(t: &str) -> Result<SrqGeometry> {
     let (req, res) = t
         .split_once("->")
         .ok_or_else(|| anyhow!("no '->' in {t:?}"))?;
-    let wqe_shift = kv_req(res, "srq.wqe_shift")? as u32;
+    let wqe_shift = shift_of(kv_req(res, "srq.wqe_shift")?)?;
     let wqe_size = res
         .find("-byte WQE")
         .and_then(|p| {
