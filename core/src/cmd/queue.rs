@@ -87,7 +87,7 @@ pub enum SlotKind {
 /// so the stores must not be merged away, elided or invented, and no
 /// reference to it is ever formed. Stores are 8 bytes wide where the
 /// destination is 8-byte aligned and single bytes at the unaligned ends
-/// ([`store_volatile`]); the bytes written are the same on any host.
+/// (`store_volatile`); the bytes written are the same on any host.
 ///
 /// # Safety
 /// `buf` must describe live memory (the device may read it concurrently).
@@ -110,7 +110,7 @@ pub unsafe fn dma_write(buf: &DmaBuf, off: usize, src: &[u8]) -> bool {
 /// `memcpy` the compiler may assume stable): the driver then validates and
 /// acts on the copy only, so a device rewriting the memory meanwhile
 /// changes nothing it already checked. Loads are 8 bytes wide where the
-/// source is 8-byte aligned ([`load_volatile`]).
+/// source is 8-byte aligned (`load_volatile`).
 ///
 /// # Safety
 /// `buf` must describe live memory (the device may write it concurrently).
@@ -146,7 +146,7 @@ pub unsafe fn dma_zero(buf: &DmaBuf, off: usize, len: usize) {
 ///
 /// # Safety
 /// As [`store_volatile`], for `len` bytes.
-pub unsafe fn zero_volatile(dst: *mut u8, len: usize) {
+pub(crate) unsafe fn zero_volatile(dst: *mut u8, len: usize) {
     let head = dst.align_offset(8).min(len);
     let mut i = 0;
     while i < head {
@@ -182,7 +182,7 @@ pub unsafe fn zero_volatile(dst: *mut u8, len: usize) {
 /// # Safety
 /// `dst` must be valid for writes of `src.len()` bytes and must not be
 /// referenced by any Rust reference while this runs.
-pub unsafe fn store_volatile(dst: *mut u8, src: &[u8]) {
+pub(crate) unsafe fn store_volatile(dst: *mut u8, src: &[u8]) {
     let n = src.len();
     // `align_offset` may decline (usize::MAX): then every store is a byte.
     let head = dst.align_offset(8).min(n);
@@ -232,7 +232,7 @@ pub unsafe fn store_volatile(dst: *mut u8, src: &[u8]) {
 /// # Safety
 /// `src` must be valid for reads of `dst.len()` bytes and must not be
 /// referenced by any Rust reference while this runs.
-pub unsafe fn load_volatile(src: *const u8, dst: &mut [u8]) {
+pub(crate) unsafe fn load_volatile(src: *const u8, dst: &mut [u8]) {
     let n = dst.len();
     let head = src.align_offset(8).min(n);
     let mut i = 0;
