@@ -8,7 +8,9 @@ root=$(pwd)
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 
-step() { printf '\n==> %s\n' "$*"; }
+start=$(date +%s)
+# Each step prints the seconds since the start, so a slow step is visible.
+step() { printf '\n==> [%ss] %s\n' "$(($(date +%s) - start))" "$*"; }
 
 # --- set-up --------------------------------------------------------------
 if [ ! -f /usr/include/infiniband/mlx5dv.h ]; then
