@@ -319,6 +319,54 @@ pub(crate) mod tests {
 
     const FILES: [&str; 2] = ["recv_vectors.txt", "recv_random_visible.txt"];
 
+    /// A case naming a ring or a setup larger than any device allows is
+    /// refused when the file is read, before the replay allocates or loops
+    /// (a fuzzed file once made the replay allocate 4 GiB).
+    #[test]
+    fn oversized_rings_and_setups_are_refused() {
+        let (_, t) = load("recv_vectors.txt");
+        let f = read_recv_file(&t).unwrap();
+        let rq = f.cases.iter().find(|c| c.rq.is_some()).unwrap();
+        let g = rq.rq.as_ref().unwrap();
+        assert!(rq.check_bounds().is_ok());
+        let header = rq
+            .raw
+            .lines()
+            .find(|l| l.trim().starts_with("QP:"))
+            .unwrap();
+        let big = header
+            .replace(&format!("rq.wqe_cnt={} ", g.wqe_cnt), "rq.wqe_cnt=65536 ")
+            .replace(
+                &format!("rq.wqe_shift={};", g.wqe_shift),
+                "rq.wqe_shift=10;",
+            );
+        assert_ne!(big, header);
+        let text = t.replacen(header, &big, 1);
+        let e = read_recv_file(&text).unwrap_err();
+        assert!(
+            format!("{e:#}").contains("more than 33554432 bytes"),
+            "{e:#}"
+        );
+        // 65536 slots of 512 bytes is the largest ring: accepted.
+        let ok = big.replace("rq.wqe_shift=10;", "rq.wqe_shift=9;");
+        let c = read_recv_file(&t.replacen(header, &ok, 1)).unwrap();
+        assert!(c.cases[0].check_bounds().is_ok());
+
+        let cycles = f
+            .cases
+            .iter()
+            .find(|c| matches!(c.prep, Some(RecvPrep::SrqCycles { .. })))
+            .unwrap();
+        let Some(RecvPrep::SrqCycles { cycles: n, .. }) = cycles.prep else {
+            unreachable!()
+        };
+        let note = format!("prep: {n} x {{");
+        assert!(t.contains(&note));
+        let e = read_recv_file(&t.replacen(&note, "prep: 131073 x {", 1)).unwrap_err();
+        assert!(format!("{e:#}").contains("131073 filler posts"), "{e:#}");
+        assert!(read_recv_file(&t.replacen(&note, "prep: 131072 x {", 1)).is_ok());
+    }
+
     #[test]
     fn reader_parses_every_case() {
         for name in FILES {

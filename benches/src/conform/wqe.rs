@@ -439,7 +439,7 @@ pub fn run_wqe_text(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::vectors::wqe::WqeFile;
+    use crate::vectors::wqe::{WqeFile, MAX_PAYLOAD_BYTES};
 
     /// Replays the expected bytes parsed from the file itself.
     #[derive(Default)]
@@ -530,6 +530,21 @@ pub(crate) mod tests {
     }
 
     const FILES: [&str; 2] = ["wqe_vectors.txt", "wqe_random_visible.txt"];
+
+    /// A header naming a payload buffer larger than [`MAX_PAYLOAD_BYTES`]
+    /// is refused before the replay allocates it.
+    #[test]
+    fn oversized_payload_buffers_are_refused() {
+        let (_, t) = load("wqe_random_visible.txt");
+        let stated = "k & 0xff, 8192 bytes)";
+        assert!(t.contains(stated));
+        let over = format!("k & 0xff, {} bytes)", MAX_PAYLOAD_BYTES + 1);
+        let e = read_wqe_file(&t.replacen(stated, &over, 1)).unwrap_err();
+        assert!(format!("{e:#}").contains("more than 67108864"), "{e:#}");
+        let at = format!("k & 0xff, {MAX_PAYLOAD_BYTES} bytes)");
+        let f = read_wqe_file(&t.replacen(stated, &at, 1)).unwrap();
+        assert_eq!(f.header.payload_len, Some(MAX_PAYLOAD_BYTES));
+    }
 
     fn parsed(name: &str) -> (std::path::PathBuf, WqeFile, String) {
         let (p, t) = load(name);

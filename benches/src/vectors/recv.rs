@@ -275,6 +275,52 @@ impl RecvCase {
     }
 }
 
+/// The largest ring a receive case may name (slots × WQE size): 65536
+/// slots of 512 bytes, the largest receive descriptor mlx5 devices report
+/// (`max_rq_desc_sz`). The replay allocates the ring, so a file cannot make
+/// the tool allocate more.
+pub const MAX_RING_BYTES: u64 = 65536 * 512;
+/// The most filler posts one case's setup may run: two wraps of the 16-bit
+/// counter (the vendor's counter-wrap case runs 65534).
+pub const MAX_PREP_POSTS: u64 = 2 << 16;
+
+impl RecvCase {
+    /// Refuses a case whose replay would allocate or loop more than any
+    /// real case needs ([`MAX_RING_BYTES`], [`MAX_PREP_POSTS`]).
+    pub fn check_bounds(&self) -> Result<()> {
+        let ring = (self.slots() as u64) << self.wqe_shift().min(63);
+        if ring > MAX_RING_BYTES || self.ring_bytes() as u64 > MAX_RING_BYTES {
+            bail!(
+                "the ring is {} slots of 2^{} bytes, more than {MAX_RING_BYTES} bytes",
+                self.slots(),
+                self.wqe_shift()
+            );
+        }
+        let posts = match &self.prep {
+            Some(RecvPrep::RqFillers {
+                completed,
+                outstanding,
+                ..
+            }) => u64::from(*completed) + u64::from(*outstanding),
+            Some(RecvPrep::SrqOps { ops, .. }) => ops.len() as u64,
+            Some(RecvPrep::SrqCycles { cycles, .. }) => u64::from(*cycles),
+            None => 0,
+        };
+        if posts > MAX_PREP_POSTS {
+            bail!("the setup runs {posts} filler posts, more than {MAX_PREP_POSTS}");
+        }
+        Ok(())
+    }
+    /// log2 of the WQE slot size.
+    pub fn wqe_shift(&self) -> u32 {
+        match (&self.rq, &self.srq) {
+            (Some(r), _) => r.wqe_shift,
+            (_, Some(s)) => s.wqe_shift,
+            _ => 0,
+        }
+    }
+}
+
 /// Reads a recv vector file.
 pub fn read_recv_file(text: &str) -> Result<RecvFile> {
     let mut file = RecvFile::default();
@@ -293,9 +339,11 @@ pub fn read_recv_file(text: &str) -> Result<RecvFile> {
         }
     }
     for (line, raw) in split_cases(text) {
-        let c = parse_case(&raw, line).with_context(|| {
-            format!("case at line {line}: {}", raw.lines().next().unwrap_or(""))
-        })?;
+        let c = parse_case(&raw, line)
+            .and_then(|c| c.check_bounds().map(|()| c))
+            .with_context(|| {
+                format!("case at line {line}: {}", raw.lines().next().unwrap_or(""))
+            })?;
         file.cases.push(c);
     }
     Ok(file)

@@ -402,6 +402,11 @@ pub fn payload_bytes(off: usize, len: usize) -> Vec<u8> {
     (off..off + len).map(|k| (k & 0xff) as u8).collect()
 }
 
+/// The largest payload buffer a wqe file's header may name: the replay
+/// allocates it, so a file cannot make the tool allocate more than this.
+/// (The vendor's vector files use 8 KiB.)
+pub const MAX_PAYLOAD_BYTES: usize = 64 << 20;
+
 /// Reads a wqe vector file.
 pub fn read_wqe_file(text: &str) -> Result<WqeFile> {
     let mut file = WqeFile::default();
@@ -452,6 +457,9 @@ fn parse_header_line(h: &mut WqeHeader, t: &str) -> Result<()> {
             let pre = &body[..p];
             let n = pre.rsplit([' ', ',']).next().unwrap_or("");
             h.payload_len = n.parse().ok();
+            if let Some(n) = h.payload_len.filter(|&n| n > MAX_PAYLOAD_BYTES) {
+                bail!("the payload buffer is {n} bytes, more than {MAX_PAYLOAD_BYTES}");
+            }
         }
     }
     // `G0 RC 64/16/256   type=RC max_send_wr=… -> sq.wqe_cnt=… ; filler = 1 WQEBB`
