@@ -40,6 +40,9 @@ pub mod mr;
 pub mod platform;
 pub mod qp;
 pub mod queue_pair;
+/// The mlx5 hardware reference (WQE/CQE layouts, sizing, doorbells, QP states,
+/// command interface) that the `ref §N.M` citations in this crate point to.
+pub mod reference;
 pub mod ring;
 pub mod rq;
 pub mod selftest;
