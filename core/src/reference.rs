@@ -1,2 +1,5 @@
-//! (The text of this module is `core/docs/mlx5-reference.md`.)
 #![doc = include_str!("../docs/mlx5-reference.md")]
+//!
+//! ---
+//!
+//! *Source of this page: `core/docs/mlx5-reference.md` in the repository.*
