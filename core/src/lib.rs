@@ -11,7 +11,7 @@
 //! the software ConnectX in `bareverbs-sim`, or your own bare-metal code).
 //!
 //! Module map (each module is named after the hardware concept it owns and
-//! cites the section of the hardware [`reference`] it implements, as `ref §N.M`):
+//! cites the section of the hardware [`reference`](mod@reference) it implements, as `ref §N.M`):
 //!
 //! | module | what | ref |
 //! | --- | --- | --- |

@@ -362,8 +362,9 @@ pub(crate) struct World {
     pub fast_runs: u64,
 }
 
-/// Default [`World::pass_limit`]: a whole 16-bit counter span, so any
-/// doorbell-record value is followed to its end.
+/// Default pass limit ([`Fabric::set_pass_limit`](crate::Fabric::set_pass_limit)):
+/// a whole 16-bit counter span, so any doorbell-record value is followed to
+/// its end.
 pub const PASS_LIMIT_DEFAULT: u32 = 0x1_0000;
 
 impl World {

@@ -111,7 +111,7 @@ pub const OBJ_NUMBER_MAX: u32 = 0x00ff_ffff;
 
 /// Reads the object number word dw2 of an output (ALLOC_PD, ALLOC_UAR,
 /// CREATE_CQ/QP/MKEY/SRQ; [ref §7.8](crate::reference) "Simple outputs": the number is
-/// dw2[23:0]).
+/// `dw2[23:0]`).
 ///
 /// The whole word is returned, reserved bits 31:24 included, so that a
 /// device writing them is noticed rather than masked away: a value above
@@ -369,28 +369,28 @@ pub fn set_hca_cap(b: &mut [u8], cap: CapType, caps: &[u8]) -> Req {
 
 // ---- UAR / PD -------------------------------------------------------
 
-/// ALLOC_UAR (0x802); output uar index at dw2[23:0]. [ref §7.8](crate::reference).
+/// ALLOC_UAR (0x802); output uar index at `dw2[23:0]`. [ref §7.8](crate::reference).
 pub fn alloc_uar(b: &mut [u8]) -> Req {
     simple(b, op::ALLOC_UAR, 0)
 }
-/// DEALLOC_UAR (0x803) of `uar` (dw2[23:0]).
+/// DEALLOC_UAR (0x803) of `uar` (`dw2[23:0]`).
 pub fn dealloc_uar(b: &mut [u8], uar: u32) -> Req {
     let r = simple(b, op::DEALLOC_UAR, 0);
     set_bits(b, 0, 2, 23, 0, uar);
     r
 }
-/// ALLOC_PD (0x800); output pd at dw2[23:0]. [ref §7.8](crate::reference).
+/// ALLOC_PD (0x800); output pd at `dw2[23:0]`. [ref §7.8](crate::reference).
 pub fn alloc_pd(b: &mut [u8]) -> Req {
     simple(b, op::ALLOC_PD, 0)
 }
-/// DEALLOC_PD (0x801) of `pd` (dw2[23:0]).
+/// DEALLOC_PD (0x801) of `pd` (`dw2[23:0]`).
 pub fn dealloc_pd(b: &mut [u8], pd: u32) -> Req {
     let r = simple(b, op::DEALLOC_PD, 0);
     set_bits(b, 0, 2, 23, 0, pd);
     r
 }
 
-/// Destroy-style command carrying a 24-bit object number at dw2[23:0]
+/// Destroy-style command carrying a 24-bit object number at `dw2[23:0]`
 /// (DESTROY_MKEY/CQ/QP/SRQ, 2ERR_QP, 2RST_QP, QUERY_QP).
 pub fn with_obj(b: &mut [u8], opcode: u16, id: u32) -> Req {
     let r = simple(b, opcode, 0);
@@ -558,7 +558,7 @@ pub struct CqParams {
     pub npages: usize,
 }
 
-/// CREATE_CQ (0x400); output cqn at dw2[23:0]. [ref §7.10](crate::reference).
+/// CREATE_CQ (0x400); output cqn at `dw2[23:0]`. [ref §7.10](crate::reference).
 pub fn create_cq(b: &mut [u8], p: &CqParams) -> Req {
     let in_len = PAS_OFFSET + 8 * p.npages;
     hdr(b, op::CREATE_CQ, 0, in_len);
@@ -681,7 +681,7 @@ pub struct QpParams {
     pub npages: usize,
 }
 
-/// CREATE_QP (0x500); output qpn at dw2[23:0]. [ref §7.11](crate::reference).
+/// CREATE_QP (0x500); output qpn at `dw2[23:0]`. [ref §7.11](crate::reference).
 pub fn create_qp(b: &mut [u8], p: &QpParams) -> Req {
     let in_len = PAS_OFFSET + 8 * p.npages;
     hdr(b, op::CREATE_QP, 0, in_len);
@@ -930,8 +930,8 @@ pub fn parse_query_qp(out: &[u8]) -> QpQuery {
 // ---- SRQ ------------------------------------------------------------
 
 /// CREATE_SRQ parameters (srqc per linux `mlx5_ifc.h` srqc_bits:
-/// log_srq_size dw0[27:24], log_rq_stride dw1[26:24], cqn dw2[23:0],
-/// log_page_size dw4[29:24], pd dw6[23:0], lwm dw7[31:16], dbr_addr byte 0x28).
+/// log_srq_size `dw0[27:24]`, log_rq_stride `dw1[26:24]`, cqn `dw2[23:0]`,
+/// log_page_size `dw4[29:24]`, pd `dw6[23:0]`, lwm `dw7[31:16]`, dbr_addr byte 0x28).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SrqParams {
     /// log2 number of WQEs.
@@ -952,7 +952,7 @@ pub struct SrqParams {
     pub npages: usize,
 }
 
-/// CREATE_SRQ (0x700); output srqn at dw2[23:0].
+/// CREATE_SRQ (0x700); output srqn at `dw2[23:0]`.
 pub fn create_srq(b: &mut [u8], p: &SrqParams) -> Req {
     let in_len = PAS_OFFSET + 8 * p.npages;
     hdr(b, op::CREATE_SRQ, 0, in_len);
@@ -1144,7 +1144,7 @@ pub const HCA_VPORT_CTX_LEN: usize = 0x100;
 
 /// QUERY_HCA_VPORT_CONTEXT (0x762) of the own vport on 1-based `port`
 /// (linux `drivers/net/ethernet/mellanox/mlx5/core/vport.c`
-/// mlx5_query_hca_vport_context: `port_num` in dw2[19:16], set only on
+/// mlx5_query_hca_vport_context: `port_num` in `dw2[19:16]`, set only on
 /// two-port devices; `None` leaves it 0).
 pub fn query_hca_vport_context(b: &mut [u8], port: Option<u8>) -> Req {
     let in_len = HDR_LEN;
@@ -1165,11 +1165,11 @@ pub fn query_hca_vport_context(b: &mut [u8], port: Option<u8>) -> Req {
 /// `drivers/infiniband/hw/mlx5/main.c` copies them into ib_port_attr).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct HcaVportContext {
-    /// Physical port state (dw8[15:12]; 5 = LinkUp).
+    /// Physical port state (`dw8[15:12]`; 5 = LinkUp).
     pub port_physical_state: u8,
-    /// Port state (dw8[7:4]).
+    /// Port state (`dw8[7:4]`).
     pub port_state: u8,
-    /// Vport state (dw8[3:0]): the IB port state the kernel reports
+    /// Vport state (`dw8[3:0]`): the IB port state the kernel reports
     /// (1 Down, 2 Init, 3 Armed, 4 Active).
     pub vport_state: u8,
     /// System image GUID (byte 0x28).
@@ -1180,21 +1180,21 @@ pub struct HcaVportContext {
     pub node_guid: u64,
     /// Capability mask 1 (byte 0x40).
     pub cap_mask1: u32,
-    /// LID (dw24[31:16]).
+    /// LID (`dw24[31:16]`).
     pub lid: u16,
-    /// InitTypeReply (dw24[11:8]).
+    /// InitTypeReply (`dw24[11:8]`).
     pub init_type_reply: u8,
-    /// LMC (dw24[7:5]).
+    /// LMC (`dw24[7:5]`).
     pub lmc: u8,
-    /// Subnet timeout (dw24[4:0]).
+    /// Subnet timeout (`dw24[4:0]`).
     pub subnet_timeout: u8,
-    /// Subnet manager LID (dw25[31:16]).
+    /// Subnet manager LID (`dw25[31:16]`).
     pub sm_lid: u16,
-    /// Subnet manager SL (dw25[15:12]).
+    /// Subnet manager SL (`dw25[15:12]`).
     pub sm_sl: u8,
-    /// Q_Key violation counter (dw26[31:16]).
+    /// Q_Key violation counter (`dw26[31:16]`).
     pub qkey_violation_counter: u16,
-    /// P_Key violation counter (dw26[15:0]).
+    /// P_Key violation counter (`dw26[15:0]`).
     pub pkey_violation_counter: u16,
 }
 
@@ -1242,7 +1242,7 @@ pub const PMTU_LEN: usize = 0x10;
 /// ACCESS_REG (0x805) read of PMTU for 1-based `port`, as linux
 /// `drivers/net/ethernet/mellanox/mlx5/core/port.c` (mlx5_query_port_mtu)
 /// issues it: op_mod 1 (read), register_id 0x5003 at byte 0x0a, argument 0
-/// at 0x0c, register data from 0x10 with `local_port` in dw0[23:16]
+/// at 0x0c, register data from 0x10 with `local_port` in `dw0[23:16]`
 /// (byte 0x11). Output: header, then the register image at 0x10, parsed by
 /// [`parse_pmtu`].
 pub fn query_pmtu(b: &mut [u8], port: u8) -> Req {
@@ -1263,13 +1263,13 @@ pub fn query_pmtu(b: &mut [u8], port: u8) -> Req {
 /// [`ETH_HW_MTU_OVERHEAD`]), on an InfiniBand port the IB MTU.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Pmtu {
-    /// 1-based local port (dw0[23:16]).
+    /// 1-based local port (`dw0[23:16]`).
     pub local_port: u8,
-    /// Largest MTU the port supports (dw1[31:16]).
+    /// Largest MTU the port supports (`dw1[31:16]`).
     pub max_mtu: u16,
-    /// MTU the administrator configured (dw2[31:16]).
+    /// MTU the administrator configured (`dw2[31:16]`).
     pub admin_mtu: u16,
-    /// MTU in effect (dw3[31:16]).
+    /// MTU in effect (`dw3[31:16]`).
     pub oper_mtu: u16,
 }
 

@@ -597,7 +597,7 @@ fn eq_poll_copies_and_peek_does_not_consume() {
 /// ACCESS_REG PMTU read, byte image computed by hand from the layout
 /// (linux `mlx5_ifc.h` access_register_in + pmtu_reg): opcode 0x0805 at
 /// bytes 0–1, op_mod 1 (read) at 6–7, register_id 0x5003 at 0x0a–0x0b,
-/// argument 0 at 0x0c, local_port dw0[23:16] of the register = byte 0x11.
+/// argument 0 at 0x0c, local_port `dw0[23:16]` of the register = byte 0x11.
 #[test]
 fn query_pmtu_builder_bytes() {
     let mut b = [0xa5u8; 0x40];
