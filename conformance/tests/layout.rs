@@ -1,7 +1,8 @@
 //! Every mirrored struct's size and every field offset, compared with
 //! `sizeof`/`offsetof` compiled against the vendor header (`c/shim.c`).
 //! CQE structs (mirrored on the cqe branch) are checked against the
-//! [ref §5.1/§5.5](bareverbs::reference) tables here; their Rust mirror is compared in `cqe_getters.rs`.
+//! [ref §5.1/§5.5](bareverbs::reference) tables here; their Rust mirror is compared in
+//! `cqe_getters.rs`.
 
 use bareverbs::wqe::*;
 use bareverbs_conformance::{c_const, c_layouts};

@@ -527,7 +527,8 @@ impl QpHandle {
     pub const fn spec(&self) -> QpSpec {
         self.spec
     }
-    /// State the driver holds the QP in ([ref §6.1](crate::reference)); it changes only through the transition calls.
+    /// State the driver holds the QP in ([ref §6.1](crate::reference)); it changes only through the
+    /// transition calls.
     pub const fn state(&self) -> HwQpState {
         self.state
     }
@@ -850,7 +851,8 @@ pub struct DevInfo {
     pub max_sge_rd: u32,
     /// Max CQs (`1 << log_max_cq`).
     pub max_cq: u32,
-    /// Max CQEs per CQ as ibv reports it (`(1 << log_max_cq_sz) − 1`; [ref §3.7](crate::reference)).
+    /// Max CQEs per CQ as ibv reports it (`(1 << log_max_cq_sz) − 1`;
+    /// [ref §3.7](crate::reference)).
     pub max_cqe: u32,
     /// Max memory regions (`1 << log_max_mkey`).
     pub max_mr: u32,

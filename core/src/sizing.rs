@@ -123,7 +123,8 @@ pub enum QpType {
     Uc,
     /// Unreliable datagram: +48-byte datagram (address vector) segment.
     Ud,
-    /// Raw Ethernet: +32-byte Ethernet segment; SQ in a separate buffer ([ref §3.6](crate::reference)).
+    /// Raw Ethernet: +32-byte Ethernet segment; SQ in a separate buffer
+    /// ([ref §3.6](crate::reference)).
     RawPacket,
     /// XRC initiator: +16-byte XRC segment; no RQ (receives go to an SRQ).
     XrcSend,
@@ -402,11 +403,14 @@ impl RejectedBy {
 /// The limit a request exceeded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Limit {
-    /// `max_send_sge` above the gather entries left in a send descriptor ([ref §3.3](crate::reference) step 4).
+    /// `max_send_sge` above the gather entries left in a send descriptor
+    /// ([ref §3.3](crate::reference) step 4).
     MaxSendSge,
-    /// Send WQE (with inline data / SGEs) larger than `max_sq_desc_sz` ([ref §3.3](crate::reference) step 6, §3.4 step 2).
+    /// Send WQE (with inline data / SGEs) larger than `max_sq_desc_sz`
+    /// ([ref §3.3](crate::reference) step 6, §3.4 step 2).
     MaxSqDescSz,
-    /// `max_send_wr > 0x7fffffff / max_sq_desc_sz` (overflow guard, [ref §3.4](crate::reference) step 4).
+    /// `max_send_wr > 0x7fffffff / max_sq_desc_sz` (overflow guard, [ref §3.4](crate::reference)
+    /// step 4).
     MaxSendWrOverflow,
     /// SQ WQEBB count above `max_send_wqebb` ([ref §3.4](crate::reference) step 6).
     MaxSendWqebb,
@@ -426,7 +430,8 @@ pub enum Limit {
     MaxSrqRecvWr,
     /// SRQ `max_sge` above `max_rq_desc_sz / 16` ([ref §3.8](crate::reference) step 1).
     MaxSrqSge,
-    /// SRQ WQE size above the device's `max_recv_wr` (provider quirk, [ref §3.8](crate::reference) step 3).
+    /// SRQ WQE size above the device's `max_recv_wr` (provider quirk, [ref §3.8](crate::reference)
+    /// step 3).
     SrqWqeSize,
     /// Kernel: SRQ `max_wr` (= srq.max − 1) not below `max_srq_recv_wr`.
     KernelSrqWr,
@@ -538,7 +543,8 @@ impl SizingError {
     }
 
     /// The errno the provider / kernel would set: EINVAL (22) for everything
-    /// except a CQ buffer above `INT_MAX` bytes, which is ENOMEM (12) ([ref §3.7](crate::reference)).
+    /// except a CQ buffer above `INT_MAX` bytes, which is ENOMEM (12)
+    /// ([ref §3.7](crate::reference)).
     pub const fn errno(&self) -> i32 {
         match self.limit {
             Limit::CqBufBytes => ENOMEM,

@@ -4,8 +4,8 @@
 //! copies of device-writable memory, sizing at extreme capabilities and
 //! page sizes, and `MemUar` offsets that overflow.
 //!
-//! Expected values come from the [reference](bareverbs::reference) (§7.2 geometry rules, §7.3 entry size,
-//! §3.5 RQ sizing) or from the arithmetic of the request, never from the
+//! Expected values come from the [reference](bareverbs::reference) (§7.2 geometry rules, §7.3 entry
+//! size, §3.5 RQ sizing) or from the arithmetic of the request, never from the
 //! driver's own output.
 
 use bareverbs::cmd::initseg::{

@@ -8,8 +8,8 @@
 //! the data path cannot execute, and a memory key without remote rights.
 //!
 //! Expected values come from the operation performed (the bytes written),
-//! the firmware configuration the test sets, or the [reference](bareverbs::reference) (statuses, §5.6;
-//! states, §6.1) — never from the driver's own output.
+//! the firmware configuration the test sets, or the [reference](bareverbs::reference) (statuses,
+//! §5.6; states, §6.1) — never from the driver's own output.
 
 use bareverbs::cmd::ops::HwQpState;
 use bareverbs::cmd::{op, CmdStatus};

@@ -4,8 +4,8 @@
 //!
 //! The lies are configured through the model ([`Faults`], [`FwConfig`]);
 //! expected values come from what the test made firmware say, from the
-//! [reference](bareverbs::reference) (§7.2 geometry, §7.12 key = index << 8 | mkey_7_0, §4.6 EQ size), or
-//! from the buffers the test allocated — never from the driver's output.
+//! [reference](bareverbs::reference) (§7.2 geometry, §7.12 key = index << 8 | mkey_7_0, §4.6 EQ
+//! size), or from the buffers the test allocated — never from the driver's output.
 //!
 //! [`Faults`]: bareverbs_sim::fw::Faults
 

@@ -7,8 +7,10 @@
 //! * [`initseg`] — the initialization segment at BAR0 offset 0 ([ref §7.1](crate::reference)).
 //! * [`queue`] — the command queue: 64-byte entries, ownership handshake,
 //!   doorbell by slot bit, chained 576-byte mailboxes ([ref §7.2–§7.4](crate::reference)).
-//! * [`ops`] — typed builders and parsers, one per command ([ref §7.5–§7.12, §6.3](crate::reference)).
-//! * [`caps`] — QUERY_HCA_CAP general capabilities → [`crate::sizing::DeviceCaps`] ([ref §3.11](crate::reference)).
+//! * [`ops`] — typed builders and parsers, one per command
+//!   ([ref §7.5–§7.12, §6.3](crate::reference)).
+//! * [`caps`] — QUERY_HCA_CAP general capabilities → [`crate::sizing::DeviceCaps`]
+//!   ([ref §3.11](crate::reference)).
 //! * [`eq`] — event queue entries and page-request events ([ref §7.7, §7.9](crate::reference)).
 //! * [`pages`] — the pool of 4 KiB pages handed to firmware ([ref §7.7](crate::reference)).
 //!

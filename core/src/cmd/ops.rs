@@ -21,7 +21,8 @@ pub struct Req {
 
 /// Length of a header-only input or output ([ref §7.5](crate::reference)).
 pub const HDR_LEN: usize = 0x10;
-/// Offset of `pas[]` / MTT lists in CREATE_{CQ,QP,EQ,SRQ,MKEY} inputs. [ref §7.9–§7.12](crate::reference).
+/// Offset of `pas[]` / MTT lists in CREATE_{CQ,QP,EQ,SRQ,MKEY} inputs.
+/// [ref §7.9–§7.12](crate::reference).
 pub const PAS_OFFSET: usize = 0x110;
 /// Offset of the cqc in create_cq_in. [ref §7.10](crate::reference).
 pub const CQC: usize = 0x10;
@@ -780,7 +781,8 @@ fn modify(b: &mut [u8], opcode: u16, qpn: u32) -> Req {
     }
 }
 
-/// RESET → INIT attributes ([ref §6.2](crate::reference): PKEY_INDEX, PORT, ACCESS_FLAGS; UD: QKEY).
+/// RESET → INIT attributes ([ref §6.2](crate::reference): PKEY_INDEX, PORT, ACCESS_FLAGS; UD:
+/// QKEY).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Rst2Init {
     /// Port (1-based).

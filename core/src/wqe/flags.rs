@@ -1,6 +1,6 @@
 //! Flag bytes of send WQEs: the control segment's `fm_ce_se` byte
-//! ([ref §1.3](crate::reference)), Ethernet checksum flags ([ref §1.5](crate::reference)) and the UMR / mkey
-//! context flag fields used by BIND_MW and LOCAL_INV UMR WQEs.
+//! ([ref §1.3](crate::reference)), Ethernet checksum flags ([ref §1.5](crate::reference)) and the
+//! UMR / mkey context flag fields used by BIND_MW and LOCAL_INV UMR WQEs.
 
 use bitflags::bitflags;
 

@@ -1,5 +1,6 @@
 //! Command execution: reads a command queue entry and its mailbox chains
-//! from DMA memory, runs the command, writes the output back ([ref §7.3–§7.12](bareverbs::reference)).
+//! from DMA memory, runs the command, writes the output back
+//! ([ref §7.3–§7.12](bareverbs::reference)).
 
 use super::objects::{CqObj, EqObj, MkeyObj, ObjectEvent, QpObj, SrqObj};
 use super::{HcaState, SimFirmware, BAR0_SIZE, FIRST_UAR};
