@@ -3,7 +3,7 @@
  * post path (bareverbs::sq). Uses only mlx5dv.h's inline setters
  * (mlx5dv_set_ctrl_seg, mlx5dv_set_data_seg); the remote-address segment
  * is written by hand (mlx5dv.h has no setter for it). Per doorbell it does
- * what rdma-core's post_send_db() does on x86 (FACTS 4.3): compiler
+ * what rdma-core's post_send_db() does on x86 (ref §4.3): compiler
  * barrier, doorbell record store, sfence (mmio_wc_start), 8-byte doorbell
  * store of the last WQE's first ctrl bytes, sfence (mmio_flush_writes),
  * toggle of the BlueFlame half. The "UAR" is ordinary memory.

@@ -1,4 +1,4 @@
-//! `bareverbs budget`: exact mlx5 memory per QP and per node (FACTS §3).
+//! `bareverbs budget`: exact mlx5 memory per QP and per node ([ref §3](bareverbs::reference)).
 //!
 //! Sizes a QP (and optionally its CQ) with [`bareverbs::sizing`] on a device
 //! described by `--caps FILE` (TOML, keys = [`DeviceCaps`] field names, missing
@@ -576,7 +576,7 @@ mod tests {
         T::parse_from(std::iter::once("budget").chain(cmd.split_whitespace())).b
     }
 
-    /// FACTS §3.9 assumes 512-byte send descriptors.
+    /// [ref §3.9](bareverbs::reference) assumes 512-byte send descriptors.
     fn f39() -> DeviceCaps {
         caps_from_toml("max_sq_desc_sz = 512\nmax_rq_desc_sz = 512").unwrap()
     }
@@ -593,7 +593,7 @@ mod tests {
 
     #[test]
     fn json_rc_1024x16_facts() {
-        // FACTS §3.9 row 1.
+        // ref §3.9 row 1.
         let o = compute(
             &args("--qp-type rc --max-send-wr 1024 --max-send-sge 16"),
             &f39(),
@@ -613,7 +613,7 @@ mod tests {
 
     #[test]
     fn json_error_65536x16_facts() {
-        // FACTS §3.9 row 2: 524288 WQEBBs > 32768.
+        // ref §3.9 row 2: 524288 WQEBBs > 32768.
         let o = compute(&args("--max-send-wr 65536 --max-send-sge 16"), &f39()).unwrap();
         assert_eq!(o.code, 1);
         let e = &o.json["error"];
@@ -633,7 +633,7 @@ mod tests {
 
     #[test]
     fn narrower_ops_fix_the_limit_case() {
-        // FACTS §3.9: RC 8193 × 1 fails (256-byte WQEs); RDMA-only WQEs are 64 B
+        // ref §3.9: RC 8193 × 1 fails (256-byte WQEs); RDMA-only WQEs are 64 B
         // (row "ops = RDMA only"), so 8193 WRs need rup2(8193·64)/64 = 16384 BBs.
         let o = compute(&args("--max-send-wr 8193 --max-send-sge 1"), &f39()).unwrap();
         assert_eq!(o.code, 1);
@@ -656,7 +656,7 @@ mod tests {
 
     #[test]
     fn cq_coverage_and_node_budget() {
-        // FACTS §3.9 / §3.5: RC 8192 × 1 → max_post 8192; RQ 1024 × 1 → 16384 B, max_post 1024.
+        // ref §3.9 / §3.5: RC 8192 × 1 → max_post 8192; RQ 1024 × 1 → 16384 B, max_post 1024.
         let o = compute(
             &args("--max-send-wr 8192 --max-send-sge 1 --max-recv-wr 1024 --max-recv-sge 1 --cqe 3000"),
             &f39(),
@@ -684,7 +684,7 @@ mod tests {
     #[test]
     fn table_marks_impossible_qps() {
         let t = table(&args("--qp-type rc"), &f39());
-        // FACTS §3.9: 32768 × 16 at 448 B/WQE → 262144 BBs (over 32768).
+        // ref §3.9: 32768 × 16 at 448 B/WQE → 262144 BBs (over 32768).
         assert!(t.contains("EINVAL 262144>32768 BBs"), "{t}");
         assert_eq!(t.lines().count(), 2 + 12);
     }

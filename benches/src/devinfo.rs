@@ -2,7 +2,7 @@
 //! attributes as `ibv_devinfo` prints them (rdma-core
 //! `libibverbs/examples/devinfo.c`), obtained by running the real bring-up
 //! and QUERY_HCA_CAP, QUERY_ADAPTER, vport-context and port queries through
-//! the command interface (FACTS §7), with the values the mlx5 kernel
+//! the command interface ([ref §7](bareverbs::reference)), with the values the mlx5 kernel
 //! driver derives from them.
 //!
 //! Without `-v` it prints the lines `ibv_devinfo` always prints: `hca_id`,

@@ -1,8 +1,26 @@
 //! # bareverbs-bench — the `bareverbs` tool and benchmarks
 //!
-//! Library half of the `bareverbs` command-line tool: vector-file readers and
-//! the `conform` replayer, `decode`, `budget`, and (later) `devinfo`, `perf`
-//! and `sweep`. The binary in `src/main.rs` is a thin clap front end.
+//! Library half of the `bareverbs` command-line tool. The binary in
+//! `src/main.rs` is the clap front end: it parses the command line and calls
+//! into these modules, which do the work.
+//!
+//! | module | subcommand / role |
+//! | --- | --- |
+//! | [`conform`] | `conform FILE…`: replays ground-truth vector files, one line per case |
+//! | [`vectors`] | readers for those vector files (WQE, receive, CQE, sizing) |
+//! | [`decode`] | `decode wqe\|cqe HEX`: human and JSON views of WQEs and CQEs |
+//! | [`budget`] | `budget`: exact queue memory per QP and per node |
+//! | [`devinfo`] | `devinfo`: `ibv_devinfo`-style attributes through the command interface |
+//! | [`selftest`] | `selftest` and `devinfo --selftest`: the core's loopback self-test |
+//! | [`perf`] | `perf`: CPU cost of post/poll on memory-backed queues, and the perftest-style tests (`write-lat` … `atomic-lat`) over the `sim`, `fw-sim`, `model` and `vfio:BDF` backends |
+//! | [`perftest`] | perftest's statistics and text layout, so results line up with real perftest runs |
+//! | [`sweep`] | `sweep`: the `max_send_wr` × `max_send_sge` design space |
+//! | [`model`] | the closed-form NIC/PCIe cost model behind `sweep` and the `model` backend |
+//! | [`args`], [`device_arg`] | shared argument parsing: sizes, counts, paths, `--device` names |
+//! | [`envelope`] | the JSON envelope every `--json` output carries |
+//!
+//! The criterion benchmarks are in `benches/` (`post`, `poll`, `recv`) and the
+//! C comparison loop used by `perf compare-c` is `c/post_loop.c`.
 #![deny(missing_docs)]
 
 pub mod args;

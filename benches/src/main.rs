@@ -26,7 +26,7 @@ enum Cli {
     /// Loopback self-test: WRITE, SEND/RECV and READ between two RC QPs
     /// looped back on port 1, every byte verified.
     Selftest(bareverbs_bench::selftest::SelftestArgs),
-    /// Exact mlx5 queue memory per QP and per node (FACTS §3).
+    /// Exact mlx5 queue memory per QP and per node ([ref §3](bareverbs::reference)).
     Budget(bareverbs_bench::budget::BudgetArgs),
     /// Measure the data path (post/poll on memory-backed queues).
     #[command(subcommand)]

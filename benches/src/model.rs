@@ -2,10 +2,13 @@
 //! posted WQE, how many PCIe transactions that takes, whether BlueFlame
 //! applies, and the resulting modeled latency and message-rate bound.
 //!
-//! The sweep and the perf tools only talk to the [`NicModel`] trait, so
-//! the simulator's PCIe model (`bareverbs_sim`, not on this branch) can
-//! replace or back it later. [`PcieModel`] is the default implementation:
-//! PERF_AND_SIM §2.3's formula with the parameters of its table, each
+//! `bareverbs sweep` and the `model` backend of `bareverbs perf`
+//! ([`crate::perf::model_backend`]) only talk to the [`NicModel`] trait.
+//! [`PcieModel`] is its one implementation. (The simulator, `bareverbs-sim`,
+//! keeps its own copy of the formula in `bareverbs_sim::cost` for the virtual
+//! time of the `sim` and `fw-sim` backends; it does not go through this
+//! trait.) [`PcieModel`] evaluates PERF_AND_SIM §2.3's formula with the
+//! parameters of its table, each
 //! printed with its source ([`ModelParams::describe`]) and overridable
 //! from a TOML file (`--model FILE`, [`load_model`]).
 //!

@@ -1,4 +1,4 @@
-//! `bareverbs devinfo --selftest`: the core's loopback self-test
+//! `bareverbs selftest` and `bareverbs devinfo --selftest`: the core's loopback self-test
 //! ([`bareverbs::selftest`]) on the simulator or a VFIO device.
 
 use bareverbs::selftest::{SelfTestOptions, SelfTestReport};

@@ -1,7 +1,7 @@
 //! `bareverbs sweep`: the max_send_wr × max_send_sge design space.
 //!
 //! For every (max_send_wr, max_send_sge, posted SGEs, send-op set, inline)
-//! point: can the QP be created (exact provider sizing, FACTS §3, with the
+//! point: can the QP be created (exact provider sizing, [ref §3](bareverbs::reference), with the
 //! error's reason when not), the SQ ring and slot bytes, the WQE the post
 //! path really builds (posted into a memory-backed SQ of that exact
 //! geometry and read back from the ring), the CPU cost to post it, and the
@@ -184,7 +184,7 @@ pub fn request(wr: u32, sge: u32, rdma_only: bool, inline: Option<u32>) -> QpCap
     }
 }
 
-/// Posted RC WRITE WQE bytes by the rules (FACTS §1.7, PERF_AND_SIM §2.3):
+/// Posted RC WRITE WQE bytes by the rules ([ref §1.7](bareverbs::reference), PERF_AND_SIM §2.3):
 /// ctrl 16 + raddr 16 + 16 per SGE, or inline: 32 + align16(4 + payload).
 pub fn rule_write_wqe_bytes(posted_sge: u32, inline: Option<u32>) -> u32 {
     match inline {
@@ -700,7 +700,7 @@ pub fn main_table(s: &Sweep, args: &SweepArgs) -> String {
     }
     let _ = writeln!(
         o,
-        "columns: ring/slot/maxpo = exact provider sizing (FACTS 3.3-3.4); wqeB/BBs = DS read back from the posted WQE; \
+        "columns: ring/slot/maxpo = exact provider sizing (ref §3.3-3.4); wqeB/BBs = DS read back from the posted WQE; \
          fetch/paylB/rdPCI/BF/lat_ns/Mpps = NIC model; post_ns = measured"
     );
     if meas {
@@ -749,7 +749,7 @@ pub fn blog_memory_table(s: &Sweep, args: &SweepArgs) -> String {
     }
     let _ = writeln!(o, "where and why they differ:");
     let _ = writeln!(o, "- slot: the provider reserves a per-WQE overhead, not 64 B: 192 B for a legacy-created RC QP (BIND_MW/LOCAL_INV room), 32 B with send_ops write,send,read (PERF_AND_SIM 2.1).");
-    let _ = writeln!(o, "- slot is then rounded up to 64 B and the ring to a power of two: 1024 x 448 B = 448 KiB becomes 512 KiB (FACTS 3.3-3.4).");
+    let _ = writeln!(o, "- slot is then rounded up to 64 B and the ring to a power of two: 1024 x 448 B = 448 KiB becomes 512 KiB (ref §3.3-3.4).");
     let _ = writeln!(o, "- the ring counts worst-case WQEs; max_post = ring/slot can exceed the request (1170 WRs for wr 1024, sge 16 classic).");
     let _ = writeln!(o, "- large rings hit the device WQEBB cap (max_send_wqebb {}): e.g. wr 32768 x 256 B slot is rejected although the estimate looks modest.", s.caps.max_send_wqebb);
     let _ = writeln!(o, "- 30/32 SGEs exceed (max_sq_desc_sz - overhead)/16 on a 512 B descriptor device (max 20 classic, 30 rdma-only); this device allows {} B.", s.caps.max_sq_desc_sz);
@@ -1320,7 +1320,7 @@ mod tests {
         assert_eq!(row(&s, 1024, 30, 1, "rdma", false).ring_bytes, Some(524288));
     }
 
-    /// FACTS §3.9 worked examples (512 B descriptors, 2^15 WQEBBs).
+    /// [ref §3.9](bareverbs::reference) worked examples (512 B descriptors, 2^15 WQEBBs).
     #[test]
     fn facts_3_9_examples() {
         let s = sweep(CAPS512);

@@ -1,7 +1,8 @@
 //! Every mirrored struct's size and every field offset, compared with
 //! `sizeof`/`offsetof` compiled against the vendor header (`c/shim.c`).
-//! CQE structs (mirrored on the cqe branch) are checked against the FACTS
-//! §5.1/§5.5 tables here; their Rust mirror is compared in `cqe_getters.rs`.
+//! CQE structs (mirrored on the cqe branch) are checked against the
+//! [ref §5.1/§5.5](bareverbs::reference) tables here; their Rust mirror is compared in
+//! `cqe_getters.rs`.
 
 use bareverbs::wqe::*;
 use bareverbs_conformance::{c_const, c_layouts};
@@ -183,7 +184,7 @@ fn rust_layouts() -> BTreeMap<&'static str, usize> {
     m
 }
 
-/// FACTS §5.1 (mlx5_cqe64) and §5.5 (mlx5_err_cqe) byte tables.
+/// [ref §5.1](bareverbs::reference) (mlx5_cqe64) and §5.5 (mlx5_err_cqe) byte tables.
 fn facts_cqe_layouts() -> BTreeMap<&'static str, usize> {
     [
         ("mlx5_cqe64", 64),
@@ -229,7 +230,7 @@ fn every_vendor_size_and_offset_matches() {
         let expect = rust
             .get(name.as_str())
             .or_else(|| facts.get(name.as_str()))
-            .unwrap_or_else(|| panic!("no Rust/FACTS counterpart for vendor layout {name}"));
+            .unwrap_or_else(|| panic!("no Rust/reference counterpart for vendor layout {name}"));
         assert_eq!(
             *expect, *cval,
             "{name}: bareverbs {expect} vs mlx5dv.h {cval}"

@@ -21,7 +21,7 @@ fn ctrl_seg_matches_mlx5dv_set_ctrl_seg() {
         // Full 32-bit range: the setter shifts by 8, so high bits drop in both.
         let qpn = r.edgy_u32();
         let fm_ce_se = r.next_u8();
-        let ds = r.below(64) as u8; // the DS field is 6 bits (FACTS §1.1)
+        let ds = r.below(64) as u8; // the DS field is 6 bits (ref §1.1)
         let sig = r.next_u8();
         let imm = r.edgy_u32();
         let c = c_ctrl_seg(pi, opcode, opmod, qpn, fm_ce_se, ds, sig, imm);

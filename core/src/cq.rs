@@ -1,7 +1,7 @@
 //! The completion queue poll path: ownership test, CQE → work completion,
 //! wr_id recovery through the send/receive queues, error CQEs, inline
 //! scatter, compressed sessions, the consumer-index doorbell record and
-//! arming. FACTS §3.7, §4.1, §4.5, §5.3–§5.9.
+//! arming. [ref §3.7, §4.1, §4.5, §5.3–§5.9](crate::reference).
 //!
 //! # The boundary with the send and receive queues
 //!
@@ -12,7 +12,7 @@
 //! checks that this names work really in flight, retires the WR(s) and
 //! returns the `wr_id` — or says why not ([`CompletionReject`]). `qp` is
 //! the user index from `srqn_uidx` with CQE version 1 (what ConnectX-4+
-//! contexts use), else the QPN from `sop_drop_qpn`. FACTS §5.7.
+//! contexts use), else the QPN from `sop_drop_qpn`. [ref §5.7](crate::reference).
 //!
 //! # The device is not trusted
 //!
@@ -21,7 +21,7 @@
 //! QP, the counter and the reason), retires nothing, and is consumed like
 //! any other CQE; the next `poll` continues behind it. Compressed sessions
 //! are checked per expanded mini-CQE. [`CompletionQueue::clean`] purges a
-//! QP's unpolled CQEs when it is reset (FACTS §5.10).
+//! QP's unpolled CQEs when it is reset ([ref §5.10](crate::reference)).
 //!
 //! # Memory rules
 //!
@@ -29,7 +29,7 @@
 //! through raw-pointer volatile reads and writes, never through references.
 //! The ownership byte is read first; only when software owns the entry does
 //! the poller issue [`platform::from_device_barrier`] and copy the whole
-//! CQE out (FACTS §5.3, §4.4).
+//! CQE out ([ref §5.3, §4.4](crate::reference)).
 
 use crate::cqe::{
     req_completion, sw_owns, Cqe64, CqeFormat, CqeSize, MiniCqe, MiniCqeExpander, MiniCqeFormat,
@@ -42,19 +42,19 @@ use core::fmt;
 use core::ptr;
 
 /// Index of the SET_CI word in the CQ doorbell record (MLX5_CQ_SET_CI).
-/// FACTS §4.1.
+/// [ref §4.1](crate::reference).
 pub const DBREC_SET_CI: usize = 0;
 /// Index of the ARM word in the CQ doorbell record (MLX5_CQ_ARM_DB).
-/// FACTS §4.1.
+/// [ref §4.1](crate::reference).
 pub const DBREC_ARM: usize = 1;
-/// Bytes of a CQ doorbell record (two BE32 words). FACTS §4.1.
+/// Bytes of a CQ doorbell record (two BE32 words). [ref §4.1](crate::reference).
 pub const DBREC_BYTES: usize = 8;
 /// Arm command: next solicited completion only (MLX5_CQ_DB_REQ_NOT_SOL).
-/// FACTS §4.5.
+/// [ref §4.5](crate::reference).
 pub const CQ_DB_REQ_NOT_SOL: u32 = 1 << 24;
-/// Arm command: next completion (MLX5_CQ_DB_REQ_NOT). FACTS §4.5.
+/// Arm command: next completion (MLX5_CQ_DB_REQ_NOT). [ref §4.5](crate::reference).
 pub const CQ_DB_REQ_NOT: u32 = 0;
-/// Largest CQ the provider creates (2^24 entries). FACTS §3.7.
+/// Largest CQ the provider creates (2^24 entries). [ref §3.7](crate::reference).
 pub const MAX_CQ_ENTRIES: usize = 1 << 24;
 
 /// Copies the 64-byte CQE at `p` out of the ring with eight 8-byte
@@ -84,7 +84,7 @@ pub struct SendDone {
     /// The `wr_data` opcode recorded for that slot at post time
     /// ([`WcOpcode::Send`], i.e. 0, unless the WR was a UMR-based operation
     /// such as bind-MW or local-invalidate). Reported as `wc.opcode` for
-    /// UMR, SET_PSV, NOP and MMO WQEs. FACTS §1.10, §5.7.
+    /// UMR, SET_PSV, NOP and MMO WQEs. [ref §1.10, §5.7](crate::reference).
     pub wr_data: WcOpcode,
 }
 
@@ -94,7 +94,7 @@ pub struct RecvDone {
     /// `wr_id` of the consumed receive WQE.
     pub wr_id: u64,
     /// The QP validates receive checksums (raw packet QP with RX checksum
-    /// offload): the poller then derives [`WcFlags::IP_CSUM_OK`]. FACTS §5.8.
+    /// offload): the poller then derives [`WcFlags::IP_CSUM_OK`]. [ref §5.8](crate::reference).
     pub rx_csum: bool,
 }
 
@@ -161,7 +161,7 @@ impl fmt::Display for CompletionReject {
 /// requests. Implemented by whoever owns the QPs/SRQs attached to the CQ.
 ///
 /// `qp` names the queue pair: the user index (`srqn_uidx & 0xffffff`) with
-/// CQE version 1, else the QPN (`sop_drop_qpn & 0xffffff`). FACTS §5.7.
+/// CQE version 1, else the QPN (`sop_drop_qpn & 0xffffff`). [ref §5.7](crate::reference).
 ///
 /// The device is not trusted: `*_done` must check that `wqe_counter` names
 /// a WR really in flight and return the [`CompletionReject`] reason
@@ -178,19 +178,19 @@ pub trait WrResolver {
     /// including it (`sq.tail = wqe_head[idx] + 1`, idx = `wqe_counter &
     /// (sq.wqe_cnt − 1)`) and return its `wr_id` and `wr_data`; else
     /// retire nothing and say why ([`CompletionReject::UnknownQp`] for an
-    /// unknown QP: CQ_POLL_ERR). FACTS §1.10, §5.7.
+    /// unknown QP: CQ_POLL_ERR). [ref §1.10, §5.7](crate::reference).
     fn send_done(&mut self, qp: u32, wqe_counter: u16) -> Result<SendDone, CompletionReject>;
 
     /// A responder CQE (success or RESP_ERR) for `qp`. Non-SRQ: the oldest
     /// outstanding receive, idx = `wqe_counter & (rq.wqe_cnt − 1)`, `wr_id
     /// = rq.wrid[idx]`, `rq.tail += 1`. SRQ: slot = `wqe_counter`
     /// (unmasked), which must hold a posted WQE; free it. Otherwise retire
-    /// nothing and say why. FACTS §5.8.
+    /// nothing and say why. [ref §5.8](crate::reference).
     fn recv_done(&mut self, qp: u32, wqe_counter: u16) -> Result<RecvDone, CompletionReject>;
 
     /// Inline scatter on a requester CQE (small RDMA-read response or
     /// atomic result): copy `data` into the local SGEs of the send WQE at
-    /// `wqe_counter` (FACTS §5.7). `data` is the completion's byte count
+    /// `wqe_counter` ([ref §5.7](crate::reference)). `data` is the completion's byte count
     /// (byte_cnt for RDMA_READ, 8 for atomics) taken from the start of the
     /// inline area, as the provider copies it, bounded by the CQE entry.
     /// Return `false` if it does not fit (the completion then reports
@@ -202,7 +202,7 @@ pub trait WrResolver {
     /// the receive WQE (RQ index or SRQ slot from `wqe_counter`, as in
     /// [`Self::recv_done`]). Return `false` if it does not fit
     /// ([`WcStatus::LocLenErr`]), the QP is unknown or the WQE is not
-    /// outstanding. FACTS §5.8.
+    /// outstanding. [ref §5.8](crate::reference).
     fn scatter_to_recv(&mut self, qp: u32, wqe_counter: u16, data: &[u8]) -> bool;
 
     /// The send queue most of this CQ's requester CQEs are for, as a
@@ -358,7 +358,7 @@ impl core::error::Error for PollError {}
 /// Why a completion queue could not be built.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CqError {
-    /// The entry count is not a power of two in `2..=2^24`. FACTS §3.7.
+    /// The entry count is not a power of two in `2..=2^24`. [ref §3.7](crate::reference).
     BadEntryCount {
         /// The count given.
         ncqe: usize,
@@ -472,7 +472,7 @@ impl<const N: usize> fmt::Debug for CompletionQueue<N> {
 }
 
 impl<const N: usize> CompletionQueue<N> {
-    /// Compile-time check of `N`: a power of two in `2..=2^24`. FACTS §3.7.
+    /// Compile-time check of `N`: a power of two in `2..=2^24`. [ref §3.7](crate::reference).
     pub const OK: () = assert!(
         N >= 2 && N.is_power_of_two() && N <= MAX_CQ_ENTRIES,
         "CompletionQueue<N>: N must be a power of two in 2..=2^24"
@@ -589,7 +589,7 @@ impl<const N: usize> CompletionQueue<N> {
         self.cqe_version
     }
     /// Selects the mini-CQE content used when expanding compressed
-    /// sessions (must match `cqc.mini_cqe_res_format`). FACTS §5.9.
+    /// sessions (must match `cqc.mini_cqe_res_format`). [ref §5.9](crate::reference).
     pub fn set_mini_cqe_format(&mut self, f: MiniCqeFormat) {
         self.mini_format = f;
     }
@@ -599,7 +599,7 @@ impl<const N: usize> CompletionQueue<N> {
         self.arm_sn
     }
     /// Records that a completion event for this CQ was consumed
-    /// (`arm_sn += 1`, as mlx5_cq_event does). FACTS §4.5.
+    /// (`arm_sn += 1`, as mlx5_cq_event does). [ref §4.5](crate::reference).
     pub fn event_consumed(&mut self) {
         self.arm_sn = self.arm_sn.wrapping_add(1);
     }
@@ -624,7 +624,7 @@ impl<const N: usize> CompletionQueue<N> {
 
     /// Writes every entry as zeros with `op_own = 0xF0` (opcode INVALID,
     /// owner 0) in the cqe64 (offset 0, or 64 for 128-byte CQEs) and resets
-    /// nothing else. FACTS §3.7.
+    /// nothing else. [ref §3.7](crate::reference).
     pub fn init_ring(&mut self) {
         let words = self.cqe_size.bytes() / 8;
         // The word holding op_own (byte 63 of the cqe64) and its bytes.
@@ -651,7 +651,7 @@ impl<const N: usize> CompletionQueue<N> {
         }
     }
 
-    /// Stores `BE32(ci & 0xffffff)` into the SET_CI word. FACTS §4.1, §4.5.
+    /// Stores `BE32(ci & 0xffffff)` into the SET_CI word. [ref §4.1, §4.5](crate::reference).
     #[inline(always)]
     pub fn publish_ci(&mut self) {
         // Order the CQE reads of this batch before the store that hands the
@@ -690,7 +690,7 @@ impl<const N: usize> CompletionQueue<N> {
     /// 0xffffff)` with cmd = [`CQ_DB_REQ_NOT_SOL`] when `solicited_only`,
     /// else [`CQ_DB_REQ_NOT`]; stores BE32(arm) in the ARM word of the
     /// record, then one 64-bit big-endian MMIO write of `arm << 32 | cqn`
-    /// at UAR + 0x20, bracketed by write-combining flushes. FACTS §4.5.
+    /// at UAR + 0x20, bracketed by write-combining flushes. [ref §4.5](crate::reference).
     pub fn arm<U: Uar + ?Sized>(&mut self, solicited_only: bool, uar: &mut U) {
         let sn = self.arm_sn & 3;
         let cmd = if solicited_only {
@@ -732,7 +732,7 @@ impl<const N: usize> CompletionQueue<N> {
     /// doorbell record — once per call, even when nothing was polled.
     /// RESIZE_CQ (and other CQE opcodes that complete no WR) count as a
     /// completion with only `qp_num` and `wc_flags` written. Compressed
-    /// sessions are expanded in place. FACTS §4.5, §5.3–§5.9.
+    /// sessions are expanded in place. [ref §4.5, §5.3–§5.9](crate::reference).
     ///
     /// Not modelled: ODP page-fault error CQEs on SRQs (syndrome 0x22 with
     /// vendor syndrome 0x93), which rdma-core consumes internally, are
@@ -1131,8 +1131,8 @@ impl<const N: usize> CompletionQueue<N> {
 
     /// Purges the completions of QP `qp` (user index with CQE version 1,
     /// else QPN — the same id the resolvers see) that software owns but
-    /// has not polled, as a move to RESET or a destroy requires (FACTS
-    /// §5.10): scans from the consumer index over the software-owned
+    /// has not polled, as a move to RESET or a destroy requires
+    /// ([ref §5.10](crate::reference)): scans from the consumer index over the software-owned
     /// entries (at most `ncqe − 1`, stopping at the first device-owned or
     /// INVALID entry, or at a compressed title), drops those naming `qp`,
     /// moves the surviving older entries forward over the gaps (keeping

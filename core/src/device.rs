@@ -1,5 +1,5 @@
 //! Device bring-up, firmware objects and teardown over the platform traits
-//! (FACTS §7.2, §7.6, §7.7, §7.9–§7.12, §6.3).
+//! ([ref §7.2, §7.6, §7.7, §7.9–§7.12, §6.3](crate::reference)).
 //!
 //! [`Device::bring_up`] runs the documented sequence: wait for
 //! `initializing` to clear, set up the command queue, ENABLE_HCA, ISSI
@@ -33,7 +33,7 @@ pub use crate::cmd::ops::{
     AddressPath, HwQpState, Init2Rtr, MkeyAccess, QpServiceType, Rst2Init, Rtr2Rts,
 };
 
-/// Maps UAR pages of BAR0 (FACTS §4.2: UAR index N at BAR0 + N · 4 KiB).
+/// Maps UAR pages of BAR0 ([ref §4.2](crate::reference): UAR index N at BAR0 + N · 4 KiB).
 pub trait UarMap {
     /// The UAR type handed to queues.
     type Uar: Uar;
@@ -41,7 +41,7 @@ pub trait UarMap {
     fn map_uar(&mut self, index: u32) -> Option<Self::Uar>;
 }
 
-/// Bring-up tunables (FACTS §7.3, §7.6 timeouts).
+/// Bring-up tunables ([ref §7.3, §7.6](crate::reference) timeouts).
 #[derive(Clone, Copy, Debug)]
 pub struct DeviceConfig {
     /// How long to wait for `initializing` to clear (VFIO: 120 s).
@@ -52,20 +52,20 @@ pub struct DeviceConfig {
     pub cmd_timeout_us: u64,
     /// Poll interval while a command runs.
     pub cmd_poll_us: u32,
-    /// Create an async EQ for page requests (FACTS §7.6 "VFIO after setup").
+    /// Create an async EQ for page requests ([ref §7.6](crate::reference) "VFIO after setup").
     pub async_eq: bool,
     /// Host page size (for [`crate::sizing::DeviceCaps::page_size`]).
     pub page_size: u32,
     /// Cache-line size (for doorbell records).
     pub cache_line_size: u32,
-    /// Write the HOST_ENDIANNESS register after the boot pages (FACTS §7.6
+    /// Write the HOST_ENDIANNESS register after the boot pages ([ref §7.6](crate::reference)
     /// step 7; the kernel does this for physical functions).
     pub set_host_endianness: bool,
     /// Most pages the driver lends firmware in total (default 65536 = 256 MiB,
     /// the pool's capacity); a larger request fails with `TooManyPages`.
     pub max_fw_pages: u32,
     /// On an Ethernet port with RoCE capability, set the vport's `roce_en`
-    /// after INIT_HCA (FACTS §7.6; the NIC refuses RDMA QPs otherwise).
+    /// after INIT_HCA ([ref §7.6](crate::reference); the NIC refuses RDMA QPs otherwise).
     pub enable_roce: bool,
 }
 
@@ -86,10 +86,10 @@ impl Default for DeviceConfig {
     }
 }
 
-/// `cap.port_type` of an Ethernet port (FACTS §3.11).
+/// `cap.port_type` of an Ethernet port ([ref §3.11](crate::reference)).
 pub const PORT_TYPE_ETHERNET: u8 = 1;
 
-/// The bring-up step that failed (FACTS §7.6 numbering).
+/// The bring-up step that failed ([ref §7.6](crate::reference) numbering).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Step {
     /// 1: wait for firmware initialization.
@@ -124,7 +124,7 @@ pub enum DeviceError {
     /// The initialization segment was rejected.
     InitSeg(InitSegError),
     /// The CQ(s) a new QP reports to cannot hold a completion for every WR
-    /// that could be outstanding (FACTS §3.7).
+    /// that could be outstanding ([ref §3.7](crate::reference)).
     CqTooSmall(crate::sizing::SizingError),
     /// The command queue could not be set up.
     Cmdq(CmdqSetupError),
@@ -291,7 +291,7 @@ impl fmt::Display for DeviceError {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Pd(pub u32);
 
-/// A memory key over a DMA buffer (CREATE_MKEY). FACTS §7.12.
+/// A memory key over a DMA buffer (CREATE_MKEY). [ref §7.12](crate::reference).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Mkey {
     /// mkey index (CREATE_MKEY output).
@@ -442,7 +442,7 @@ impl CqHandle {
     }
 }
 
-/// QP creation request (FACTS §3.6, §7.11).
+/// QP creation request ([ref §3.6, §7.11](crate::reference)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QpSpec {
     /// Service type.
@@ -464,7 +464,7 @@ pub struct QpSpec {
     /// User index reported in CQEs (CQE version 1).
     pub user_index: u32,
     /// WRs the send queue may have outstanding (its `max_post`); with
-    /// `max_recv_wr`, checked against the CQs' capacity (FACTS §3.7: a CQ
+    /// `max_recv_wr`, checked against the CQs' capacity ([ref §3.7](crate::reference): a CQ
     /// must hold a completion for every WR that can be outstanding).
     /// 0 = not counted.
     pub max_send_wr: u32,
@@ -477,7 +477,7 @@ pub struct QpSpec {
 pub struct QpHandle {
     /// QP number.
     pub(crate) qpn: u32,
-    /// Whole QP buffer (RQ at 0, SQ at `rq.len`; FACTS §3.6).
+    /// Whole QP buffer (RQ at 0, SQ at `rq.len`; [ref §3.6](crate::reference)).
     pub(crate) buf: DmaBuf,
     /// Receive part (empty with an SRQ).
     pub(crate) rq: DmaBuf,
@@ -489,7 +489,7 @@ pub struct QpHandle {
     pub(crate) uar_index: u32,
     /// The spec it was created from.
     pub(crate) spec: QpSpec,
-    /// State the driver believes the QP is in (FACTS §6.1).
+    /// State the driver believes the QP is in ([ref §6.1](crate::reference)).
     pub(crate) state: HwQpState,
     /// CQE version of the device's CQs (1: completions carry the user
     /// index): how [`QpHandle::queue_pair`] routes completions.
@@ -503,7 +503,7 @@ impl QpHandle {
     pub const fn qpn(&self) -> u32 {
         self.qpn
     }
-    /// Whole QP buffer (RQ at 0, SQ at `rq.len`; FACTS §3.6).
+    /// Whole QP buffer (RQ at 0, SQ at `rq.len`; [ref §3.6](crate::reference)).
     pub const fn buf(&self) -> DmaBuf {
         self.buf
     }
@@ -527,7 +527,8 @@ impl QpHandle {
     pub const fn spec(&self) -> QpSpec {
         self.spec
     }
-    /// State the driver holds the QP in (FACTS §6.1); it changes only through the transition calls.
+    /// State the driver holds the QP in ([ref §6.1](crate::reference)); it changes only through the
+    /// transition calls.
     pub const fn state(&self) -> HwQpState {
         self.state
     }
@@ -682,7 +683,7 @@ impl SrqHandle {
     }
 }
 
-/// Link layer of a port (cap.port_type; FACTS §3.11).
+/// Link layer of a port (cap.port_type; [ref §3.11](crate::reference)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LinkLayer {
     /// InfiniBand.
@@ -850,7 +851,8 @@ pub struct DevInfo {
     pub max_sge_rd: u32,
     /// Max CQs (`1 << log_max_cq`).
     pub max_cq: u32,
-    /// Max CQEs per CQ as ibv reports it (`(1 << log_max_cq_sz) − 1`; FACTS §3.7).
+    /// Max CQEs per CQ as ibv reports it (`(1 << log_max_cq_sz) − 1`;
+    /// [ref §3.7](crate::reference)).
     pub max_cqe: u32,
     /// Max memory regions (`1 << log_max_mkey`).
     pub max_mr: u32,
@@ -931,7 +933,7 @@ struct QpLoad {
 }
 
 /// Whether `from → to` is an edge of the QP state table
-/// ([`crate::qp::transition_attrs`], FACTS §6.2) for service type `st`.
+/// ([`crate::qp::transition_attrs`], [ref §6.2](crate::reference)) for service type `st`.
 /// Any state may go to RESET or ERR; otherwise states the table does not
 /// know (SQ draining, suspended, unknown codes) have no legal edge.
 fn legal_edge(st: QpServiceType, from: HwQpState, to: HwQpState) -> bool {
@@ -1016,7 +1018,7 @@ fn bu(step: Step) -> impl FnOnce(CmdError) -> DeviceError {
 }
 
 impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
-    /// Waits until bit 31 of `initializing` clears (FACTS §7.6 step 1).
+    /// Waits until bit 31 of `initializing` clears ([ref §7.6](crate::reference) step 1).
     pub fn wait_fw_init(
         bar: &B,
         clock: &mut C,
@@ -1036,7 +1038,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         }
     }
 
-    /// Runs the bring-up sequence of FACTS §7.6 and returns a ready device
+    /// Runs the bring-up sequence of [ref §7.6](crate::reference) and returns a ready device
     /// (INIT_HCA done, one UAR allocated, caps queried).
     pub fn bring_up(
         mut bar: B,
@@ -1149,7 +1151,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         let r = ops::query_hca_cap(&mut self.inb, CapType::General, true);
         self.exec(r).map_err(bu(Step::HcaCaps))?;
         self.hca = HcaCaps::parse(&self.outb[ops::CAP_OFFSET..ops::CAP_OFFSET + GENERAL_CAP_LEN]);
-        // Ethernet ports: RoCE must be enabled on the vport (FACTS §7.6).
+        // Ethernet ports: RoCE must be enabled on the vport (ref §7.6).
         if self.hca.port_type == PORT_TYPE_ETHERNET && self.hca.roce {
             if self.cfg.enable_roce {
                 let r = ops::modify_nic_vport_roce(&mut self.inb, true);
@@ -1190,7 +1192,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
     }
 
     fn create_async_eq(&mut self) -> Result<(), DeviceError> {
-        // 32 requested + spare, rounded up: 256 entries (FACTS §4.6, §7.6).
+        // 32 requested + spare, rounded up: 256 entries (ref §4.6, §7.6).
         let nent = (32 + NUM_SPARE_EQE).next_power_of_two();
         let bytes = nent as usize * EQE_BYTES;
         let ring = self
@@ -1249,7 +1251,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         Ok(())
     }
 
-    /// Gives `count` pages to firmware with MANAGE_PAGES GIVE (FACTS §7.7).
+    /// Gives `count` pages to firmware with MANAGE_PAGES GIVE ([ref §7.7](crate::reference)).
     fn give_pages(&mut self, func: u16, count: u32, slot: SlotKind) -> Result<(), DeviceError> {
         if (self.pages.held() as u64 + count as u64) > self.cfg.max_fw_pages as u64 {
             return Err(DeviceError::TooManyPages {
@@ -1323,7 +1325,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
 
     /// Posts the command in the slot's input buffer, waits (serving page
     /// requests from the async EQ while a regular command waits), and reads
-    /// the output into the slot's output buffer (FACTS §7.3, §7.7).
+    /// the output into the slot's output buffer ([ref §7.3, §7.7](crate::reference)).
     fn exec_slot(&mut self, slot: SlotKind, r: Req) -> Result<usize, CmdError> {
         let input = match slot {
             SlotKind::Regular => &self.inb[..r.in_len.min(MAX_MSG)],
@@ -1358,14 +1360,14 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         self.cmdq.complete(slot, out)
     }
 
-    /// Serves the async EQ: answers page requests on the page slot (FACTS
-    /// §7.7), at most one EQ's worth of entries per call.
+    /// Serves the async EQ: answers page requests on the page slot
+    /// ([ref §7.7](crate::reference)), at most one EQ's worth of entries per call.
     ///
     /// The bound matters because the EQ ring is device-writable: a device
     /// that keeps producing EQEs (or keeps every owner bit looking valid)
     /// would otherwise keep this loop, and the command wait that calls it,
     /// spinning forever. After `nent` entries the call stops, publishes
-    /// the consumer index and re-arms the EQ (FACTS §4.6), and reports
+    /// the consumer index and re-arms the EQ ([ref §4.6](crate::reference)), and reports
     /// [`EventsServed::more`] so the caller knows to call again; the
     /// remaining entries stay in the ring for the next call.
     pub fn serve_events(&mut self) -> EventsServed {
@@ -1387,7 +1389,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
             };
             served.handled += 1;
             // Publish the consumer index (no re-arm) at least every 0x80
-            // EQEs while draining (FACTS §4.6).
+            // EQEs while draining (ref §4.6).
             if served.handled % NUM_SPARE_EQE as usize == 0 {
                 if let Some((eq, uar)) = self.eq.as_mut() {
                     uar.write32(EQ_DOORBELL_NO_ARM, eq.doorbell());
@@ -1418,7 +1420,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         served
     }
 
-    /// One health poll (FACTS §7.1 health checks): link down, NIC interface
+    /// One health poll ([ref §7.1](crate::reference) health checks): link down, NIC interface
     /// DISABLED/SW_RESET, `rfr` with a syndrome, or a health counter that
     /// did not change for 3 consecutive polls. Call it about once a second
     /// (VFIO: POLL_HEALTH_INTERVAL 1000 ms, MAX_MISSES 3).
@@ -1452,7 +1454,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
     pub fn hca_caps(&self) -> &HcaCaps {
         &self.hca
     }
-    /// Sizing inputs from the capabilities (FACTS §3.1).
+    /// Sizing inputs from the capabilities ([ref §3.1](crate::reference)).
     pub fn device_caps(&self) -> crate::sizing::DeviceCaps {
         self.hca
             .device_caps(self.cfg.page_size, self.cfg.cache_line_size)
@@ -1591,7 +1593,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         }
     }
 
-    /// The CQ-covers-outstanding rule (FACTS §3.7): every WR that can be
+    /// The CQ-covers-outstanding rule ([ref §3.7](crate::reference)): every WR that can be
     /// outstanding on the QPs reporting to a CQ needs a CQE slot, counting
     /// the QPs already attached. Refused with the sizing error that says so.
     fn check_cq_room(&self, q: &QpLoad) -> Result<(), DeviceError> {
@@ -1724,7 +1726,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         Ok(())
     }
 
-    /// CREATE_MKEY over `buf`, addressed by its IOVA (FACTS §7.12).
+    /// CREATE_MKEY over `buf`, addressed by its IOVA ([ref §7.12](crate::reference)).
     ///
     /// `buf` need not be aligned: the MTT lists every page the range
     /// touches, counted from the IOVA's offset in its first page
@@ -1745,7 +1747,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
     /// so the rotation is per device rather than per index: a stale key
     /// aliases a new one only if its index comes back after a multiple of
     /// 255 creations. Variant 0 is skipped, so no key is ever 0x100
-    /// (MLX5_INVALID_LKEY, FACTS §2.1) or has a zero low byte.
+    /// (MLX5_INVALID_LKEY, [ref §2.1](crate::reference)) or has a zero low byte.
     ///
     /// The safe way to register memory is
     /// [`Context::reg_mr`](crate::verbs::Context::reg_mr), over a buffer it
@@ -1876,7 +1878,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
     }
 
     /// CREATE_CQ with `ncqe` entries (power of two) of `cqe_size`; the ring
-    /// is initialised with op_own = 0xF0 in every CQE (FACTS §3.7, §7.10).
+    /// is initialised with op_own = 0xF0 in every CQE ([ref §3.7, §7.10](crate::reference)).
     pub fn create_cq(&mut self, ncqe: u32, cqe_size: CqeSize) -> Result<CqHandle, DeviceError> {
         let max = HcaCaps::pow2(self.hca.log_max_cq_sz);
         if !ncqe.is_power_of_two() || ncqe < 2 || ncqe > max {
@@ -1944,8 +1946,8 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         Ok(())
     }
 
-    /// CREATE_QP: allocates the buffer (RQ then SQ, FACTS §3.6) and the
-    /// doorbell record, and creates the QP in RESET (FACTS §7.11).
+    /// CREATE_QP: allocates the buffer (RQ then SQ, [ref §3.6](crate::reference)) and the
+    /// doorbell record, and creates the QP in RESET ([ref §7.11](crate::reference)).
     pub fn create_qp(&mut self, spec: QpSpec) -> Result<QpHandle, DeviceError> {
         let lim = self.hca.log_max_qp_sz;
         for (what, v) in [
@@ -2042,7 +2044,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
     }
 
     /// Sends a modify command after checking the edge against the one QP
-    /// state table ([`crate::qp::transition_attrs`], FACTS §6.2) for the
+    /// state table ([`crate::qp::transition_attrs`], [ref §6.2](crate::reference)) for the
     /// QP's type and the state the driver holds it in (`checked`), then
     /// records the new state.
     fn transition(
@@ -2065,7 +2067,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         Ok(())
     }
 
-    /// RESET → INIT (RST2INIT_QP; FACTS §6.2, §6.3).
+    /// RESET → INIT (RST2INIT_QP; [ref §6.2, §6.3](crate::reference)).
     pub fn rst2init(&mut self, qp: &mut QpHandle, a: &Rst2Init) -> Result<(), DeviceError> {
         let r = ops::rst2init(&mut self.inb, qp.qpn, a);
         self.transition(qp, true, HwQpState::Init, "RST2INIT", r)
@@ -2095,7 +2097,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
     /// as the QP's state.
     ///
     /// # Safety
-    /// `r` must be a QP modify command (RST2INIT … 2RST, FACTS §6.3) built
+    /// `r` must be a QP modify command (RST2INIT … 2RST, [ref §6.3](crate::reference)) built
     /// into [`Device::input`] for `qp.qpn`, and `to` must be the state that
     /// command leaves the QP in when firmware accepts it: the driver's view
     /// of the QP state must stay true, because the data-path queues over
@@ -2387,7 +2389,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
 
     /// Destroys every object still alive, the EQ and the UAR; TEARDOWN_HCA;
     /// reclaims firmware pages; DISABLE_HCA; frees DMA memory the device no
-    /// longer uses (FACTS §7.6 teardown). Continues past errors and reports
+    /// longer uses ([ref §7.6](crate::reference) teardown). Continues past errors and reports
     /// the first.
     pub fn teardown(mut self) -> (TeardownReport, B, C, A) {
         let mut rep = TeardownReport::default();

@@ -11,9 +11,9 @@
 //! the software ConnectX in `bareverbs-sim`, or your own bare-metal code).
 //!
 //! Module map (each module is named after the hardware concept it owns and
-//! cites the section of `shared/mlx5/FACTS.md` it implements):
+//! cites the section of the hardware [`reference`](mod@reference) it implements, as `ref §N.M`):
 //!
-//! | module | what | FACTS |
+//! | module | what | ref |
 //! | --- | --- | --- |
 //! | [`wqe`] | send/receive WQE segments, opcodes, flags, parse/emit | §1, §2 |
 //! | [`cqe`] | 64/128-byte CQEs, error CQEs, status, mini-CQE expansion | §5 |
@@ -40,6 +40,9 @@ pub mod mr;
 pub mod platform;
 pub mod qp;
 pub mod queue_pair;
+/// The mlx5 hardware reference (WQE/CQE layouts, sizing, doorbells, QP states,
+/// command interface) that the `ref §N.M` citations in this crate point to.
+pub mod reference;
 pub mod ring;
 pub mod rq;
 pub mod selftest;

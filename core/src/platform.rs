@@ -1,5 +1,5 @@
 //! The host platform trait: DMA-visible memory, UAR MMIO and the barriers a
-//! doorbell needs (FACTS §4.3, §4.4).
+//! doorbell needs ([ref §4.3, §4.4](crate::reference)).
 //!
 //! Two implementations ship with the workspace: `bareverbs-vfio` (a real
 //! ConnectX mapped through Linux VFIO) and `bareverbs-sim` (a software
@@ -67,16 +67,16 @@ pub unsafe trait DmaAllocator {
 }
 
 /// Bytes of one UAR page (the doorbell and BlueFlame registers of a
-/// UAR index). FACTS §4.2.
+/// UAR index). [ref §4.2](crate::reference).
 pub const UAR_PAGE_BYTES: usize = 4096;
 /// Offset of the first doorbell/BlueFlame register in a 4 KiB UAR page
-/// (MLX5_BF_OFFSET). FACTS §4.2.
+/// (MLX5_BF_OFFSET). [ref §4.2](crate::reference).
 pub const BF_OFFSET: usize = 0x800;
-/// Offset of the CQ arm doorbell in a UAR page. FACTS §4.2.
+/// Offset of the CQ arm doorbell in a UAR page. [ref §4.2](crate::reference).
 pub const CQ_DOORBELL: usize = 0x20;
-/// Offset of the EQ arm + update-CI doorbell. FACTS §4.6.
+/// Offset of the EQ arm + update-CI doorbell. [ref §4.6](crate::reference).
 pub const EQ_DOORBELL_ARM: usize = 0x40;
-/// Offset of the EQ update-CI-only doorbell. FACTS §4.6.
+/// Offset of the EQ update-CI-only doorbell. [ref §4.6](crate::reference).
 pub const EQ_DOORBELL_NO_ARM: usize = 0x48;
 
 /// The MMIO window of one UAR page: where doorbells and BlueFlame copies go.
@@ -104,7 +104,7 @@ pub unsafe trait Uar {
 }
 
 /// Orders host-memory writes (WQEs) before the doorbell record and before
-/// the device may read them (`udma_to_device_barrier`). FACTS §4.4.
+/// the device may read them (`udma_to_device_barrier`). [ref §4.4](crate::reference).
 #[inline(always)]
 pub fn to_device_barrier() {
     #[cfg(target_arch = "x86_64")]
@@ -114,7 +114,7 @@ pub fn to_device_barrier() {
 }
 
 /// Orders the read of a CQE's ownership byte before reads of its other
-/// fields (`udma_from_device_barrier`: x86 `lfence`). FACTS §4.4.
+/// fields (`udma_from_device_barrier`: x86 `lfence`). [ref §4.4](crate::reference).
 #[inline(always)]
 pub fn from_device_barrier() {
     #[cfg(all(target_arch = "x86_64", not(miri)))]
@@ -127,7 +127,7 @@ pub fn from_device_barrier() {
 }
 
 /// Flushes/orders write-combined MMIO stores (`mmio_flush_writes`, x86
-/// `sfence`). FACTS §4.4.
+/// `sfence`). [ref §4.4](crate::reference).
 #[inline(always)]
 pub fn mmio_flush_writes() {
     #[cfg(all(target_arch = "x86_64", not(miri)))]

@@ -1,7 +1,7 @@
 //! QP types and the QP state machine: states (verbs and mlx5 encodings),
 //! the attribute mask of a modify, the legal transitions with their
 //! required and optional attributes, and what posting each state allows.
-//! FACTS §6.1 (encodings), §6.2 (transition table), §1.11 and §6.4
+//! [ref §6.1](crate::reference) (encodings), §6.2 (transition table), §1.11 and §6.4
 //! (posting rules).
 //!
 //! ```
@@ -16,7 +16,7 @@ pub use crate::sizing::QpType;
 use bitflags::bitflags;
 use core::fmt;
 
-/// A QP state. FACTS §6.1.
+/// A QP state. [ref §6.1](crate::reference).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum QpState {
     /// RESET: no work is processed, posting is refused.
@@ -66,7 +66,7 @@ impl QpState {
         }
     }
     /// The mlx5 `qpc.state` encoding (SQD 5 and SQER 4 are swapped with
-    /// respect to verbs). FACTS §6.1.
+    /// respect to verbs). [ref §6.1](crate::reference).
     pub const fn mlx5(self) -> u8 {
         match self {
             QpState::Reset => 0,
@@ -105,13 +105,13 @@ impl QpState {
         }
     }
     /// The provider accepts receive posts in this state (from INIT on,
-    /// still in ERR where they flush). FACTS §1.11, §2.1, §6.4.
+    /// still in ERR where they flush). [ref §1.11, §2.1, §6.4](crate::reference).
     pub const fn rq_post_allowed(self) -> bool {
         !matches!(self, QpState::Reset)
     }
     /// The provider accepts send posts in this state, for a QP that went
     /// through RTS to get here (posting is enabled on entering RTS and not
-    /// disabled by SQD/SQE/ERR; RESET disables it). FACTS §1.11, §6.4.
+    /// disabled by SQD/SQE/ERR; RESET disables it). [ref §1.11, §6.4](crate::reference).
     pub const fn sq_post_allowed(self) -> bool {
         matches!(
             self,
@@ -246,7 +246,7 @@ impl core::error::Error for QpTransitionError {}
 
 /// Required and optional attributes of one transition for one QP type, or
 /// `None` when the edge does not exist. Any state → RESET and → ERR need
-/// and accept nothing but STATE. FACTS §6.2.
+/// and accept nothing but STATE. [ref §6.2](crate::reference).
 pub const fn transition_attrs(
     qp_type: QpType,
     from: QpState,
@@ -402,7 +402,7 @@ pub const fn transition_attrs(
 /// Checks a modify-QP from `from` to `to` with attribute mask `mask`
 /// (which must contain [`QpAttrMask::STATE`]): the edge must exist for
 /// `qp_type`, every required attribute must be present, and nothing outside
-/// required ∪ optional ∪ STATE may be. FACTS §6.2.
+/// required ∪ optional ∪ STATE may be. [ref §6.2](crate::reference).
 pub const fn check_transition(
     qp_type: QpType,
     from: QpState,

@@ -1,6 +1,6 @@
 //! A queue pair as the data path sees it: a send queue and a receive queue
 //! (or none, when the QP uses an SRQ) under one QP number, resolving the
-//! completions of a CQ back to their `wr_id`s. FACTS §1.10, §5.7, §5.8.
+//! completions of a CQ back to their `wr_id`s. [ref §1.10, §5.7, §5.8](crate::reference).
 
 use crate::cq::{CompletionReject, RecvDone, SendDone, WrResolver};
 use crate::cqe::WcOpcode;
@@ -44,7 +44,7 @@ impl<U: Uar, SS: SqSlots, RS: RqSlots> QueuePair<U, SS, RS> {
     }
 
     /// Whether a CQE's QP field names this QP: the user index with CQE
-    /// version 1, else the QPN (never either). FACTS §5.7. With version 1
+    /// version 1, else the QPN (never either). [ref §5.7](crate::reference). With version 1
     /// the CQE's QPN field (reported as `wc.qp_num`) is not cross-checked
     /// against [`Self::qpn`]: the resolver is only given the routing field.
     #[inline(always)]
@@ -53,7 +53,7 @@ impl<U: Uar, SS: SqSlots, RS: RqSlots> QueuePair<U, SS, RS> {
     }
 
     /// The value a CQE's QP field carries for this QP: the user index with
-    /// CQE version 1, else the QPN. FACTS §5.7.
+    /// CQE version 1, else the QPN. [ref §5.7](crate::reference).
     #[inline(always)]
     pub fn routing(&self) -> u32 {
         if self.cqe_version == 1 {
@@ -66,7 +66,7 @@ impl<U: Uar, SS: SqSlots, RS: RqSlots> QueuePair<U, SS, RS> {
     /// Moves both queues to RESET ([`SendQueue::reset`],
     /// [`RecvQueue::reset`]) and purges this QP's unpolled completions
     /// from `cqs` ([`CompletionQueue::clean`](crate::cq::CompletionQueue::clean)),
-    /// as rdma-core does on a move to RESET (FACTS §5.10, §6.4). Call it
+    /// as rdma-core does on a move to RESET ([ref §5.10, §6.4](crate::reference)). Call it
     /// after the device QP was moved to RESET.
     ///
     /// # Safety
@@ -90,7 +90,7 @@ impl<U: Uar, SS: SqSlots, RS: RqSlots> QueuePair<U, SS, RS> {
 }
 
 /// The completion opcode a send slot's `wr_data` override stands for
-/// (5 BIND_MW, 6 LOCAL_INV, else SEND = none). FACTS §5.7.
+/// (5 BIND_MW, 6 LOCAL_INV, else SEND = none). [ref §5.7](crate::reference).
 #[inline(always)]
 pub(crate) fn wc_opcode_of(wr_data: u8) -> WcOpcode {
     match wr_data {

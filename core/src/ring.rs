@@ -1,4 +1,4 @@
-//! Explicit ring-wrap helpers (FACTS §1.8; the UCX style of naming each wrap
+//! Explicit ring-wrap helpers ([ref §1.8](crate::reference); the UCX style of naming each wrap
 //! case). A ring is `[start, start + size)`; positions are byte offsets.
 
 /// Byte offset of the next position after writing `len` bytes at `pos` in a

@@ -1,7 +1,7 @@
-//! Receive queue and shared receive queue posting (FACTS §2).
+//! Receive queue and shared receive queue posting ([ref §2](crate::reference)).
 //!
 //! Receive queues have no MMIO doorbell: the doorbell record alone tells
-//! the device how many receive WQEs were posted (FACTS §4.1).
+//! the device how many receive WQEs were posted ([ref §4.1](crate::reference)).
 
 use crate::cq::CompletionReject;
 use crate::platform::{self, DmaBuf};
@@ -91,7 +91,7 @@ impl fmt::Display for RecvError {
     }
 }
 
-/// Geometry of a receive queue (from sizing). FACTS §3.5.
+/// Geometry of a receive queue (from sizing). [ref §3.5](crate::reference).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RqConfig {
     /// log2 of the WQE stride in bytes (≥ 4).
@@ -244,7 +244,7 @@ impl<S: RqSlots> RecvQueue<S> {
     /// Completes the WQE named by a responder CQE's `wqe_counter`: it must
     /// be the oldest outstanding receive (receives complete in order;
     /// `wqe_counter & (n − 1) == tail & (n − 1)` (`n` WQEs), the part of the counter
-    /// the mlx5 format defines, FACTS §5.8). Returns its `wr_id` and
+    /// the mlx5 format defines, [ref §5.8](crate::reference)). Returns its `wr_id` and
     /// advances the tail; otherwise retires nothing and says why. One
     /// compare, no search.
     ///
@@ -410,8 +410,8 @@ impl<S: RqSlots> RecvQueue<S> {
     }
 }
 
-/// The 16 bytes of a data segment `{byte_count, lkey, addr}` (FACTS
-/// §1.5) as two native words whose in-memory bytes are the big-endian
+/// The 16 bytes of a data segment `{byte_count, lkey, addr}`
+/// ([ref §1.5](crate::reference)) as two native words whose in-memory bytes are the big-endian
 /// fields: the same bytes as [`DataSeg::new`](crate::wqe::DataSeg::new), stored with two 8-byte
 /// stores.
 #[inline(always)]
@@ -442,7 +442,7 @@ unsafe fn put_seg(dst: *mut u8, w: [u64; 2]) {
 
 /// Writes the data segments of one receive WR at `wqe`: its SGEs (those
 /// of length 0 skipped when `SKIP_ZERO`), then the terminator when fewer
-/// than `max_gs` segments were written. FACTS §2.1, §2.2.
+/// than `max_gs` segments were written. [ref §2.1, §2.2](crate::reference).
 ///
 /// # Safety
 /// `sgl.len() <= max_gs` and `wqe` valid for writes of `16 * max_gs` bytes
@@ -478,7 +478,7 @@ unsafe fn put_recv_segs<const SKIP_ZERO: bool>(wqe: *mut u8, sgl: &[Sge], max_gs
 /// slots from `wqe` on, recording each `wr_id` in the matching record of
 /// `slots`; stops at the first WR with another SGE count, or when either
 /// slice ends, and returns how many WRs were written. `ONE`: `max_gs == 1`,
-/// so a written SGE fills the WQE (no terminator). FACTS §2.1.
+/// so a written SGE fills the WQE (no terminator). [ref §2.1](crate::reference).
 ///
 /// # Safety
 /// `max_gs >= 1`, `16 * max_gs <= 1 << shift`; `wqe` is the start of a
@@ -538,7 +538,7 @@ unsafe fn put_any<const SKIP_ZERO: bool>(wqe: *mut u8, sgl: &[Sge], max_gs: usiz
     true
 }
 
-/// Geometry of a shared receive queue (from sizing). FACTS §3.8.
+/// Geometry of a shared receive queue (from sizing). [ref §3.8](crate::reference).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SrqConfig {
     /// log2 of the WQE size in bytes (≥ 5).
@@ -552,7 +552,7 @@ pub struct SrqConfig {
 }
 
 /// A shared receive queue of `slots.len()` WQE slots with a free list linked through
-/// each WQE's next segment. FACTS §2.2.
+/// each WQE's next segment. [ref §2.2](crate::reference).
 ///
 /// The links are kept in a shadow array (`next`) as well as in the ring,
 /// so nothing read back from device-visible memory is trusted.
@@ -757,7 +757,7 @@ impl<S: SrqSlots> SharedReceiveQueue<S> {
     }
 
     /// Posts receive WRs naming raw device addresses. Zero-length SGEs are
-    /// written as-is (unlike the RQ). FACTS §2.2.
+    /// written as-is (unlike the RQ). [ref §2.2](crate::reference).
     ///
     /// Refusals, in the order each WR is checked: more than `max_gs` SGEs
     /// ([`RecvErrorKind::TooManySges`]), then no free slot even after
@@ -790,7 +790,7 @@ impl<S: SrqSlots> SharedReceiveQueue<S> {
             }
         };
         if done > 0 {
-            // The counter is 16 bits by definition (FACTS §2.2).
+            // The counter is 16 bits by definition (ref §2.2).
             self.counter = self.counter.wrapping_add(done as u16);
             platform::to_device_barrier();
             // SAFETY: the SRQ doorbell record (4 bytes) this queue owns.
@@ -804,7 +804,7 @@ impl<S: SrqSlots> SharedReceiveQueue<S> {
         result
     }
 
-    /// Posts one WR by the general rules of FACTS §2.2: refused with more
+    /// Posts one WR by the general rules of [ref §2.2](crate::reference): refused with more
     /// than `max_gs` SGEs, or when the head reached the tail and
     /// [`extend`](Self::extend) finds no free slot; otherwise written at
     /// the head, which follows its link.
@@ -852,7 +852,7 @@ impl<S: SrqSlots> SharedReceiveQueue<S> {
     /// another SGE count, or when the head reaches the tail and the slot
     /// after the tail is not free (for [`extend`](Self::extend) to
     /// search). When that slot is free it becomes the tail here, with the
-    /// same link written as `extend`'s first step would (FACTS §2.2).
+    /// same link written as `extend`'s first step would ([ref §2.2](crate::reference)).
     /// Posts nothing unless `max_gs >= 1` and the records have the `n`
     /// slots `new` saw. `ONE`: `max_gs == 1` (no terminator after the SGE).
     ///
@@ -935,7 +935,7 @@ impl<S: SrqSlots> SharedReceiveQueue<S> {
 }
 
 /// Stores the free-list link `to` in bytes 2..4 of the SRQ WQE at `wqe`
-/// (the next segment's `next_wqe_index`, big-endian). FACTS §2.2.
+/// (the next segment's `next_wqe_index`, big-endian). [ref §2.2](crate::reference).
 ///
 /// # Safety
 /// `wqe` must be valid for writes of 4 bytes, with no Rust reference to
@@ -1010,7 +1010,7 @@ mod tests {
         let e = unsafe { rq.post_recv_raw(&wrs) }.unwrap_err();
         assert_eq!((e.index, e.kind.errno()), (4, 12));
         let _ = rq;
-        // FACTS §2.1: the zero-length SGE is skipped, the terminator follows.
+        // ref §2.1: the zero-length SGE is skipped, the terminator follows.
         assert_eq!(seg(&ring, 0), DataSeg::new(8, 2, 0x20).to_bytes::<16>());
         assert_eq!(seg(&ring, 1), DataSeg::TERMINATOR.to_bytes::<16>());
         assert_eq!(db[0].to_ne_bytes()[..4], 4u32.to_be_bytes());
@@ -1041,7 +1041,7 @@ mod tests {
             // SAFETY: as above.
             unsafe { srq.post_recv_raw(&wr) }.unwrap();
         }
-        // head == tail: full (tail slot never handed out). FACTS §2.2.
+        // head == tail: full (tail slot never handed out). ref §2.2.
         // SAFETY: as above.
         let e = unsafe { srq.post_recv_raw(&wr) }.unwrap_err();
         assert_eq!(e.kind.errno(), 12);
@@ -1059,7 +1059,7 @@ mod tests {
     }
 }
 
-/// Receive WQE bytes against a model built from the rules of FACTS §2.1 and
+/// Receive WQE bytes against a model built from the rules of [ref §2.1](crate::reference) and
 /// §2.2 alone (not from the queue's code): random geometries, random SGE
 /// lists (zero-length SGEs, too many SGEs, single-SGE runs crossing the
 /// ring end), random batches and completions.
@@ -1105,7 +1105,7 @@ mod model_tests {
             .collect()
     }
 
-    /// FACTS §1.5: byte_count, lkey, addr, all big-endian.
+    /// [ref §1.5](crate::reference): byte_count, lkey, addr, all big-endian.
     fn seg_bytes(len: u32, lkey: u32, addr: u64) -> [u8; 16] {
         let mut b = [0u8; 16];
         b[..4].copy_from_slice(&len.to_be_bytes());
@@ -1176,7 +1176,7 @@ mod model_tests {
                         sgl: l,
                     })
                     .collect();
-                // The model (FACTS §2.1).
+                // The model (ref §2.1).
                 let mut want = Ok(());
                 let mut nreq = 0u32;
                 for (i, wr) in wrs.iter().enumerate() {
@@ -1270,7 +1270,7 @@ mod model_tests {
                 )
             }
             .unwrap();
-            // The model (FACTS §2.2): links 0 → 1 → … → nw−1 (and the wait
+            // The model (ref §2.2): links 0 → 1 → … → nw−1 (and the wait
             // queue nw → … → n−1), head 0, tail nw−1.
             let mut exp = vec![0u8; n * stride];
             let mut next = vec![0u32; n];

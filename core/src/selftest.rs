@@ -5,7 +5,7 @@
 //! [`Device::loopback_selftest`] creates, by command, a PD, one memory key
 //! over a 16 KiB DMA buffer, two CQs and two RC QPs, connects the QPs to
 //! each other through the port's force-loopback path (`fl = 1`, the
-//! minimal RC connection of FACTS §7.11), then runs through the data path:
+//! minimal RC connection of [ref §7.11](crate::reference)), then runs through the data path:
 //!
 //! 1. RDMA WRITE of 4096 bytes from QP A's source area into B's target area;
 //! 2. SEND of 1000 bytes from A into a receive B posted;
@@ -61,7 +61,7 @@ pub struct SelfTestOptions {
     /// 1500-byte Ethernet port.
     pub mtu: u8,
     /// Ring doorbells through BlueFlame instead of the 8-byte doorbell
-    /// (FACTS §4.2; off by default, as over VFIO's uncached BAR mapping).
+    /// ([ref §4.2](crate::reference); off by default, as over VFIO's uncached BAR mapping).
     pub blueflame: bool,
     /// Port to loop back on (1-based).
     pub port: u8,

@@ -1,13 +1,13 @@
-//! Queue sizing (FACTS §3): device capabilities + requested capacities → the
+//! Queue sizing ([ref §3](crate::reference)): device capabilities + requested capacities → the
 //! exact geometry the mlx5 provider gives the hardware, or a typed error naming
 //! the limit that was exceeded.
 //!
 //! Everything here is a `const fn` over plain integers, so a capacity can be
 //! checked at compile time (see [`QpGeometry`]). Device limits are always
 //! parameters ([`DeviceCaps`]); the only constants are the fixed byte sizes of
-//! mlx5 segments (FACTS §1.5) and the provider's own software limits.
+//! mlx5 segments ([ref §1.5](crate::reference)) and the provider's own software limits.
 //!
-//! | item | FACTS |
+//! | item | ref |
 //! | --- | --- |
 //! | [`DeviceCaps`] | §3.1, §3.11 |
 //! | [`sq_overhead`] | §3.2 |
@@ -24,64 +24,64 @@ use core::fmt;
 use bitflags::bitflags;
 
 /// `EINVAL`, the errno the provider returns for every sizing rejection
-/// except the CQ buffer overflow (FACTS §3.4, §3.7).
+/// except the CQ buffer overflow ([ref §3.4, §3.7](crate::reference)).
 pub const EINVAL: i32 = 22;
-/// `ENOMEM`, returned when a CQ buffer would exceed `INT_MAX` bytes (FACTS §3.7).
+/// `ENOMEM`, returned when a CQ buffer would exceed `INT_MAX` bytes ([ref §3.7](crate::reference)).
 pub const ENOMEM: i32 = 12;
 
-/// One send WQE basic block (WQEBB) in bytes (FACTS §1.1, §3.4).
+/// One send WQE basic block (WQEBB) in bytes ([ref §1.1, §3.4](crate::reference)).
 pub const SEND_WQE_BB: u32 = 64;
-/// Control / data / inline-header segment granule in bytes (FACTS §1.5).
+/// Control / data / inline-header segment granule in bytes ([ref §1.5](crate::reference)).
 const SEG: u32 = 16;
-/// Inline data segment header (byte count) in bytes (FACTS §3.3, §3.4).
+/// Inline data segment header (byte count) in bytes ([ref §3.3, §3.4](crate::reference)).
 const INL_HDR: u32 = 4;
 /// The provider's own CQ entry limit, independent of the device: `ncqe` above
-/// 2^24 is rejected with EINVAL before the kernel is asked (FACTS §3.7).
+/// 2^24 is rejected with EINVAL before the kernel is asked ([ref §3.7](crate::reference)).
 pub const PROVIDER_MAX_NCQE: u64 = 1 << 24;
 /// The provider's buffer-size guard: a CQ buffer of more than `INT_MAX`
-/// bytes fails with ENOMEM (FACTS §3.7: "resize also guards cqe·64 > INT_MAX").
+/// bytes fails with ENOMEM ([ref §3.7](crate::reference): "resize also guards cqe·64 > INT_MAX").
 pub const PROVIDER_MAX_CQ_BUF: u64 = 0x7fff_ffff;
 /// Value every CQE's `op_own` byte is initialised to (opcode INVALID, owner 0)
-/// when a CQ buffer is allocated (FACTS §3.7).
+/// when a CQ buffer is allocated ([ref §3.7](crate::reference)).
 pub const CQE_INIT_OP_OWN: u8 = 0xf0;
 
 // ---------------------------------------------------------------------------------------------
 // Device capabilities
 // ---------------------------------------------------------------------------------------------
 
-/// Device limits that sizing depends on (FACTS §3.1, names of the underlying
+/// Device limits that sizing depends on ([ref §3.1](crate::reference), names of the underlying
 /// HCA caps in §3.11). Every sizing function takes these as a parameter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DeviceCaps {
-    /// Max send WQE bytes (`cap.max_wqe_sz_sq`, FACTS §3.1).
+    /// Max send WQE bytes (`cap.max_wqe_sz_sq`, [ref §3.1](crate::reference)).
     pub max_sq_desc_sz: u32,
-    /// Max receive WQE bytes (`cap.max_wqe_sz_rq`, FACTS §3.1).
+    /// Max receive WQE bytes (`cap.max_wqe_sz_rq`, [ref §3.1](crate::reference)).
     pub max_rq_desc_sz: u32,
-    /// Max WQEBBs per SQ (`1 << cap.log_max_qp_sz`, FACTS §3.1).
+    /// Max WQEBBs per SQ (`1 << cap.log_max_qp_sz`, [ref §3.1](crate::reference)).
     pub max_send_wqebb: u32,
-    /// Max receive WQEs per RQ (`1 << cap.log_max_qp_sz`, FACTS §3.1).
+    /// Max receive WQEs per RQ (`1 << cap.log_max_qp_sz`, [ref §3.1](crate::reference)).
     pub max_recv_wr: u32,
-    /// Max SRQ WQEs (`1 << cap.log_max_srq_sz`, FACTS §3.1).
+    /// Max SRQ WQEs (`1 << cap.log_max_srq_sz`, [ref §3.1](crate::reference)).
     pub max_srq_recv_wr: u32,
     /// Device `max_sge` as `ibv_query_device` reports it (the mlx5 kernel
-    /// rule, [`crate::cmd::caps::HcaCaps::max_sge`], FACTS §3.10).
+    /// rule, [`crate::cmd::caps::HcaCaps::max_sge`], [ref §3.10](crate::reference)).
     /// Informational for sizing: the provider's sizing does not check it (it
     /// checks the descriptor sizes instead); the tool refuses SGE counts
     /// above it.
     pub max_sge: u32,
     /// Max CQ **entries** (not a log2, not `entries − 1`): `1 << cap.log_max_cq_sz`
-    /// (FACTS §3.7, §3.11). A CQ whose rounded-up entry count `ncqe` exceeds this
+    /// ([ref §3.7, §3.11](crate::reference)). A CQ whose rounded-up entry count `ncqe` exceeds this
     /// is rejected by the kernel. `ibv_query_device` reports `max_cqe − 1`.
     pub max_cqe: u32,
     /// BlueFlame register size in bytes (`1 << cap.log_bf_reg_size`; 0 = no
-    /// BlueFlame) (FACTS §3.1, §4.2).
+    /// BlueFlame) ([ref §3.1, §4.2](crate::reference)).
     pub bf_reg_size: u32,
-    /// CQE version (0 = QPN in CQE, 1 = user index) (FACTS §3.1, §3.11).
+    /// CQE version (0 = QPN in CQE, 1 = user index) ([ref §3.1, §3.11](crate::reference)).
     pub cqe_version: u32,
-    /// Host page size used to align queue allocations (FACTS §3.6, §3.7).
+    /// Host page size used to align queue allocations ([ref §3.6, §3.7](crate::reference)).
     pub page_size: u32,
     /// Cache-line size: one doorbell record per QP/CQ/SRQ occupies one cache
-    /// line of the doorbell page (FACTS §4.1).
+    /// line of the doorbell page ([ref §4.1](crate::reference)).
     pub cache_line_size: u32,
 }
 
@@ -114,7 +114,7 @@ impl Default for DeviceCaps {
 // QP types and send-op sets
 // ---------------------------------------------------------------------------------------------
 
-/// QP transport type; it selects the per-WQE transport segment (FACTS §3.2).
+/// QP transport type; it selects the per-WQE transport segment ([ref §3.2](crate::reference)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum QpType {
     /// Reliable connected: no transport segment.
@@ -123,7 +123,8 @@ pub enum QpType {
     Uc,
     /// Unreliable datagram: +48-byte datagram (address vector) segment.
     Ud,
-    /// Raw Ethernet: +32-byte Ethernet segment; SQ in a separate buffer (FACTS §3.6).
+    /// Raw Ethernet: +32-byte Ethernet segment; SQ in a separate buffer
+    /// ([ref §3.6](crate::reference)).
     RawPacket,
     /// XRC initiator: +16-byte XRC segment; no RQ (receives go to an SRQ).
     XrcSend,
@@ -158,7 +159,7 @@ impl QpType {
         }
     }
 
-    /// Bytes of transport segment(s) after the operation part (FACTS §3.2 table).
+    /// Bytes of transport segment(s) after the operation part ([ref §3.2](crate::reference) table).
     pub const fn transport_overhead(self) -> u32 {
         match self {
             QpType::Rc | QpType::Uc => 0,
@@ -216,7 +217,7 @@ impl fmt::Display for QpType {
 
 bitflags! {
     /// The send operations a QP may post (`ibv_qp_init_attr_ex.send_ops_flags`).
-    /// The set decides the per-WQE operation overhead (FACTS §3.2): SEND-only
+    /// The set decides the per-WQE operation overhead ([ref §3.2](crate::reference)): SEND-only
     /// 16 B, with RDMA 32 B, with atomics 48 B, with LOCAL_INV/BIND_MW 192 B.
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
     pub struct SendOps: u32 {
@@ -246,12 +247,12 @@ bitflags! {
     }
 }
 
-/// Operations that need a remote-address segment (FACTS §3.2).
+/// Operations that need a remote-address segment ([ref §3.2](crate::reference)).
 const OPS_RDMA: u32 =
     SendOps::RDMA_WRITE.bits() | SendOps::RDMA_WRITE_IMM.bits() | SendOps::RDMA_READ.bits();
-/// Operations that need remote-address + atomic segments (FACTS §3.2).
+/// Operations that need remote-address + atomic segments ([ref §3.2](crate::reference)).
 const OPS_ATOMIC: u32 = SendOps::ATOMIC_CS.bits() | SendOps::ATOMIC_FA.bits();
-/// Operations that need UMR control + mkey context room (FACTS §3.2).
+/// Operations that need UMR control + mkey context room ([ref §3.2](crate::reference)).
 const OPS_UMR: u32 = SendOps::LOCAL_INV.bits() | SendOps::BIND_MW.bits();
 
 /// Names accepted by [`SendOps::parse`] (besides the flag names themselves).
@@ -281,7 +282,7 @@ const OP_ALIASES: &[(&str, u32)] = &[
 ];
 
 impl SendOps {
-    /// The set the provider assumes when no send-op list is given (FACTS §3.2):
+    /// The set the provider assumes when no send-op list is given ([ref §3.2](crate::reference)):
     /// RC/UC/XRC: every operation (overhead 192); UD: SEND, SEND_IMM, TSO;
     /// RAW_PACKET: SEND, TSO.
     pub const fn classic(qp_type: QpType) -> SendOps {
@@ -296,12 +297,12 @@ impl SendOps {
         }
     }
 
-    /// The RDMA-only set `write,send,read` (FACTS §3.2: overhead 32 on RC).
+    /// The RDMA-only set `write,send,read` ([ref §3.2](crate::reference): overhead 32 on RC).
     pub const RDMA_ONLY: SendOps = SendOps::from_bits_truncate(
         SendOps::RDMA_WRITE.bits() | SendOps::SEND.bits() | SendOps::RDMA_READ.bits(),
     );
 
-    /// Bytes of the operation part of the per-WQE overhead (FACTS §3.2):
+    /// Bytes of the operation part of the per-WQE overhead ([ref §3.2](crate::reference)):
     /// max of ctrl 16, RDMA 32, atomics 48, UMR (LOCAL_INV/BIND_MW) 192.
     pub const fn op_overhead(self) -> u32 {
         let b = self.bits();
@@ -358,13 +359,13 @@ impl SendOps {
 /// Which sizing stage rejected a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Stage {
-    /// Send queue (FACTS §3.3, §3.4).
+    /// Send queue ([ref §3.3, §3.4](crate::reference)).
     Sq,
-    /// Receive queue (FACTS §3.5).
+    /// Receive queue ([ref §3.5](crate::reference)).
     Rq,
-    /// Completion queue (FACTS §3.7) and the CQ-covers-outstanding rule.
+    /// Completion queue ([ref §3.7](crate::reference)) and the CQ-covers-outstanding rule.
     Cq,
-    /// Shared receive queue (FACTS §3.8).
+    /// Shared receive queue ([ref §3.8](crate::reference)).
     Srq,
 }
 
@@ -402,31 +403,35 @@ impl RejectedBy {
 /// The limit a request exceeded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Limit {
-    /// `max_send_sge` above the gather entries left in a send descriptor (FACTS §3.3 step 4).
+    /// `max_send_sge` above the gather entries left in a send descriptor
+    /// ([ref §3.3](crate::reference) step 4).
     MaxSendSge,
-    /// Send WQE (with inline data / SGEs) larger than `max_sq_desc_sz` (FACTS §3.3 step 6, §3.4 step 2).
+    /// Send WQE (with inline data / SGEs) larger than `max_sq_desc_sz`
+    /// ([ref §3.3](crate::reference) step 6, §3.4 step 2).
     MaxSqDescSz,
-    /// `max_send_wr > 0x7fffffff / max_sq_desc_sz` (overflow guard, FACTS §3.4 step 4).
+    /// `max_send_wr > 0x7fffffff / max_sq_desc_sz` (overflow guard, [ref §3.4](crate::reference)
+    /// step 4).
     MaxSendWrOverflow,
-    /// SQ WQEBB count above `max_send_wqebb` (FACTS §3.4 step 6).
+    /// SQ WQEBB count above `max_send_wqebb` ([ref §3.4](crate::reference) step 6).
     MaxSendWqebb,
-    /// `max_recv_wr` above the device's `max_recv_wr` (FACTS §3.5 step 2).
+    /// `max_recv_wr` above the device's `max_recv_wr` ([ref §3.5](crate::reference) step 2).
     MaxRecvWr,
-    /// Receive WQE larger than `max_rq_desc_sz` (FACTS §3.5 step 3).
+    /// Receive WQE larger than `max_rq_desc_sz` ([ref §3.5](crate::reference) step 3).
     MaxRqDescSz,
-    /// CQ of 0 entries requested (FACTS §3.7).
+    /// CQ of 0 entries requested ([ref §3.7](crate::reference)).
     CqeZero,
-    /// Rounded CQ entries above the provider's 2^24 limit (FACTS §3.7).
+    /// Rounded CQ entries above the provider's 2^24 limit ([ref §3.7](crate::reference)).
     ProviderMaxCqe,
-    /// CQ buffer above `INT_MAX` bytes (ENOMEM) (FACTS §3.7).
+    /// CQ buffer above `INT_MAX` bytes (ENOMEM) ([ref §3.7](crate::reference)).
     CqBufBytes,
-    /// Rounded CQ entries above the device's `max_cqe` (FACTS §3.7, kernel).
+    /// Rounded CQ entries above the device's `max_cqe` ([ref §3.7](crate::reference), kernel).
     MaxCqe,
-    /// SRQ `max_wr` above `max_srq_recv_wr` (FACTS §3.8 step 1).
+    /// SRQ `max_wr` above `max_srq_recv_wr` ([ref §3.8](crate::reference) step 1).
     MaxSrqRecvWr,
-    /// SRQ `max_sge` above `max_rq_desc_sz / 16` (FACTS §3.8 step 1).
+    /// SRQ `max_sge` above `max_rq_desc_sz / 16` ([ref §3.8](crate::reference) step 1).
     MaxSrqSge,
-    /// SRQ WQE size above the device's `max_recv_wr` (provider quirk, FACTS §3.8 step 3).
+    /// SRQ WQE size above the device's `max_recv_wr` (provider quirk, [ref §3.8](crate::reference)
+    /// step 3).
     SrqWqeSize,
     /// Kernel: SRQ `max_wr` (= srq.max − 1) not below `max_srq_recv_wr`.
     KernelSrqWr,
@@ -475,7 +480,7 @@ impl Limit {
 pub enum Detail {
     /// Nothing more.
     None,
-    /// A QP sizing error: the SQ overhead (always computed, FACTS §3.2), the
+    /// A QP sizing error: the SQ overhead (always computed, [ref §3.2](crate::reference)), the
     /// send WQE slot size if it was computed before the failure (else 0), and
     /// the requested `max_send_wr` / `max_recv_wr`.
     Qp {
@@ -538,7 +543,8 @@ impl SizingError {
     }
 
     /// The errno the provider / kernel would set: EINVAL (22) for everything
-    /// except a CQ buffer above `INT_MAX` bytes, which is ENOMEM (12) (FACTS §3.7).
+    /// except a CQ buffer above `INT_MAX` bytes, which is ENOMEM (12)
+    /// ([ref §3.7](crate::reference)).
     pub const fn errno(&self) -> i32 {
         match self.limit {
             Limit::CqBufBytes => ENOMEM,
@@ -673,12 +679,12 @@ const fn check_page_size(stage: Stage, caps: &DeviceCaps) -> Result<u64, SizingE
     Ok(caps.page_size as u64)
 }
 
-/// Round up to a power of two (`rup2`, FACTS §0); `rup2(0) = 1`.
+/// Round up to a power of two (`rup2`, [ref §0](crate::reference)); `rup2(0) = 1`.
 pub const fn rup2(x: u64) -> u64 {
     x.next_power_of_two()
 }
 
-/// Number of significant bits of `v` (`ilog32`, FACTS §0).
+/// Number of significant bits of `v` (`ilog32`, [ref §0](crate::reference)).
 pub const fn ilog32(v: u32) -> u32 {
     32 - v.leading_zeros()
 }
@@ -713,9 +719,9 @@ pub struct QpCaps {
     /// Explicit send-op list (`send_ops_flags`); `None` = the classic default
     /// set for the QP type ([`SendOps::classic`]).
     pub send_ops: Option<SendOps>,
-    /// Max TSO header bytes (0 = none requested) (FACTS §3.3 step 3).
+    /// Max TSO header bytes (0 = none requested) ([ref §3.3](crate::reference) step 3).
     pub max_tso_header: u32,
-    /// The QP receives through an SRQ: no RQ (FACTS §3.5 step 1).
+    /// The QP receives through an SRQ: no RQ ([ref §3.5](crate::reference) step 1).
     pub uses_srq: bool,
 }
 
@@ -765,13 +771,13 @@ impl QpCaps {
     }
 }
 
-/// Per-WQE SQ overhead in bytes (FACTS §3.2): operation part of the op set
+/// Per-WQE SQ overhead in bytes ([ref §3.2](crate::reference)): operation part of the op set
 /// plus the QP type's transport segment.
 pub const fn sq_overhead(qp_type: QpType, ops: SendOps) -> u32 {
     ops.op_overhead() + qp_type.transport_overhead()
 }
 
-/// Send WQE slot size in bytes (`mlx5_calc_send_wqe`, FACTS §3.3): a multiple
+/// Send WQE slot size in bytes (`mlx5_calc_send_wqe`, [ref §3.3](crate::reference)): a multiple
 /// of 64 large enough for the overhead plus `max_send_sge` data segments, or
 /// for the overhead plus the inline header and `max_inline_data` bytes.
 pub const fn send_wqe_size(req: &QpCaps, caps: &DeviceCaps) -> Result<u32, SizingError> {
@@ -805,10 +811,10 @@ pub const fn send_wqe_size(req: &QpCaps, caps: &DeviceCaps) -> Result<u32, Sizin
     Ok(align_up(tot, SEND_WQE_BB as u64) as u32)
 }
 
-/// Send queue geometry (FACTS §3.3, §3.4). All zero when there is no SQ.
+/// Send queue geometry ([ref §3.3, §3.4](crate::reference)). All zero when there is no SQ.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct SqLayout {
-    /// Per-WQE overhead in bytes (FACTS §3.2); computed even without an SQ.
+    /// Per-WQE overhead in bytes ([ref §3.2](crate::reference)); computed even without an SQ.
     pub overhead: u32,
     /// Send WQE slot bytes (a multiple of 64).
     pub wqe_size: u32,
@@ -822,7 +828,7 @@ pub struct SqLayout {
     pub max_gs: u32,
     /// Inline bytes per WR read back to the user (`wqe_size − overhead − 4`,
     /// wrapping in 32 bits like the provider: 4294967292 when `wqe_size ==
-    /// overhead`; the request when there is no SQ) (FACTS §3.4 step 3).
+    /// overhead`; the request when there is no SQ) ([ref §3.4](crate::reference) step 3).
     pub max_inline_data: u32,
     /// Ring bytes (`wqe_cnt · 64`, a power of two).
     pub buf_bytes: u64,
@@ -837,7 +843,7 @@ const fn qp_detail(req: &QpCaps, sq_overhead: u32, send_wqe_size: u32) -> Detail
     }
 }
 
-/// Send queue sizing (`mlx5_calc_sq_size`, FACTS §3.4).
+/// Send queue sizing (`mlx5_calc_sq_size`, [ref §3.4](crate::reference)).
 pub const fn sq_layout(req: &QpCaps, caps: &DeviceCaps) -> Result<SqLayout, SizingError> {
     let overhead = sq_overhead(req.qp_type, req.effective_ops());
     if req.max_send_wr == 0 {
@@ -900,7 +906,7 @@ pub const fn sq_layout(req: &QpCaps, caps: &DeviceCaps) -> Result<SqLayout, Sizi
     })
 }
 
-/// Receive queue geometry (FACTS §3.5). All zero when there is no RQ.
+/// Receive queue geometry ([ref §3.5](crate::reference)). All zero when there is no RQ.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct RqLayout {
     /// Receive WQE bytes (a power of two, ≥ 16).
@@ -917,7 +923,7 @@ pub struct RqLayout {
     pub buf_bytes: u64,
 }
 
-/// Receive queue sizing (`mlx5_calc_rcv_wqe` + `mlx5_calc_rq_size`, FACTS §3.5;
+/// Receive queue sizing (`mlx5_calc_rcv_wqe` + `mlx5_calc_rq_size`, [ref §3.5](crate::reference);
 /// no WQE signature).
 pub const fn rq_layout(req: &QpCaps, caps: &DeviceCaps) -> Result<RqLayout, SizingError> {
     if req.max_recv_wr == 0 || req.uses_srq || !req.qp_type.has_rq() {
@@ -984,7 +990,7 @@ pub const fn rq_layout(req: &QpCaps, caps: &DeviceCaps) -> Result<RqLayout, Sizi
 }
 
 /// The full QP buffer layout and the capabilities read back to the caller
-/// (FACTS §3.4–§3.6).
+/// ([ref §3.4–§3.6](crate::reference)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QpLayout {
     /// QP type it was computed for.
@@ -995,7 +1001,7 @@ pub struct QpLayout {
     pub rq: RqLayout,
     /// RQ bytes + SQ bytes.
     pub total_bytes: u64,
-    /// Byte offset of the SQ in the QP buffer: the RQ comes first (FACTS §3.6);
+    /// Byte offset of the SQ in the QP buffer: the RQ comes first ([ref §3.6](crate::reference));
     /// 0 for RAW_PACKET, whose SQ is a separate buffer.
     pub sq_offset: u64,
     /// Bytes actually allocated: the buffer rounded up to the page size
@@ -1005,7 +1011,7 @@ pub struct QpLayout {
     pub ret_max_send_wr: u32,
     /// `cap.max_send_sge` read back (unchanged request).
     pub ret_max_send_sge: u32,
-    /// `cap.max_inline_data` read back (FACTS §3.4 step 3).
+    /// `cap.max_inline_data` read back ([ref §3.4](crate::reference) step 3).
     pub ret_max_inline_data: u32,
     /// `cap.max_recv_wr` read back (= RQ `max_post`).
     pub ret_max_recv_wr: u32,
@@ -1013,7 +1019,7 @@ pub struct QpLayout {
     pub ret_max_recv_sge: u32,
 }
 
-/// Size a QP exactly as the mlx5 provider does (FACTS §3.2–§3.6): SQ first
+/// Size a QP exactly as the mlx5 provider does ([ref §3.2–§3.6](crate::reference)): SQ first
 /// (errors name [`Stage::Sq`]), then RQ ([`Stage::Rq`]). Every error carries
 /// [`Detail::Qp`] with the SQ overhead and, when known, the send WQE size.
 pub const fn qp_layout(req: &QpCaps, caps: &DeviceCaps) -> Result<QpLayout, SizingError> {
@@ -1070,7 +1076,7 @@ pub const fn qp_layout(req: &QpCaps, caps: &DeviceCaps) -> Result<QpLayout, Sizi
 // CQ sizing
 // ---------------------------------------------------------------------------------------------
 
-/// CQ geometry (FACTS §3.7).
+/// CQ geometry ([ref §3.7](crate::reference)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CqLayout {
     /// Entries in the ring: `rup2(cqe + 1)`.
@@ -1087,7 +1093,7 @@ pub struct CqLayout {
     pub init_op_own: u8,
 }
 
-/// CQ sizing as the provider alone computes it (FACTS §3.7): rejects `cqe = 0`,
+/// CQ sizing as the provider alone computes it ([ref §3.7](crate::reference)): rejects `cqe = 0`,
 /// `ncqe > 2^24`, a CQE size other than 64/128, and a buffer above `INT_MAX`
 /// bytes (ENOMEM). Does not apply the device's `max_cqe` (see [`cq_layout`]).
 pub const fn cq_provider_layout(
@@ -1138,7 +1144,7 @@ pub const fn cq_provider_layout(
     })
 }
 
-/// CQ sizing including the kernel's limit (FACTS §3.7): the provider's rules
+/// CQ sizing including the kernel's limit ([ref §3.7](crate::reference)): the provider's rules
 /// ([`cq_provider_layout`]), then `ncqe > caps.max_cqe` → EINVAL
 /// ([`RejectedBy::Kernel`]).
 pub const fn cq_layout(
@@ -1190,10 +1196,10 @@ pub enum CqAttach {
 /// every WR that can be outstanding on the queues feeding it, or it can
 /// overrun (a CQ error, lost completions).
 ///
-/// Compared numbers: the CQ's **reported** `cqe` (`ncqe − 1`, FACTS §3.7) against
+/// Compared numbers: the CQ's **reported** `cqe` (`ncqe − 1`, [ref §3.7](crate::reference)) against
 /// the **sum of `max_post`** of every SQ and RQ that completes into it
 /// (`send_outstanding` = Σ SQ `max_post`, `recv_outstanding` = Σ RQ `max_post`
-/// of all QPs sharing the CQ; FACTS §3.4 step 7, §3.5 step 5). For
+/// of all QPs sharing the CQ; [ref §3.4](crate::reference) step 7, §3.5 step 5). For
 /// [`CqAttach::Separate`] each CQ is checked against its own side.
 ///
 /// A 3000-entry CQ (reported 4095) under 2048 send + 2048 receive WRs fails:
@@ -1235,7 +1241,7 @@ pub const fn cqe_for_outstanding(outstanding: u32) -> u32 {
 // SRQ sizing
 // ---------------------------------------------------------------------------------------------
 
-/// SRQ geometry (FACTS §3.8).
+/// SRQ geometry ([ref §3.8](crate::reference)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SrqLayout {
     /// WQE bytes (`1 << wqe_shift`): 16-byte next segment + `max_gs` data segments.
@@ -1268,7 +1274,7 @@ pub struct SrqLayout {
     pub alloc_bytes: u64,
 }
 
-/// SRQ sizing as the provider computes it (FACTS §3.8 steps 1–6), without the
+/// SRQ sizing as the provider computes it ([ref §3.8](crate::reference) steps 1–6), without the
 /// kernel's checks (see [`srq_layout`]).
 pub const fn srq_provider_layout(
     max_wr: u32,
@@ -1387,10 +1393,10 @@ pub const fn srq_layout(
 // Budgets
 // ---------------------------------------------------------------------------------------------
 
-/// Host memory one QP costs (FACTS §3.6, §3.7, §4.1).
+/// Host memory one QP costs ([ref §3.6, §3.7, §4.1](crate::reference)).
 ///
 /// Doorbell records: the provider carves doorbell pages into one cache-line
-/// (`caps.cache_line_size`, 64 B) record per QP and per CQ (FACTS §4.1), so each
+/// (`caps.cache_line_size`, 64 B) record per QP and per CQ ([ref §4.1](crate::reference)), so each
 /// QP costs one record and each CQ one record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct QpBudget {
@@ -1468,7 +1474,7 @@ impl OpsSaving {
     }
 }
 
-/// The saving from declaring a narrower send-op set (FACTS §3.2): both layouts
+/// The saving from declaring a narrower send-op set ([ref §3.2](crate::reference)): both layouts
 /// must be valid; returns the first error otherwise (classic first).
 pub const fn send_ops_saving(
     req: &QpCaps,
@@ -1521,7 +1527,7 @@ pub const CLASSIC_OPS: u32 = u32::MAX;
 ///
 /// ```
 /// use bareverbs::sizing::{QpGeometry, DefaultCaps, QpType, CLASSIC_OPS};
-/// // FACTS §3.9: RC, 1024 WRs × 16 SGEs → 448-byte WQEs, 8192 WQEBBs, max_post 1170.
+/// // ref §3.9: RC, 1024 WRs × 16 SGEs → 448-byte WQEs, 8192 WQEBBs, max_post 1170.
 /// type G = QpGeometry<DefaultCaps, { QpType::RC_ID }, CLASSIC_OPS, 1024, 16, 0, 1024, 1>;
 /// const L: bareverbs::sizing::QpLayout = G::LAYOUT;
 /// assert_eq!(L.sq.wqe_size, 448);
@@ -1590,7 +1596,7 @@ impl<
 ///
 /// ```
 /// use bareverbs::sizing::{SqGeometry, DefaultCaps};
-/// // FACTS §3.9: RC 8192 × 1 SGE is exactly at the 32768-WQEBB limit.
+/// // ref §3.9: RC 8192 × 1 SGE is exactly at the 32768-WQEBB limit.
 /// assert_eq!(SqGeometry::<DefaultCaps, 8192, 1>::LAYOUT.sq.wqe_cnt, 32768);
 /// ```
 ///
@@ -1614,7 +1620,7 @@ impl<C: ConstCaps, const WR: u32, const SGE: u32, const INLINE: u32>
 }
 
 // ---------------------------------------------------------------------------------------------
-// Tests: FACTS §3.9 worked examples (with its ASSUMED 512-byte descriptors)
+// Tests: ref §3.9 worked examples (with its ASSUMED 512-byte descriptors)
 // ---------------------------------------------------------------------------------------------
 
 #[cfg(test)]
@@ -1888,7 +1894,7 @@ mod tests {
 
     #[test]
     fn budgets() {
-        // FACTS §3.9: RC 1024 × 16 → 524288-byte SQ (no RQ), page aligned.
+        // ref §3.9: RC 1024 × 16 → 524288-byte SQ (no RQ), page aligned.
         let l = qp_layout(&QpCaps::new(QpType::Rc).send(1024, 16, 0), &F39).unwrap();
         let cq = cq_layout(1023, 64, &F39).unwrap(); // 65536 bytes
         let b = qp_budget(&l, Some(&cq), 1, &F39);

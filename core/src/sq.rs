@@ -1,6 +1,6 @@
 //! The send queue: builds WQEs straight into the DMA ring, keeps the
 //! `wr_id` bookkeeping in fixed arrays and rings the doorbell (8-byte write
-//! or BlueFlame copy). FACTS §1 (WQE formats, wrap, bookkeeping), §4.3
+//! or BlueFlame copy). [ref §1](crate::reference) (WQE formats, wrap, bookkeeping), §4.3
 //! (doorbell sequence).
 //!
 //! The ring is `N` 64-byte WQEBBs of DMA memory; `N` is a const generic
@@ -36,7 +36,7 @@ use static_assertions::const_assert_eq;
 pub struct Sge {
     /// Device (IO virtual) address of the buffer.
     pub addr: u64,
-    /// Length in bytes (0 = skipped on the send side, FACTS §1.5).
+    /// Length in bytes (0 = skipped on the send side, [ref §1.5](crate::reference)).
     pub length: u32,
     /// Local key of the memory region holding the buffer.
     pub lkey: u32,
@@ -84,7 +84,7 @@ const fn with_len(lk: u64, len: u32) -> u64 {
 }
 
 /// The memory image of a data segment's first 8 bytes (`BE32(length)`,
-/// `BE32(lkey)`, FACTS §1.5) from a [`len_key`] word: on little-endian
+/// `BE32(lkey)`, [ref §1.5](crate::reference)) from a [`len_key`] word: on little-endian
 /// hosts a swap and a rotate, on big-endian ones the word itself.
 #[inline(always)]
 const fn data_seg_word0(lk: u64) -> u64 {
@@ -96,7 +96,7 @@ const fn data_seg_word0(lk: u64) -> u64 {
 }
 
 bitflags! {
-    /// Send flags, with the `ibv_send_flags` values. FACTS §1.3.
+    /// Send flags, with the `ibv_send_flags` values. [ref §1.3](crate::reference).
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
     pub struct SendFlags: u32 {
         /// Wait for earlier RDMA READ/atomic WQEs (fence mode 0x80).
@@ -206,7 +206,7 @@ pub enum SendOp {
     },
 }
 
-/// The binding a [`SendOp::BindMw`] establishes (FACTS §1.5, UMR WQEs).
+/// The binding a [`SendOp::BindMw`] establishes ([ref §1.5](crate::reference), UMR WQEs).
 /// A local invalidate is the unbind of a type-2 window: [`MwBind::UNBIND`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MwBind {
@@ -237,7 +237,7 @@ impl MwBind {
 }
 
 impl SendOp {
-    /// The mlx5 opcode this operation is built with. FACTS §1.6.
+    /// The mlx5 opcode this operation is built with. [ref §1.6](crate::reference).
     pub const fn mlx5_opcode(&self) -> u8 {
         match self {
             SendOp::Send => 0x0a,
@@ -268,7 +268,7 @@ impl SendOp {
     }
     /// The completion opcode override recorded for this operation's slot:
     /// UMR-based operations complete as 5 (BIND_MW) or 6 (LOCAL_INV),
-    /// everything else 0. FACTS §1.10.
+    /// everything else 0. [ref §1.10](crate::reference).
     const fn wr_data(&self) -> u8 {
         match self {
             SendOp::BindMw { .. } => 5,
@@ -353,7 +353,7 @@ impl<'a> RdmaWr<'a> {
 /// Destination of a UD send: address vector, remote QPN and Q_Key.
 #[derive(Clone, Copy, Debug)]
 pub struct UdDest<'a> {
-    /// Address vector built once per address handle (FACTS §1.5).
+    /// Address vector built once per address handle ([ref §1.5](crate::reference)).
     pub av: &'a AddressVector,
     /// Remote QP number (24 bits).
     pub remote_qpn: u32,
@@ -536,7 +536,7 @@ impl fmt::Display for PostError {
     }
 }
 
-/// BlueFlame register geometry of the UAR a QP uses. FACTS §4.2.
+/// BlueFlame register geometry of the UAR a QP uses. [ref §4.2](crate::reference).
 ///
 /// The half toggle lives in the send queue, so a BlueFlame register
 /// (`reg_offset` of one UAR page) with `enabled` must belong to one send
@@ -714,7 +714,7 @@ pub struct SendQueue<U: Uar, S: SqSlots> {
 // ownership. It is not Sync: `post` needs `&mut self`.
 unsafe impl<U: Uar + Send, S: SqSlots + Send> Send for SendQueue<U, S> {}
 
-/// The fence-mode field of `fm_ce_se` (bits 7:5). FACTS §1.3.
+/// The fence-mode field of `fm_ce_se` (bits 7:5). [ref §1.3](crate::reference).
 const FENCE_BITS: u8 = 0xe0;
 
 /// DS units of the control and operation segments, by mlx5 opcode (UMR
@@ -963,7 +963,7 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     }
 
     /// Disables posting and resets every counter, as a move to RESET does
-    /// (FACTS §2.1, §6.4): indices to 0, the send doorbell record zeroed,
+    /// ([ref §2.1, §6.4](crate::reference)): indices to 0, the send doorbell record zeroed,
     /// and every slot's record cleared, so a stale CQE of the previous
     /// life (still in a CQ) is rejected instead of retiring new work.
     ///
@@ -1066,7 +1066,7 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
 
     /// Retires WRs up to the WQE whose first WQEBB counter is
     /// `wqe_counter` (from a requester CQE) and returns its `wr_id`.
-    /// FACTS §5.7: `tail = wqe_head[idx] + 1` — but only if the slot's WQE
+    /// [ref §5.7](crate::reference): `tail = wqe_head[idx] + 1` — but only if the slot's WQE
     /// was posted at exactly `wqe_counter` and is still in flight (its WR
     /// sequence in `[tail, head)`). A repeated, stale or never-posted
     /// counter retires nothing: [`CompletionReject::NotInFlight`]. Two
@@ -1373,7 +1373,7 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
                 break;
             }
             // The provider consumes the cached fence once these checks
-            // pass, even if a later check fails (FACTS §1.3).
+            // pass, even if a later check fails (ref §1.3).
             let mine = if wr.flags.contains(SendFlags::FENCE) {
                 (bits & !FENCE_BITS) | 0x80
             } else {
@@ -1414,7 +1414,7 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
             return self.refuse_first(wrs.len(), fits, refused, bits);
         }
         // The provider consumes the cached fence once the first WR passes
-        // the queue-full and SGE checks (FACTS §1.3): a WQE that took it
+        // the queue-full and SGE checks (ref §1.3): a WQE that took it
         // without FENCE of its own gets it.
         if cached != 0 && !view(&wrs[0]).flags.contains(SendFlags::FENCE) {
             // The first WQE starts at the `cur_post` of before this call.
@@ -1459,7 +1459,7 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     /// The outcome of a post that built nothing (`fits` of `len` WRs had
     /// room): Ok for an empty batch, else the first WR's refusal. A WR
     /// refused after the SGE check passed consumed the cached fence
-    /// (FACTS §1.3): the cache takes the loop's `bits` then.
+    /// ([ref §1.3](crate::reference)): the cache takes the loop's `bits` then.
     #[cold]
     #[inline(never)]
     fn refuse_first(
@@ -1494,7 +1494,7 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
         }
     }
 
-    /// The doorbell sequence of FACTS §4.3 for `nreq` WRs whose last WQE
+    /// The doorbell sequence of [ref §4.3](crate::reference) for `nreq` WRs whose last WQE
     /// starts at WQEBB counter `last_cur` (`cur_post` and `head` already
     /// count them). `single_inline` tells, for a single-WR post, whether
     /// it was inline (asked only when a BlueFlame copy is possible).
@@ -1574,7 +1574,7 @@ impl<'a> RdmaWr<'a> {
 
 impl SqRing {
     /// Ring byte offset after `off`, wrapping at the end ("wrap exact",
-    /// FACTS §1.8): a segment never straddles the end, and one that
+    /// [ref §1.8](crate::reference)): a segment never straddles the end, and one that
     /// would start at the end starts at 0.
     #[inline(always)]
     fn wrap(self, off: usize) -> usize {
@@ -1606,7 +1606,7 @@ impl SqRing {
 
     /// Stores the data segment naming an SGE (its [`len_key`] word and
     /// address) at ring offset `off`; the byte count is 8 for an atomic's
-    /// result (FACTS §1.5).
+    /// result ([ref §1.5](crate::reference)).
     ///
     /// # Safety
     /// `off + 16 <= ring bytes`.
@@ -1714,7 +1714,7 @@ impl SqRing {
                     add,
                 } => {
                     self.put(off, RaddrSeg::new(remote_addr, rkey));
-                    // compare is not written for fetch-and-add (FACTS §1.5)
+                    // compare is not written for fetch-and-add (ref §1.5)
                     self.put(off + 16, Be64::new(add));
                     off += 32;
                     ds += 2;
@@ -1853,7 +1853,7 @@ impl SqRing {
     }
 
     /// Writes the UMR control, mkey context and (for a bind with a length)
-    /// the inline KLM of a LOCAL_INV / BIND_MW WQE. FACTS §1.5, §1.7.
+    /// the inline KLM of a LOCAL_INV / BIND_MW WQE. [ref §1.5, §1.7](crate::reference).
     ///
     /// # Safety
     /// `*off` is a 16-aligned ring offset with room for the UMR segments.
@@ -1968,7 +1968,7 @@ fn forget(slots: &mut [SqSlot]) {
 }
 
 /// Ring byte offset after `off`, wrapping at the end of a ring of
-/// `ring_bytes` ("wrap exact", FACTS §1.8).
+/// `ring_bytes` ("wrap exact", [ref §1.8](crate::reference)).
 #[inline(always)]
 fn wrap_at(off: usize, ring_bytes: usize) -> usize {
     if off == ring_bytes {
@@ -2112,13 +2112,13 @@ mod tests {
         unsafe { q.post_send_raw(&[wr]) }.unwrap();
         let r = ring_bytes(&f);
         let w = SendWqe::parse(&r, crate::wqe::QpType::Rc).unwrap();
-        // FACTS §1.7: RC WRITE with 1 SGE = ctrl + raddr + data = 3 DS.
+        // ref §1.7: RC WRITE with 1 SGE = ctrl + raddr + data = 3 DS.
         assert_eq!(w.ctrl.ds(), 3);
         assert_eq!(w.ctrl.opcode(), 0x08);
         assert_eq!(w.ctrl.qpn(), 0xabcde);
         assert_eq!(w.ctrl.fm_ce_se, 0x08);
         assert_eq!(q.cur_post(), 1);
-        // FACTS §4.1: dbrec word 1 = BE32(cur_post).
+        // ref §4.1: dbrec word 1 = BE32(cur_post).
         assert_eq!(f.db[0].to_ne_bytes()[4..8], 1u32.to_be_bytes());
         // 8-byte doorbell at the BF register: the first 8 ctrl bytes.
         assert_eq!(q.uar().bytes()[0x800..0x808], r[..8]);
@@ -2145,7 +2145,7 @@ mod tests {
         unsafe { q.post_send_raw(&[wr]) }.unwrap();
         let r = ring_bytes(&f);
         // ctrl at slot 7 (0x1c0); inline header at 0x1d0, 44 bytes of
-        // payload to the ring end, the remaining 16 at offset 0. FACTS §1.8.
+        // payload to the ring end, the remaining 16 at offset 0. ref §1.8.
         assert_eq!(r[0x1d0..0x1d4], (60u32 | 0x8000_0000).to_be_bytes());
         assert_eq!(r[0x1d4..0x200], payload[..44]);
         assert_eq!(r[0..16], payload[44..]);
@@ -2348,10 +2348,10 @@ mod tests {
         // SAFETY: non-inline SGE, never dereferenced.
         unsafe { q.post_send_raw(&[SendWr::new(1, SendOp::Send, &one).with_ud(ud)]) }.unwrap();
         let r = ring_bytes(&f);
-        // FACTS §1.5: dqp_dct = QPN | 0x80000000, qkey in bytes 0–3 of the AV.
+        // ref §1.5: dqp_dct = QPN | 0x80000000, qkey in bytes 0–3 of the AV.
         assert_eq!(r[16..20], 0x1111_1111u32.to_be_bytes());
         assert_eq!(r[24..28], (0xbeef | 0x8000_0000u32).to_be_bytes());
-        // ctrl + AV + data = 5 DS → 2 WQEBBs (FACTS §1.7).
+        // ctrl + AV + data = 5 DS → 2 WQEBBs (ref §1.7).
         assert_eq!(q.cur_post(), 2);
     }
 

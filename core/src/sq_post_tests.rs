@@ -433,7 +433,7 @@ fn shrunk_storage_never_reports_a_wr_id_that_was_not_posted() {
 
 /// A cached fence (after a UMR) is consumed once the first WR passes the
 /// queue-full and SGE checks, even when a later check refuses it — on the
-/// batch path exactly as on the general one (FACTS §1.3).
+/// batch path exactly as on the general one ([ref §1.3](crate::reference)).
 #[test]
 fn cached_fence_is_consumed_by_a_refused_wqe_on_both_paths() {
     let c = cfg(QpType::Rc, 2, 20, 0); // 8 WQEBBs, slot 256 bytes: max_ds 16
@@ -477,7 +477,7 @@ fn cached_fence_is_consumed_by_a_refused_wqe_on_both_paths() {
 
 // ---------------------------------------------------------------------------
 // Multi-SGE data segments: the no-wrap store (the WQE cannot reach the ring
-// end) and the wrapping one give the layout of the rule (FACTS §1.5: a
+// end) and the wrapping one give the layout of the rule (ref §1.5: a
 // zero-length SGE is skipped; §1.8: a segment that would start at the ring
 // end starts at 0).
 // ---------------------------------------------------------------------------

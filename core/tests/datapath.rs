@@ -4,9 +4,9 @@
 //! through a `QueuePair`, and check against a simple model:
 //!
 //! * every signaled WR completes exactly once, in order, with its wr_id;
-//! * a completion retires every earlier unsignaled WR (FACTS §1.10);
+//! * a completion retires every earlier unsignaled WR ([ref §1.10](bareverbs::reference));
 //! * queue full is an error and never overwrites a WQE in flight;
-//! * the doorbell record always holds `cur_post & 0xffff` (FACTS §4.1).
+//! * the doorbell record always holds `cur_post & 0xffff` ([ref §4.1](bareverbs::reference)).
 
 use bareverbs::cq::CompletionQueue;
 use bareverbs::cqe::{Cqe64, CqeSize, WcOpcode, WcStatus, WorkCompletion};

@@ -51,7 +51,7 @@ fn read(b: DmaBuf) -> Vec<u8> {
 }
 
 /// The device side of a CQ: writes CQEs at its producer index with the
-/// owner bit of that lap (FACTS §5.3).
+/// owner bit of that lap ([ref §5.3](bareverbs::reference)).
 struct Dev {
     ring: DmaBuf,
     pi: u32,
@@ -207,7 +207,7 @@ fn drain<R: bareverbs::cq::WrResolver>(
                 errs.push(e);
             }
         }
-        // The record always follows the consumer index (FACTS §4.5).
+        // The record always follows the consumer index (ref §4.5).
         assert_eq!(cq.read_dbrec(0), cq.consumer_index() & 0xff_ffff);
     }
     (wcs, errs)

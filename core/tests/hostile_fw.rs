@@ -4,8 +4,8 @@
 //! copies of device-writable memory, sizing at extreme capabilities and
 //! page sizes, and `MemUar` offsets that overflow.
 //!
-//! Expected values come from FACTS (§7.2 geometry rules, §7.3 entry size,
-//! §3.5 RQ sizing) or from the arithmetic of the request, never from the
+//! Expected values come from the [reference](bareverbs::reference) (§7.2 geometry rules, §7.3 entry
+//! size, §3.5 RQ sizing) or from the arithmetic of the request, never from the
 //! driver's own output.
 
 use bareverbs::cmd::initseg::{
@@ -89,7 +89,7 @@ unsafe impl Bar0 for Regs {
 /// Geometries that would make two slots share an entry (one slot; an
 /// entry past the page aliasing slot 0) or overlap entries (stride below
 /// the 64-byte entry) are refused by `CmdQueue::new` itself, before any
-/// memory is allocated or any register written (FACTS §7.2, §7.3).
+/// memory is allocated or any register written ([ref §7.2, §7.3](bareverbs::reference)).
 #[test]
 fn cmdq_new_refuses_geometry_that_shares_or_overlaps_entries() {
     let cases = [
@@ -140,7 +140,7 @@ fn cmdq_new_accepts_the_boundary_geometries_with_distinct_slots() {
             q.slot_index(SlotKind::Pages),
         );
         assert_eq!(r, 0);
-        assert_eq!(p, (1u8 << log_sz) - 1, "page slot = last slot (FACTS §7.2)");
+        assert_eq!(p, (1u8 << log_sz) - 1, "page slot = last slot (ref §7.2)");
         assert_ne!(r, p);
         assert!(((p as usize) << log_stride) + 64 <= 4096);
         // SAFETY: the queue was never handed to a device.
@@ -258,7 +258,7 @@ const EXTREMES: [u32; 9] = [
 ];
 
 /// `rq_layout` never panics, whatever the request and caps; when it
-/// succeeds the geometry is the FACTS §3.5 one (power-of-two WQE of at
+/// succeeds the geometry is the [ref §3.5](bareverbs::reference) one (power-of-two WQE of at
 /// least 16 bytes per SGE, a ring holding every requested WR, consistent
 /// byte count); when the rounded numbers cannot be held it says so.
 #[test]

@@ -66,7 +66,7 @@ pub struct ModelParams {
     /// ScaleRPC notes ~400 on CX3 (S). §2.3.
     pub qpc_cache_qps: u32,
     /// Bytes fetched on a QP-context miss. 256: placeholder (U) (the
-    /// context layout in FACTS §7.11 is 232 bytes of qpc, rounded up).
+    /// context layout in [ref §7.11](bareverbs::reference) is 232 bytes of qpc, rounded up).
     pub qpc_bytes: u32,
 }
 
@@ -336,7 +336,7 @@ pub struct Counters {
     /// QP-context cache misses (context fetched by DMA read).
     pub qpc_misses: u64,
     /// Doorbells whose WQE the doorbell record did not cover yet (the
-    /// record must be written before the MMIO, FACTS §4.3).
+    /// record must be written before the MMIO, [ref §4.3](bareverbs::reference)).
     pub stale_dbrec: u64,
 }
 

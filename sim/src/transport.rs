@@ -211,7 +211,7 @@ fn wqe_type(t: QpType) -> WqeQpType {
     }
 }
 
-/// Whether the QP type allows mlx5 opcode `op` (FACTS §1.7).
+/// Whether the QP type allows mlx5 opcode `op` ([ref §1.7](bareverbs::reference)).
 fn op_allowed(t: QpType, op: u8) -> bool {
     match t {
         QpType::Rc => matches!(
@@ -310,7 +310,7 @@ impl World {
             dv.bf_chunks += bf_chunks as u64;
         }
         // The doorbell names the last WQE of the batch; the doorbell
-        // record must already cover it (FACTS §4.3 step 4 before step 6).
+        // record must already cover it (ref §4.3 step 4 before step 6).
         if let Some(q) = self.qp(d, qi) {
             let pi = rd_be32(q.dbrec.wrapping_add(4)) as u16;
             let ahead = pi.wrapping_sub(wqe_index);
@@ -821,7 +821,7 @@ impl World {
     }
 
     /// The successful requester CQE (REQ, opcode 0) of send WQE `opcode`
-    /// with counter `counter` on QP `qpn` (user index `uidx`). FACTS §5.1.
+    /// with counter `counter` on QP `qpn` (user index `uidx`). [ref §5.1](bareverbs::reference).
     #[inline]
     fn req_cqe(opcode: u8, qpn: u32, counter: u16, uidx: u32, byte_cnt: u32) -> Cqe64 {
         let mut c = Cqe64::default();
@@ -833,7 +833,7 @@ impl World {
         c
     }
 
-    /// Writes an error CQE (REQ_ERR 13 or RESP_ERR 14). FACTS §5.5.
+    /// Writes an error CQE (REQ_ERR 13 or RESP_ERR 14). [ref §5.5](bareverbs::reference).
     #[allow(clippy::too_many_arguments)]
     fn emit_err(
         &mut self,
@@ -863,7 +863,7 @@ impl World {
     }
 
     /// Moves a QP to ERR and flushes every outstanding and posted WQE in
-    /// order: fetched SQ WQEs, then posted ones, then the RQ. FACTS §5.10.
+    /// order: fetched SQ WQEs, then posted ones, then the RQ. [ref §5.10](bareverbs::reference).
     pub(crate) fn qp_to_error(&mut self, d: u16, qi: u32) {
         let Some(q) = self.qp(d, qi) else { return };
         if q.state == QpState::Err {

@@ -22,7 +22,7 @@ pub const QPN_BASE: u32 = 0x100;
 /// hardware ("syndrome 0x5, vendor syndrome 0xf9", linux-nvme/nvme-cli
 /// issue #3268; "Work Request Flushed Error, vendor_err:0xf9",
 /// accelio/accelio issue #181). The others are model values, not taken
-/// from hardware: the vendor syndrome is opaque to verbs (FACTS §5.6:
+/// from hardware: the vendor syndrome is opaque to verbs ([ref §5.6](bareverbs::reference):
 /// `wc.vendor_err = vendor_err_synd`).
 pub mod vendor {
     /// WR_FLUSH_ERR (0x05) → 0xF9 (observed on hardware, see above).
@@ -61,7 +61,7 @@ pub mod vendor {
     }
 }
 
-/// mlx5 error syndromes (FACTS §5.6).
+/// mlx5 error syndromes ([ref §5.6](bareverbs::reference)).
 pub mod syndrome {
     /// LOCAL_LENGTH_ERR.
     pub const LOCAL_LENGTH: u8 = 0x01;
@@ -362,8 +362,9 @@ pub(crate) struct World {
     pub fast_runs: u64,
 }
 
-/// Default [`World::pass_limit`]: a whole 16-bit counter span, so any
-/// doorbell-record value is followed to its end.
+/// Default pass limit ([`Fabric::set_pass_limit`](crate::Fabric::set_pass_limit)):
+/// a whole 16-bit counter span, so any doorbell-record value is followed to
+/// its end.
 pub const PASS_LIMIT_DEFAULT: u32 = 0x1_0000;
 
 impl World {
@@ -864,7 +865,7 @@ impl World {
         let op_own = cqe.op_own();
         cqe.set_op_own((op_own & 0xfe) | owner);
         if !is_err {
-            // Error CQEs use bytes 52..55 for the syndromes (FACTS §5.5).
+            // Error CQEs use bytes 52..55 for the syndromes (ref §5.5).
             cqe.set_timestamp(now);
         }
         let slot = (cq.pi & (cq.ncqe - 1)) as usize * 64;

@@ -1,5 +1,6 @@
 //! End-to-end bring-up on the simulated firmware, through the same core code
-//! VFIO uses. Expected values come from FACTS (§3.11 typical values, §7.5
+//! VFIO uses. Expected values come from the
+//! [reference](bareverbs::reference) (§3.11 typical values, §7.5
 //! status codes, §6.1 states) or from the firmware configuration the test
 //! sets, never from the driver's own output.
 
@@ -39,7 +40,7 @@ fn rc_spec(d: &mut SimDevice, cqn: u32) -> QpSpec {
     }
 }
 
-/// FACTS §3.7 / the field failure of the sizing issue: a CQ with 4095
+/// [ref §3.7](bareverbs::reference) / the field failure of the sizing issue: a CQ with 4095
 /// usable entries cannot take a QP that may have 2048 send + 2048 receive
 /// WRs outstanding; 2048 + 2047 fits; a second QP on the same CQ does not.
 #[test]
@@ -127,11 +128,7 @@ fn bring_up_fills_device_caps_from_query_hca_cap() {
     let def = bareverbs::sizing::DeviceCaps::DEFAULT;
     assert_eq!(caps.max_sq_desc_sz, def.max_sq_desc_sz);
     assert_eq!(caps.max_send_wqebb, def.max_send_wqebb);
-    assert_eq!(
-        d.issi(),
-        1,
-        "supported_issi bit 1 set → ISSI 1 (FACTS §7.6)"
-    );
+    assert_eq!(d.issi(), 1, "supported_issi bit 1 set → ISSI 1 (ref §7.6)");
     let fw = d.fw_version();
     assert_eq!((fw.major, fw.minor, fw.subminor), cfg.fw_version);
     let bar = d.bar();
@@ -141,9 +138,9 @@ fn bring_up_fills_device_caps_from_query_hca_cap() {
     // Boot + init pages, plus one page per object beyond the free quota.
     assert_eq!(f.pages_held() as u32, cfg.boot_pages + cfg.init_pages);
     assert_eq!(d.pages_held(), f.pages_held());
-    // SET_HCA_CAP cleared cmdif_checksum (FACTS §7.6 step 8).
+    // SET_HCA_CAP cleared cmdif_checksum (ref §7.6 step 8).
     assert_eq!(f.current_caps().cmdif_checksum, 0);
-    // The bring-up order of FACTS §7.6.
+    // The bring-up order of ref §7.6.
     let ops: Vec<u16> = f.log.iter().map(|(o, _)| *o).collect();
     assert_eq!(
         ops,
@@ -162,7 +159,7 @@ fn bring_up_fills_device_caps_from_query_hca_cap() {
             op::INIT_HCA,
             op::QUERY_HCA_CAP,
             // Ethernet port with RoCE capability (FwConfig default
-            // port_type 1, roce): roce_en after INIT_HCA (FACTS §7.6).
+            // port_type 1, roce): roce_en after INIT_HCA (ref §7.6).
             op::MODIFY_NIC_VPORT_CONTEXT,
             // RoCE capability page (current), for the loopback rules.
             op::QUERY_HCA_CAP,
@@ -172,7 +169,7 @@ fn bring_up_fills_device_caps_from_query_hca_cap() {
     );
     assert!(f.log.iter().all(|(_, s)| *s == 0));
     assert!(f.roce_en);
-    // Little-endian host → he = 0x00 (FACTS §7.6 step 7).
+    // Little-endian host → he = 0x00 (ref §7.6 step 7).
     assert_eq!(f.host_endianness, Some(0x00));
     drop(f);
     // FwConfig's RoCE page byte 0x0e: fl allowed with RoCE on and off.
@@ -265,13 +262,13 @@ fn roce_is_enabled_on_ethernet_ports_only_and_qps_need_it() {
 #[test]
 fn devinfo_matches_facts_typical_values() {
     let info = devinfo_sim().unwrap();
-    // FACTS §3.11 typical ConnectX-5 values the default model reproduces.
+    // ref §3.11 typical ConnectX-5 values the default model reproduces.
     assert_eq!(info.max_qp, 262_144);
     assert_eq!(info.max_qp_wr, 32_768);
     assert_eq!(info.max_cqe, 4_194_303);
     // The mlx5 kernel rule (mlx5_ib_query_device): min(max_wqe_sz_rq / 16,
     // (min(max_wqe_sz_sq, 512) − 16 ctrl − 16 raddr) / 16) = min(512 / 16,
-    // (512 − 32) / 16) = min(32, 30) = 30, the ConnectX-5 figure FACTS
+    // (512 − 32) / 16) = min(32, 30) = 30, the ConnectX-5 figure ref
     // §3.11 quotes; max_sge_rd is MLX5_MAX_SGE_RD = 30, max_srq_sge
     // max_rq_sg − 1 = 31, max_srq_wr (1 << 15) − 1.
     assert_eq!(info.max_sge, 30);
@@ -503,7 +500,7 @@ fn create_objects_connect_two_qps_error_reset_reuse_teardown() {
         let bar = d.bar();
         let f = bar.fw();
         let m = &f.objects().mkeys[&mr.index()];
-        // lkey/rkey = index << 8 | mkey_7_0 (FACTS §7.12), with the variant
+        // lkey/rkey = index << 8 | mkey_7_0 (ref §7.12), with the variant
         // byte the command programmed (it rotates per key, nonzero; it was
         // always 0 before, when this read `mr.key == mr.index << 8`).
         assert_eq!(mr.key(), mr.index() << 8 | m.variant as u32);
@@ -517,7 +514,7 @@ fn create_objects_connect_two_qps_error_reset_reuse_teardown() {
     let mut a = d.create_qp(spec).unwrap();
     let mut b = d.create_qp(spec).unwrap();
     assert_ne!(a.qpn(), b.qpn());
-    // Buffer layout: RQ (64 × 32 B) then SQ (64 × 64 B) (FACTS §3.6).
+    // Buffer layout: RQ (64 × 32 B) then SQ (64 × 64 B) (ref §3.6).
     assert_eq!(a.rq().len, 64 * 32);
     assert_eq!(a.sq().iova, a.buf().iova + 64 * 32);
     assert_eq!(a.sq().len, 64 * 64);
@@ -822,9 +819,9 @@ fn missing_pages_fail_without_eq_and_are_requested_with_eq() {
         let eq = f.objects().eqs.values().next().unwrap();
         assert_eq!(eq.pi, 2);
         assert_eq!(eq.ci, 2, "driver published its consumer index");
-        // EQ doorbell (arm + CI) written to UAR + 0x40 (FACTS §4.6).
+        // EQ doorbell (arm + CI) written to UAR + 0x40 (ref §4.6).
         assert!(f.uar_writes.iter().any(|(_, off, _)| *off == 0x40));
-        // Answers to page requests travelled on the last slot, 31 (FACTS §7.2 step 4).
+        // Answers to page requests travelled on the last slot, 31 (ref §7.2 step 4).
         let page_cmds: Vec<u8> = f
             .slot_log
             .iter()
@@ -944,7 +941,7 @@ fn init_segment_checks_and_issi_negotiation() {
     for _ in 0..5 {
         assert_eq!(d.check_health(), Ok(()));
     }
-    // A stuck counter is fatal on the third unchanged poll (FACTS §7.1).
+    // A stuck counter is fatal on the third unchanged poll (ref §7.1).
     d.bar().fw().faults.health_stuck = true;
     assert_eq!(d.check_health(), Ok(()), "miss 1");
     assert_eq!(d.check_health(), Ok(()), "miss 2");

@@ -10,7 +10,7 @@ fn dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/sim_rings")
 }
 
-/// Control segment per FACTS §1.2.
+/// Control segment per [ref §1.2](bareverbs::reference).
 fn ctrl(idx: u16, opcode: u8, qpn: u32, ds: u8, fm_ce_se: u8, imm: u32) -> Vec<u8> {
     let mut c = Vec::new();
     c.extend_from_slice(&(((idx as u32) << 8) | opcode as u32).to_be_bytes());

@@ -8,8 +8,8 @@
 //! the data path cannot execute, and a memory key without remote rights.
 //!
 //! Expected values come from the operation performed (the bytes written),
-//! the firmware configuration the test sets, or FACTS (statuses, §5.6;
-//! states, §6.1) — never from the driver's own output.
+//! the firmware configuration the test sets, or the [reference](bareverbs::reference) (statuses,
+//! §5.6; states, §6.1) — never from the driver's own output.
 
 use bareverbs::cmd::ops::HwQpState;
 use bareverbs::cmd::{op, CmdStatus};
@@ -94,7 +94,7 @@ fn side(fabric: &Fabric, access: MkeyAccess) -> Side {
 fn queues(s: &mut Side) -> Queues {
     let uar = s.d.map_uar(s.qp.uar_index()).unwrap();
     // bf_reg_size = 2^log_bf_reg_size (FwConfig default 9 → 512 B): two
-    // 256-byte halves (FACTS §4.2).
+    // 256-byte halves (ref §4.2).
     let half = 1usize << (s.d.hca_caps().log_bf_reg_size - 1);
     let sqc = SqConfig {
         qpn: 0,
@@ -272,7 +272,7 @@ fn write_send_read_error_reset_reuse_teardown_by_command() {
     let mut b = side(&fabric, ALL);
 
     // Caps came from QUERY_HCA_CAP: FwConfig's log_max_qp_sz 15 →
-    // 32768 WQEBBs; max_wqe_sz_sq 1024 (FACTS §3.11).
+    // 32768 WQEBBs; max_wqe_sz_sq 1024 (ref §3.11).
     let caps = a.d.device_caps();
     assert_eq!(
         caps.max_send_wqebb,
@@ -353,7 +353,7 @@ fn write_send_read_error_reset_reuse_teardown_by_command() {
 
     // Error and flush: with the fabric paused, A posts a receive and a
     // WRITE, then 2ERR_QP by command. Both complete, exactly once, with
-    // WR_FLUSH_ERR (FACTS §5.6), in posting order per queue.
+    // WR_FLUSH_ERR (ref §5.6), in posting order per queue.
     fabric.set_auto_progress(false);
     recv(&a, &mut qa, 31, 0, 64);
     post_signaled(&a, &mut qa, 32, write_to(&b, 0), 0, 64);
@@ -520,7 +520,7 @@ mod selftest {
         match e {
             SelfTestError::Completion { step, wc } => {
                 assert_eq!(step, Step::Write);
-                // retry_count 7 exhausted (FACTS §5.6 TRANSPORT_RETRY_EXC).
+                // retry_count 7 exhausted (ref §5.6 TRANSPORT_RETRY_EXC).
                 assert_eq!(wc.status, WcStatus::RetryExcErr);
             }
             other => panic!("unexpected {other}"),

@@ -1,5 +1,5 @@
-//! Every error path: the completion (status, syndrome → status per FACTS
-//! §5.6, vendor syndrome) and the QP state afterwards; flush order; CQ
+//! Every error path: the completion (status, syndrome → status per
+//! [ref §5.6](bareverbs::reference), vendor syndrome) and the QP state afterwards; flush order; CQ
 //! overrun; RNR and transport retries; state-machine violations.
 
 use bareverbs::cqe::{WcStatus, WorkCompletion};
@@ -49,7 +49,7 @@ fn write_wr<'a>(b: &Ep, wr_id: u64, sgl: &'a [Sge], roff: u64, signaled: bool) -
     }
 }
 
-/// Control segment per FACTS §1.2.
+/// Control segment per [ref §1.2](bareverbs::reference).
 fn ctrl(idx: u16, opcode: u8, qpn: u32, ds: u8, fm_ce_se: u8) -> [u8; 16] {
     let mut c = [0u8; 16];
     c[0..4].copy_from_slice(&(((idx as u32) << 8) | opcode as u32).to_be_bytes());
@@ -65,7 +65,7 @@ fn expect_err(wc: &WorkCompletion, status: WcStatus, vendor_synd: u8) {
 
 #[test]
 fn bad_opcode_ds_and_type_give_local_qp_op_error() {
-    // FACTS §1.6: 0x07 is no send opcode; §1.1: DS 0 and DS past the
+    // ref §1.6: 0x07 is no send opcode; §1.1: DS 0 and DS past the
     // ring are malformed; §1.7: READ is not a UD operation.
     let cases: Vec<(QpType, [u8; 16], u32)> = vec![
         (QpType::Rc, ctrl(0, 0x07, 0, 1, 0x08), 1),

@@ -3,9 +3,9 @@
 //! event storm, and memory keys (unaligned buffers, reused indices).
 //!
 //! The lies are configured through the model ([`Faults`], [`FwConfig`]);
-//! expected values come from what the test made firmware say, from FACTS
-//! (§7.2 geometry, §7.12 key = index << 8 | mkey_7_0, §4.6 EQ size), or
-//! from the buffers the test allocated — never from the driver's output.
+//! expected values come from what the test made firmware say, from the
+//! [reference](bareverbs::reference) (§7.2 geometry, §7.12 key = index << 8 | mkey_7_0, §4.6 EQ
+//! size), or from the buffers the test allocated — never from the driver's output.
 //!
 //! [`Faults`]: bareverbs_sim::fw::Faults
 
@@ -172,7 +172,7 @@ fn repeated_numbers_are_refused_for_every_object_kind() {
 }
 
 /// A number with the reserved bits 31:24 set does not fit the 24-bit
-/// field (a QPN goes into `qpn_ds << 8`, FACTS §1.2): refused, not masked.
+/// field (a QPN goes into `qpn_ds << 8`, [ref §1.2](bareverbs::reference)): refused, not masked.
 #[test]
 fn object_numbers_above_24_bits_are_refused() {
     let mut d = bring_up_sim(FwConfig::default()).unwrap();
@@ -252,7 +252,7 @@ fn a_one_slot_command_queue_is_refused_at_bring_up() {
 /// A device that refills the EQ every time the driver publishes its
 /// consumer index never lets the ring run dry. `serve_events` must still
 /// return, after at most one EQ's worth of entries (the async EQ has 256:
-/// 32 + 0x80 spare rounded up, FACTS §4.6, §7.6), saying more are pending.
+/// 32 + 0x80 spare rounded up, [ref §4.6, §7.6](bareverbs::reference)), saying more are pending.
 /// Run on a thread with a deadline so the unbounded loop fails the test
 /// instead of hanging it.
 #[test]
@@ -337,7 +337,7 @@ fn serve_events_drains_a_finite_burst() {
 // ---- finding 7: memory keys ---------------------------------------------
 
 /// A buffer starting 0x800 into a page and 4096 bytes long touches two
-/// pages: the MTT must list both (FACTS §7.12; the model checks
+/// pages: the MTT must list both ([ref §7.12](bareverbs::reference); the model checks
 /// `((start & 0xfff) + len)` pages and refused the one-page MTT before).
 #[test]
 fn an_unaligned_buffer_gets_every_page_it_touches() {
@@ -366,9 +366,9 @@ fn an_unaligned_buffer_gets_every_page_it_touches() {
 }
 
 /// Firmware reusing a destroyed key's index: the new key must not equal
-/// the stale one (lkey/rkey = index << 8 | mkey_7_0, FACTS §7.12), its
+/// the stale one (lkey/rkey = index << 8 | mkey_7_0, [ref §7.12](bareverbs::reference)), its
 /// variant must be the one programmed into CREATE_MKEY, and no key is ever
-/// MLX5_INVALID_LKEY 0x100 (FACTS §2.1).
+/// MLX5_INVALID_LKEY 0x100 ([ref §2.1](bareverbs::reference)).
 #[test]
 fn a_reused_mkey_index_gets_a_new_variant() {
     let mut d = bring_up_sim(FwConfig {
@@ -410,7 +410,7 @@ fn a_reused_mkey_index_gets_a_new_variant() {
 /// layer (two functions on a fabric, objects by command).
 ///
 /// Expected values come from the operation performed (the bytes written)
-/// and FACTS (§5.6 statuses, §7.12 key = index << 8 | mkey_7_0).
+/// and the [reference](bareverbs::reference) (§5.6 statuses, §7.12 key = index << 8 | mkey_7_0).
 mod stale_rkey {
     use bareverbs::cmd::ops::IbMtu;
     use bareverbs::cqe::{WcStatus, WorkCompletion};

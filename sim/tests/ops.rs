@@ -1,7 +1,7 @@
 //! Every operation through the core's public API on the simulator: the
 //! bytes that arrive and the completions, as a user writes them.
-//! Expected values come from the bytes the test wrote and from FACTS
-//! (opcodes §5.4/§5.7/§5.8, syndromes §5.6).
+//! Expected values come from the bytes the test wrote and from the
+//! [reference](bareverbs::reference) (opcodes §5.4/§5.7/§5.8, syndromes §5.6).
 
 use bareverbs::cqe::{WcFlags, WcOpcode, WcStatus, WorkCompletion};
 use bareverbs::qp::QpType;

@@ -143,7 +143,7 @@ fn create_qp_sizes_from_verbs_caps_and_names_mismatches() {
     let cq = ctx.create_cq(32).unwrap();
     // RC, classic op set, 1 SGE: a 256-byte slot (192 B overhead + 16 B
     // gather + 64-byte rounding) → 16 WRs × 4 WQEBBs = 64 WQEBBs, inline
-    // read back 256 − 192 − 4 = 60 (FACTS §3.2–§3.4).
+    // read back 256 − 192 − 4 = 60 (ref §3.2–§3.4).
     let qp: Qp = ctx.create_qp(&pd, &rc_attr(&cq)).unwrap();
     let cap = qp.cap();
     assert_eq!((cap.max_send_wr, cap.max_recv_wr), (16, 16));
@@ -164,7 +164,7 @@ fn create_qp_sizes_from_verbs_caps_and_names_mismatches() {
     let big = QpInitAttr::new(QpType::Rc, &cq, &cq, QpCap::new(65536, 1, 16, 1));
     let e = ctx.create_qp::<64, 16>(&pd, &big).map(|_| ()).unwrap_err();
     assert!(matches!(e, Error::Sizing(_)), "{e}");
-    // A CQ of 63 entries cannot hold 64 WRs' completions (FACTS §3.7).
+    // A CQ of 63 entries cannot hold 64 WRs' completions (ref §3.7).
     let many = QpInitAttr::new(QpType::Rc, &cq, &cq, QpCap::new(32, 32, 1, 1));
     let e = ctx
         .create_qp::<128, 32>(&pd, &many)
@@ -438,7 +438,7 @@ fn an_srq_shared_by_two_qps() {
     let cq = ctx.create_cq(64).unwrap();
     // max_wr 16: 2 × 16 + 1 = 33 fits the device, so the SRQ gets a wait
     // queue and rup2(33) = 64 slots; read back max_wr = rup2(17) − 1 = 31
-    // (FACTS §3.8).
+    // (ref §3.8).
     let srq = ctx.create_srq::<64>(&pd, 16, 1).unwrap();
     assert_eq!((srq.max_wr(), srq.max_sge()), (31, 1));
     let attr = rc_attr(&cq).with_srq(&srq);

@@ -1,4 +1,4 @@
-//! The Linux VFIO implementation of the platform traits (FACTS §4.2, §7.2).
+//! The Linux VFIO implementation of the platform traits ([ref §4.2, §7.2](bareverbs::reference)).
 
 use crate::bdf::Bdf;
 use crate::error::VfioHostError;
@@ -24,7 +24,7 @@ const PCI_DEVICE_ID: u64 = 0x02;
 const PCI_COMMAND: u64 = 0x04;
 /// PCI revision id offset in config space.
 const PCI_REVISION_ID: u64 = 0x08;
-/// Memory space enable | bus master enable (FACTS §7.2 step 5: bits 0x6).
+/// Memory space enable | bus master enable ([ref §7.2](bareverbs::reference) step 5: bits 0x6).
 const PCI_COMMAND_MEM_MASTER: u16 = 0x6;
 /// 2 MiB huge page.
 pub const HUGE_PAGE: usize = 2 << 20;
@@ -141,7 +141,7 @@ impl UarMap for VfioBar0 {
     }
 }
 
-/// One 4 KiB UAR page of BAR0 (FACTS §4.2: BAR0 + index · 4 KiB).
+/// One 4 KiB UAR page of BAR0 ([ref §4.2](bareverbs::reference): BAR0 + index · 4 KiB).
 #[derive(Clone)]
 pub struct VfioUar {
     map: Arc<BarMap>,
@@ -517,7 +517,7 @@ impl VfioNic {
     }
 
     /// Sets memory-space and bus-master enable in the PCI command register
-    /// (FACTS §7.2 step 5) through the config-space region.
+    /// ([ref §7.2](bareverbs::reference) step 5) through the config-space region.
     pub fn enable_bus_master(&self) -> Result<(), VfioHostError> {
         let idx = VFIO_PCI_CONFIG_REGION_INDEX;
         let mut b = [0u8; 2];

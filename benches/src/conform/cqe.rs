@@ -60,7 +60,7 @@ impl<'a> FileResolver<'a> {
                 SetupQueue::Send => {
                     let idx = s.index & spec.sq_wqe_cnt.wrapping_sub(1);
                     r.sq_wrid.insert(idx, s.wr_id);
-                    // sq.wqe_head = sq.head + nreq at post time (FACTS §1.10).
+                    // sq.wqe_head = sq.head + nreq at post time (ref §1.10).
                     r.sq_head.insert(idx, sends);
                     sends += 1;
                 }

@@ -1,4 +1,4 @@
-//! conform: sizing files (FACTS §3).
+//! conform: sizing files ([ref §3](bareverbs::reference)).
 //!
 //! Replays the sizing ground-truth CSVs (`sizing_*.csv` QP sizing, classic and
 //! with a send-op list; `cq_*.csv`; `srq_sizing_*.csv`) through
@@ -589,7 +589,7 @@ mod tests {
     #[test]
     fn a_wrong_row_reports_the_first_differing_column() {
         let p = std::env::temp_dir().join(format!("bv_sizing_{}.csv", std::process::id()));
-        // FACTS §3.9: RC 1024 × 16 SGEs → overhead 192, 448-byte WQEs; 500 is wrong.
+        // ref §3.9: RC 1024 × 16 SGEs → overhead 192, 448-byte WQEs; 500 is wrong.
         std::fs::write(
             &p,
             "# max_sq_desc_sz=512\nqp_type,max_send_wr,max_send_sge,max_inline_data,max_recv_wr,max_recv_sge,status,errno,fail_stage,sq_overhead,send_wqe_size\nRC,1024,16,0,0,1,ok,,,192,500\n",
@@ -712,7 +712,7 @@ mod c_domain_tests {
 
     #[test]
     fn qp_send_ops_negative_inputs() {
-        // SEND-only op set: 16-byte overhead (FACTS §3.2). −1 inline:
+        // SEND-only op set: 16-byte overhead (ref §3.2). −1 inline:
         // inl_size = 16 + 2^32 + 16 → int 32, size = 16 + 16 = 32 → 64-byte
         // WQE, inline read back 64 − 16 − 4 = 44, 1 WQEBB.
         let header = format!("{CAPS}\nsend_ops_flags,{QP_HEADER}");

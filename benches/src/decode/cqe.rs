@@ -1,5 +1,5 @@
 //! `bareverbs decode cqe`: human and JSON views of one 64- or 128-byte CQE
-//! (FACTS §5). The caller parses hex with [`super::parse_hex`].
+//! ([ref §5](bareverbs::reference)). The caller parses hex with [`super::parse_hex`].
 
 use anyhow::{bail, Result};
 use bareverbs::cqe::{
@@ -14,7 +14,7 @@ fn hex(b: &[u8]) -> String {
 }
 
 /// The verbs status a CQE reports: the syndrome mapping for REQ_ERR /
-/// RESP_ERR, SUCCESS otherwise. FACTS §5.6.
+/// RESP_ERR, SUCCESS otherwise. [ref §5.6](bareverbs::reference).
 fn status_of(c: &Cqe64) -> WcStatus {
     if c.is_error() {
         c.as_err().status()
@@ -48,7 +48,7 @@ fn flag_names(f: WcFlags) -> Vec<&'static str> {
 /// `wqe_counter`, `byte_cnt`, `imm_inval_pkey`, `syndrome`,
 /// `vendor_syndrome`, `status`, …); otherwise a hexdump and decoded fields.
 /// With `ci` and `ncqe`, also whether software owns the entry at that
-/// consumer index (FACTS §5.3).
+/// consumer index ([ref §5.3](bareverbs::reference)).
 pub fn decode_cqe(bytes: &[u8], json: bool, ci: Option<u32>, ncqe: Option<u32>) -> Result<String> {
     let (c, front) = match parse_any(bytes) {
         Ok(v) => v,

@@ -1,6 +1,6 @@
 //! `bareverbs decode wqe`: a send WQE as a human dump or one JSON object.
 //!
-//! The QP type selects the transport segments (FACTS §1.7); without one it
+//! The QP type selects the transport segments ([ref §1.7](bareverbs::reference)); without one it
 //! is guessed from the bytes ([`QpType::guess`]).
 
 use anyhow::{anyhow, Context};
@@ -406,7 +406,7 @@ mod tests {
                     let a = segs.iter().find(|s| s["type"] == "datagram").expect("av");
                     assert_eq!(a["dqpn"].as_u64().unwrap(), num(&wr["remote_qpn"]));
                     assert_eq!(a["qkey"].as_u64().unwrap(), num(&wr["remote_qkey"]));
-                    // bytes 12.. of the AH's AV are copied unchanged (FACTS §1.5)
+                    // bytes 12.. of the AH's AV are copied unchanged (ref §1.5)
                     let av = if v.title.contains("GRH") && i == 1 {
                         &grh_av
                     } else {

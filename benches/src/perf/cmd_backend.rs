@@ -404,7 +404,7 @@ where
     let b_dst = area(dev, objs, pd, n(ar.b_dst), sb, &mut mrs_b)?;
     let l = &plan.layout;
     // Each CQ holds a completion for every WR its QP may have outstanding
-    // (FACTS §3.7): the run's cap on send WRs plus the receive queue.
+    // (ref §3.7): the run's cap on send WRs plus the receive queue.
     let ncqe = (plan.cap as usize + RQ_WQES).next_power_of_two() as u32;
     let first_cq = objs.cqs.len();
     for _ in 0..2 {
@@ -833,7 +833,7 @@ fn connect<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(
 mod tests {
     //! The command-path backend over `bring_up_on` (the simulator behind
     //! the firmware command interface). Expected WQE sizes come from the
-    //! segment rules (FACTS §1.7: ctrl 16, raddr 16, data 16 per SGE,
+    //! segment rules ([ref §1.7](bareverbs::reference): ctrl 16, raddr 16, data 16 per SGE,
     //! inline 4 + payload rounded to 16, atomic 16), not from the code.
     use super::*;
     use crate::perf::run::{configs, PerfArgs, PerfRunReport, PerfTest};

@@ -326,7 +326,7 @@ mod tests {
     }
 
     /// Every 16th WR (ids 15, 31, …) is signaled (CQ_UPDATE = 0x08 in
-    /// fm_ce_se, FACTS §1.3), across batches and calls.
+    /// fm_ce_se, [ref §1.3](bareverbs::reference)), across batches and calls.
     #[test]
     fn c_signals_every_sixteenth_wr() {
         let mut q = CPostQueue::new(1, 5);

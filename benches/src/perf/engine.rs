@@ -284,7 +284,7 @@ pub struct Plan {
     /// Areas the test uses.
     pub areas: Areas,
     /// Iterations per pair (`-n`; `-D` runs count as one second of
-    /// [`RESERVE_MAX`] stamps).
+    /// `RESERVE_MAX` = 2^20 stamps).
     pub iters: u64,
 }
 

@@ -4,7 +4,8 @@
 //!
 //! Backends (`--device`): `sim` (default, [`super::sim_backend`]: two
 //! simulated ConnectX joined by a fabric, modeled time); `model`
-//! ([`ModelOnlyBackend`]: timelines computed from the [`NicModel`] plus
+//! ([`ModelBackend`](super::model_backend::ModelBackend): timelines
+//! computed from the [`NicModel`](crate::model::NicModel) plus
 //! the *measured* CPU cost of posting into a memory-backed SQ); `vfio:BDF`
 //! ([`super::cmd_backend`] over a ConnectX through VFIO: objects and QPs
 //! created by firmware command, transfers measured on hardware); `fw-sim`

@@ -1,6 +1,6 @@
 //! Bit-field and big-endian helpers for the `mlx5_ifc` "_bits" layouts.
 //!
-//! FACTS §0: `dwN[hi:lo]` names bits `hi..=lo` of the big-endian 32-bit word
+//! [ref §0](crate::reference): `dwN[hi:lo]` names bits `hi..=lo` of the big-endian 32-bit word
 //! at byte `4·N`; bit 31 is the most significant bit of byte `4·N`. Every
 //! helper here works on ordinary byte slices (command messages assembled in
 //! host memory before they are copied to DMA memory), never on
@@ -17,7 +17,7 @@ const fn mask(width: u32) -> u32 {
     }
 }
 
-/// Reads the big-endian u16 at byte `off` (0 when out of range). FACTS §0.
+/// Reads the big-endian u16 at byte `off` (0 when out of range). [ref §0](crate::reference).
 #[inline]
 pub fn get16(buf: &[u8], off: usize) -> u16 {
     match buf.get(off..off.wrapping_add(2)) {
@@ -26,7 +26,7 @@ pub fn get16(buf: &[u8], off: usize) -> u16 {
     }
 }
 
-/// Reads the big-endian u32 at byte `off` (0 when out of range). FACTS §0.
+/// Reads the big-endian u32 at byte `off` (0 when out of range). [ref §0](crate::reference).
 #[inline]
 pub fn get32(buf: &[u8], off: usize) -> u32 {
     match buf.get(off..off.wrapping_add(4)) {
@@ -35,13 +35,13 @@ pub fn get32(buf: &[u8], off: usize) -> u32 {
     }
 }
 
-/// Reads the big-endian u64 at byte `off` (0 when out of range). FACTS §0.
+/// Reads the big-endian u64 at byte `off` (0 when out of range). [ref §0](crate::reference).
 #[inline]
 pub fn get64(buf: &[u8], off: usize) -> u64 {
     (u64::from(get32(buf, off)) << 32) | u64::from(get32(buf, off.wrapping_add(4)))
 }
 
-/// Writes `v` big-endian at byte `off` (dropped when out of range). FACTS §0.
+/// Writes `v` big-endian at byte `off` (dropped when out of range). [ref §0](crate::reference).
 #[inline]
 pub fn put16(buf: &mut [u8], off: usize, v: u16) {
     if let Some(b) = buf.get_mut(off..off.wrapping_add(2)) {
@@ -49,7 +49,7 @@ pub fn put16(buf: &mut [u8], off: usize, v: u16) {
     }
 }
 
-/// Writes `v` big-endian at byte `off` (dropped when out of range). FACTS §0.
+/// Writes `v` big-endian at byte `off` (dropped when out of range). [ref §0](crate::reference).
 #[inline]
 pub fn put32(buf: &mut [u8], off: usize, v: u32) {
     if let Some(b) = buf.get_mut(off..off.wrapping_add(4)) {
@@ -57,7 +57,7 @@ pub fn put32(buf: &mut [u8], off: usize, v: u32) {
     }
 }
 
-/// Writes `v` big-endian at byte `off` (dropped when out of range). FACTS §0.
+/// Writes `v` big-endian at byte `off` (dropped when out of range). [ref §0](crate::reference).
 #[inline]
 pub fn put64(buf: &mut [u8], off: usize, v: u64) {
     if let Some(b) = buf.get_mut(off..off.wrapping_add(8)) {
@@ -66,7 +66,7 @@ pub fn put64(buf: &mut [u8], off: usize, v: u64) {
 }
 
 /// Reads `dw[hi:lo]` of the structure starting at byte `base` of `buf`
-/// (FACTS §0 notation). Returns 0 for an empty or out-of-range field.
+/// ([ref §0](crate::reference) notation). Returns 0 for an empty or out-of-range field.
 #[inline]
 pub fn get_bits(buf: &[u8], base: usize, dw: usize, hi: u32, lo: u32) -> u32 {
     if hi > 31 || lo > hi {
@@ -77,7 +77,7 @@ pub fn get_bits(buf: &[u8], base: usize, dw: usize, hi: u32, lo: u32) -> u32 {
 }
 
 /// Sets `dw[hi:lo]` of the structure starting at byte `base` of `buf` to
-/// the low bits of `v` (FACTS §0 notation); other bits are kept. Dropped
+/// the low bits of `v` ([ref §0](crate::reference) notation); other bits are kept. Dropped
 /// when out of range.
 #[inline]
 pub fn set_bits(buf: &mut [u8], base: usize, dw: usize, hi: u32, lo: u32, v: u32) {
@@ -99,7 +99,7 @@ mod tests {
 
     #[test]
     fn bit_numbering_matches_facts_convention() {
-        // FACTS §0: bit 31 of dw0 is the MSB of byte 0.
+        // ref §0: bit 31 of dw0 is the MSB of byte 0.
         let mut b = [0u8; 8];
         set_bits(&mut b, 0, 0, 31, 31, 1);
         assert_eq!(b[0], 0x80);

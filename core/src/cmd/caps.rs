@@ -1,17 +1,17 @@
 //! General HCA capabilities (QUERY_HCA_CAP, cap type 0) → typed fields and
-//! [`DeviceCaps`] (FACTS §3.1, §3.11).
+//! [`DeviceCaps`] ([ref §3.1, §3.11](crate::reference)).
 
 use super::bits::{get_bits, set_bits};
 use crate::sizing::DeviceCaps;
 
-/// Bytes of the general capability structure (`cmd_hca_cap`). FACTS §7.6.
+/// Bytes of the general capability structure (`cmd_hca_cap`). [ref §7.6](crate::reference).
 pub const GENERAL_CAP_LEN: usize = 0x100;
 
 /// The send descriptor size the kernel's `max_send_sge` is computed from
 /// at most (`min_t(int, max_wqe_sz_sq, 512)` in mlx5_ib_query_device).
 pub const KERNEL_MAX_SQ_DESC: u32 = 512;
 
-/// `MLX5_MAX_SGE_RD`, the kernel's `max_sge_rd` (FACTS §3.10): `(512 −
+/// `MLX5_MAX_SGE_RD`, the kernel's `max_sge_rd` ([ref §3.10](crate::reference)): `(512 −
 /// 16 − 16) / 16`.
 pub const MAX_SGE_RD: u32 = (KERNEL_MAX_SQ_DESC - CTRL - RADDR) / SEG;
 
@@ -19,7 +19,7 @@ const SEG: u32 = crate::wqe::DS_BYTES as u32;
 const CTRL: u32 = core::mem::size_of::<crate::wqe::CtrlSeg>() as u32;
 const RADDR: u32 = core::mem::size_of::<crate::wqe::RaddrSeg>() as u32;
 
-/// Field positions inside `cmd_hca_cap` as (dw, hi, lo). FACTS §3.11.
+/// Field positions inside `cmd_hca_cap` as (dw, hi, lo). [ref §3.11](crate::reference).
 pub mod field {
     /// hca_cap_2.
     pub const HCA_CAP_2: (usize, u32, u32) = (1, 31, 31);
@@ -102,7 +102,7 @@ pub fn set(cap: &mut [u8], f: (usize, u32, u32), v: u32) {
     set_bits(cap, 0, f.0, f.1, f.2, v)
 }
 
-/// The general capabilities bareverbs uses (FACTS §3.11).
+/// The general capabilities bareverbs uses ([ref §3.11](crate::reference)).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct HcaCaps {
     /// log2 max SRQ WQEs.
@@ -269,8 +269,8 @@ impl HcaCaps {
     }
 
     /// Device `max_sge` as the mlx5 kernel driver reports it
-    /// (`drivers/infiniband/hw/mlx5/main.c` mlx5_ib_query_device, FACTS
-    /// §3.10): receive side `max_wqe_sz_rq / 16` (data segments), send side
+    /// (`drivers/infiniband/hw/mlx5/main.c` mlx5_ib_query_device,
+    /// [ref §3.10](crate::reference)): receive side `max_wqe_sz_rq / 16` (data segments), send side
     /// `(min(max_wqe_sz_sq, 512) − 16 − 16) / 16` (one 16-byte control and
     /// one 16-byte remote-address segment in a send descriptor capped at
     /// 512 bytes), and `ibv_query_device`'s `max_sge` is the smaller of the
@@ -298,7 +298,7 @@ impl HcaCaps {
         self.max_recv_sge().saturating_sub(1)
     }
 
-    /// The sizing inputs derived from these capabilities (FACTS §3.1):
+    /// The sizing inputs derived from these capabilities ([ref §3.1](crate::reference)):
     /// descriptor sizes, `1 << log_max_qp_sz` WQEBBs/WQEs, `1 <<
     /// log_max_srq_sz`, `1 << log_max_cq_sz` CQ entries, BlueFlame register
     /// size when `bf` is set, CQE version; `page_size` and `cache_line_size`

@@ -1,16 +1,16 @@
 //! Event queues: EQE layout, ownership, event types, page-request events
-//! (FACTS §4.6, §7.7, §7.9).
+//! ([ref §4.6, §7.7, §7.9](crate::reference)).
 
 use super::bits::{get16, get32};
 use super::queue::{dma_load8, dma_read, dma_store8};
 use crate::platform::{from_device_barrier, DmaBuf};
 
-/// Bytes per EQE. FACTS §7.9.
+/// Bytes per EQE. [ref §7.9](crate::reference).
 pub const EQE_BYTES: usize = 64;
-/// Spare EQEs added to the requested count (MLX5_NUM_SPARE_EQE). FACTS §4.6.
+/// Spare EQEs added to the requested count (MLX5_NUM_SPARE_EQE). [ref §4.6](crate::reference).
 pub const NUM_SPARE_EQE: u32 = 0x80;
 
-/// Event types (FACTS §7.9).
+/// Event types ([ref §7.9](crate::reference)).
 pub mod event {
     /// Completion.
     pub const COMP: u8 = 0x00;
@@ -50,7 +50,7 @@ pub mod event {
     pub const SRQ_RQ_LIMIT: u8 = 0x14;
 }
 
-/// A decoded EQE (FACTS §7.7, §7.9).
+/// A decoded EQE ([ref §7.7, §7.9](crate::reference)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Eqe {
     /// Completion on a CQ (CQN = low 24 bits of BE32 at byte 56).
@@ -106,7 +106,7 @@ impl Eqe {
 }
 
 /// Whether the EQE with owner byte `owner` is valid at consumer index `ci`
-/// in an EQ of `nent` entries: `(owner & 1) == ((ci & nent) != 0)`. FACTS §7.9.
+/// in an EQ of `nent` entries: `(owner & 1) == ((ci & nent) != 0)`. [ref §7.9](crate::reference).
 pub const fn eqe_valid(owner: u8, ci: u32, nent: u32) -> bool {
     (owner & 1 != 0) == (ci & nent != 0)
 }
@@ -125,7 +125,7 @@ unsafe impl Send for EventQueue {}
 
 impl EventQueue {
     /// Prepares a ring of `nent` (power of two) EQEs: every owner byte = 1
-    /// (FACTS §7.9). Returns `None` if the ring is too small.
+    /// ([ref §7.9](crate::reference)). Returns `None` if the ring is too small.
     ///
     /// # Safety
     /// `ring` must be DMA memory the EQ exclusively owns, not yet given to
@@ -194,7 +194,7 @@ impl EventQueue {
         Some(Eqe::parse(&b))
     }
     /// The BE32 doorbell word `eqn << 24 | (ci & 0xffffff)` for UAR + 0x40
-    /// (arm) or + 0x48 (update only). FACTS §4.6.
+    /// (arm) or + 0x48 (update only). [ref §4.6](crate::reference).
     pub fn doorbell(&self) -> [u8; 4] {
         ((self.eqn as u32) << 24 | (self.ci & 0x00ff_ffff)).to_be_bytes()
     }

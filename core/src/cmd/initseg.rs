@@ -1,32 +1,32 @@
-//! The initialization segment at BAR0 offset 0 (FACTS §7.1, §7.2).
+//! The initialization segment at BAR0 offset 0 ([ref §7.1, §7.2](crate::reference)).
 
 use super::Bar0;
 
-/// `fw_rev` register. FACTS §7.1.
+/// `fw_rev` register. [ref §7.1](crate::reference).
 pub const FW_REV: usize = 0x000;
-/// `cmdif_rev_fw_sub` register. FACTS §7.1.
+/// `cmdif_rev_fw_sub` register. [ref §7.1](crate::reference).
 pub const CMDIF_REV_FW_SUB: usize = 0x004;
-/// `cmdq_addr_h` register. FACTS §7.1.
+/// `cmdq_addr_h` register. [ref §7.1](crate::reference).
 pub const CMDQ_ADDR_H: usize = 0x010;
-/// `cmdq_addr_l_sz` register. FACTS §7.1.
+/// `cmdq_addr_l_sz` register. [ref §7.1](crate::reference).
 pub const CMDQ_ADDR_L_SZ: usize = 0x014;
-/// `cmd_dbell` register. FACTS §7.1.
+/// `cmd_dbell` register. [ref §7.1](crate::reference).
 pub const CMD_DBELL: usize = 0x018;
-/// `initializing` register (bit 31). FACTS §7.1.
+/// `initializing` register (bit 31). [ref §7.1](crate::reference).
 pub const INITIALIZING: usize = 0x1fc;
-/// Health buffer `fw_ver`. FACTS §7.1.
+/// Health buffer `fw_ver`. [ref §7.1](crate::reference).
 pub const HEALTH_FW_VER: usize = 0x230;
-/// Health buffer `rfr` (bit 31). FACTS §7.1.
+/// Health buffer `rfr` (bit 31). [ref §7.1](crate::reference).
 pub const HEALTH_RFR: usize = 0x238;
 /// Health buffer word holding `irisc_index` (byte 0x23c), `synd` (0x23d),
-/// `ext_synd` (0x23e). FACTS §7.1.
+/// `ext_synd` (0x23e). [ref §7.1](crate::reference).
 pub const HEALTH_SYND_WORD: usize = 0x23c;
-/// `health_counter` register. FACTS §7.1.
+/// `health_counter` register. [ref §7.1](crate::reference).
 pub const HEALTH_COUNTER: usize = 0x1010;
-/// Command-interface revision this driver speaks. FACTS §7.2.
+/// Command-interface revision this driver speaks. [ref §7.2](crate::reference).
 pub const CMDIF_REV: u16 = 5;
 
-/// NIC interface state (`cmdq_addr_l_sz` bits 10:8). FACTS §7.1.
+/// NIC interface state (`cmdq_addr_l_sz` bits 10:8). [ref §7.1](crate::reference).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NicIfcState {
     /// 0: full driver (normal operation).
@@ -40,7 +40,7 @@ pub enum NicIfcState {
 }
 
 impl NicIfcState {
-    /// Decodes the 3-bit field. FACTS §7.1.
+    /// Decodes the 3-bit field. [ref §7.1](crate::reference).
     pub const fn from_bits(v: u8) -> Self {
         match v & 7 {
             0 => NicIfcState::FullDriver,
@@ -51,7 +51,7 @@ impl NicIfcState {
     }
 }
 
-/// Firmware version `major.minor.subminor` (FACTS §7.1).
+/// Firmware version `major.minor.subminor` ([ref §7.1](crate::reference)).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FwVersion {
     /// Major (`fw_rev` bits 15:0).
@@ -68,7 +68,7 @@ impl core::fmt::Display for FwVersion {
     }
 }
 
-/// Command queue geometry read from `cmdq_addr_l_sz` (FACTS §7.1, §7.2).
+/// Command queue geometry read from `cmdq_addr_l_sz` ([ref §7.1, §7.2](crate::reference)).
 ///
 /// The fields are public so hosts and tests can build one, but nothing
 /// trusts them unchecked: [`CmdqGeometry::check`] is applied by
@@ -82,19 +82,19 @@ pub struct CmdqGeometry {
     pub log_stride: u8,
 }
 
-/// Most command slots (`1 << log_cmdq_size` ≤ 32; FACTS §7.2 step 2).
+/// Most command slots (`1 << log_cmdq_size` ≤ 32; [ref §7.2](crate::reference) step 2).
 pub const MAX_LOG_CMDQ_SIZE: u8 = 5;
 /// Fewest command slots this driver runs with: a regular slot and a
-/// separate page slot (FACTS §7.2 step 4), so `log_cmdq_size` ≥ 1.
+/// separate page slot ([ref §7.2](crate::reference) step 4), so `log_cmdq_size` ≥ 1.
 pub const MIN_LOG_CMDQ_SIZE: u8 = 1;
-/// Smallest slot stride: one 64-byte command entry (FACTS §7.3).
+/// Smallest slot stride: one 64-byte command entry ([ref §7.3](crate::reference)).
 pub const MIN_LOG_CMDQ_STRIDE: u8 = 6;
 /// The whole queue fits one 4 KiB page: `log_sz + log_stride ≤ 12`
-/// (FACTS §7.2 step 2).
+/// ([ref §7.2](crate::reference) step 2).
 pub const MAX_LOG_CMDQ_BYTES: u8 = 12;
 
 impl CmdqGeometry {
-    /// Checks the geometry the driver is about to lay out (FACTS §7.2,
+    /// Checks the geometry the driver is about to lay out ([ref §7.2](crate::reference),
     /// §7.3): at least two slots (regular + pages; with one, both would
     /// share an entry), at most 32, a stride of at least one 64-byte entry
     /// (smaller strides overlap entries) and `slots × stride` within the
@@ -136,7 +136,7 @@ impl CmdqGeometry {
     }
 }
 
-/// Why the initialization segment was rejected (FACTS §7.1, §7.2).
+/// Why the initialization segment was rejected ([ref §7.1, §7.2](crate::reference)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum InitSegError {
     /// `fw_rev` reads all-ones: the PCI link is down or BAR0 is not mapped.
@@ -178,7 +178,7 @@ pub enum InitSegError {
     Fatal(HealthProblem),
 }
 
-/// A fatal health condition (FACTS §7.1 health checks).
+/// A fatal health condition ([ref §7.1](crate::reference) health checks).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HealthProblem {
     /// `fw_ver` in the health buffer reads 0xffffffff: PCI link down.
@@ -203,7 +203,7 @@ pub enum HealthProblem {
 pub struct InitSeg<'a, B: Bar0>(pub &'a B);
 
 impl<B: Bar0> InitSeg<'_, B> {
-    /// Firmware version (FACTS §7.1 `fw_rev`, `cmdif_rev_fw_sub`).
+    /// Firmware version ([ref §7.1](crate::reference) `fw_rev`, `cmdif_rev_fw_sub`).
     pub fn fw_version(&self) -> FwVersion {
         let r = self.0.read32(FW_REV);
         let s = self.0.read32(CMDIF_REV_FW_SUB);
@@ -237,7 +237,7 @@ impl<B: Bar0> InitSeg<'_, B> {
     pub fn health_counter(&self) -> u32 {
         self.0.read32(HEALTH_COUNTER)
     }
-    /// Health syndrome and extended syndrome if `rfr` is set (FACTS §7.1).
+    /// Health syndrome and extended syndrome if `rfr` is set ([ref §7.1](crate::reference)).
     pub fn health_syndrome(&self) -> Option<(u8, u16)> {
         let rfr = self.0.read32(HEALTH_RFR) & 0x8000_0000 != 0;
         let w = self.0.read32(HEALTH_SYND_WORD);
@@ -249,7 +249,7 @@ impl<B: Bar0> InitSeg<'_, B> {
         }
     }
     /// One health check (everything but the counter, which needs several
-    /// polls; see [`InitSeg::counter_alive`]). FACTS §7.1.
+    /// polls; see [`InitSeg::counter_alive`]). [ref §7.1](crate::reference).
     pub fn check_health(&self) -> Result<(), HealthProblem> {
         if self.0.read32(HEALTH_FW_VER) == 0xffff_ffff {
             return Err(HealthProblem::LinkDown);
@@ -266,7 +266,7 @@ impl<B: Bar0> InitSeg<'_, B> {
     pub fn counter_alive(&self, earlier: u32) -> bool {
         (self.health_counter() ^ earlier) & 0x00ff_ffff != 0
     }
-    /// Validates revision and geometry (FACTS §7.2 steps 1–2).
+    /// Validates revision and geometry ([ref §7.2](crate::reference) steps 1–2).
     pub fn validate(&self) -> Result<CmdqGeometry, InitSegError> {
         if self.0.read32(FW_REV) == 0xffff_ffff {
             return Err(InitSegError::LinkDown);

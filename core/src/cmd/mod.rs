@@ -1,16 +1,18 @@
-//! The mlx5 firmware command interface (FACTS §7).
+//! The mlx5 firmware command interface ([ref §7](crate::reference)).
 //!
 //! Layers, bottom up:
 //!
 //! * [`Bar0`] — 32-bit big-endian register access to BAR0 (host supplies it),
 //!   and [`Clock`] — time for timeouts (host supplies it).
-//! * [`initseg`] — the initialization segment at BAR0 offset 0 (FACTS §7.1).
+//! * [`initseg`] — the initialization segment at BAR0 offset 0 ([ref §7.1](crate::reference)).
 //! * [`queue`] — the command queue: 64-byte entries, ownership handshake,
-//!   doorbell by slot bit, chained 576-byte mailboxes (FACTS §7.2–§7.4).
-//! * [`ops`] — typed builders and parsers, one per command (FACTS §7.5–§7.12, §6.3).
-//! * [`caps`] — QUERY_HCA_CAP general capabilities → [`crate::sizing::DeviceCaps`] (FACTS §3.11).
-//! * [`eq`] — event queue entries and page-request events (FACTS §7.7, §7.9).
-//! * [`pages`] — the pool of 4 KiB pages handed to firmware (FACTS §7.7).
+//!   doorbell by slot bit, chained 576-byte mailboxes ([ref §7.2–§7.4](crate::reference)).
+//! * [`ops`] — typed builders and parsers, one per command
+//!   ([ref §7.5–§7.12, §6.3](crate::reference)).
+//! * [`caps`] — QUERY_HCA_CAP general capabilities → [`crate::sizing::DeviceCaps`]
+//!   ([ref §3.11](crate::reference)).
+//! * [`eq`] — event queue entries and page-request events ([ref §7.7, §7.9](crate::reference)).
+//! * [`pages`] — the pool of 4 KiB pages handed to firmware ([ref §7.7](crate::reference)).
 //!
 //! Nothing here allocates; messages are assembled in fixed buffers in host
 //! memory and copied to DMA memory with raw-pointer stores.
@@ -26,7 +28,7 @@ mod status;
 
 pub use status::{CmdError, CmdStatus, DeliveryStatus, MailboxProblem};
 
-/// 32-bit register access to BAR0 of an mlx5 function (FACTS §7.1).
+/// 32-bit register access to BAR0 of an mlx5 function ([ref §7.1](crate::reference)).
 ///
 /// Values are exchanged in host order: `read32` returns the register
 /// converted from big-endian, `write32` converts `v` to big-endian before
@@ -44,7 +46,7 @@ pub unsafe trait Bar0 {
     fn write32(&mut self, off: usize, v: u32);
 }
 
-/// A time source for command and bring-up timeouts (FACTS §7.3, §7.6).
+/// A time source for command and bring-up timeouts ([ref §7.3, §7.6](crate::reference)).
 ///
 /// Hosts implement it with a monotonic clock; tests use a fake clock whose
 /// `delay_us` advances `now_us`.
@@ -55,7 +57,7 @@ pub trait Clock {
     fn delay_us(&mut self, us: u32);
 }
 
-/// Command opcodes (FACTS §7.8, §6.3).
+/// Command opcodes ([ref §7.8, §6.3](crate::reference)).
 pub mod op {
     /// QUERY_HCA_CAP.
     pub const QUERY_HCA_CAP: u16 = 0x100;
@@ -147,7 +149,7 @@ pub mod op {
     pub const NOP: u16 = 0x80d;
 }
 
-/// Name of a command opcode (FACTS §7.8), `"UNKNOWN"` if not listed.
+/// Name of a command opcode ([ref §7.8](crate::reference)), `"UNKNOWN"` if not listed.
 pub fn opcode_name(opcode: u16) -> &'static str {
     match opcode {
         op::QUERY_HCA_CAP => "QUERY_HCA_CAP",

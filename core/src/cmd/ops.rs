@@ -1,4 +1,4 @@
-//! Typed builders and parsers for each command (FACTS §6.3, §7.5–§7.12).
+//! Typed builders and parsers for each command ([ref §6.3, §7.5–§7.12](crate::reference)).
 //!
 //! A builder zeroes the front of an input buffer, writes the header and
 //! fields, and returns a [`Req`] naming the opcode and the input and output
@@ -11,7 +11,7 @@ use super::{op, CmdError};
 /// A built command: opcode, input bytes to send, output bytes to expect.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Req {
-    /// Opcode (FACTS §7.8).
+    /// Opcode ([ref §7.8](crate::reference)).
     pub opcode: u16,
     /// Input length in bytes (header included).
     pub in_len: usize,
@@ -19,26 +19,27 @@ pub struct Req {
     pub out_len: usize,
 }
 
-/// Length of a header-only input or output (FACTS §7.5).
+/// Length of a header-only input or output ([ref §7.5](crate::reference)).
 pub const HDR_LEN: usize = 0x10;
-/// Offset of `pas[]` / MTT lists in CREATE_{CQ,QP,EQ,SRQ,MKEY} inputs. FACTS §7.9–§7.12.
+/// Offset of `pas[]` / MTT lists in CREATE_{CQ,QP,EQ,SRQ,MKEY} inputs.
+/// [ref §7.9–§7.12](crate::reference).
 pub const PAS_OFFSET: usize = 0x110;
-/// Offset of the cqc in create_cq_in. FACTS §7.10.
+/// Offset of the cqc in create_cq_in. [ref §7.10](crate::reference).
 pub const CQC: usize = 0x10;
-/// Offset of the qpc in create/modify/query QP messages. FACTS §6.3, §7.11.
+/// Offset of the qpc in create/modify/query QP messages. [ref §6.3, §7.11](crate::reference).
 pub const QPC: usize = 0x18;
-/// Offset of the primary address path in a QP message (qpc + 0x18). FACTS §7.11.
+/// Offset of the primary address path in a QP message (qpc + 0x18). [ref §7.11](crate::reference).
 pub const QPC_PATH: usize = QPC + 0x18;
-/// Offset of the eqc in create_eq_in. FACTS §7.9.
+/// Offset of the eqc in create_eq_in. [ref §7.9](crate::reference).
 pub const EQC: usize = 0x10;
-/// Offset of the mkc in create_mkey_in. FACTS §7.12.
+/// Offset of the mkc in create_mkey_in. [ref §7.12](crate::reference).
 pub const MKC: usize = 0x10;
 /// Offset of the srqc in create_srq_in (linux `mlx5_ifc.h`
 /// create_srq_in: after the 16-byte header; pas[] at 0x110).
 pub const SRQC: usize = 0x10;
-/// Capability area in QUERY_HCA_CAP output / SET_HCA_CAP input. FACTS §7.6.
+/// Capability area in QUERY_HCA_CAP output / SET_HCA_CAP input. [ref §7.6](crate::reference).
 pub const CAP_OFFSET: usize = 0x10;
-/// Bytes of the capability area. FACTS §7.6.
+/// Bytes of the capability area. [ref §7.6](crate::reference).
 pub const CAP_LEN: usize = 0x1000;
 
 fn hdr(b: &mut [u8], opcode: u16, op_mod: u16, in_len: usize) {
@@ -88,7 +89,7 @@ pub const MKEY_LOG_PAGE_MIN: u8 = 12;
 /// (`mkc.log_page_size` is 6 bits wide in current `mlx5_ifc.h`, at dword
 /// 14 bits 5:0; the kernel's page-size search covers the same range).
 /// One command then describes buffers up to about 1.2 TiB.
-/// FACTS §7.12.
+/// [ref §7.12](crate::reference).
 pub const MKEY_LOG_PAGE_MAX: u8 = 31;
 
 /// The MTT pages of a memory key over `len` bytes at device address
@@ -106,12 +107,12 @@ pub fn mkey_pages(iova: u64, len: u64, log_page: u8) -> Option<(u64, u64)> {
 }
 
 /// Largest object number: QPN, CQN, SRQN, PD, UAR index and mkey index are
-/// 24-bit fields (FACTS §7.8 "Simple outputs", §1.2 `qpn_ds`, §7.12).
+/// 24-bit fields ([ref §7.8](crate::reference) "Simple outputs", §1.2 `qpn_ds`, §7.12).
 pub const OBJ_NUMBER_MAX: u32 = 0x00ff_ffff;
 
 /// Reads the object number word dw2 of an output (ALLOC_PD, ALLOC_UAR,
-/// CREATE_CQ/QP/MKEY/SRQ; FACTS §7.8 "Simple outputs": the number is
-/// dw2[23:0]).
+/// CREATE_CQ/QP/MKEY/SRQ; [ref §7.8](crate::reference) "Simple outputs": the number is
+/// `dw2[23:0]`).
 ///
 /// The whole word is returned, reserved bits 31:24 included, so that a
 /// device writing them is noticed rather than masked away: a value above
@@ -124,20 +125,20 @@ pub fn parse_obj_id(out: &[u8]) -> u32 {
 
 // ---- HCA life cycle ---------------------------------------------------
 
-/// ENABLE_HCA (0x104), function_id 0 at byte 0x0a. FACTS §7.6 step 4.
+/// ENABLE_HCA (0x104), function_id 0 at byte 0x0a. [ref §7.6](crate::reference) step 4.
 pub fn enable_hca(b: &mut [u8]) -> Req {
     simple(b, op::ENABLE_HCA, 0)
 }
-/// DISABLE_HCA (0x105). FACTS §7.6 teardown.
+/// DISABLE_HCA (0x105). [ref §7.6](crate::reference) teardown.
 pub fn disable_hca(b: &mut [u8]) -> Req {
     simple(b, op::DISABLE_HCA, 0)
 }
-/// INIT_HCA (0x102), op_mod 0. FACTS §7.6 step 10.
+/// INIT_HCA (0x102), op_mod 0. [ref §7.6](crate::reference) step 10.
 pub fn init_hca(b: &mut [u8]) -> Req {
     simple(b, op::INIT_HCA, 0)
 }
 
-/// TEARDOWN_HCA profile (byte 0x0a). FACTS §7.6 teardown.
+/// TEARDOWN_HCA profile (byte 0x0a). [ref §7.6](crate::reference) teardown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u16)]
 pub enum TeardownProfile {
@@ -147,7 +148,7 @@ pub enum TeardownProfile {
     PrepareFast = 2,
 }
 
-/// TEARDOWN_HCA (0x103). FACTS §7.6 teardown.
+/// TEARDOWN_HCA (0x103). [ref §7.6](crate::reference) teardown.
 pub fn teardown_hca(b: &mut [u8], profile: TeardownProfile) -> Req {
     let r = simple(b, op::TEARDOWN_HCA, 0);
     put16(b, 0x0a, profile as u16);
@@ -158,7 +159,7 @@ pub fn parse_teardown_hca(out: &[u8]) -> bool {
     out.get(0x0f).copied().unwrap_or(0) & 1 != 0
 }
 
-/// QUERY_ISSI (0x10a). FACTS §7.6 step 5.
+/// QUERY_ISSI (0x10a). [ref §7.6](crate::reference) step 5.
 pub fn query_issi(b: &mut [u8]) -> Req {
     let mut r = simple(b, op::QUERY_ISSI, 0);
     r.out_len = 0x70;
@@ -168,14 +169,14 @@ pub fn query_issi(b: &mut [u8]) -> Req {
 pub fn parse_query_issi(out: &[u8]) -> (u16, u32) {
     (get16(out, 0x0a), get32(out, 0x6c))
 }
-/// SET_ISSI (0x10b) with current_issi at byte 0x0a. FACTS §7.6 step 5.
+/// SET_ISSI (0x10b) with current_issi at byte 0x0a. [ref §7.6](crate::reference) step 5.
 pub fn set_issi(b: &mut [u8], issi: u16) -> Req {
     let r = simple(b, op::SET_ISSI, 0);
     put16(b, 0x0a, issi);
     r
 }
 
-/// Decides the ISSI from `supported_issi_dw0` (FACTS §7.6 step 5): bit 1 →
+/// Decides the ISSI from `supported_issi_dw0` ([ref §7.6](crate::reference) step 5): bit 1 →
 /// 1; bit 0 or an all-zero word → 0; otherwise unsupported (`None`).
 pub fn choose_issi(supported: u32) -> Option<u16> {
     if supported & 2 != 0 {
@@ -187,12 +188,12 @@ pub fn choose_issi(supported: u32) -> Option<u16> {
     }
 }
 
-/// Register id of HOST_ENDIANNESS for ACCESS_REG. FACTS §7.6 step 7.
+/// Register id of HOST_ENDIANNESS for ACCESS_REG. [ref §7.6](crate::reference) step 7.
 pub const REG_HOST_ENDIANNESS: u16 = 0x7004;
 
 /// ACCESS_REG (0x805) write of HOST_ENDIANNESS: register id at byte 0x0a,
 /// argument 0 at 0x0c, register data from 0x10 whose first byte is `he`
-/// (0x00 little-endian host, 0x80 big-endian). FACTS §7.6 step 7.
+/// (0x00 little-endian host, 0x80 big-endian). [ref §7.6](crate::reference) step 7.
 pub fn set_host_endianness(b: &mut [u8]) -> Req {
     let in_len = HDR_LEN + 0x10;
     hdr(b, op::ACCESS_REG, 0, in_len);
@@ -212,7 +213,7 @@ pub fn set_host_endianness(b: &mut [u8]) -> Req {
 
 // ---- pages ----------------------------------------------------------
 
-/// QUERY_PAGES op_mod (FACTS §7.7).
+/// QUERY_PAGES op_mod ([ref §7.7](crate::reference)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u16)]
 pub enum PagesKind {
@@ -224,7 +225,7 @@ pub enum PagesKind {
     PostInit = 3,
 }
 
-/// QUERY_PAGES (0x107). FACTS §7.7.
+/// QUERY_PAGES (0x107). [ref §7.7](crate::reference).
 pub fn query_pages(b: &mut [u8], kind: PagesKind) -> Req {
     simple(b, op::QUERY_PAGES, kind as u16)
 }
@@ -233,7 +234,7 @@ pub fn parse_query_pages(out: &[u8]) -> (u16, i32) {
     (get16(out, 0x0a), get32(out, 0x0c) as i32)
 }
 
-/// MANAGE_PAGES op_mod (FACTS §7.7).
+/// MANAGE_PAGES op_mod ([ref §7.7](crate::reference)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u16)]
 pub enum ManagePagesOp {
@@ -250,7 +251,7 @@ pub enum ManagePagesOp {
 pub const MAX_PAGES_PER_CMD: usize = (super::queue::MAX_MSG - HDR_LEN) / 8;
 
 /// MANAGE_PAGES GIVE (0x108, op_mod 1) of `pages` (BE64 addresses from 0x10).
-/// At most [`MAX_PAGES_PER_CMD`] are used. FACTS §7.7.
+/// At most [`MAX_PAGES_PER_CMD`] are used. [ref §7.7](crate::reference).
 pub fn manage_pages_give(b: &mut [u8], function_id: u16, pages: &[u64]) -> Req {
     let n = pages.len().min(MAX_PAGES_PER_CMD);
     let in_len = HDR_LEN + 8 * n;
@@ -266,7 +267,7 @@ pub fn manage_pages_give(b: &mut [u8], function_id: u16, pages: &[u64]) -> Req {
         out_len: HDR_LEN,
     }
 }
-/// MANAGE_PAGES TAKE (op_mod 2) asking for `count` pages back. FACTS §7.7.
+/// MANAGE_PAGES TAKE (op_mod 2) asking for `count` pages back. [ref §7.7](crate::reference).
 pub fn manage_pages_take(b: &mut [u8], function_id: u16, count: u32) -> Req {
     let n = (count as usize).min(MAX_PAGES_PER_CMD);
     hdr(b, op::MANAGE_PAGES, ManagePagesOp::Take as u16, HDR_LEN);
@@ -278,7 +279,7 @@ pub fn manage_pages_take(b: &mut [u8], function_id: u16, count: u32) -> Req {
         out_len: HDR_LEN + 8 * n,
     }
 }
-/// MANAGE_PAGES CANT_GIVE (op_mod 0): refuse a page request. FACTS §7.7.
+/// MANAGE_PAGES CANT_GIVE (op_mod 0): refuse a page request. [ref §7.7](crate::reference).
 pub fn manage_pages_cant_give(b: &mut [u8], function_id: u16) -> Req {
     let r = simple(b, op::MANAGE_PAGES, ManagePagesOp::CantGive as u16);
     put16(b, 0x0a, function_id);
@@ -305,7 +306,7 @@ pub fn manage_pages_entry(out: &[u8], i: usize) -> u64 {
 
 // ---- capabilities -----------------------------------------------------
 
-/// Capability type (FACTS §7.6).
+/// Capability type ([ref §7.6](crate::reference)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u16)]
 pub enum CapType {
@@ -345,14 +346,14 @@ pub fn parse_roce_caps(cap: &[u8]) -> RoceCaps {
     }
 }
 
-/// QUERY_HCA_CAP (0x100), op_mod = (type << 1) | current. FACTS §7.6.
+/// QUERY_HCA_CAP (0x100), op_mod = (type << 1) | current. [ref §7.6](crate::reference).
 pub fn query_hca_cap(b: &mut [u8], cap: CapType, current: bool) -> Req {
     let mut r = simple(b, op::QUERY_HCA_CAP, ((cap as u16) << 1) | current as u16);
     r.out_len = CAP_OFFSET + CAP_LEN;
     r
 }
 /// SET_HCA_CAP (0x109), op_mod = type << 1, capability copied from `caps`
-/// (at most 4096 bytes) to byte 0x10. FACTS §7.6 step 8.
+/// (at most 4096 bytes) to byte 0x10. [ref §7.6](crate::reference) step 8.
 pub fn set_hca_cap(b: &mut [u8], cap: CapType, caps: &[u8]) -> Req {
     let in_len = CAP_OFFSET + CAP_LEN;
     hdr(b, op::SET_HCA_CAP, (cap as u16) << 1, in_len);
@@ -369,28 +370,28 @@ pub fn set_hca_cap(b: &mut [u8], cap: CapType, caps: &[u8]) -> Req {
 
 // ---- UAR / PD -------------------------------------------------------
 
-/// ALLOC_UAR (0x802); output uar index at dw2[23:0]. FACTS §7.8.
+/// ALLOC_UAR (0x802); output uar index at `dw2[23:0]`. [ref §7.8](crate::reference).
 pub fn alloc_uar(b: &mut [u8]) -> Req {
     simple(b, op::ALLOC_UAR, 0)
 }
-/// DEALLOC_UAR (0x803) of `uar` (dw2[23:0]).
+/// DEALLOC_UAR (0x803) of `uar` (`dw2[23:0]`).
 pub fn dealloc_uar(b: &mut [u8], uar: u32) -> Req {
     let r = simple(b, op::DEALLOC_UAR, 0);
     set_bits(b, 0, 2, 23, 0, uar);
     r
 }
-/// ALLOC_PD (0x800); output pd at dw2[23:0]. FACTS §7.8.
+/// ALLOC_PD (0x800); output pd at `dw2[23:0]`. [ref §7.8](crate::reference).
 pub fn alloc_pd(b: &mut [u8]) -> Req {
     simple(b, op::ALLOC_PD, 0)
 }
-/// DEALLOC_PD (0x801) of `pd` (dw2[23:0]).
+/// DEALLOC_PD (0x801) of `pd` (`dw2[23:0]`).
 pub fn dealloc_pd(b: &mut [u8], pd: u32) -> Req {
     let r = simple(b, op::DEALLOC_PD, 0);
     set_bits(b, 0, 2, 23, 0, pd);
     r
 }
 
-/// Destroy-style command carrying a 24-bit object number at dw2[23:0]
+/// Destroy-style command carrying a 24-bit object number at `dw2[23:0]`
 /// (DESTROY_MKEY/CQ/QP/SRQ, 2ERR_QP, 2RST_QP, QUERY_QP).
 pub fn with_obj(b: &mut [u8], opcode: u16, id: u32) -> Req {
     let r = simple(b, opcode, 0);
@@ -400,7 +401,7 @@ pub fn with_obj(b: &mut [u8], opcode: u16, id: u32) -> Req {
 
 // ---- memory keys ------------------------------------------------------
 
-/// Access rights of a memory key (mkc dw0 bits 14..10). FACTS §7.12.
+/// Access rights of a memory key (mkc dw0 bits 14..10). [ref §7.12](crate::reference).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MkeyAccess {
     /// Local read (`lr`).
@@ -442,7 +443,7 @@ impl MkeyAccess {
 
 /// CREATE_MKEY parameters for an MTT key over a buffer contiguous in
 /// device (IOVA) space, described by pages of `1 << log_page_size` bytes.
-/// FACTS §7.12.
+/// [ref §7.12](crate::reference).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MkeyParams {
     /// Protection domain.
@@ -465,7 +466,7 @@ pub struct MkeyParams {
     pub variant: u8,
 }
 
-/// CREATE_MKEY (0x200). FACTS §7.12.
+/// CREATE_MKEY (0x200). [ref §7.12](crate::reference).
 pub fn create_mkey(b: &mut [u8], p: &MkeyParams) -> Req {
     let in_len = PAS_OFFSET + 8 * p.npages;
     hdr(b, op::CREATE_MKEY, 0, in_len);
@@ -495,7 +496,7 @@ pub fn create_mkey(b: &mut [u8], p: &MkeyParams) -> Req {
 
 // ---- EQ / CQ --------------------------------------------------------
 
-/// CREATE_EQ parameters. FACTS §7.9.
+/// CREATE_EQ parameters. [ref §7.9](crate::reference).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EqParams {
     /// log2 number of EQEs.
@@ -512,7 +513,7 @@ pub struct EqParams {
     pub npages: usize,
 }
 
-/// CREATE_EQ (0x301); output eq number at byte 0x0b. FACTS §7.9.
+/// CREATE_EQ (0x301); output eq number at byte 0x0b. [ref §7.9](crate::reference).
 pub fn create_eq(b: &mut [u8], p: &EqParams) -> Req {
     let in_len = PAS_OFFSET + 8 * p.npages;
     hdr(b, op::CREATE_EQ, 0, in_len);
@@ -539,7 +540,7 @@ pub fn destroy_eq(b: &mut [u8], eqn: u8) -> Req {
     r
 }
 
-/// CREATE_CQ parameters. FACTS §7.10.
+/// CREATE_CQ parameters. [ref §7.10](crate::reference).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CqParams {
     /// log2 number of CQEs.
@@ -558,7 +559,7 @@ pub struct CqParams {
     pub npages: usize,
 }
 
-/// CREATE_CQ (0x400); output cqn at dw2[23:0]. FACTS §7.10.
+/// CREATE_CQ (0x400); output cqn at `dw2[23:0]`. [ref §7.10](crate::reference).
 pub fn create_cq(b: &mut [u8], p: &CqParams) -> Req {
     let in_len = PAS_OFFSET + 8 * p.npages;
     hdr(b, op::CREATE_CQ, 0, in_len);
@@ -578,7 +579,7 @@ pub fn create_cq(b: &mut [u8], p: &CqParams) -> Req {
 
 // ---- QP ---------------------------------------------------------------
 
-/// qpc.st service type (FACTS §7.11).
+/// qpc.st service type ([ref §7.11](crate::reference)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum QpServiceType {
@@ -590,7 +591,7 @@ pub enum QpServiceType {
     Ud = 2,
 }
 
-/// mlx5 hardware QP state, qpc.state (FACTS §6.1).
+/// mlx5 hardware QP state, qpc.state ([ref §6.1](crate::reference)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HwQpState {
     /// 0 RST.
@@ -616,7 +617,7 @@ pub enum HwQpState {
 }
 
 impl HwQpState {
-    /// Decodes the 4-bit field. FACTS §6.1.
+    /// Decodes the 4-bit field. [ref §6.1](crate::reference).
     pub const fn from_bits(v: u8) -> Self {
         match v {
             0 => HwQpState::Reset,
@@ -631,7 +632,7 @@ impl HwQpState {
             o => HwQpState::Other(o),
         }
     }
-    /// The 4-bit encoding. FACTS §6.1.
+    /// The 4-bit encoding. [ref §6.1](crate::reference).
     pub const fn bits(self) -> u8 {
         match self {
             HwQpState::Reset => 0,
@@ -648,7 +649,7 @@ impl HwQpState {
     }
 }
 
-/// CREATE_QP parameters. FACTS §7.11 ("Kernel create … fills").
+/// CREATE_QP parameters. [ref §7.11](crate::reference) ("Kernel create … fills").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QpParams {
     /// Service type.
@@ -681,7 +682,7 @@ pub struct QpParams {
     pub npages: usize,
 }
 
-/// CREATE_QP (0x500); output qpn at dw2[23:0]. FACTS §7.11.
+/// CREATE_QP (0x500); output qpn at `dw2[23:0]`. [ref §7.11](crate::reference).
 pub fn create_qp(b: &mut [u8], p: &QpParams) -> Req {
     let in_len = PAS_OFFSET + 8 * p.npages;
     hdr(b, op::CREATE_QP, 0, in_len);
@@ -712,7 +713,7 @@ pub fn create_qp(b: &mut [u8], p: &QpParams) -> Req {
     }
 }
 
-/// Primary address path fields (FACTS §7.11 "ads").
+/// Primary address path fields ([ref §7.11](crate::reference) "ads").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AddressPath {
     /// Force loopback.
@@ -772,7 +773,7 @@ fn modify(b: &mut [u8], opcode: u16, qpn: u32) -> Req {
     let in_len = PAS_OFFSET;
     hdr(b, opcode, 0, in_len);
     set_bits(b, 0, 2, 23, 0, qpn);
-    put32(b, 0x10, 0); // opt_param_mask: none (FACTS §7.11 minimal sequence)
+    put32(b, 0x10, 0); // opt_param_mask: none (ref §7.11 minimal sequence)
     Req {
         opcode,
         in_len,
@@ -780,7 +781,8 @@ fn modify(b: &mut [u8], opcode: u16, qpn: u32) -> Req {
     }
 }
 
-/// RESET → INIT attributes (FACTS §6.2: PKEY_INDEX, PORT, ACCESS_FLAGS; UD: QKEY).
+/// RESET → INIT attributes ([ref §6.2](crate::reference): PKEY_INDEX, PORT, ACCESS_FLAGS; UD:
+/// QKEY).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Rst2Init {
     /// Port (1-based).
@@ -797,7 +799,7 @@ pub struct Rst2Init {
     pub qkey: u32,
 }
 
-/// RST2INIT_QP (0x502). FACTS §6.3, §7.11.
+/// RST2INIT_QP (0x502). [ref §6.3, §7.11](crate::reference).
 pub fn rst2init(b: &mut [u8], qpn: u32, a: &Rst2Init) -> Req {
     let r = modify(b, op::RST2INIT_QP, qpn);
     set_bits(b, QPC, 0, 12, 11, 3);
@@ -810,7 +812,7 @@ pub fn rst2init(b: &mut [u8], qpn: u32, a: &Rst2Init) -> Req {
     r
 }
 
-/// INIT → RTR attributes (FACTS §6.2 RC: AV, PATH_MTU, DEST_QPN, RQ_PSN,
+/// INIT → RTR attributes ([ref §6.2](crate::reference) RC: AV, PATH_MTU, DEST_QPN, RQ_PSN,
 /// MAX_DEST_RD_ATOMIC, MIN_RNR_TIMER).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Init2Rtr {
@@ -830,7 +832,7 @@ pub struct Init2Rtr {
     pub path: AddressPath,
 }
 
-/// INIT2RTR_QP (0x503). FACTS §6.3, §7.11.
+/// INIT2RTR_QP (0x503). [ref §6.3, §7.11](crate::reference).
 pub fn init2rtr(b: &mut [u8], qpn: u32, a: &Init2Rtr) -> Req {
     let r = modify(b, op::INIT2RTR_QP, qpn);
     set_bits(b, QPC, 2, 31, 29, a.mtu as u32);
@@ -843,7 +845,7 @@ pub fn init2rtr(b: &mut [u8], qpn: u32, a: &Init2Rtr) -> Req {
     r
 }
 
-/// RTR → RTS attributes (FACTS §6.2 RC: TIMEOUT, RETRY_CNT, RNR_RETRY,
+/// RTR → RTS attributes ([ref §6.2](crate::reference) RC: TIMEOUT, RETRY_CNT, RNR_RETRY,
 /// SQ_PSN, MAX_QP_RD_ATOMIC).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Rtr2Rts {
@@ -859,7 +861,7 @@ pub struct Rtr2Rts {
     pub log_sra_max: u8,
 }
 
-/// RTR2RTS_QP (0x504). FACTS §6.3, §7.11.
+/// RTR2RTS_QP (0x504). [ref §6.3, §7.11](crate::reference).
 pub fn rtr2rts(b: &mut [u8], qpn: u32, a: &Rtr2Rts) -> Req {
     let r = modify(b, op::RTR2RTS_QP, qpn);
     set_bits(b, QPC_PATH, 2, 31, 27, a.ack_timeout as u32);
@@ -871,11 +873,11 @@ pub fn rtr2rts(b: &mut [u8], qpn: u32, a: &Rtr2Rts) -> Req {
     r
 }
 
-/// 2ERR_QP (0x507). FACTS §6.3.
+/// 2ERR_QP (0x507). [ref §6.3](crate::reference).
 pub fn qp_2err(b: &mut [u8], qpn: u32) -> Req {
     with_obj(b, op::QP_2ERR, qpn)
 }
-/// 2RST_QP (0x50a). FACTS §6.3.
+/// 2RST_QP (0x50a). [ref §6.3](crate::reference).
 pub fn qp_2rst(b: &mut [u8], qpn: u32) -> Req {
     with_obj(b, op::QP_2RST, qpn)
 }
@@ -886,7 +888,7 @@ pub fn query_qp(b: &mut [u8], qpn: u32) -> Req {
     r
 }
 
-/// The QUERY_QP fields the driver uses (FACTS §7.11 offsets).
+/// The QUERY_QP fields the driver uses ([ref §7.11](crate::reference) offsets).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QpQuery {
     /// State.
@@ -930,8 +932,8 @@ pub fn parse_query_qp(out: &[u8]) -> QpQuery {
 // ---- SRQ ------------------------------------------------------------
 
 /// CREATE_SRQ parameters (srqc per linux `mlx5_ifc.h` srqc_bits:
-/// log_srq_size dw0[27:24], log_rq_stride dw1[26:24], cqn dw2[23:0],
-/// log_page_size dw4[29:24], pd dw6[23:0], lwm dw7[31:16], dbr_addr byte 0x28).
+/// log_srq_size `dw0[27:24]`, log_rq_stride `dw1[26:24]`, cqn `dw2[23:0]`,
+/// log_page_size `dw4[29:24]`, pd `dw6[23:0]`, lwm `dw7[31:16]`, dbr_addr byte 0x28).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SrqParams {
     /// log2 number of WQEs.
@@ -952,7 +954,7 @@ pub struct SrqParams {
     pub npages: usize,
 }
 
-/// CREATE_SRQ (0x700); output srqn at dw2[23:0].
+/// CREATE_SRQ (0x700); output srqn at `dw2[23:0]`.
 pub fn create_srq(b: &mut [u8], p: &SrqParams) -> Req {
     let in_len = PAS_OFFSET + 8 * p.npages;
     hdr(b, op::CREATE_SRQ, 0, in_len);
@@ -1001,7 +1003,7 @@ pub const FIELD_SELECT_ROCE_EN: u32 = 1 << 1;
 /// MODIFY_NIC_VPORT_CONTEXT (0x755) setting only `roce_en` of the own
 /// vport: field_select.roce_en at 0x0c, nic_vport_context at 0x100 with
 /// roce_en in bit 0 of its first dword (linux `mlx5_ifc.h`
-/// modify_nic_vport_context_in / nic_vport_context; FACTS §7.6: VFIO sets
+/// modify_nic_vport_context_in / nic_vport_context; [ref §7.6](crate::reference): VFIO sets
 /// roce_en = 1 on Ethernet ports after INIT_HCA — without it the NIC
 /// refuses RDMA QPs on the port and treats RoCE packets as plain Ethernet).
 pub fn modify_nic_vport_roce(b: &mut [u8], enable: bool) -> Req {
@@ -1144,7 +1146,7 @@ pub const HCA_VPORT_CTX_LEN: usize = 0x100;
 
 /// QUERY_HCA_VPORT_CONTEXT (0x762) of the own vport on 1-based `port`
 /// (linux `drivers/net/ethernet/mellanox/mlx5/core/vport.c`
-/// mlx5_query_hca_vport_context: `port_num` in dw2[19:16], set only on
+/// mlx5_query_hca_vport_context: `port_num` in `dw2[19:16]`, set only on
 /// two-port devices; `None` leaves it 0).
 pub fn query_hca_vport_context(b: &mut [u8], port: Option<u8>) -> Req {
     let in_len = HDR_LEN;
@@ -1165,11 +1167,11 @@ pub fn query_hca_vport_context(b: &mut [u8], port: Option<u8>) -> Req {
 /// `drivers/infiniband/hw/mlx5/main.c` copies them into ib_port_attr).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct HcaVportContext {
-    /// Physical port state (dw8[15:12]; 5 = LinkUp).
+    /// Physical port state (`dw8[15:12]`; 5 = LinkUp).
     pub port_physical_state: u8,
-    /// Port state (dw8[7:4]).
+    /// Port state (`dw8[7:4]`).
     pub port_state: u8,
-    /// Vport state (dw8[3:0]): the IB port state the kernel reports
+    /// Vport state (`dw8[3:0]`): the IB port state the kernel reports
     /// (1 Down, 2 Init, 3 Armed, 4 Active).
     pub vport_state: u8,
     /// System image GUID (byte 0x28).
@@ -1180,21 +1182,21 @@ pub struct HcaVportContext {
     pub node_guid: u64,
     /// Capability mask 1 (byte 0x40).
     pub cap_mask1: u32,
-    /// LID (dw24[31:16]).
+    /// LID (`dw24[31:16]`).
     pub lid: u16,
-    /// InitTypeReply (dw24[11:8]).
+    /// InitTypeReply (`dw24[11:8]`).
     pub init_type_reply: u8,
-    /// LMC (dw24[7:5]).
+    /// LMC (`dw24[7:5]`).
     pub lmc: u8,
-    /// Subnet timeout (dw24[4:0]).
+    /// Subnet timeout (`dw24[4:0]`).
     pub subnet_timeout: u8,
-    /// Subnet manager LID (dw25[31:16]).
+    /// Subnet manager LID (`dw25[31:16]`).
     pub sm_lid: u16,
-    /// Subnet manager SL (dw25[15:12]).
+    /// Subnet manager SL (`dw25[15:12]`).
     pub sm_sl: u8,
-    /// Q_Key violation counter (dw26[31:16]).
+    /// Q_Key violation counter (`dw26[31:16]`).
     pub qkey_violation_counter: u16,
-    /// P_Key violation counter (dw26[15:0]).
+    /// P_Key violation counter (`dw26[15:0]`).
     pub pkey_violation_counter: u16,
 }
 
@@ -1224,12 +1226,12 @@ pub fn parse_hca_vport_context(ctx: &[u8]) -> HcaVportContext {
 // ---- port MTU (PMTU register) -----------------------------------------
 
 /// ACCESS_REG op_mod for a register write (linux `mlx5_ifc.h`
-/// access_register_in; FACTS §7.6 step 7).
+/// access_register_in; [ref §7.6](crate::reference) step 7).
 pub const ACCESS_REG_WRITE: u16 = 0;
 /// ACCESS_REG op_mod for a register read (linux `mlx5_ifc.h`
 /// access_register_in).
 pub const ACCESS_REG_READ: u16 = 1;
-/// Offset of the register data in ACCESS_REG input and output (FACTS §7.6
+/// Offset of the register data in ACCESS_REG input and output ([ref §7.6](crate::reference)
 /// step 7; linux `mlx5_ifc.h` access_register_in/out).
 pub const REG_DATA: usize = 0x10;
 
@@ -1242,7 +1244,7 @@ pub const PMTU_LEN: usize = 0x10;
 /// ACCESS_REG (0x805) read of PMTU for 1-based `port`, as linux
 /// `drivers/net/ethernet/mellanox/mlx5/core/port.c` (mlx5_query_port_mtu)
 /// issues it: op_mod 1 (read), register_id 0x5003 at byte 0x0a, argument 0
-/// at 0x0c, register data from 0x10 with `local_port` in dw0[23:16]
+/// at 0x0c, register data from 0x10 with `local_port` in `dw0[23:16]`
 /// (byte 0x11). Output: header, then the register image at 0x10, parsed by
 /// [`parse_pmtu`].
 pub fn query_pmtu(b: &mut [u8], port: u8) -> Req {
@@ -1263,13 +1265,13 @@ pub fn query_pmtu(b: &mut [u8], port: u8) -> Req {
 /// [`ETH_HW_MTU_OVERHEAD`]), on an InfiniBand port the IB MTU.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Pmtu {
-    /// 1-based local port (dw0[23:16]).
+    /// 1-based local port (`dw0[23:16]`).
     pub local_port: u8,
-    /// Largest MTU the port supports (dw1[31:16]).
+    /// Largest MTU the port supports (`dw1[31:16]`).
     pub max_mtu: u16,
-    /// MTU the administrator configured (dw2[31:16]).
+    /// MTU the administrator configured (`dw2[31:16]`).
     pub admin_mtu: u16,
-    /// MTU in effect (dw3[31:16]).
+    /// MTU in effect (`dw3[31:16]`).
     pub oper_mtu: u16,
 }
 
@@ -1285,7 +1287,7 @@ pub fn parse_pmtu(out: &[u8]) -> Pmtu {
 }
 
 /// An InfiniBand MTU, `enum ib_mtu` / `ibv_mtu` (1 = 256 … 5 = 4096; the
-/// qpc.mtu encoding of FACTS §7.11).
+/// qpc.mtu encoding of [ref §7.11](crate::reference)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[repr(u8)]
 pub enum IbMtu {

@@ -1,4 +1,4 @@
-//! The pool of 4 KiB pages handed to firmware with MANAGE_PAGES (FACTS §7.7).
+//! The pool of 4 KiB pages handed to firmware with MANAGE_PAGES ([ref §7.7](crate::reference)).
 //!
 //! Pages are carved from chunks obtained from the platform's
 //! [`DmaAllocator`]; a bitmap per chunk records which pages firmware holds.
@@ -8,7 +8,7 @@
 
 use crate::platform::{DmaAllocator, DmaBuf};
 
-/// Firmware page size. FACTS §7.7.
+/// Firmware page size. [ref §7.7](crate::reference).
 pub const FW_PAGE: usize = 4096;
 /// Most pages per chunk (2 MiB, a huge page on VFIO).
 pub const CHUNK_PAGES: usize = 512;

@@ -1,8 +1,8 @@
 //! The command queue: 64-byte entries, ownership handshake, doorbell by slot
-//! bit, chained mailboxes (FACTS §7.2, §7.3, §7.4).
+//! bit, chained mailboxes ([ref §7.2, §7.3, §7.4](crate::reference)).
 //!
 //! Two slots are used: slot 0 for regular commands and the last slot for
-//! page-management commands (FACTS §7.2 step 4, §7.7), so page requests can
+//! page-management commands ([ref §7.2](crate::reference) step 4, §7.7), so page requests can
 //! be served while a regular command waits for pages. Each of the two slots
 //! owns a preallocated input and output mailbox chain of [`MAX_BLOCKS`]
 //! blocks (1 KiB aligned, as the kernel's pool), so a message may be up to
@@ -13,22 +13,22 @@ use super::initseg::{CmdqGeometry, InitSegError, CMDQ_ADDR_H, CMDQ_ADDR_L_SZ, CM
 use super::{Bar0, CmdError, CmdStatus, DeliveryStatus, MailboxProblem};
 use crate::platform::{from_device_barrier, to_device_barrier, DmaAllocator, DmaBuf};
 
-/// Bytes in one command queue entry (`mlx5_cmd_layout`). FACTS §7.3.
+/// Bytes in one command queue entry (`mlx5_cmd_layout`). [ref §7.3](crate::reference).
 pub const LAYOUT_BYTES: usize = 64;
-/// Bytes in one mailbox block (`mlx5_cmd_prot_block`). FACTS §7.4.
+/// Bytes in one mailbox block (`mlx5_cmd_prot_block`). [ref §7.4](crate::reference).
 pub const MAILBOX_BYTES: usize = 576;
-/// Data bytes per mailbox block. FACTS §7.4.
+/// Data bytes per mailbox block. [ref §7.4](crate::reference).
 pub const MAILBOX_DATA: usize = 512;
-/// Distance between preallocated blocks (1 KiB alignment). FACTS §7.4.
+/// Distance between preallocated blocks (1 KiB alignment). [ref §7.4](crate::reference).
 pub const MAILBOX_STRIDE: usize = 1024;
 /// Mailbox blocks preallocated per direction per slot.
 pub const MAX_BLOCKS: usize = 10;
 /// Largest message (input or output): 16 inline bytes + the mailbox data.
 pub const MAX_MSG: usize = 16 + MAX_BLOCKS * MAILBOX_DATA;
-/// `type` byte of an entry: PCI command transport. FACTS §7.3.
+/// `type` byte of an entry: PCI command transport. [ref §7.3](crate::reference).
 pub const CMD_TYPE_PCI: u8 = 7;
 
-/// Entry field offsets (FACTS §7.3).
+/// Entry field offsets ([ref §7.3](crate::reference)).
 pub mod layout {
     /// `type`.
     pub const TYPE: usize = 0x00;
@@ -52,7 +52,7 @@ pub mod layout {
     pub const STATUS_OWN: usize = 0x3f;
 }
 
-/// Mailbox block field offsets (FACTS §7.4).
+/// Mailbox block field offsets ([ref §7.4](crate::reference)).
 pub mod mailbox {
     /// `next` (BE64 DMA address of the next block, 0 at the end).
     pub const NEXT: usize = 0x230;
@@ -63,7 +63,7 @@ pub mod mailbox {
 }
 
 /// Number of mailbox blocks a message of `len` bytes needs:
-/// `ceil((len − 16) / 512)`, 0 when it fits inline. FACTS §7.4.
+/// `ceil((len − 16) / 512)`, 0 when it fits inline. [ref §7.4](crate::reference).
 pub const fn blocks_for(len: usize) -> usize {
     if len <= 16 {
         0
@@ -72,7 +72,7 @@ pub const fn blocks_for(len: usize) -> usize {
     }
 }
 
-/// Which of the two used slots a command travels on (FACTS §7.2 step 4).
+/// Which of the two used slots a command travels on ([ref §7.2](crate::reference) step 4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SlotKind {
     /// Slot 0: regular commands.
@@ -318,7 +318,7 @@ pub enum CmdqSetupError {
     Geometry(InitSegError),
 }
 
-/// The command queue of one function (FACTS §7.2).
+/// The command queue of one function ([ref §7.2](crate::reference)).
 #[derive(Debug)]
 pub struct CmdQueue {
     page: DmaBuf,
@@ -348,7 +348,7 @@ impl CmdQueue {
     }
 
     /// Allocates the queue page and mailboxes and programs `cmdq_addr_h` /
-    /// `cmdq_addr_l_sz` (FACTS §7.2 step 3). `geometry` comes from
+    /// `cmdq_addr_l_sz` ([ref §7.2](crate::reference) step 3). `geometry` comes from
     /// [`super::initseg::InitSeg::validate`]; it is checked again here
     /// ([`CmdqGeometry::check`]) before anything is allocated, so a
     /// geometry built by hand cannot make two slots share an entry.
@@ -428,7 +428,7 @@ impl CmdQueue {
 
     /// Posts a command: copies `input` (header + body) into the entry and
     /// input mailboxes, prepares `out_len` bytes of output, hands the entry
-    /// to firmware and rings the doorbell (FACTS §7.3 "Execution").
+    /// to firmware and rings the doorbell ([ref §7.3](crate::reference) "Execution").
     pub fn post<B: Bar0>(
         &mut self,
         bar: &mut B,
@@ -476,7 +476,7 @@ impl CmdQueue {
             put64(&mut e, layout::OUT_PTR, s.out_mb.iova);
         }
         put32(&mut e, layout::OUTLEN, out_len as u32);
-        // token 0, no signature (checksums off; FACTS §7.4), status_own 0 for now.
+        // token 0, no signature (checksums off; ref §7.4), status_own 0 for now.
         // SAFETY: the slot is not owned by the device (checked above); all
         // buffers are ours.
         unsafe {
@@ -522,7 +522,7 @@ impl CmdQueue {
 
     /// Reads the output of a finished command into `out` (which must hold
     /// the `out_len` given to [`CmdQueue::post`]), checks the delivery
-    /// status, the mailbox chain and the command status (FACTS §7.3–§7.5).
+    /// status, the mailbox chain and the command status ([ref §7.3–§7.5](crate::reference)).
     /// Returns the number of output bytes.
     pub fn complete(&mut self, kind: SlotKind, out: &mut [u8]) -> Result<usize, CmdError> {
         let s = &mut self.slots[kind as usize];
@@ -584,7 +584,7 @@ impl CmdQueue {
 }
 
 /// Writes `next` and `block_num` of the first `blocks` blocks of a chain
-/// (at most [`MAX_BLOCKS`]), zeroing token and signatures (FACTS §7.4).
+/// (at most [`MAX_BLOCKS`]), zeroing token and signatures ([ref §7.4](crate::reference)).
 /// Each block's `next` names the following block of the whole chain (0 for
 /// the last of the [`MAX_BLOCKS`]), whichever prefix is linked.
 ///

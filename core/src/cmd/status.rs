@@ -1,9 +1,9 @@
 //! Command status codes, delivery status codes and the command error type
-//! (FACTS §7.3, §7.5).
+//! ([ref §7.3, §7.5](crate::reference)).
 
 use core::fmt;
 
-/// Command status from byte 0 of the output header (FACTS §7.5).
+/// Command status from byte 0 of the output header ([ref §7.5](crate::reference)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CmdStatus {
     /// 0x01 internal error.
@@ -41,7 +41,7 @@ pub enum CmdStatus {
 }
 
 impl CmdStatus {
-    /// Decodes a nonzero status byte; `None` for 0x00 (OK). FACTS §7.5.
+    /// Decodes a nonzero status byte; `None` for 0x00 (OK). [ref §7.5](crate::reference).
     pub const fn from_u8(v: u8) -> Option<CmdStatus> {
         Some(match v {
             0x00 => return None,
@@ -64,7 +64,7 @@ impl CmdStatus {
         })
     }
 
-    /// The status byte. FACTS §7.5.
+    /// The status byte. [ref §7.5](crate::reference).
     pub const fn code(self) -> u8 {
         match self {
             CmdStatus::InternalError => 0x01,
@@ -110,7 +110,7 @@ impl CmdStatus {
 }
 
 /// Delivery status from `status_own >> 1` of a command queue entry
-/// (FACTS §7.3): the transport, not the command, failed.
+/// ([ref §7.3](crate::reference)): the transport, not the command, failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DeliveryStatus {
     /// 1 signature error.
@@ -138,7 +138,7 @@ pub enum DeliveryStatus {
 }
 
 impl DeliveryStatus {
-    /// Decodes `status_own >> 1`; `None` for 0 (delivered). FACTS §7.3.
+    /// Decodes `status_own >> 1`; `None` for 0 (delivered). [ref §7.3](crate::reference).
     pub const fn from_u8(v: u8) -> Option<DeliveryStatus> {
         Some(match v {
             0 => return None,
@@ -156,7 +156,7 @@ impl DeliveryStatus {
         })
     }
 
-    /// The 7-bit code. FACTS §7.3.
+    /// The 7-bit code. [ref §7.3](crate::reference).
     pub const fn code(self) -> u8 {
         match self {
             DeliveryStatus::Signature => 1,
@@ -174,7 +174,7 @@ impl DeliveryStatus {
     }
 }
 
-/// Why a mailbox chain read back from the device was rejected (FACTS §7.4).
+/// Why a mailbox chain read back from the device was rejected ([ref §7.4](crate::reference)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MailboxProblem {
     /// `block_num` differs from the block's position in the chain.
@@ -196,7 +196,7 @@ pub enum MailboxProblem {
 /// A command failed. Every variant names the opcode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CmdError {
-    /// Firmware executed the command and returned a nonzero status (FACTS §7.5).
+    /// Firmware executed the command and returned a nonzero status ([ref §7.5](crate::reference)).
     Failed {
         /// Command opcode.
         opcode: u16,
@@ -205,14 +205,14 @@ pub enum CmdError {
         /// Firmware-specific syndrome (for diagnosis).
         syndrome: u32,
     },
-    /// The command queue entry reported a delivery error (FACTS §7.3).
+    /// The command queue entry reported a delivery error ([ref §7.3](crate::reference)).
     Delivery {
         /// Command opcode.
         opcode: u16,
         /// Delivery status.
         status: DeliveryStatus,
     },
-    /// Ownership did not return to software in time (FACTS §7.3).
+    /// Ownership did not return to software in time ([ref §7.3](crate::reference)).
     Timeout {
         /// Command opcode.
         opcode: u16,
@@ -235,7 +235,7 @@ pub enum CmdError {
         /// Maximum supported length.
         max: usize,
     },
-    /// The output mailbox chain was corrupted (FACTS §7.4).
+    /// The output mailbox chain was corrupted ([ref §7.4](crate::reference)).
     Mailbox {
         /// Command opcode.
         opcode: u16,
@@ -251,7 +251,7 @@ pub enum CmdError {
         /// Value found.
         value: u64,
     },
-    /// The requested slot does not exist in this command queue (FACTS §7.2).
+    /// The requested slot does not exist in this command queue ([ref §7.2](crate::reference)).
     BadSlot {
         /// Slot index requested.
         slot: u8,

@@ -1,5 +1,5 @@
 //! Unit tests of the command layer. Expected byte positions are taken from
-//! the FACTS §7 tables (byte offsets), independently of the dw/bit helpers.
+//! the [ref §7](crate::reference) tables (byte offsets), independently of the dw/bit helpers.
 
 use super::bits::*;
 use super::caps::HcaCaps;
@@ -62,7 +62,7 @@ fn peek(buf: &DmaBuf, off: usize, n: usize) -> Vec<u8> {
 
 #[test]
 fn mailbox_block_count() {
-    // FACTS §7.4: ceil((len − 16) / 512).
+    // ref §7.4: ceil((len − 16) / 512).
     assert_eq!(blocks_for(16), 0);
     assert_eq!(blocks_for(17), 1);
     assert_eq!(blocks_for(16 + 512), 1);
@@ -87,7 +87,7 @@ fn post_writes_the_entry_and_rings_the_slot_bit() {
     assert_eq!(r.in_len, 16 + 16);
     q.post(&mut bar, SlotKind::Pages, &input[..r.in_len], 0x40)
         .unwrap();
-    // Page slot = last slot (31), doorbell bit 31 (FACTS §7.2, §7.3).
+    // Page slot = last slot (31), doorbell bit 31 (ref §7.2, §7.3).
     assert_eq!(q.slot_index(SlotKind::Pages), 31);
     assert_eq!(*bar.writes.last().unwrap(), (CMD_DBELL, 1 << 31));
     let e = peek(&page, 31 * 64, 64);
@@ -184,7 +184,7 @@ fn post_writes_the_entry_and_rings_the_slot_bit() {
 
 #[test]
 fn status_codes_roundtrip() {
-    // FACTS §7.5 list.
+    // ref §7.5 list.
     for c in [
         0x01u8, 0x02, 0x03, 0x04, 0x05, 0x06, 0x08, 0x09, 0x0a, 0x0f, 0x10, 0x30, 0x40, 0x50, 0x51,
     ] {
@@ -194,7 +194,7 @@ fn status_codes_roundtrip() {
     }
     assert_eq!(CmdStatus::from_u8(0), None);
     assert_eq!(CmdStatus::from_u8(0x07), Some(CmdStatus::Unknown(7)));
-    // FACTS §7.3 delivery statuses.
+    // ref §7.3 delivery statuses.
     for c in [1u8, 2, 3, 4, 5, 6, 7, 8, 9, 0x10] {
         assert_eq!(DeliveryStatus::from_u8(c).unwrap().code(), c);
     }
@@ -228,7 +228,7 @@ fn create_qp_layout_matches_facts_byte_offsets() {
     };
     let r = create_qp(&mut b, &p);
     assert_eq!((r.opcode, r.in_len), (0x500, 0x110 + 16));
-    let q = 0x18; // qpc (FACTS §7.11)
+    let q = 0x18; // qpc (ref §7.11)
     assert_eq!(b[q + 0x01], 2, "st");
     assert_eq!(b[q] >> 4, 0, "state");
     assert_eq!((get16(&b, q + 2) >> 11) & 3, 3, "pm_state dw0[12:11]");
@@ -517,7 +517,7 @@ fn caps_parse_matches_facts_byte_offsets() {
 
 #[test]
 fn eqe_owner_and_page_request() {
-    // FACTS §7.9: valid iff (owner & 1) == ((ci & nent) != 0).
+    // ref §7.9: valid iff (owner & 1) == ((ci & nent) != 0).
     assert!(
         !eqe_valid(1, 0, 256),
         "initial owner 1 is invalid on pass 0"
@@ -559,7 +559,7 @@ fn eq_poll_copies_and_peek_does_not_consume() {
     let ring = dma.alloc(4 * 64, 4096).unwrap();
     // SAFETY: test-owned ring, no device.
     let mut eq = unsafe { EventQueue::new(ring, 4) }.unwrap();
-    assert!(!eq.peek_valid(), "all owner bytes start at 1 (FACTS §7.9)");
+    assert!(!eq.peek_valid(), "all owner bytes start at 1 (ref §7.9)");
     assert_eq!(eq.poll(), None);
     // The "device" writes a PAGE_REQUEST at entry 0 with owner 0 (pass 0).
     let mut e = [0u8; 64];
@@ -597,7 +597,7 @@ fn eq_poll_copies_and_peek_does_not_consume() {
 /// ACCESS_REG PMTU read, byte image computed by hand from the layout
 /// (linux `mlx5_ifc.h` access_register_in + pmtu_reg): opcode 0x0805 at
 /// bytes 0–1, op_mod 1 (read) at 6–7, register_id 0x5003 at 0x0a–0x0b,
-/// argument 0 at 0x0c, local_port dw0[23:16] of the register = byte 0x11.
+/// argument 0 at 0x0c, local_port `dw0[23:16]` of the register = byte 0x11.
 #[test]
 fn query_pmtu_builder_bytes() {
     let mut b = [0xa5u8; 0x40];
@@ -811,7 +811,7 @@ fn parse_roce_caps_bits() {
     assert_eq!(parse_roce_caps(&[]), RoceCaps::default());
 }
 
-/// `max_sge` by the mlx5 kernel rule (mlx5_ib_query_device, FACTS §3.10):
+/// `max_sge` by the mlx5 kernel rule (mlx5_ib_query_device, [ref §3.10](crate::reference)):
 /// min(max_wqe_sz_rq / 16, (min(max_wqe_sz_sq, 512) − 16 − 16) / 16),
 /// worked by hand for each pair.
 #[test]

@@ -92,7 +92,7 @@ const fn req_entry(sop: u8) -> u64 {
     Completion::rest(0, WcStatus::Success as u8, opcode, flags, 0) | special
 }
 
-/// Requester mapping by send WQE opcode (`sop_drop_qpn >> 24`), FACTS §5.7.
+/// Requester mapping by send WQE opcode (`sop_drop_qpn >> 24`), [ref §5.7](crate::reference).
 static REQ_MAP: [u64; 256] = REQ_TABLE;
 
 /// [`REQ_MAP`]'s value.
@@ -486,7 +486,7 @@ impl<const N: usize> CompletionQueue<N> {
         };
         if rx_csum {
             // Byte 28 hds_ip_ext, byte 29 l4_hdr_type_etc: L3_OK and L4_OK
-            // on an IPv4 packet. FACTS §5.8.
+            // on an IPv4 packet. ref §5.8.
             // SAFETY: as above.
             let w = unsafe { be32(p, 28) };
             let (hds, l3) = ((w >> 24) as u8, ((w >> 16) as u8 >> 2) & 3);

@@ -1,6 +1,6 @@
 //! Ring tests over a local array. Expected values come from
 //! `shared/mlx5/vectors/cqe_vectors.txt` (the fake QP of its header and the
-//! results it prints) or from FACTS §4.5 / §5.
+//! results it prints) or from [ref §4.5](crate::reference) / §5.
 use super::*;
 use crate::cqe::{Cqe64, CqeSize, MiniCqe, WcFlags, WcOpcode, WcStatus, WrittenFields};
 use crate::platform::MemUar;
@@ -116,7 +116,7 @@ fn init_ring_marks_every_entry_invalid() {
 
 /// Every byte of every entry after `init_ring`, for both CQE sizes: zero,
 /// except op_own (byte 63 of the cqe64, which a 128-byte CQE holds in its
-/// second half) = 0xF0 (FACTS §3.7).
+/// second half) = 0xF0 ([ref §3.7](crate::reference)).
 #[test]
 fn init_ring_writes_every_byte_of_both_cqe_sizes() {
     for size in [CqeSize::B64, CqeSize::B128] {
@@ -449,7 +449,7 @@ fn arm_writes_record_and_doorbell() {
     cq.event_consumed();
     let mut uar = MemUar::default();
     cq.arm(true, &mut uar);
-    // FACTS §4.5: arm = sn<<28 | 1<<24 | ci&0xffffff; MMIO = arm<<32 | cqn at UAR+0x20.
+    // ref §4.5: arm = sn<<28 | 1<<24 | ci&0xffffff; MMIO = arm<<32 | cqn at UAR+0x20.
     let arm = (1u32 << 28) | (1 << 24) | 5;
     assert_eq!(cq.read_dbrec(1), arm);
     assert_eq!(

@@ -8,7 +8,7 @@
 //! of a responder completion (`src_qp`, `sl`, `slid`, `pkey_index`,
 //! `dlid_path_bits`) are not carried: poll with
 //! [`CompletionQueue::poll`](crate::cq::CompletionQueue::poll) for those.
-//! FACTS §5.6–§5.8.
+//! [ref §5.6–§5.8](crate::reference).
 
 use super::{WcFlags, WcOpcode, WcStatus, WorkCompletion, WrittenFields};
 use bitflags::bitflags;
@@ -156,7 +156,7 @@ impl Completion {
     }
     /// The operation ([`WcOpcode::Send`] where the full path leaves
     /// `wc.opcode` unwritten: error completions, a failed inline scatter,
-    /// send opcodes outside the FACTS §5.7 table).
+    /// send opcodes outside the [ref §5.7](crate::reference) table).
     #[inline(always)]
     pub const fn opcode(&self) -> WcOpcode {
         match WcOpcode::from_raw((self.rest >> 40) as u8 as u32) {

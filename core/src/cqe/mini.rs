@@ -1,5 +1,5 @@
 //! Compressed CQEs: the 8-byte mini CQE and the expansion of a compressed
-//! session (title CQE + mini-CQE arrays) into full CQEs. FACTS §5.9.
+//! session (title CQE + mini-CQE arrays) into full CQEs. [ref §5.9](crate::reference).
 //!
 //! Session layout (as the kernel's mlx5e consumer reads it): the title is a
 //! normal cqe64 with format 3 at ring position `p`; its `byte_cnt` is the
@@ -18,11 +18,11 @@
 use super::{owner_bit_for, Cqe64, CqeFormat};
 use crate::error::ParseError;
 
-/// Mini CQEs per 64-byte array (one CQE slot). FACTS §5.9.
+/// Mini CQEs per 64-byte array (one CQE slot). [ref §5.9](crate::reference).
 pub const MINI_CQES_PER_SLOT: usize = 8;
 
 /// What the first four bytes of each mini CQE hold (selected at CQ
-/// creation by `cqc.mini_cqe_res_format`). FACTS §5.9.
+/// creation by `cqc.mini_cqe_res_format`). [ref §5.9](crate::reference).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum MiniCqeFormat {
     /// RSS hash result (BE32) → `rss_hash_result`.
@@ -35,7 +35,7 @@ pub enum MiniCqeFormat {
     SendInfo,
 }
 
-/// One 8-byte mini CQE (`mlx5_mini_cqe8`). FACTS §5.9.
+/// One 8-byte mini CQE (`mlx5_mini_cqe8`). [ref §5.9](crate::reference).
 #[repr(transparent)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct MiniCqe([u8; 8]);

@@ -1,7 +1,7 @@
 //! Completion queue entries: the 64-byte CQE, the error-CQE view, 128-byte
 //! CQEs, ownership, opcodes, syndromes → work-completion status, requester
 //! and responder field mapping, the lean [`Completion`], compressed (mini)
-//! CQE expansion and a readable dump. FACTS §5.
+//! CQE expansion and a readable dump. [ref §5](crate::reference).
 //!
 //! Everything here works on *copies*: the poll path (`crate::cq`) copies a
 //! CQE out of device memory with raw-pointer reads and hands the bytes to
@@ -23,26 +23,26 @@ pub use status::{
 
 use crate::error::ParseError;
 
-/// Bytes in the `mlx5_cqe64` structure. FACTS §5.1.
+/// Bytes in the `mlx5_cqe64` structure. [ref §5.1](crate::reference).
 pub const CQE64_SIZE: usize = 64;
-/// Bytes in a 128-byte CQE (cqe64 at offset 64). FACTS §5.2.
+/// Bytes in a 128-byte CQE (cqe64 at offset 64). [ref §5.2](crate::reference).
 pub const CQE128_SIZE: usize = 128;
 /// `op_own` value every entry gets at CQ creation: opcode INVALID, owner 0.
-/// FACTS §3.7, §5.3.
+/// [ref §3.7, §5.3](crate::reference).
 pub const OP_OWN_INIT: u8 = 0xF0;
-/// Offset of `op_own` inside the cqe64. FACTS §5.1.
+/// Offset of `op_own` inside the cqe64. [ref §5.1](crate::reference).
 pub const OP_OWN_OFFSET: usize = 63;
 /// Inline-scatter format 1 holds at most this many bytes (cqe64 bytes
-/// 0–31). FACTS §5.1.
+/// 0–31). [ref §5.1](crate::reference).
 pub const INLINE_SCATTER_32_MAX: usize = 32;
 /// Inline-scatter format 2 holds at most this many bytes (the 64 bytes
-/// before the cqe64 in a 128-byte CQE). FACTS §5.1, §5.2.
+/// before the cqe64 in a 128-byte CQE). [ref §5.1, §5.2](crate::reference).
 pub const INLINE_SCATTER_64_MAX: usize = 64;
-/// vendor_err_synd marking an ODP page fault (with syndrome 0x22). FACTS §5.6.
+/// vendor_err_synd marking an ODP page fault (with syndrome 0x22). [ref §5.6](crate::reference).
 pub const VENDOR_SYNDROME_ODP_PFAULT: u8 = 0x93;
 
 /// CQE size as configured at CQ creation (64 default, 128 optional).
-/// FACTS §3.7, §5.2.
+/// [ref §3.7, §5.2](crate::reference).
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum CqeSize {
@@ -62,7 +62,7 @@ impl CqeSize {
             CqeSize::B128 => CQE128_SIZE,
         }
     }
-    /// Offset of the cqe64 inside one entry (0 or 64). FACTS §5.2.
+    /// Offset of the cqe64 inside one entry (0 or 64). [ref §5.2](crate::reference).
     #[inline(always)]
     pub const fn cqe64_offset(self) -> usize {
         match self {
@@ -71,7 +71,7 @@ impl CqeSize {
         }
     }
     /// 64 → `B64`, 128 → `B128`, anything else is rejected (EINVAL in the
-    /// provider). FACTS §3.7.
+    /// provider). [ref §3.7](crate::reference).
     pub const fn from_bytes(n: usize) -> Result<Self, ParseError> {
         match n {
             CQE64_SIZE => Ok(CqeSize::B64),
@@ -84,7 +84,7 @@ impl CqeSize {
     }
 }
 
-/// CQE opcode (`op_own >> 4`). FACTS §5.4.
+/// CQE opcode (`op_own >> 4`). [ref §5.4](crate::reference).
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CqeOpcode {
@@ -135,7 +135,7 @@ impl CqeOpcode {
             .map(CqeOpcode::name)
             .unwrap_or("UNKNOWN")
     }
-    /// Responder opcodes (1–4) that consume a receive WQE. FACTS §5.8.
+    /// Responder opcodes (1–4) that consume a receive WQE. [ref §5.8](crate::reference).
     pub const fn is_responder(self) -> bool {
         matches!(
             self,
@@ -172,7 +172,7 @@ impl TryFrom<u8> for CqeOpcode {
     }
 }
 
-/// CQE format (`op_own` bits 3:2). FACTS §5.1, §5.9.
+/// CQE format (`op_own` bits 3:2). [ref §5.1, §5.9](crate::reference).
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CqeFormat {
@@ -213,7 +213,7 @@ impl TryFrom<u8> for CqeFormat {
     }
 }
 
-/// Ownership test of FACTS §5.3: the CQE at consumer index `ci` belongs to
+/// Ownership test of [ref §5.3](crate::reference): the CQE at consumer index `ci` belongs to
 /// software iff its opcode is not INVALID (15) and its owner bit equals the
 /// parity of the pass, `(ci & ncqe) != 0`. `ncqe` is the (power-of-two)
 /// number of entries.
@@ -223,7 +223,7 @@ pub const fn sw_owns(op_own: u8, ci: u32, ncqe: u32) -> bool {
 }
 
 /// Owner bit hardware writes on the pass that contains consumer index `ci`.
-/// FACTS §5.3.
+/// [ref §5.3](crate::reference).
 #[inline(always)]
 pub const fn owner_bit_for(ci: u32, ncqe: u32) -> u8 {
     ((ci & ncqe) != 0) as u8
@@ -268,7 +268,7 @@ macro_rules! be_field {
 
 /// A typed view over a *copy* of one 64-byte CQE (`mlx5_cqe64`), in the
 /// style of smoltcp's `wire` views: accessors decode fields on demand and
-/// setters encode them (used by the simulator and tests). FACTS §5.1.
+/// setters encode them (used by the simulator and tests). [ref §5.1](crate::reference).
 #[repr(transparent)]
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Cqe64([u8; 64]);
@@ -424,11 +424,11 @@ impl Cqe64 {
         op_own, set_op_own, u8, 63
     );
     be_field!(
-        /// Byte 54 (error CQE): vendor_err_synd. FACTS §5.5.
+        /// Byte 54 (error CQE): vendor_err_synd. [ref §5.5](crate::reference).
         vendor_err_synd, set_vendor_err_synd, u8, 54
     );
     be_field!(
-        /// Byte 55 (error CQE): syndrome. FACTS §5.5.
+        /// Byte 55 (error CQE): syndrome. [ref §5.5](crate::reference).
         syndrome, set_syndrome, u8, 55
     );
 
@@ -437,7 +437,7 @@ impl Cqe64 {
     pub const fn imm_inval_pkey_raw(&self) -> [u8; 4] {
         [self.0[36], self.0[37], self.0[38], self.0[39]]
     }
-    /// DLID path bits: `ml_path & 0x7f`. FACTS §5.8.
+    /// DLID path bits: `ml_path & 0x7f`. [ref §5.8](crate::reference).
     #[inline(always)]
     pub const fn dlid_path_bits(&self) -> u8 {
         self.ml_path() & 0x7f
@@ -472,7 +472,7 @@ impl Cqe64 {
     pub const fn uidx(&self) -> u32 {
         self.srqn_uidx() & 0x00ff_ffff
     }
-    /// Send WQE opcode of a requester CQE: `sop_drop_qpn >> 24`. FACTS §5.7.
+    /// Send WQE opcode of a requester CQE: `sop_drop_qpn >> 24`. [ref §5.7](crate::reference).
     #[inline(always)]
     pub const fn send_wqe_opcode(&self) -> u8 {
         (self.sop_drop_qpn() >> 24) as u8
@@ -482,7 +482,7 @@ impl Cqe64 {
     pub const fn qpn(&self) -> u32 {
         self.sop_drop_qpn() & 0x00ff_ffff
     }
-    /// Owner bit (`op_own` bit 0). FACTS §5.3.
+    /// Owner bit (`op_own` bit 0). [ref §5.3](crate::reference).
     #[inline(always)]
     pub const fn owner(&self) -> u8 {
         self.0[OP_OWN_OFFSET] & 1
@@ -492,7 +492,7 @@ impl Cqe64 {
     pub const fn se(&self) -> u8 {
         (self.0[OP_OWN_OFFSET] >> 1) & 1
     }
-    /// Format (`op_own` bits 3:2) as a number 0–3. FACTS §5.1.
+    /// Format (`op_own` bits 3:2) as a number 0–3. [ref §5.1](crate::reference).
     #[inline(always)]
     pub const fn format(&self) -> u8 {
         (self.0[OP_OWN_OFFSET] >> 2) & 3
@@ -502,7 +502,7 @@ impl Cqe64 {
     pub const fn format_kind(&self) -> CqeFormat {
         CqeFormat::from_bits(self.format())
     }
-    /// CQE opcode (`op_own >> 4`) as a number 0–15. FACTS §5.4.
+    /// CQE opcode (`op_own >> 4`) as a number 0–15. [ref §5.4](crate::reference).
     #[inline(always)]
     pub const fn opcode(&self) -> u8 {
         self.0[OP_OWN_OFFSET] >> 4
@@ -523,7 +523,7 @@ impl Cqe64 {
     pub const fn is_sw_owned(&self, ci: u32, ncqe: u32) -> bool {
         sw_owns(self.0[OP_OWN_OFFSET], ci, ncqe)
     }
-    /// The error-CQE view of these bytes. FACTS §5.5.
+    /// The error-CQE view of these bytes. [ref §5.5](crate::reference).
     #[inline(always)]
     pub const fn as_err(&self) -> ErrCqe {
         ErrCqe(*self)
@@ -536,7 +536,7 @@ impl Cqe64 {
     }
     /// Inline-scattered data of a format-1 CQE: the first `min(byte_cnt,
     /// 32)` bytes of the cqe64 (format 2 data lives in the other half of a
-    /// [`Cqe128`]). `None` for other formats. FACTS §5.1.
+    /// [`Cqe128`]). `None` for other formats. [ref §5.1](crate::reference).
     pub fn inline_data32(&self) -> Option<&[u8]> {
         if self.format() != CqeFormat::InlineScatter32 as u8 {
             return None;
@@ -573,7 +573,7 @@ impl core::fmt::Debug for Cqe64 {
     }
 }
 
-/// Error-CQE view (`mlx5_err_cqe`) over a copy of 64 bytes. FACTS §5.5.
+/// Error-CQE view (`mlx5_err_cqe`) over a copy of 64 bytes. [ref §5.5](crate::reference).
 #[repr(transparent)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ErrCqe(Cqe64);
@@ -604,7 +604,7 @@ impl ErrCqe {
     pub const fn syndrome_kind(&self) -> Syndrome {
         Syndrome::from_u8(self.0.syndrome())
     }
-    /// The work-completion status the syndrome maps to. FACTS §5.6.
+    /// The work-completion status the syndrome maps to. [ref §5.6](crate::reference).
     #[inline(always)]
     pub const fn status(&self) -> WcStatus {
         syndrome_to_status(self.0.syndrome())
@@ -641,7 +641,7 @@ impl ErrCqe {
     }
     /// True for an ODP page fault report (syndrome 0x22 with vendor
     /// syndrome 0x93), which the provider handles internally on SRQs.
-    /// FACTS §5.6.
+    /// [ref §5.6](crate::reference).
     #[inline(always)]
     pub const fn is_odp_page_fault(&self) -> bool {
         self.syndrome() == Syndrome::RemoteAbortedErr.as_u8()
@@ -650,7 +650,7 @@ impl ErrCqe {
 }
 
 /// A copy of one 128-byte CQE: bytes 0–63 hold inline-scatter-64 data
-/// (format 2), bytes 64–127 the cqe64. FACTS §5.2.
+/// (format 2), bytes 64–127 the cqe64. [ref §5.2](crate::reference).
 #[repr(transparent)]
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Cqe128([u8; 128]);
@@ -698,7 +698,7 @@ impl Cqe128 {
         &self.0[..64]
     }
     /// Inline-scattered data: format 1 → cqe64 bytes 0..min(byte_cnt, 32);
-    /// format 2 → bytes 0..min(byte_cnt, 64) of the entry. FACTS §5.1.
+    /// format 2 → bytes 0..min(byte_cnt, 64) of the entry. [ref §5.1](crate::reference).
     pub fn inline_data(&self) -> Option<&[u8]> {
         let c = self.cqe64();
         let n = c.byte_cnt() as usize;

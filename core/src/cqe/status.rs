@@ -1,6 +1,6 @@
 //! Verbs vocabulary for completions: `ibv_wc_status`, `ibv_wc_opcode`,
 //! `ibv_wc_flags` values, the mlx5 syndrome table, the requester opcode
-//! mapping and the work-completion record. FACTS §5.6–§5.8.
+//! mapping and the work-completion record. [ref §5.6–§5.8](crate::reference).
 
 use crate::error::ParseError;
 use bitflags::bitflags;
@@ -59,7 +59,7 @@ macro_rules! repr_enum {
 }
 
 repr_enum! {
-    /// Work-completion status with `enum ibv_wc_status` numbering. FACTS §5.6.
+    /// Work-completion status with `enum ibv_wc_status` numbering. [ref §5.6](crate::reference).
     pub enum WcStatus: u32 {
         /// Success.
         #[default]
@@ -115,7 +115,7 @@ repr_enum! {
 
 repr_enum! {
     /// Work-completion opcode with `enum ibv_wc_opcode` numbering.
-    /// FACTS §5.7, §5.8.
+    /// [ref §5.7, §5.8](crate::reference).
     pub enum WcOpcode: u32 {
         /// Send.
         #[default]
@@ -165,7 +165,7 @@ bitflags! {
     /// Work-completion flags with `enum ibv_wc_flags` values.
     #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
     pub struct WcFlags: u32 {
-        /// A GRH is present (flags_rqpn bits 29:28 nonzero). FACTS §5.8.
+        /// A GRH is present (flags_rqpn bits 29:28 nonzero). [ref §5.8](crate::reference).
         const GRH = 1 << 0;
         /// `imm_data` is valid.
         const WITH_IMM = 1 << 1;
@@ -217,7 +217,7 @@ bitflags! {
         /// `dlid_path_bits`.
         const DLID_PATH_BITS = 1 << 13;
         /// Fields of every responder success: byte_len, src_qp, pkey_index,
-        /// slid, sl, dlid_path_bits (plus the common ones). FACTS §5.8.
+        /// slid, sl, dlid_path_bits (plus the common ones). [ref §5.8](crate::reference).
         const RESPONDER = Self::BYTE_LEN.bits() | Self::SRC_QP.bits() | Self::PKEY_INDEX.bits()
             | Self::SLID.bits() | Self::SL.bits() | Self::DLID_PATH_BITS.bits();
         /// Written for every completion the poller reports: qp_num, wc_flags.
@@ -275,7 +275,7 @@ impl WorkCompletion {
     }
 }
 
-/// mlx5 error syndrome (error CQE byte 55). FACTS §5.6.
+/// mlx5 error syndrome (error CQE byte 55). [ref §5.6](crate::reference).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Syndrome {
     /// 0x01.
@@ -382,7 +382,7 @@ impl Syndrome {
             Syndrome::Unknown(_) => "UNKNOWN",
         }
     }
-    /// The completion status (unknown → GENERAL_ERR). FACTS §5.6.
+    /// The completion status (unknown → GENERAL_ERR). [ref §5.6](crate::reference).
     pub const fn status(self) -> WcStatus {
         match self {
             Syndrome::LocalLengthErr => WcStatus::LocLenErr,
@@ -404,17 +404,17 @@ impl Syndrome {
 }
 
 /// Syndrome byte → completion status (unknown → GENERAL_ERR; the vendor
-/// syndrome is reported separately as `vendor_err`). FACTS §5.6.
+/// syndrome is reported separately as `vendor_err`). [ref §5.6](crate::reference).
 #[inline]
 pub const fn syndrome_to_status(syndrome: u8) -> WcStatus {
     Syndrome::from_u8(syndrome).status()
 }
 
-/// What a successful requester CQE reports, by send WQE opcode. FACTS §5.7.
+/// What a successful requester CQE reports, by send WQE opcode. [ref §5.7](crate::reference).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ReqCompletion {
     /// `wc.opcode`, or `None` when the provider leaves it unwritten (send
-    /// opcodes outside the FACTS §5.7 table).
+    /// opcodes outside the [ref §5.7](crate::reference) table).
     pub opcode: Option<WcOpcode>,
     /// Flags (WITH_IMM for RDMA_WRITE_IMM / SEND_IMM).
     pub flags: WcFlags,
@@ -425,7 +425,7 @@ pub struct ReqCompletion {
 /// Maps a requester CQE's send WQE opcode (`sop_drop_qpn >> 24`) to the
 /// verbs opcode, flags and byte length. `wr_data` is the value the SQ
 /// stored for the WQE slot (used for UMR, SET_PSV, NOP and MMO), `byte_cnt`
-/// the CQE's byte count. FACTS §5.7, §1.6, §1.10.
+/// the CQE's byte count. [ref §5.7, §1.6, §1.10](crate::reference).
 #[inline]
 pub const fn req_completion(wqe_opcode: u8, wr_data: WcOpcode, byte_cnt: u32) -> ReqCompletion {
     let (opcode, flags, byte_len) = match wqe_opcode {

@@ -1,4 +1,4 @@
-//! Unit tests: expected values come from FACTS §5 or from the CQE bytes
+//! Unit tests: expected values come from [ref §5](crate::reference) or from the CQE bytes
 //! and results printed in `shared/mlx5/vectors/cqe_vectors.txt`.
 use super::*;
 
@@ -66,7 +66,7 @@ fn error_view_of_vector_21() {
 
 #[test]
 fn ownership_cases() {
-    // vectors 36, 37, 39, 40 and FACTS §5.3
+    // vectors 36, 37, 39, 40 and ref §5.3
     assert!(!sw_owns(0x01, 0, 8));
     assert!(sw_owns(0x01, 8, 8));
     assert!(!sw_owns(0xf0, 0, 8));
@@ -77,7 +77,7 @@ fn ownership_cases() {
 
 #[test]
 fn syndrome_table() {
-    // FACTS §5.6 with ibv_wc_status numbering.
+    // ref §5.6 with ibv_wc_status numbering.
     let t = [
         (0x01, 1),
         (0x02, 2),
@@ -125,7 +125,7 @@ fn opcode_conversions() {
 
 #[test]
 fn requester_mapping() {
-    // FACTS §5.7
+    // ref §5.7
     let r = req_completion(0x09, WcOpcode::Send, 0x77);
     assert_eq!(
         (r.opcode, r.flags, r.byte_len),

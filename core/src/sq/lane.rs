@@ -12,7 +12,7 @@ use crate::cq::{CompletionReject, SendDone};
 use crate::platform::Uar;
 use crate::queue_pair::wc_opcode_of;
 
-/// The in-flight rule of a requester completion (FACTS §5.7), in the
+/// The in-flight rule of a requester completion ([ref §5.7](crate::reference)), in the
 /// terms both retirers keep: `last = head − 1` and `inflight = head −
 /// tail`. The record at the counter's slot must have been posted at
 /// exactly `wqe_counter`, and its WR sequence number must lie in the

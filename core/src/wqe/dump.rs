@@ -1,5 +1,5 @@
 //! Human-readable WQE dumps: decoded segment fields followed by 16-byte hex
-//! lines grouped by 4 bytes (the layout of the vector files). FACTS §1.
+//! lines grouped by 4 bytes (the layout of the vector files). [ref §1](crate::reference).
 
 use super::parse::{DataEntry, SendWqe, WqeBytes};
 use core::fmt;

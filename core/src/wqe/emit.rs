@@ -1,7 +1,7 @@
 //! Emitting whole simple send WQEs from a value description (used for
-//! round-trip tests, the simulator and fuzzing). FACTS §1.2–§1.8.
+//! round-trip tests, the simulator and fuzzing). [ref §1.2–§1.8](crate::reference).
 //!
-//! The segment order is the one of FACTS §1.7: ctrl → transport part (XRC,
+//! The segment order is the one of [ref §1.7](crate::reference): ctrl → transport part (XRC,
 //! datagram, Ethernet pad, Ethernet) → opcode part (raddr, atomic) → data
 //! (pointer segments or one inline segment). DS is computed and stored in
 //! the control segment.
@@ -55,7 +55,7 @@ impl fmt::Display for EmitError {
 impl core::error::Error for EmitError {}
 
 /// Ethernet segment description: checksum flags, MSS and the inline packet
-/// header. FACTS §1.5.
+/// header. [ref §1.5](crate::reference).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EthRepr<'p> {
     /// `cs_flags` byte.
@@ -78,7 +78,7 @@ pub enum DataRepr<'p, const N: usize> {
     /// Pointer segments.
     Segs(DataSegVec<N>),
     /// One inline segment with this payload (no segment if empty, as
-    /// rdma-core does; FACTS §1.5).
+    /// rdma-core does; [ref §1.5](crate::reference)).
     Inline(&'p [u8]),
 }
 
@@ -189,7 +189,7 @@ impl<const N: usize> SendWqeRepr<'_, N> {
 
     /// Writes the WQE into `ring` at WQEBB `start` (reduced modulo the
     /// WQEBB count), continuing at the ring start when it runs past the end
-    /// (FACTS §1.8). Returns DS·16.
+    /// ([ref §1.8](crate::reference)). Returns DS·16.
     pub fn emit_ring(&self, ring: &mut [u8], start: u32) -> Result<usize, EmitError> {
         if ring.is_empty() || !ring.len().is_multiple_of(SEND_WQE_BB) {
             return Err(EmitError::BadRing { len: ring.len() });

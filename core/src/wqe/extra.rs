@@ -1,6 +1,6 @@
 //! Further segment layouts: XRC, masked atomic, Ethernet (+ pad), UMR
 //! control, mkey context, KLM, SRQ next and receive signature segments.
-//! FACTS §1.5, §2.1, §2.2; field names follow `mlx5dv.h (installed)`.
+//! [ref §1.5, §2.1, §2.2](crate::reference); field names follow `mlx5dv.h (installed)`.
 
 use super::flags::{EthCsFlags, MkeyAccess, MkeyMask, UmrFlags};
 use super::seg::{AddressVector, AtomicSeg, Be16, Be32, Be64, CtrlSeg, Segment};
@@ -8,7 +8,7 @@ use super::{FmCeSe, Opcode};
 use memoffset::offset_of;
 use static_assertions::{assert_eq_align, assert_eq_size, const_assert_eq};
 
-/// XRC segment (16 bytes): remote SRQ number. FACTS §1.5.
+/// XRC segment (16 bytes): remote SRQ number. [ref §1.5](crate::reference).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct XrcSeg {
@@ -28,7 +28,7 @@ impl XrcSeg {
     }
 }
 
-/// Masked atomic segment (32 bytes, opcodes 0x14/0x15). FACTS §1.5.
+/// Masked atomic segment (32 bytes, opcodes 0x14/0x15). [ref §1.5](crate::reference).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MaskedAtomicSeg {
@@ -43,10 +43,10 @@ pub struct MaskedAtomicSeg {
 }
 
 /// Bytes of packet header that fit inside the 32-byte Ethernet segment
-/// (`inline_hdr_start` + `inline_hdr`). FACTS §1.5.
+/// (`inline_hdr_start` + `inline_hdr`). [ref §1.5](crate::reference).
 pub const ETH_L2_INLINE_HEADER_SIZE: usize = 18;
 
-/// Ethernet segment (32 bytes; raw packet and underlay UD). FACTS §1.5.
+/// Ethernet segment (32 bytes; raw packet and underlay UD). [ref §1.5](crate::reference).
 ///
 /// The inline packet header starts at byte 14 (`inline_hdr_start`) and may
 /// continue past byte 32; see [`eth_seg_len`].
@@ -72,7 +72,7 @@ pub struct EthSeg {
 }
 
 /// Bytes an Ethernet segment with `inline_hdr_sz` inline header bytes
-/// occupies in the WQE: 16 + align(max(sz, 2) − 2, 16). FACTS §1.5, §1.7.
+/// occupies in the WQE: 16 + align(max(sz, 2) − 2, 16). [ref §1.5, §1.7](crate::reference).
 pub const fn eth_seg_len(inline_hdr_sz: usize) -> usize {
     let extra = inline_hdr_sz.saturating_sub(2);
     16 + extra.div_ceil(16) * 16
@@ -104,7 +104,7 @@ impl EthSeg {
 }
 
 /// Ethernet pad (16 bytes of zeros before the Ethernet segment in underlay
-/// UD). FACTS §1.5.
+/// UD). [ref §1.5](crate::reference).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct EthPad {
@@ -113,7 +113,7 @@ pub struct EthPad {
 }
 
 /// UMR control segment (48 bytes), second segment of rdma-core's BIND_MW
-/// and LOCAL_INV UMR WQEs. FACTS §1.5 (size), §1.7; fields per
+/// and LOCAL_INV UMR WQEs. [ref §1.5](crate::reference) (size), §1.7; fields per
 /// `mlx5dv.h (installed)` `mlx5_wqe_umr_ctrl_seg`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -155,7 +155,7 @@ impl UmrCtrlSeg {
 }
 
 /// Mkey context segment (64 bytes), third segment of BIND_MW / LOCAL_INV
-/// UMR WQEs. FACTS §1.5 (size); fields per `mlx5dv.h (installed)`
+/// UMR WQEs. [ref §1.5](crate::reference) (size); fields per `mlx5dv.h (installed)`
 /// `mlx5_wqe_mkey_context_seg`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -207,7 +207,7 @@ impl MkeyContextSeg {
     }
 }
 
-/// KLM entry (16 bytes) of an inline UMR translation. FACTS §1.5.
+/// KLM entry (16 bytes) of an inline UMR translation. [ref §1.5](crate::reference).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct KlmSeg {
@@ -230,7 +230,7 @@ impl KlmSeg {
     }
 }
 
-/// SRQ next segment (16 bytes), first in every SRQ WQE. FACTS §2.2.
+/// SRQ next segment (16 bytes), first in every SRQ WQE. [ref §2.2](crate::reference).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SrqNextSeg {
@@ -257,7 +257,7 @@ impl SrqNextSeg {
 }
 
 /// Receive signature segment `mlx5_rwqe_sig` (16 bytes, first in an RQ WQE
-/// when WQE signatures are on). FACTS §1.5, §2.1.
+/// when WQE signatures are on). [ref §1.5, §2.1](crate::reference).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RecvSigSeg {
@@ -291,7 +291,7 @@ unsafe impl Segment for SrqNextSeg {}
 // SAFETY: see above.
 unsafe impl Segment for RecvSigSeg {}
 
-// Layout pins (FACTS §1.5, §2.2; `mlx5dv.h (installed)`).
+// Layout pins (ref §1.5, §2.2; `mlx5dv.h (installed)`).
 assert_eq_size!(XrcSeg, [u8; 16]);
 assert_eq_size!(MaskedAtomicSeg, [u8; 32]);
 assert_eq_size!(EthSeg, [u8; 32]);
@@ -344,27 +344,27 @@ const_assert_eq!(offset_of!(AddressVector, hop_limit), 27);
 // Additions to the existing segment types (kept out of `seg.rs`).
 
 impl CtrlSeg {
-    /// The `fm_ce_se` byte as flags (unknown bits retained). FACTS §1.3.
+    /// The `fm_ce_se` byte as flags (unknown bits retained). [ref §1.3](crate::reference).
     pub const fn flags(&self) -> FmCeSe {
         FmCeSe::from_bits_retain(self.fm_ce_se)
     }
-    /// The opcode byte decoded; unknown values as `Err(byte)`. FACTS §1.6.
+    /// The opcode byte decoded; unknown values as `Err(byte)`. [ref §1.6](crate::reference).
     pub fn op(&self) -> Result<Opcode, u8> {
         Opcode::try_from(self.opcode())
     }
-    /// The same segment with the signature byte set. FACTS §1.12.
+    /// The same segment with the signature byte set. [ref §1.12](crate::reference).
     pub const fn with_signature(mut self, signature: u8) -> Self {
         self.signature = signature;
         self
     }
-    /// Number of WQEBBs the WQE occupies: ceil(DS·16 / 64). FACTS §1.8.
+    /// Number of WQEBBs the WQE occupies: ceil(DS·16 / 64). [ref §1.8](crate::reference).
     pub const fn wqebbs(&self) -> u32 {
         (self.ds() as u32 * 16).div_ceil(64)
     }
 }
 
 impl AtomicSeg {
-    /// Builds an atomic segment. FACTS §1.5.
+    /// Builds an atomic segment. [ref §1.5](crate::reference).
     pub const fn new(swap_add: u64, compare: u64) -> Self {
         AtomicSeg {
             swap_add: Be64::new(swap_add),
@@ -374,7 +374,7 @@ impl AtomicSeg {
 }
 
 impl MaskedAtomicSeg {
-    /// Builds a masked atomic segment. FACTS §1.5.
+    /// Builds a masked atomic segment. [ref §1.5](crate::reference).
     pub const fn new(swap_add: u64, compare: u64, swap_add_mask: u64, compare_mask: u64) -> Self {
         MaskedAtomicSeg {
             swap_add: Be64::new(swap_add),
@@ -388,7 +388,7 @@ impl MaskedAtomicSeg {
 impl AddressVector {
     /// Builds a datagram segment the way `mlx5dv_set_dgram_seg` defines its
     /// inputs: `key` fills all 8 key bytes (UD: qkey << 32), `dqp_dct` is
-    /// OR-ed with `ext << 31` ([`super::EXTENDED_UD_AV`]). FACTS §1.5.
+    /// OR-ed with `ext << 31` ([`super::EXTENDED_UD_AV`]). [ref §1.5](crate::reference).
     #[allow(clippy::too_many_arguments)]
     pub const fn datagram(
         key: u64,
@@ -417,7 +417,7 @@ impl AddressVector {
             rgid,
         }
     }
-    /// UD qkey (bytes 0–3). FACTS §1.5.
+    /// UD qkey (bytes 0–3). [ref §1.5](crate::reference).
     pub const fn qkey(&self) -> u32 {
         u32::from_be_bytes([self.key[0], self.key[1], self.key[2], self.key[3]])
     }

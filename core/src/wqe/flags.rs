@@ -1,12 +1,12 @@
 //! Flag bytes of send WQEs: the control segment's `fm_ce_se` byte
-//! (FACTS §1.3), Ethernet checksum flags (FACTS §1.5) and the UMR / mkey
-//! context flag fields used by BIND_MW and LOCAL_INV UMR WQEs.
+//! ([ref §1.3](crate::reference)), Ethernet checksum flags ([ref §1.5](crate::reference)) and the
+//! UMR / mkey context flag fields used by BIND_MW and LOCAL_INV UMR WQEs.
 
 use bitflags::bitflags;
 
 bitflags! {
     /// Byte 11 of the control segment: fence mode (bits 7:5), completion
-    /// mode CE (bits 3:2) and solicited event SE (bit 1). FACTS §1.3.
+    /// mode CE (bits 3:2) and solicited event SE (bit 1). [ref §1.3](crate::reference).
     ///
     /// The fence constants are multi-bit values of a 3-bit field: read the
     /// field with [`FmCeSe::fence_mode`] rather than `contains`. Values read
@@ -32,7 +32,7 @@ bitflags! {
     }
 }
 
-/// Fence mode, bits 7:5 of `fm_ce_se`. FACTS §1.3.
+/// Fence mode, bits 7:5 of `fm_ce_se`. [ref §1.3](crate::reference).
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum FenceMode {
@@ -81,7 +81,7 @@ impl TryFrom<u8> for FenceMode {
     }
 }
 
-/// Completion mode, bits 3:2 of `fm_ce_se`. FACTS §1.3.
+/// Completion mode, bits 3:2 of `fm_ce_se`. [ref §1.3](crate::reference).
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum CompletionMode {
@@ -146,7 +146,7 @@ impl FmCeSe {
 }
 
 bitflags! {
-    /// Ethernet segment `cs_flags` (byte 4). FACTS §1.5.
+    /// Ethernet segment `cs_flags` (byte 4). [ref §1.5](crate::reference).
     #[repr(transparent)]
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
     pub struct EthCsFlags: u8 {

@@ -1,4 +1,4 @@
-//! Send and receive WQE formats (FACTS §1, §2).
+//! Send and receive WQE formats ([ref §1, §2](crate::reference)).
 //!
 //! Every segment is a `#[repr(C)]` plain value with big-endian fields. The
 //! post path builds a segment by value and stores it into a ring slot with
@@ -40,19 +40,19 @@ pub use parse::{
 pub use recv::RecvWqe;
 pub use seg::*;
 
-/// Bytes in one send WQE basic block (WQEBB). FACTS §1.1.
+/// Bytes in one send WQE basic block (WQEBB). [ref §1.1](crate::reference).
 pub const SEND_WQE_BB: usize = 64;
-/// log2 of [`SEND_WQE_BB`]. FACTS §1.1.
+/// log2 of [`SEND_WQE_BB`]. [ref §1.1](crate::reference).
 pub const SEND_WQE_SHIFT: u32 = 6;
-/// Bytes in one DS unit (octoword). FACTS §1.1.
+/// Bytes in one DS unit (octoword). [ref §1.1](crate::reference).
 pub const DS_BYTES: usize = 16;
-/// Largest DS count the 6-bit field can encode. FACTS §1.1.
+/// Largest DS count the 6-bit field can encode. [ref §1.1](crate::reference).
 pub const MAX_DS: u32 = 63;
-/// Inline segment marker in `byte_count` (bit 31). FACTS §1.5.
+/// Inline segment marker in `byte_count` (bit 31). [ref §1.5](crate::reference).
 pub const INLINE_SEG: u32 = 0x8000_0000;
-/// lkey value that terminates a receive scatter list. FACTS §2.1.
+/// lkey value that terminates a receive scatter list. [ref §2.1](crate::reference).
 pub const INVALID_LKEY: u32 = 0x100;
-/// Size of the data buffer an atomic writes back (bytes). FACTS §1.5.
+/// Size of the data buffer an atomic writes back (bytes). [ref §1.5](crate::reference).
 pub const ATOMIC_SIZE: u32 = 8;
-/// `dqp_dct` flag marking an extended UD address vector. FACTS §1.5.
+/// `dqp_dct` flag marking an extended UD address vector. [ref §1.5](crate::reference).
 pub const EXTENDED_UD_AV: u32 = 0x8000_0000;

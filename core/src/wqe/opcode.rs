@@ -1,13 +1,13 @@
-//! mlx5 send opcodes and QP transport types. FACTS §1.6, §1.7.
+//! mlx5 send opcodes and QP transport types. [ref §1.6, §1.7](crate::reference).
 
 /// An mlx5 send opcode (bits 7:0 of the control segment's first dword).
-/// FACTS §1.6.
+/// [ref §1.6](crate::reference).
 ///
 /// `TryFrom<u8>` is checked: unknown values are returned as `Err(value)`.
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Opcode {
-    /// 0x00: no operation; the hardware skips the WQE (FACTS §1.9).
+    /// 0x00: no operation; the hardware skips the WQE ([ref §1.9](crate::reference)).
     Nop = 0x00,
     /// 0x01: send with invalidate (imm = rkey to invalidate).
     SendInval = 0x01,
@@ -90,7 +90,7 @@ impl Opcode {
         self as u8
     }
 
-    /// The mlx5 name (as in FACTS §1.6), e.g. `"RDMA_WRITE_IMM"`.
+    /// The mlx5 name (as in [ref §1.6](crate::reference)), e.g. `"RDMA_WRITE_IMM"`.
     pub const fn name(self) -> &'static str {
         match self {
             Opcode::Nop => "NOP",
@@ -150,13 +150,13 @@ impl Opcode {
     }
 
     /// Whether the imm field carries immediate data (SEND_IMM,
-    /// RDMA_WRITE_IMM). FACTS §1.4.
+    /// RDMA_WRITE_IMM). [ref §1.4](crate::reference).
     pub const fn has_imm(self) -> bool {
         matches!(self, Opcode::SendImm | Opcode::RdmaWriteImm)
     }
 
     /// Whether the WQE carries a remote address segment on RC/UC/XRC
-    /// (RDMA and atomic operations). FACTS §1.7.
+    /// (RDMA and atomic operations). [ref §1.7](crate::reference).
     pub const fn has_raddr(self) -> bool {
         matches!(
             self,
@@ -171,7 +171,7 @@ impl Opcode {
     }
 
     /// Whether the WQE ends with a data part (pointer segments or inline
-    /// data). FACTS §1.7.
+    /// data). [ref §1.7](crate::reference).
     pub const fn has_data(self) -> bool {
         matches!(
             self,
@@ -210,7 +210,7 @@ impl core::fmt::Display for Opcode {
     }
 }
 
-/// Name of an opcode byte, or `"UNKNOWN"`. FACTS §1.6.
+/// Name of an opcode byte, or `"UNKNOWN"`. [ref §1.6](crate::reference).
 pub const fn opcode_name(v: u8) -> &'static str {
     match Opcode::from_u8(v) {
         Some(o) => o.name(),
@@ -219,7 +219,7 @@ pub const fn opcode_name(v: u8) -> &'static str {
 }
 
 /// QP transport type; selects the transport-specific segments of a send
-/// WQE. FACTS §1.7.
+/// WQE. [ref §1.7](crate::reference).
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum QpType {
@@ -284,7 +284,7 @@ impl QpType {
     /// Best-effort guess of the QP type from WQE bytes when the caller does
     /// not know it: a SEND/SEND_IMM whose DS can hold a datagram segment and
     /// whose `dqp_dct` word (bytes 24–27) has the extended-AV bit set
-    /// (FACTS §1.5) is taken as UD; everything else as RC.
+    /// ([ref §1.5](crate::reference)) is taken as UD; everything else as RC.
     pub fn guess(wqe: &[u8]) -> QpType {
         if wqe.len() >= 28 {
             let op = wqe[3];

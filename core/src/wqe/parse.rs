@@ -1,5 +1,5 @@
 //! Send WQE parser: a copy-out view of one WQE from a byte slice or from a
-//! ring (following the wrap at the ring end). FACTS §1.2–§1.8.
+//! ring (following the wrap at the ring end). [ref §1.2–§1.8](crate::reference).
 //!
 //! Nothing here panics on bad bytes: every problem is a [`WqeParseError`].
 
@@ -22,14 +22,14 @@ pub enum WqeParseError {
         /// Bytes available.
         have: usize,
     },
-    /// DS is 0: a WQE always holds at least its control segment. FACTS §1.2.
+    /// DS is 0: a WQE always holds at least its control segment. [ref §1.2](crate::reference).
     DsZero,
-    /// DS byte (byte 7) above 63: the field is 6 bits wide. FACTS §1.1.
+    /// DS byte (byte 7) above 63: the field is 6 bits wide. [ref §1.1](crate::reference).
     DsTooLarge {
         /// The whole byte 7 as found.
         ds: u8,
     },
-    /// A segment the opcode / QP type requires runs past DS·16. FACTS §1.7.
+    /// A segment the opcode / QP type requires runs past DS·16. [ref §1.7](crate::reference).
     SegmentPastDs {
         /// Segment name.
         segment: &'static str,
@@ -38,7 +38,7 @@ pub enum WqeParseError {
         /// DS·16.
         ds_bytes: usize,
     },
-    /// An inline segment's length runs past DS·16. FACTS §1.5.
+    /// An inline segment's length runs past DS·16. [ref §1.5](crate::reference).
     InlinePastDs {
         /// Byte offset of the inline header inside the WQE.
         offset: usize,
@@ -124,7 +124,7 @@ impl From<crate::error::ParseError> for WqeParseError {
 }
 
 /// A byte range that may be split in two at the ring end: `first` is read
-/// before `second`. FACTS §1.8.
+/// before `second`. [ref §1.8](crate::reference).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WqeBytes<'a> {
     first: &'a [u8],
@@ -241,7 +241,7 @@ impl<'a> WqeBytes<'a> {
 }
 
 /// Inline data inside a WQE (header + payload, payload possibly wrapped).
-/// FACTS §1.5, §1.8.
+/// [ref §1.5, §1.8](crate::reference).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct InlineData<'a> {
     /// Offset of the 4-byte header inside the WQE.
@@ -253,13 +253,13 @@ pub struct InlineData<'a> {
 }
 
 impl InlineData<'_> {
-    /// Bytes the inline segment occupies: align(len + 4, 16). FACTS §1.5.
+    /// Bytes the inline segment occupies: align(len + 4, 16). [ref §1.5](crate::reference).
     pub const fn occupied(&self) -> usize {
         (self.len as usize + 4).div_ceil(DS_BYTES) * DS_BYTES
     }
 }
 
-/// One entry of a WQE's data part. FACTS §1.5, §1.7.
+/// One entry of a WQE's data part. [ref §1.5, §1.7](crate::reference).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DataEntry<'a> {
     /// A pointer (scatter/gather) segment.
@@ -343,7 +343,7 @@ impl<'a> Iterator for DataEntries<'a> {
 }
 
 /// A parsed send WQE: the control segment and the typed segments that the
-/// opcode and QP type call for (FACTS §1.7), copied out of the bytes; the
+/// opcode and QP type call for ([ref §1.7](crate::reference)), copied out of the bytes; the
 /// variable parts (inline header of the Ethernet segment, KLM list, data
 /// part) stay as views into the input.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -395,7 +395,7 @@ impl<'a> SendWqe<'a> {
     /// Parses the WQE whose first WQEBB is `start` (reduced modulo the
     /// ring's WQEBB count, as the producer counter is masked) in `ring`,
     /// following the wrap at the ring end. `ring.len()` must be a non-zero
-    /// multiple of 64. FACTS §1.1, §1.8.
+    /// multiple of 64. [ref §1.1, §1.8](crate::reference).
     pub fn parse_ring(ring: &'a [u8], start: u32, qp_type: QpType) -> Result<Self, WqeParseError> {
         let bytes = ring_wqe_bytes(ring, start)?;
         Self::parse_split(bytes, qp_type)
@@ -457,7 +457,7 @@ impl<'a> SendWqe<'a> {
             Ok(s)
         }
 
-        // Transport part. FACTS §1.7.
+        // Transport part. ref §1.7.
         match qp_type {
             QpType::Xrc if op != Some(Opcode::Umr) => {
                 w.xrc = Some(take(&bytes, &mut off, "xrc")?);
@@ -492,7 +492,7 @@ impl<'a> SendWqe<'a> {
             off += len;
         }
 
-        // Opcode part (connected transports only). FACTS §1.7.
+        // Opcode part (connected transports only). ref §1.7.
         if matches!(qp_type, QpType::Rc | QpType::Uc | QpType::Xrc) {
             if let Some(op) = op {
                 if op.has_raddr() {
@@ -541,7 +541,7 @@ impl<'a> SendWqe<'a> {
         Ok(w)
     }
 
-    /// The decoded opcode, or the unknown byte. FACTS §1.6.
+    /// The decoded opcode, or the unknown byte. [ref §1.6](crate::reference).
     pub fn opcode(&self) -> Result<Opcode, u8> {
         Opcode::try_from(self.ctrl.opcode())
     }
@@ -556,7 +556,7 @@ impl<'a> SendWqe<'a> {
         self.bytes.is_empty()
     }
 
-    /// WQEBBs the WQE occupies. FACTS §1.8.
+    /// WQEBBs the WQE occupies. [ref §1.8](crate::reference).
     pub fn wqebbs(&self) -> u32 {
         self.ctrl.wqebbs()
     }
@@ -603,7 +603,7 @@ impl<'a> SendWqe<'a> {
 }
 
 /// The DS·16 bytes of the WQE starting at WQEBB `start` of `ring` (reduced
-/// modulo the WQEBB count), split at the ring end. FACTS §1.8.
+/// modulo the WQEBB count), split at the ring end. [ref §1.8](crate::reference).
 pub fn ring_wqe_bytes(ring: &[u8], start: u32) -> Result<WqeBytes<'_>, WqeParseError> {
     if ring.is_empty() || !ring.len().is_multiple_of(SEND_WQE_BB) {
         return Err(WqeParseError::BadRing { len: ring.len() });

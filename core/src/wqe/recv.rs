@@ -1,6 +1,6 @@
 //! Receive WQEs: regular RQ WQEs (optional signature segment, data
 //! segments, terminator) and SRQ WQEs (next segment, data segments).
-//! FACTS §2.1, §2.2.
+//! [ref §2.1, §2.2](crate::reference).
 
 use super::extra::{RecvSigSeg, SrqNextSeg};
 use super::parse::WqeParseError;
@@ -46,7 +46,7 @@ impl<'a> RecvWqe<'a> {
     }
 
     /// Parses one RQ WQE stride (a non-zero multiple of 16 bytes). With
-    /// `signature`, the first 16 bytes are a [`RecvSigSeg`]. FACTS §2.1.
+    /// `signature`, the first 16 bytes are a [`RecvSigSeg`]. [ref §2.1](crate::reference).
     pub fn parse_rq(stride: &'a [u8], signature: bool) -> Result<Self, WqeParseError> {
         let first = if signature { RecvSigSeg::SIZE } else { 0 };
         let (segs, num_segs, terminated) = Self::scan(stride, first)?;
@@ -64,7 +64,7 @@ impl<'a> RecvWqe<'a> {
         })
     }
 
-    /// Parses one SRQ WQE (next segment + data segments). FACTS §2.2.
+    /// Parses one SRQ WQE (next segment + data segments). [ref §2.2](crate::reference).
     pub fn parse_srq(stride: &'a [u8]) -> Result<Self, WqeParseError> {
         let (segs, num_segs, terminated) = Self::scan(stride, SrqNextSeg::SIZE)?;
         let next = Some(SrqNextSeg::parse(stride)?);
@@ -79,7 +79,7 @@ impl<'a> RecvWqe<'a> {
 
     /// Parses WQE `index` (reduced modulo the WQE count) of a receive ring
     /// with stride `1 << stride_shift` bytes (receive WQEs never wrap).
-    /// FACTS §2.1, §2.2.
+    /// [ref §2.1, §2.2](crate::reference).
     pub fn parse_ring(
         ring: &'a [u8],
         stride_shift: u32,

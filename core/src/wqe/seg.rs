@@ -1,5 +1,5 @@
 //! Segment layouts: control, remote address, data pointer, inline header,
-//! atomic, datagram (address vector). FACTS §1.2–§1.5.
+//! atomic, datagram (address vector). [ref §1.2–§1.5](crate::reference).
 
 use crate::error::ParseError;
 use static_assertions::{assert_eq_size, const_assert_eq};
@@ -176,7 +176,7 @@ pub unsafe trait Segment: Copy + Sized {
     }
 }
 
-/// Control segment, always first in a send WQE (16 bytes). FACTS §1.2.
+/// Control segment, always first in a send WQE (16 bytes). [ref §1.2](crate::reference).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CtrlSeg {
@@ -188,7 +188,7 @@ pub struct CtrlSeg {
     pub signature: u8,
     /// DCI stream channel id (rdma-core only; 0 otherwise).
     pub dci_stream_channel_id: Be16,
-    /// Fence mode | CE | SE bits. FACTS §1.3.
+    /// Fence mode | CE | SE bits. [ref §1.3](crate::reference).
     pub fm_ce_se: u8,
     /// Immediate / invalidate rkey / mkey, stored as the device reads it.
     pub imm: Be32,
@@ -287,7 +287,7 @@ impl CtrlSeg {
     }
 }
 
-/// Remote address segment (16 bytes). FACTS §1.5.
+/// Remote address segment (16 bytes). [ref §1.5](crate::reference).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RaddrSeg {
@@ -312,7 +312,7 @@ impl RaddrSeg {
 }
 
 /// Data (scatter/gather pointer) segment, same in SQ, RQ and SRQ (16 bytes).
-/// FACTS §1.5.
+/// [ref §1.5](crate::reference).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DataSeg {
@@ -334,11 +334,11 @@ impl DataSeg {
             addr: Be64::new(addr),
         }
     }
-    /// The receive-list terminator `{0, INVALID_LKEY, 0}`. FACTS §2.1.
+    /// The receive-list terminator `{0, INVALID_LKEY, 0}`. [ref §2.1](crate::reference).
     pub const TERMINATOR: DataSeg = DataSeg::new(0, super::INVALID_LKEY, 0);
 }
 
-/// Inline data segment header (4 bytes, payload follows). FACTS §1.5.
+/// Inline data segment header (4 bytes, payload follows). [ref §1.5](crate::reference).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct InlineHdr {
@@ -356,7 +356,7 @@ impl InlineHdr {
     }
 }
 
-/// Atomic segment (16 bytes). FACTS §1.5.
+/// Atomic segment (16 bytes). [ref §1.5](crate::reference).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AtomicSeg {
@@ -366,7 +366,7 @@ pub struct AtomicSeg {
     pub compare: Be64,
 }
 
-/// Address vector inside the datagram segment (48 bytes). FACTS §1.5.
+/// Address vector inside the datagram segment (48 bytes). [ref §1.5](crate::reference).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AddressVector {
@@ -394,7 +394,7 @@ pub struct AddressVector {
     pub rgid: [u8; 16],
 }
 
-/// Datagram segment = one address vector (48 bytes). FACTS §1.5.
+/// Datagram segment = one address vector (48 bytes). [ref §1.5](crate::reference).
 pub type DatagramSeg = AddressVector;
 
 // SAFETY: (this and the five below) `#[repr(C)]` structs whose fields are `u8`, byte

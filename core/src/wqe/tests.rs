@@ -1,4 +1,4 @@
-//! Unit tests. Expected values come from FACTS §1–§2 tables and from the
+//! Unit tests. Expected values come from [ref §1–§2](crate::reference) tables and from the
 //! bytes and decoded comment lines of `shared/mlx5/vectors/wqe_vectors.txt`
 //! and `recv_vectors.txt` (vector numbers cited); kept small for miri.
 
@@ -16,7 +16,7 @@ fn hex(s: &str) -> [u8; 512] {
 
 #[test]
 fn opcodes_match_facts_table() {
-    // FACTS §1.6.
+    // ref §1.6.
     let table: [(u8, &str); 23] = [
         (0x00, "NOP"),
         (0x01, "SEND_INVAL"),
@@ -53,7 +53,7 @@ fn opcodes_match_facts_table() {
 
 #[test]
 fn fm_ce_se_values_match_facts() {
-    // FACTS §1.3 constants; vector 9 (FENCE+SIGNALED) = 0x88, vector 45
+    // ref §1.3 constants; vector 9 (FENCE+SIGNALED) = 0x88, vector 45
     // (inherited initiator small fence + signaled) = 0x28, vector 8 = 0x0a.
     assert_eq!(
         FmCeSe::new(FenceMode::SmallAndFence, CompletionMode::CqUpdate, false).bits(),

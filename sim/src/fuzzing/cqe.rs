@@ -1,4 +1,4 @@
-//! Fuzz bodies for CQE parsing and mini-CQE expansion (FACTS §5). Both
+//! Fuzz bodies for CQE parsing and mini-CQE expansion ([ref §5](bareverbs::reference)). Both
 //! accept any bytes and must never panic; they also check round-trip and
 //! consistency invariants (a failed invariant panics on purpose, so the
 //! fuzzer reports it).

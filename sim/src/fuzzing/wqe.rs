@@ -217,7 +217,7 @@ fn round_trip(data: &[u8]) {
         let n = (mode >> 1) as usize % 17;
         let mut v = DataSegVec::<16>::new();
         for _ in 0..n {
-            // Pointer segments keep bit 31 of byte_count clear (FACTS §1.5).
+            // Pointer segments keep bit 31 of byte_count clear (ref §1.5).
             let _ = v.push(DataSeg::new(c.u32() & !INLINE_SEG, c.u32(), c.u64()));
         }
         repr.data = DataRepr::Segs(v);

@@ -2,7 +2,7 @@
 //!
 //! [`FabricPath`] is the [`DataPath`] that makes the objects firmware
 //! creates by command (CREATE_MKEY, CREATE_CQ, CREATE_QP, CREATE_SRQ and
-//! the modify-QP commands, FACTS §6–§7) *the* objects a simulated
+//! the modify-QP commands, [ref §6–§7](bareverbs::reference)) *the* objects a simulated
 //! [`Device`](crate::Device) executes: same numbers (QPN, CQN, SRQN, mkey
 //! index), same ring pages, same doorbell records, in one DMA address space
 //! shared by firmware, driver and data path. UAR stores on the emulated

@@ -1,5 +1,6 @@
 //! Command execution: reads a command queue entry and its mailbox chains
-//! from DMA memory, runs the command, writes the output back (FACTS §7.3–§7.12).
+//! from DMA memory, runs the command, writes the output back
+//! ([ref §7.3–§7.12](bareverbs::reference)).
 
 use super::objects::{CqObj, EqObj, MkeyObj, ObjectEvent, QpObj, SrqObj};
 use super::{HcaState, SimFirmware, BAR0_SIZE, FIRST_UAR};
@@ -12,7 +13,7 @@ use bareverbs::cmd::queue::{layout, mailbox, MAILBOX_BYTES, MAILBOX_DATA};
 /// Largest message the model accepts (1 MiB); longer is a length error.
 const MAX_FW_MSG: usize = 1 << 20;
 
-/// Status codes (FACTS §7.5).
+/// Status codes ([ref §7.5](bareverbs::reference)).
 pub(crate) mod st {
     pub const BAD_OP: u8 = 0x02;
     pub const BAD_PARAM: u8 = 0x03;
@@ -260,7 +261,7 @@ impl SimFirmware {
         }
     }
 
-    /// Posts a PAGE_REQUEST EQE (FACTS §7.7) on an EQ subscribed to it.
+    /// Posts a PAGE_REQUEST EQE ([ref §7.7](bareverbs::reference)) on an EQ subscribed to it.
     fn request_pages(&mut self, num_pages: i32) -> bool {
         let mut eqe = [0u8; 64];
         eqe[1] = 0x0b;
@@ -270,7 +271,7 @@ impl SimFirmware {
     }
 
     /// Posts one EQE of `event_type` (event data zero) on the EQ that takes
-    /// page requests, as a device reporting an event would (FACTS §7.9).
+    /// page requests, as a device reporting an event would ([ref §7.9](bareverbs::reference)).
     /// False when there is no such EQ or it is full (counted as overrun).
     pub fn post_event(&mut self, event_type: u8) -> bool {
         let mut eqe = [0u8; 64];
@@ -496,7 +497,7 @@ impl SimFirmware {
                 }
             }
             op::ACCESS_REG => {
-                // Register id at byte 0x0a, data from 0x10 (FACTS §7.6
+                // Register id at byte 0x0a, data from 0x10 (ref §7.6
                 // step 7; op_mod 0 = write, 1 = read). HOST_ENDIANNESS
                 // (write only) and PMTU (read only, linux `mlx5_ifc.h`
                 // pmtu_reg) are modelled; any other register or direction is

@@ -1,6 +1,6 @@
 //! Fuzz body `cmd_outbox`: arbitrary command outputs, delivery statuses,
 //! mailbox chains and EQEs written by a hostile "device" must never panic
-//! the core's command layer, bring-up, object code or teardown (FACTS §7).
+//! the core's command layer, bring-up, object code or teardown ([ref §7](bareverbs::reference)).
 //!
 //! Input byte 0 selects the mode: odd → feed the bytes straight to every
 //! output parser; even → run [`bareverbs::device::Device::bring_up`] and an

@@ -1,4 +1,4 @@
-//! A firmware model behind an emulated BAR0 (FACTS §7).
+//! A firmware model behind an emulated BAR0 ([ref §7](bareverbs::reference)).
 //!
 //! [`SimBar`] implements the core's [`Bar0`] and [`UarMap`]: the
 //! initialization segment (firmware version, command-interface revision 5,
@@ -193,7 +193,7 @@ impl Default for FwConfig {
 }
 
 /// The capabilities the simulated ConnectX reports: ConnectX-5-like limits
-/// (FACTS §3.11 typical values: log_max_qp 18, log_max_qp_sz 15,
+/// ([ref §3.11](bareverbs::reference) typical values: log_max_qp 18, log_max_qp_sz 15,
 /// log_max_cq_sz 22) and the descriptor sizes of `DeviceCaps::DEFAULT`
 /// (1024-byte send, 512-byte receive WQEs, 512-byte BlueFlame registers).
 pub fn default_caps() -> HcaCaps {
@@ -423,7 +423,7 @@ impl SimFirmware {
     }
 
     fn uar_store(&mut self, uar: u32, offset: usize, bytes: &[u8]) {
-        // EQ doorbells update the consumer index (FACTS §4.6).
+        // EQ doorbells update the consumer index (ref §4.6).
         if (offset == 0x40 || offset == 0x48) && bytes.len() == 4 {
             let v = u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
             let eqn = (v >> 24) as u8;

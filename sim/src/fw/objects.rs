@@ -1,5 +1,5 @@
 //! The firmware object table: UARs, PDs, memory keys, EQs, CQs, QPs (with
-//! the state machine of FACTS §6) and SRQs, plus the hook through which the
+//! the state machine of [ref §6](bareverbs::reference)) and SRQs, plus the hook through which the
 //! simulator's data path (another module's device model) learns about them.
 //!
 //! # Data-path hook
@@ -16,7 +16,7 @@
 use bareverbs::cmd::ops::{HwQpState, MkeyAccess};
 use std::collections::BTreeMap;
 
-/// A memory key (CREATE_MKEY, FACTS §7.12).
+/// A memory key (CREATE_MKEY, [ref §7.12](bareverbs::reference)).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MkeyObj {
     /// mkey index; lkey/rkey = `index << 8 | variant`.
@@ -37,7 +37,7 @@ pub struct MkeyObj {
     pub log_page_size: u8,
 }
 
-/// An event queue (CREATE_EQ, FACTS §7.9).
+/// An event queue (CREATE_EQ, [ref §7.9](bareverbs::reference)).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EqObj {
     /// EQ number.
@@ -58,7 +58,7 @@ pub struct EqObj {
     pub overruns: u64,
 }
 
-/// A completion queue (CREATE_CQ, FACTS §7.10).
+/// A completion queue (CREATE_CQ, [ref §7.10](bareverbs::reference)).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CqObj {
     /// CQ number.
@@ -77,7 +77,7 @@ pub struct CqObj {
     pub pages: Vec<u64>,
 }
 
-/// A queue pair (CREATE_QP and modify commands, FACTS §6, §7.11).
+/// A queue pair (CREATE_QP and modify commands, [ref §6, §7.11](bareverbs::reference)).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct QpObj {
     /// QP number.
@@ -108,7 +108,7 @@ pub struct QpObj {
     pub user_index: u32,
     /// Doorbell record address.
     pub dbr_addr: u64,
-    /// Buffer pages (RQ first, then SQ; FACTS §3.6).
+    /// Buffer pages (RQ first, then SQ; [ref §3.6](bareverbs::reference)).
     pub pages: Vec<u64>,
     /// Port (RST2INIT).
     pub port: u8,

@@ -249,7 +249,7 @@ impl World {
         }
         q.retry_left = q.attr.retry_cnt;
         q.rnr_left = q.attr.rnr_retry;
-        // The doorbell record names the WQE (FACTS §4.3).
+        // The doorbell record names the WQE (ref §4.3).
         let ahead = pi.wrapping_sub(wqe_index);
         let stale = u64::from(ahead == 0 || ahead > 0x8000);
         // DMA reads: the doorbell record, the WQE unless BlueFlame brought
