@@ -21,6 +21,12 @@
 //!
 //! The criterion benchmarks are in `benches/` (`post`, `poll`, `recv`) and the
 //! C comparison loop used by `perf compare-c` is `c/post_loop.c`.
+//!
+//! Citations of the form `perf ref §N` (for example `perf ref §2.3`, `perf ref
+//! §4`) name a section of `docs/performance-reference.md` in the repository:
+//! the performance anchors and cost-model parameters, and perftest's options
+//! and exact output formats, each with its public source. `ref §N` citations
+//! point to the hardware reference, [`bareverbs::reference`].
 #![deny(missing_docs)]
 
 pub mod args;

@@ -1,9 +1,9 @@
-//! The PCIe / NIC cost model (PERF_AND_SIM.md §2.3) and the counters the
+//! The PCIe / NIC cost model (perf ref §2.3) and the counters the
 //! simulator keeps per QP and per device.
 //!
 //! Every default in [`ModelParams`] names its source ((V) read in the
 //! primary source, (S) secondary, (U) unverified placeholder, as in
-//! PERF_AND_SIM.md); the simulator uses
+//! perf ref §0); the simulator uses
 //! them for the virtual time of each step (WQE fetch, payload gather, wire,
 //! CQE write) and [`latency_ns`] evaluates the one-way latency formula
 //!
@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 #[serde(default)]
 pub struct ModelParams {
     /// CPU time to build one WQE (ns). 40 ns: UCX `UCT_RC_MLX5_IFACE_OVERHEAD`
-    /// (rc_mlx5), PERF_AND_SIM §1a (V).
+    /// (rc_mlx5), perf ref §1a (V).
     pub t_post_ns: f64,
     /// CPU time of the 8-byte doorbell + sfence (ns). 40 ns: UCX
     /// `UCT_IB_SEND_OVERHEAD_VALUE` "db:40ns", §1a (V).
@@ -286,7 +286,7 @@ pub fn gather_ns(p: &ModelParams, s: &WqeShape) -> f64 {
     }
 }
 
-/// The one-way latency formula of PERF_AND_SIM §2.3 (no cache misses).
+/// The one-way latency formula of perf ref §2.3 (no cache misses).
 pub fn latency_ns(p: &ModelParams, s: &WqeShape) -> f64 {
     p.t_post_ns + p.t_db_ns + fetch_ns(p, s) + gather_ns(p, s) + p.t_base_ns
 }
@@ -388,7 +388,7 @@ mod tests {
 
     #[test]
     fn blog_table_deltas() {
-        // PERF_AND_SIM §2.3 sanity table: k SGEs posted, non-inline, no BF.
+        // perf ref §2.3 sanity table: k SGEs posted, non-inline, no BF.
         let p = ModelParams::default();
         let shape = |k: u32| WqeShape {
             wqebbs: (32 + 16 * k).div_ceil(64),

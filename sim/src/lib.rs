@@ -3,8 +3,14 @@
 //! Implements the `bareverbs` platform traits over process memory, executes
 //! SQ/RQ/SRQ rings when their doorbells are rung, writes real mlx5 CQEs,
 //! joins devices through an in-process fabric on virtual time with a seeded
-//! fault plan, and keeps the PCIe cost model of PERF_AND_SIM.md §2.3.
+//! fault plan, and keeps the PCIe cost model of perf ref §2.3.
 //! Tests, fuzzers and benchmarks run on it without hardware.
+//!
+//! Citations of the form `perf ref §N` (for example `perf ref §2.3`) name a
+//! section of `docs/performance-reference.md` in the repository: the
+//! performance anchors, cost-model parameters and software-RDMA behaviours
+//! this crate follows, each with its public source. `ref §N` citations point
+//! to the hardware reference, [`bareverbs::reference`].
 //!
 //! | module | what |
 //! | --- | --- |

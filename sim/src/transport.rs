@@ -25,7 +25,7 @@ use std::rc::Rc;
 mod fast;
 
 /// RNR NAK timer values by code (µs ×100 to keep integers: code → ns).
-/// IBA table: 0 = 655.36 ms, 1 = 0.01 ms … 31 = 491.52 ms (PERF_AND_SIM §3).
+/// IBA table: 0 = 655.36 ms, 1 = 0.01 ms … 31 = 491.52 ms (perf ref §3).
 pub const RNR_TIMER_NS: [u64; 32] = [
     655_360_000,
     10_000,

@@ -939,7 +939,7 @@ mod tests {
 
     /// The simulator's cost model charges one gather per posted SGE and
     /// fetches the larger WQE: 16 SGEs take longer than 1, by at least
-    /// the 15 extra gathers (t_sge = 11 ns each, PERF_AND_SIM §2.3).
+    /// the 15 extra gathers (t_sge = 11 ns each, perf ref §2.3).
     #[test]
     fn latency_grows_with_posted_sges() {
         let one = run(

@@ -1,5 +1,5 @@
 //! `--device model`: the perftest engine ([`super::engine`]) on a device
-//! that is the closed-form NIC model ([`NicModel`], PERF_AND_SIM §2.3)
+//! that is the closed-form NIC model ([`NicModel`], perf ref §2.3)
 //! and nothing else. Posting costs the *measured* CPU time of posting the
 //! same WQE into a memory-backed SQ ([`probe`], [`post_samples`]); each
 //! message then arrives, and completes, at the time the model gives: the
@@ -462,7 +462,7 @@ pub struct ModelBackend {
 }
 
 impl ModelBackend {
-    /// With `model` (default: [`PcieModel`] with PERF_AND_SIM §2.3
+    /// With `model` (default: [`PcieModel`] with perf ref §2.3
     /// parameters); `seed` drives the loss process.
     pub fn new(model: PcieModel, seed: u64) -> Self {
         let retry_timeout_ns = model.params.retry_timeout_ns();

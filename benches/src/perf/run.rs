@@ -682,7 +682,7 @@ pub fn backend(args: &PerfArgs) -> anyhow::Result<Box<dyn PerfBackend>> {
         ))),
         // The command-path backend on the simulator (modeled time).
         "fw-sim" => cmd::fw_sim(args.seed, opts),
-        // The closed-form NIC model alone (PERF_AND_SIM 2.3), no simulation.
+        // The closed-form NIC model alone (perf ref §2.3), no simulation.
         "model" => Ok(Box::new(super::model_backend::ModelBackend::new(
             load_model(args.model.as_deref())?,
             args.seed,

@@ -407,7 +407,7 @@ impl PerfDevice for SimBackend {
 mod tests {
     //! perftest's tests on the direct simulator device through the one
     //! engine (these were the simulator's own perf-loop tests). Expected
-    //! costs come from the cost model's rules (PERF_AND_SIM §2.3).
+    //! costs come from the cost model's rules (perf ref §2.3).
     use super::*;
     use crate::perf::run::{configs, PerfBackend, PerfRunReport, PerfTest};
     use clap::Parser;
@@ -470,7 +470,7 @@ mod tests {
 
     #[test]
     fn bigger_wqes_fetch_more_bytes_and_take_longer() {
-        // PERF_AND_SIM §2.3: k posted SGEs → W = 32 + 16k bytes → more WQE
+        // perf ref §2.3: k posted SGEs → W = 32 + 16k bytes → more WQE
         // bytes fetched and (k − 1) extra gathers → more latency.
         let run_k = |k: u32| {
             let (s, k) = ((64 * k).to_string(), k.to_string());

@@ -1,6 +1,6 @@
 //! perftest's text output: the header block (`ctx_print_test_info`), the
 //! result column headers and the row formats, reproduced byte for byte from
-//! `perftest_parameters.[ch]` (PERF_AND_SIM §4). C `printf` widths map to
+//! `perftest_parameters.[ch]` (perf ref §4). C `printf` widths map to
 //! Rust `{:<7}` / `{:<7.2}`: `%-7lu` = left-justified, width 7.
 
 use super::stats::{BwStats, BwUnit, LatStats};
@@ -110,7 +110,7 @@ pub fn title(h: &HeaderInfo) -> String {
     s
 }
 
-/// The header block (PERF_AND_SIM §4), ending with the dashes line.
+/// The header block (perf ref §4), ending with the dashes line.
 pub fn header(h: &HeaderInfo) -> String {
     let mut s = String::new();
     s.push_str(RESULT_LINE);
@@ -282,7 +282,7 @@ mod tests {
 
     #[test]
     fn header_matches_perftest_example() {
-        // PERF_AND_SIM §4, ib_write_lat example, verbatim.
+        // perf ref §4, ib_write_lat example, verbatim.
         let want = "---------------------------------------------------------------------------------------\n                    RDMA_Write Latency Test\n Dual-port       : OFF\t\tDevice         : mlx5_0\n Number of qps   : 1\t\tTransport type : IB\n Connection type : RC\t\tUsing SRQ      : OFF\n PCIe relax order: ON\t\tLock-free      : OFF\n ibv_wr* API     : ON\t\tUsing Enhanced Reorder      : OFF\n TX depth        : 1\n Mtu             : 4096[B]\n Link type       : IB\n Max inline data : 220[B]\n rdma_cm QPs\t : OFF\n Data ex. method : Ethernet\n---------------------------------------------------------------------------------------\n";
         assert_eq!(header(&hdr(Verb::Write, false)), want);
     }

@@ -1,4 +1,4 @@
-//! perftest look-alike statistics and output (PERF_AND_SIM §4): the
+//! perftest look-alike statistics and output (perf ref §4): the
 //! numbers `ib_write_lat` / `ib_write_bw` & co. print, computed with the
 //! same rules, and the same text layout, so our results can be put next to
 //! real perftest runs line by line.

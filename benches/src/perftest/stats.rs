@@ -1,5 +1,5 @@
 //! perftest's statistics, computed exactly the way `perftest_parameters.c`
-//! (`print_report_lat`, `print_report_bw`) computes them (PERF_AND_SIM §4).
+//! (`print_report_lat`, `print_report_bw`) computes them (perf ref §4).
 //!
 //! Samples are integer *ticks* (perftest: CPU cycles; here nanoseconds for
 //! latency and picoseconds for bandwidth, chosen by the caller through
