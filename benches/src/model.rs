@@ -7,7 +7,7 @@
 //! [`PcieModel`] is its one implementation. (The simulator, `bareverbs-sim`,
 //! keeps its own copy of the formula in `bareverbs_sim::cost` for the virtual
 //! time of the `sim` and `fw-sim` backends; it does not go through this
-//! trait.) [`PcieModel`] evaluates PERF_AND_SIM §2.3's formula with the
+//! trait.) [`PcieModel`] evaluates perf ref §2.3's formula with the
 //! parameters of its table, each
 //! printed with its source ([`ModelParams::describe`]) and overridable
 //! from a TOML file (`--model FILE`, [`load_model`]).
@@ -129,7 +129,7 @@ pub trait NicModel {
     fn wqe(&self, w: &WqeShape) -> NicCost;
 }
 
-/// Parameters of [`PcieModel`] (PERF_AND_SIM §2.3 table). Every field has
+/// Parameters of [`PcieModel`] (perf ref §2.3 table). Every field has
 /// a default; a TOML file may set any subset.
 #[derive(Clone, Debug, PartialEq, serde::Deserialize, serde::Serialize)]
 #[serde(default, deny_unknown_fields)]
@@ -223,11 +223,11 @@ impl Default for ModelParams {
 }
 
 impl ModelParams {
-    /// One line per parameter: value and source (PERF_AND_SIM §2.3 / §1).
+    /// One line per parameter: value and source (perf ref §2.3 / §1).
     pub fn describe(&self) -> Vec<String> {
         let p = self;
         vec![
-            format!("t_post        = {:>7.1} ns   UCX rc_mlx5 UCT_RC_MLX5_IFACE_OVERHEAD 40e-9 (PERF_AND_SIM 1a)", p.t_post_ns),
+            format!("t_post        = {:>7.1} ns   UCX rc_mlx5 UCT_RC_MLX5_IFACE_OVERHEAD 40e-9 (perf ref §1a)", p.t_post_ns),
             format!("t_db          = {:>7.1} ns   UCX ib_iface.h 'db:40ns' (1a)", p.t_db_ns),
             format!("t_rd0         = {:>7.1} ns   UCX wqe_fetch 350ns; pcie-bench 533-653 ns (1c)", p.t_rd0_ns),
             format!("beta          = {:>7.2} ns/B pcie-bench slope 64 B -> 2 KB (1c)", p.beta_ns_per_byte),
@@ -271,7 +271,7 @@ impl ModelParams {
     }
 }
 
-/// The default model: PERF_AND_SIM §2.3 with [`ModelParams`].
+/// The default model: perf ref §2.3 with [`ModelParams`].
 #[derive(Clone, Debug, Default)]
 pub struct PcieModel {
     /// Parameters.
@@ -280,7 +280,7 @@ pub struct PcieModel {
 
 impl NicModel for PcieModel {
     fn name(&self) -> &str {
-        "pcie-formula (PERF_AND_SIM 2.3)"
+        "pcie-formula (perf ref §2.3)"
     }
 
     fn describe(&self) -> Vec<String> {
@@ -448,7 +448,7 @@ mod tests {
         }
     }
 
-    /// PERF_AND_SIM §2.3 sanity table: model deltas relative to k = 1 are
+    /// perf ref §2.3 sanity table: model deltas relative to k = 1 are
     /// 0 / 52 / 242 / 495 ns for k = 1 / 4 / 16 / 32 (t_sge = 11, beta 0.3):
     /// k=4: fetch 128 B vs 64 → +64*0.3 = 19.2, + 3*11 = 33 → 52.2.
     /// k=16: W = 288 → 5 BBs = 320 B → +256*0.3 = 76.8, + 15*11 = 165 → 241.8.

@@ -6,7 +6,7 @@
 //! path really builds (posted into a memory-backed SQ of that exact
 //! geometry and read back from the ring), the CPU cost to post it, and the
 //! NIC side from a [`NicModel`]: bytes fetched, PCIe reads, BlueFlame,
-//! modeled latency. Then the two published tables (PERF_AND_SIM §2) side
+//! modeled latency. Then the two published tables (perf ref §2) side
 //! by side with the exact figures, and an SVG chart.
 //!
 //! With `--device fw-sim` or `--device vfio:BDF` every row whose QP the
@@ -184,7 +184,7 @@ pub fn request(wr: u32, sge: u32, rdma_only: bool, inline: Option<u32>) -> QpCap
     }
 }
 
-/// Posted RC WRITE WQE bytes by the rules ([ref §1.7](bareverbs::reference), PERF_AND_SIM §2.3):
+/// Posted RC WRITE WQE bytes by the rules ([ref §1.7](bareverbs::reference), perf ref §2.3):
 /// ctrl 16 + raddr 16 + 16 per SGE, or inline: 32 + align16(4 + payload).
 pub fn rule_write_wqe_bytes(posted_sge: u32, inline: Option<u32>) -> u32 {
     match inline {
@@ -748,7 +748,7 @@ pub fn blog_memory_table(s: &Sweep, args: &SweepArgs) -> String {
         }
     }
     let _ = writeln!(o, "where and why they differ:");
-    let _ = writeln!(o, "- slot: the provider reserves a per-WQE overhead, not 64 B: 192 B for a legacy-created RC QP (BIND_MW/LOCAL_INV room), 32 B with send_ops write,send,read (PERF_AND_SIM 2.1).");
+    let _ = writeln!(o, "- slot: the provider reserves a per-WQE overhead, not 64 B: 192 B for a legacy-created RC QP (BIND_MW/LOCAL_INV room), 32 B with send_ops write,send,read (perf ref §2.1).");
     let _ = writeln!(o, "- slot is then rounded up to 64 B and the ring to a power of two: 1024 x 448 B = 448 KiB becomes 512 KiB (ref §3.3-3.4).");
     let _ = writeln!(o, "- the ring counts worst-case WQEs; max_post = ring/slot can exceed the request (1170 WRs for wr 1024, sge 16 classic).");
     let _ = writeln!(o, "- large rings hit the device WQEBB cap (max_send_wqebb {}): e.g. wr 32768 x 256 B slot is rejected although the estimate looks modest.", s.caps.max_send_wqebb);
@@ -837,12 +837,12 @@ pub fn blog_latency_table(s: &Sweep, caps512: &DeviceCaps) -> String {
         let _ = writeln!(o);
     }
     let _ = writeln!(o, "where and why they differ:");
-    let _ = writeln!(o, "- intercept: the model's absolute level depends on link and host (t_base, t_rd0); only deltas are comparable (blog intercept fits RoCE without BlueFlame, PERF_AND_SIM 2.2).");
+    let _ = writeln!(o, "- intercept: the model's absolute level depends on link and host (t_base, t_rd0); only deltas are comparable (blog intercept fits RoCE without BlueFlame, perf ref §2.2).");
     let _ = writeln!(o, "- posted=1: 1 posted SGE keeps the WQE at 48 B (one 64 B fetch); only the ring grows (IOTLB misses beyond 256 KiB add ~{}), far below the blog's +300-500 ns.", {
         let a = find(s, 1024, 16, 1, "classic", false).and_then(|r| r.modeled_latency_ns);
         match (a, base1) { (Some(a), Some(b)) => format!("{:.0} ns at sge 16", a - b), _ => "-".into() }
     });
-    let _ = writeln!(o, "- posted=k: +16 B of WQE and one more gather DMA per SGE reproduce the blog's trend (t_sge fitted, PERF_AND_SIM 2.3); k >= 15 also rules out BlueFlame (WQE > 256 B).");
+    let _ = writeln!(o, "- posted=k: +16 B of WQE and one more gather DMA per SGE reproduce the blog's trend (t_sge fitted, perf ref §2.3); k >= 15 also rules out BlueFlame (WQE > 256 B).");
     if measured {
         let _ = writeln!(o, "- meas=1/meas=k: write-lat run with that QP through the command path (see meas_ns above); the simulator executes the posted WQEs with the same cost parameters but models no IOTLB, so meas=1 stays flat while meas=k grows with the gather DMAs.");
     }
@@ -1276,7 +1276,7 @@ mod tests {
         ..DeviceCaps::DEFAULT
     };
 
-    /// PERF_AND_SIM §2.1 table (max_send_wr 1024, max_sq_desc_sz 512),
+    /// perf ref §2.1 table (max_send_wr 1024, max_sq_desc_sz 512),
     /// recomputed by hand:
     /// classic ovh 192: sge 1 → 192+16 = 208 → 256 B slot, 1024*256 = 256 KiB;
     ///                  sge 4 → 192+64 = 256 → 256 B, 256 KiB;
@@ -1285,7 +1285,7 @@ mod tests {
     /// rdma ovh 32:     sge 1 → 48 → 64 B, 64 KiB; sge 4 → 96 → 128 B, 128 KiB;
     ///                  sge 16 → 288 → 320 B, 327680 → 512 KiB; sge 32 → max 30 → rejected.
     #[test]
-    fn perf_and_sim_2_1_table() {
+    fn perf_ref_2_1_table() {
         let s = sweep(CAPS512);
         for (sge, ops, slot, ring) in [
             (1, "classic", 256, 262144u64),
