@@ -1,6 +1,7 @@
 //! Registered memory regions as the safe posting API sees them: a key pair
 //! and bounds, created under a contract, then used to check every SGE.
-//! DESIGN.md "Memory safety at the boundary".
+//! The rules are in `docs/architecture.md` in the repository, §4 and §5
+//! ("Memory safety at the boundary").
 
 use crate::sq::Sge;
 use core::ptr::NonNull;

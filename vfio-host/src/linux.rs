@@ -160,8 +160,9 @@ impl VfioUar {
 }
 
 // SAFETY: write64 is one aligned 8-byte volatile store (one TLP on x86_64
-// with a 64-bit mov; see ANCHORS open items); write32 one 4-byte store;
-// write_bf eight ordered 8-byte stores. Out-of-page offsets are ignored.
+// with a 64-bit mov; an open item to check on hardware, docs/architecture.md
+// §8); write32 one 4-byte store; write_bf eight ordered 8-byte stores.
+// Out-of-page offsets are ignored.
 unsafe impl Uar for VfioUar {
     fn write64(&mut self, offset: usize, bytes: [u8; 8]) {
         if let Some(p) = self.at(offset, 8) {
