@@ -165,7 +165,7 @@ pub struct ModelParams {
     /// Largest WQE BlueFlame can carry (bytes).
     pub bf_max_bytes: u32,
     /// Use BlueFlame for non-inline single posts too (rdma-core
-    /// `MLX5_POST_SEND_PREFER_BF`; §2.3's formula assumes off).
+    /// `MLX5_POST_SEND_PREFER_BF`; perf ref §2.3's formula assumes off).
     pub prefer_bf: bool,
     /// QP-context cache capacity (QPs).
     pub qpc_cache_qps: u32,

@@ -26,44 +26,44 @@ pub struct ModelParams {
     /// (rc_mlx5), perf ref §1a (V).
     pub t_post_ns: f64,
     /// CPU time of the 8-byte doorbell + sfence (ns). 40 ns: UCX
-    /// `UCT_IB_SEND_OVERHEAD_VALUE` "db:40ns", §1a (V).
+    /// `UCT_IB_SEND_OVERHEAD_VALUE` "db:40ns", perf ref §1a (V).
     pub t_db_ns: f64,
-    /// CPU time to poll and parse one CQE (ns). 20 ns: UCX "cqe:20ns", §1a (V).
+    /// CPU time to poll and parse one CQE (ns). 20 ns: UCX "cqe:20ns", perf ref §1a (V).
     pub t_cqe_ns: f64,
     /// Round trip of a 64-byte DMA read (ns). 350 ns: UCX "wqe_fetch:350ns";
-    /// pcie-bench measures 533–653 ns, §2.3 (V).
+    /// pcie-bench measures 533–653 ns, perf ref §2.3 (V).
     pub t_rd0_ns: f64,
     /// Extra time per byte of a larger DMA read (ns/B). 0.30: pcie-bench slope
-    /// 64 B → 2 KB, §2.3 (V).
+    /// 64 B → 2 KB, perf ref §2.3 (V).
     pub beta_ns_per_byte: f64,
     /// Each extra gather read in flight (ns). 11 ns: fitted to the blog table
-    /// (range 10–12), §2.3 (fit).
+    /// (range 10–12), perf ref §2.3 (fit).
     pub t_sge_ns: f64,
     /// One 64-byte write-combined line on the link (ns). 5.7 ns = 1 / 175 M
-    /// lines/s, KALIA-ATC16 §5.2.1 (PCIe 3 x16), §2.3 (V).
+    /// lines/s, KALIA-ATC16 §5.2.1 (PCIe 3 x16), perf ref §2.3 (V).
     pub t_mmio_line_ns: f64,
-    /// IOTLB miss penalty (ns). 300 ns: pcie-bench iommu-nosp, §2.3 (V).
+    /// IOTLB miss penalty (ns). 300 ns: pcie-bench iommu-nosp, perf ref §2.3 (V).
     /// (Kept for the tools; the simulator does not model an IOTLB.)
     pub t_iotlb_ns: f64,
     /// Wire + NIC pipeline + remote DMA write, one way (ns). 600 ns: UCX
-    /// latency constant for EDR/HDR/NDR (add 200 for RoCE), §2.3 (V).
+    /// latency constant for EDR/HDR/NDR (add 200 for RoCE), perf ref §2.3 (V).
     pub t_base_ns: f64,
     /// Largest WQE a BlueFlame write may carry (bytes). 256: rdma-core
-    /// `bf->buf_size`, UCX `UCT_IB_MLX5_MAX_BB 4`, §2.3 (V).
+    /// `bf->buf_size`, UCX `UCT_IB_MLX5_MAX_BB 4`, perf ref §2.3 (V).
     pub bf_max_bytes: u32,
     /// Link rate (Gb/s, decimal). 100: KALIA-ATC16 §2.2 "100 Gb/s per
-    /// port", §1b (V).
+    /// port", perf ref §1b (V).
     pub link_gbps: f64,
-    /// PCIe request TLP overhead (bytes). 26: KALIA-ATC16 (P_r), §2.3 (V).
+    /// PCIe request TLP overhead (bytes). 26: KALIA-ATC16 (P_r), perf ref §2.3 (V).
     pub tlp_req_overhead: u32,
-    /// PCIe completion TLP overhead (bytes). 22: KALIA-ATC16 (P_c), §2.3 (V).
+    /// PCIe completion TLP overhead (bytes). 22: KALIA-ATC16 (P_c), perf ref §2.3 (V).
     pub tlp_cpl_overhead: u32,
     /// Read completions combine at this many bytes. 128: KALIA-ATC16 (C_rc),
-    /// §2.3 (V).
+    /// perf ref §2.3 (V).
     pub read_cpl_bytes: u32,
     /// QP contexts the NIC caches. 256: the low end of "a few hundred"
     /// connected QPs before NIC state misses, KALIA-ATC16 §4.2.1 (V);
-    /// ScaleRPC notes ~400 on CX3 (S). §2.3.
+    /// ScaleRPC notes ~400 on CX3 (S). perf ref §2.3.
     pub qpc_cache_qps: u32,
     /// Bytes fetched on a QP-context miss. 256: placeholder (U) (the
     /// context layout in [ref §7.11](bareverbs::reference) is 232 bytes of qpc, rounded up).
