@@ -582,7 +582,9 @@ fn round(seed: u64, steps: usize, seen: &mut Seen) {
 
 #[test]
 fn lean_poll_agrees_with_general_poll_on_hostile_streams() {
-    let (rounds, steps) = if cfg!(miri) { (2, 60) } else { (400, 400) };
+    // Under miri one short round checks the memory model on every path the
+    // round reaches; the 400 native rounds check the agreement.
+    let (rounds, steps) = if cfg!(miri) { (1, 60) } else { (400, 400) };
     let mut seen = Seen::default();
     for seed in 1..=rounds {
         round(seed, steps, &mut seen);
@@ -639,6 +641,16 @@ impl WrResolver for AcceptAll {
 /// Every send WQE opcode and random bytes elsewhere, through both paths
 /// with a resolver that accepts (so the mapping, not the checks, is
 /// compared): same completions, same resolver calls.
+const ALL_SOPS: [u8; 256] = {
+    let mut a = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        a[i] = i as u8;
+        i += 1;
+    }
+    a
+};
+
 #[test]
 fn every_send_opcode_and_random_fields_map_the_same() {
     let per = if cfg!(miri) { 1 } else { 6 };
@@ -656,8 +668,14 @@ fn every_send_opcode_and_random_fields_map_the_same() {
                 calls: Vec::new(),
             };
             let mut pi = 0u32;
-            let sops = if cfg!(miri) { 6..18 } else { 0..256 };
-            for sop in sops {
+            // Under miri (about a second per poll there) one opcode of
+            // each completion family: RDMA WRITE, SEND, READ, atomic.
+            let sops: &[u8] = if cfg!(miri) {
+                &[0x08, 0x0a, 0x10, 0x12]
+            } else {
+                &ALL_SOPS
+            };
+            for &sop in sops {
                 for _ in 0..per {
                     let rx = rng.chance(2);
                     ra.rx_csum = rx;
