@@ -29,9 +29,7 @@ use crate::rq::{RecvQueue, RqConfig, RqSlots, SharedReceiveQueue, SrqConfig, Srq
 use crate::sq::{SendQueue, SqConfig, SqSlots};
 use core::fmt;
 
-pub use crate::cmd::ops::{
-    AddressPath, HwQpState, Init2Rtr, MkeyAccess, QpServiceType, Rst2Init, Rtr2Rts,
-};
+pub use crate::cmd::ops::{AddressPath, HwQpState, Init2Rtr, QpServiceType, Rst2Init, Rtr2Rts};
 
 /// Maps UAR pages of BAR0 ([ref §4.2](crate::reference): UAR index N at BAR0 + N · 4 KiB).
 pub trait UarMap {
@@ -302,8 +300,8 @@ pub struct Mkey {
     pub(crate) addr: u64,
     /// Length in bytes.
     pub(crate) len: u64,
-    /// Access rights granted.
-    pub(crate) access: MkeyAccess,
+    /// Access rights granted (local read is always granted besides).
+    pub(crate) access: Access,
 }
 
 /// Read-only views of the handle: its fields are the driver's, so safe
@@ -325,8 +323,8 @@ impl Mkey {
     pub const fn len(&self) -> u64 {
         self.len
     }
-    /// Access rights granted.
-    pub const fn access(&self) -> MkeyAccess {
+    /// Access rights granted (local read is always granted besides).
+    pub const fn access(&self) -> Access {
         self.access
     }
     /// Whether the key covers no bytes.
@@ -336,11 +334,6 @@ impl Mkey {
 }
 
 impl Mkey {
-    /// The rights as `ibv_access_flags` bits (local read is implied).
-    pub const fn access_flags(&self) -> Access {
-        self.access.ibv_flags()
-    }
-
     /// The data-path view of this key over `buf`, for
     /// [`SendQueue::post_send`](crate::sq::SendQueue::post_send)'s SGE
     /// checks: lkey = rkey = [`Mkey::key`], addresses from [`Mkey::addr`].
@@ -363,7 +356,7 @@ impl Mkey {
                 self.len,
                 self.key,
                 self.key,
-                self.access_flags(),
+                self.access,
             )
         })
     }
@@ -1766,7 +1759,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         &mut self,
         pd: Pd,
         buf: &DmaBuf,
-        access: MkeyAccess,
+        access: Access,
     ) -> Result<Mkey, DeviceError> {
         if self.objs.is_full() {
             return Err(DeviceError::TableFull { what: "objects" });

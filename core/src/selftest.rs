@@ -30,9 +30,10 @@ use crate::cmd::{Bar0, Clock};
 use crate::cq::{CompletionQueue, PollError};
 use crate::cqe::{CqeSize, WcOpcode, WcStatus, WorkCompletion};
 use crate::device::{
-    AddressPath, CqHandle, Device, DeviceError, Init2Rtr, MkeyAccess, Pd, QpHandle, QpServiceType,
-    QpSpec, Rst2Init, Rtr2Rts, UarMap,
+    AddressPath, CqHandle, Device, DeviceError, Init2Rtr, Pd, QpHandle, QpServiceType, QpSpec,
+    Rst2Init, Rtr2Rts, UarMap,
 };
+use crate::mr::Access;
 use crate::platform::{DmaAllocator, DmaBuf, BF_OFFSET};
 use crate::qp::QpType;
 use crate::queue_pair::QueuePair;
@@ -314,13 +315,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
             // live DMA buffer, which no device object names yet.
             unsafe { buf.cpu.as_ptr().add(i).write_volatile(v) };
         }
-        let access = MkeyAccess {
-            local_read: true,
-            local_write: true,
-            remote_read: true,
-            remote_write: true,
-            atomic: false,
-        };
+        let access = Access::LOCAL_WRITE | Access::REMOTE_READ | Access::REMOTE_WRITE;
         // SAFETY: `buf` is the self-test's own data buffer (no ring), freed
         // only in cleanup after the key is destroyed, and accessed only
         // through volatile raw-pointer copies.

@@ -19,11 +19,12 @@
 //! the last WQE actually built, and the failing index is reported.
 
 use crate::cq::CompletionReject;
+use crate::mr::Access;
 use crate::platform::{self, DmaBuf, Uar};
 use crate::qp::QpType;
 use crate::wqe::{
-    AddressVector, AtomicSeg, Be32, Be64, CtrlSeg, InlineHdr, RaddrSeg, Segment, ATOMIC_SIZE,
-    EXTENDED_UD_AV,
+    AddressVector, AtomicSeg, Be32, Be64, CtrlSeg, InlineHdr, MkeyAccess, RaddrSeg, Segment,
+    ATOMIC_SIZE, EXTENDED_UD_AV,
 };
 use bitflags::bitflags;
 use core::fmt;
@@ -119,20 +120,6 @@ pub enum MwType {
     Type2,
 }
 
-/// Memory-window access flags (`ibv_access_flags` values).
-pub mod mw_access {
-    /// IBV_ACCESS_LOCAL_WRITE.
-    pub const LOCAL_WRITE: u32 = 1;
-    /// IBV_ACCESS_REMOTE_WRITE.
-    pub const REMOTE_WRITE: u32 = 2;
-    /// IBV_ACCESS_REMOTE_READ.
-    pub const REMOTE_READ: u32 = 4;
-    /// IBV_ACCESS_REMOTE_ATOMIC.
-    pub const REMOTE_ATOMIC: u32 = 8;
-    /// IBV_ACCESS_ZERO_BASED.
-    pub const ZERO_BASED: u32 = 0x20;
-}
-
 /// The operation of a send work request, with its operation-specific
 /// fields. Immediate data is a host value; it is stored big-endian.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -220,8 +207,9 @@ pub struct MwBind {
     pub addr: u64,
     /// Length of the window (0 = unbind).
     pub length: u64,
-    /// Access flags ([`mw_access`]).
-    pub access: u32,
+    /// Access rights of the window (`ZERO_BASED` makes its addresses
+    /// offsets from the window start).
+    pub access: Access,
 }
 
 impl MwBind {
@@ -232,7 +220,7 @@ impl MwBind {
         mr_lkey: 0,
         addr: 0,
         length: 0,
-        access: 0,
+        access: Access::empty(),
     };
 }
 
@@ -1909,22 +1897,10 @@ impl SqRing {
                     self.qpn << 8
                 };
             if bind {
-                let mut acc = 0u8;
-                if access & mw_access::LOCAL_WRITE != 0 {
-                    acc |= 1 << 3;
-                }
-                if access & mw_access::REMOTE_WRITE != 0 {
-                    acc |= 1 << 5;
-                }
-                if access & mw_access::REMOTE_READ != 0 {
-                    acc |= 1 << 4;
-                }
-                if access & mw_access::REMOTE_ATOMIC != 0 {
-                    acc |= 1 << 6;
-                }
+                let acc = MkeyAccess::from_ibv(access).bits();
                 self.put_bytes(m, &[0]);
                 self.put_bytes(m + 2, &[acc]);
-                let start = if access & mw_access::ZERO_BASED != 0 {
+                let start = if access.contains(Access::ZERO_BASED) {
                     0
                 } else {
                     addr

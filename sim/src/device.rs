@@ -359,7 +359,13 @@ impl Device {
     /// Registers `[iova, iova + len)` of this device's DMA space under a
     /// new key (lkey = rkey) with `access` (`ibv_access_flags`). Returns
     /// the key.
-    pub fn reg_mr_range(&self, pd: Pd, iova: u64, len: u64, access: u32) -> Result<u32, SimError> {
+    pub fn reg_mr_range(
+        &self,
+        pd: Pd,
+        iova: u64,
+        len: u64,
+        access: Access,
+    ) -> Result<u32, SimError> {
         self.reg_mr_translated(pd, iova, len, access)
             .map(|(key, _)| key)
     }
@@ -371,7 +377,7 @@ impl Device {
         pd: Pd,
         iova: u64,
         len: u64,
-        access: u32,
+        access: Access,
     ) -> Result<(u32, NonNull<u8>), SimError> {
         let len_usize = usize::try_from(len).map_err(|_| SimError::BadAddress)?;
         let cpu = self
@@ -406,7 +412,7 @@ impl Device {
         va: u64,
         len: u64,
         dev_addr: u64,
-        access: u32,
+        access: Access,
     ) -> Result<(), SimError> {
         let cpu = usize::try_from(len)
             .ok()
@@ -444,7 +450,7 @@ impl Device {
     /// host-side copies the core makes through it, such as inline sends) at
     /// memory outside the device's allocations. A range that is not inside
     /// one live allocation is refused with [`SimError::BadAddress`].
-    pub fn reg_mr(&self, pd: Pd, buf: DmaBuf, access: u32) -> Result<MemoryRegion, SimError> {
+    pub fn reg_mr(&self, pd: Pd, buf: DmaBuf, access: Access) -> Result<MemoryRegion, SimError> {
         let len = buf.len as u64;
         let (key, cpu) = self.reg_mr_translated(pd, buf.iova, len, access)?;
         // SAFETY: `cpu` is the simulator's translation of `buf.iova`: byte i
@@ -453,16 +459,7 @@ impl Device {
         // freed, which the user must not do while the region is in use (the
         // contract of MemoryRegion::new, forwarded to the caller by
         // documentation).
-        Ok(unsafe {
-            MemoryRegion::new(
-                cpu,
-                buf.iova,
-                len,
-                key,
-                key,
-                Access::from_bits_retain(access),
-            )
-        })
+        Ok(unsafe { MemoryRegion::new(cpu, buf.iova, len, key, key, access) })
     }
 
     /// Invalidates a key (deregistration).

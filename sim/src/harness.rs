@@ -3,7 +3,7 @@
 //! registered buffer, and helpers that walk QPs through the state machine.
 
 use crate::device::{Device, Pd, QpInit, SimError, SimUar};
-use crate::objects::{access, QpAttr};
+use crate::objects::QpAttr;
 use bareverbs::cq::CompletionQueue;
 use bareverbs::cqe::{Completion, CqeSize, WorkCompletion};
 use bareverbs::mr::{Access, MemoryRegion};
@@ -33,7 +33,7 @@ pub struct EpConfig {
     /// Bytes of the registered data buffer.
     pub buf_len: usize,
     /// Access flags of the data buffer's MR.
-    pub mr_access: u32,
+    pub mr_access: Access,
 }
 
 impl EpConfig {
@@ -48,10 +48,10 @@ impl EpConfig {
             sig_all: false,
             blueflame: true,
             buf_len: 64 * 1024,
-            mr_access: access::LOCAL_WRITE
-                | access::REMOTE_WRITE
-                | access::REMOTE_READ
-                | access::REMOTE_ATOMIC,
+            mr_access: Access::LOCAL_WRITE
+                | Access::REMOTE_WRITE
+                | Access::REMOTE_READ
+                | Access::REMOTE_ATOMIC,
         }
     }
 }
@@ -492,7 +492,7 @@ impl<const SQ: usize, const RQ: usize, const CQ: usize> Endpoint<SQ, RQ, CQ> {
 #[derive(Clone, Copy, Debug)]
 pub struct ConnOpts {
     /// Remote access granted on both QPs.
-    pub access: u32,
+    pub access: Access,
     /// Path MTU (ibv_mtu, 1..=5).
     pub path_mtu: u8,
     /// Transport timeout exponent.
@@ -510,7 +510,7 @@ pub struct ConnOpts {
 impl Default for ConnOpts {
     fn default() -> Self {
         ConnOpts {
-            access: access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC,
+            access: Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC,
             path_mtu: 5,
             timeout: 8,
             retry_cnt: 7,

@@ -6,20 +6,9 @@
 
 use crate::cost::Counters;
 use crate::transport::{Pending, RespCache};
+use bareverbs::mr::Access;
 use bareverbs::qp::{QpState, QpType};
 use std::collections::VecDeque;
-
-/// `ibv_access_flags` bits the simulator checks.
-pub mod access {
-    /// IBV_ACCESS_LOCAL_WRITE.
-    pub const LOCAL_WRITE: u32 = 1;
-    /// IBV_ACCESS_REMOTE_WRITE.
-    pub const REMOTE_WRITE: u32 = 2;
-    /// IBV_ACCESS_REMOTE_READ.
-    pub const REMOTE_READ: u32 = 4;
-    /// IBV_ACCESS_REMOTE_ATOMIC.
-    pub const REMOTE_ATOMIC: u32 = 8;
-}
 
 /// A memory key (MR): protection domain, bounds, access, CPU mapping.
 #[derive(Clone, Copy, Debug)]
@@ -31,7 +20,7 @@ pub(crate) struct Mr {
     /// CPU address of byte 0 (resolved through the DMA table at
     /// registration; never an address taken from a WQE).
     pub cpu: *mut u8,
-    pub access: u32,
+    pub access: Access,
     /// Invalidated (SEND with invalidate / LOCAL_INV) or deregistered.
     pub valid: bool,
 }
@@ -107,7 +96,7 @@ pub struct QpAttr {
     pub cur_qp_state: QpState,
     /// Remote access flags (IBV_QP_ACCESS_FLAGS): REMOTE_WRITE 2,
     /// REMOTE_READ 4, REMOTE_ATOMIC 8.
-    pub qp_access_flags: u32,
+    pub qp_access_flags: Access,
     /// P_Key index.
     pub pkey_index: u16,
     /// Port number (1-based).
@@ -145,7 +134,7 @@ impl Default for QpAttr {
         QpAttr {
             qp_state: QpState::Reset,
             cur_qp_state: QpState::Reset,
-            qp_access_flags: 0,
+            qp_access_flags: Access::empty(),
             pkey_index: 0,
             port_num: 1,
             qkey: 0,
@@ -262,7 +251,7 @@ mod tests {
             iova: u64::MAX - 0xfff,
             len: 0x2000,
             cpu: backing.as_mut_ptr(),
-            access: 0,
+            access: Access::empty(),
             valid: true,
         };
         assert_eq!(m.range(u64::MAX - 0xfff, 16), None);

@@ -14,9 +14,10 @@
 //! value is written big-endian to the local buffer (ConnectX byte order).
 
 use crate::cost::ceil_u64;
-use crate::objects::{access, Qp};
+use crate::objects::Qp;
 use crate::world::{cnt2, syndrome as syn, vendor, Event, TraceKind, World};
 use bareverbs::cqe::Cqe64;
+use bareverbs::mr::Access;
 use bareverbs::qp::{QpState, QpType};
 use bareverbs::wqe::{DataEntry, QpType as WqeQpType, RecvWqe, SendWqe, INVALID_LKEY};
 use std::collections::VecDeque;
@@ -526,13 +527,13 @@ impl World {
                         break;
                     }
                     let need = if is_read || is_atomic {
-                        access::LOCAL_WRITE
+                        Access::LOCAL_WRITE
                     } else {
-                        0
+                        Access::empty()
                     };
                     let ptr = dev
                         .mr(lkey)
-                        .filter(|m| m.pd == pd && m.access & need == need);
+                        .filter(|m| m.pd == pd && m.access.contains(need));
                     let Some(ptr) = ptr.and_then(|m| m.range(addr, len)) else {
                         pend.err = Some(syn::LOCAL_PROT);
                         break;
@@ -1282,7 +1283,7 @@ impl World {
             Req::Read { raddr, rkey, len } => {
                 // Re-execute the READ (idempotent).
                 if let Ok(data) = self
-                    .remote_range(d, qi, *rkey, *raddr, *len as u64, access::REMOTE_READ)
+                    .remote_range(d, qi, *rkey, *raddr, *len as u64, Access::REMOTE_READ)
                     .map(|p| {
                         // SAFETY: checked range inside a registered region.
                         unsafe { dma_read(p, *len as usize) }
@@ -1326,15 +1327,15 @@ impl World {
         rkey: u32,
         addr: u64,
         len: u64,
-        need: u32,
+        need: Access,
     ) -> Result<*mut u8, Nak> {
         let dev = &self.devs[d as usize];
         let q = dev.qps[qi as usize].as_ref().ok_or(Nak::RemAccess)?;
-        if q.attr.qp_access_flags & need != need {
+        if !q.attr.qp_access_flags.contains(need) {
             return Err(Nak::RemAccess);
         }
         let m = dev.mr(rkey).ok_or(Nak::RemAccess)?;
-        if m.pd != q.pd || m.access & need != need {
+        if m.pd != q.pd || !m.access.contains(need) {
             return Err(Nak::RemAccess);
         }
         m.range(addr, len).ok_or(Nak::RemAccess)
@@ -1396,7 +1397,7 @@ impl World {
                         *rkey,
                         *raddr,
                         data.len() as u64,
-                        access::REMOTE_WRITE,
+                        Access::REMOTE_WRITE,
                     )?;
                     if let Some(imm) = imm {
                         // Check a receive exists before placing anything.
@@ -1435,7 +1436,7 @@ impl World {
                 let ptr = if *len == 0 {
                     std::ptr::null_mut()
                 } else {
-                    self.remote_range(d, qi, *rkey, *raddr, *len as u64, access::REMOTE_READ)?
+                    self.remote_range(d, qi, *rkey, *raddr, *len as u64, Access::REMOTE_READ)?
                 };
                 let data = if *len == 0 {
                     Vec::new()
@@ -1457,7 +1458,7 @@ impl World {
                 if raddr % 8 != 0 {
                     return Err(Nak::InvReq);
                 }
-                let ptr = self.remote_range(d, qi, *rkey, *raddr, 8, access::REMOTE_ATOMIC)?;
+                let ptr = self.remote_range(d, qi, *rkey, *raddr, 8, Access::REMOTE_ATOMIC)?;
                 // SAFETY: 8 bytes inside a registered region (checked).
                 let orig =
                     u64::from_be_bytes(unsafe { std::ptr::read_unaligned(ptr.cast::<[u8; 8]>()) });
@@ -1613,7 +1614,7 @@ impl World {
             }
             match dev
                 .mr(*lkey)
-                .filter(|m| m.pd == pd && m.access & access::LOCAL_WRITE != 0)
+                .filter(|m| m.pd == pd && m.access.contains(Access::LOCAL_WRITE))
                 .and_then(|m| m.range(*addr, *len as u64))
             {
                 Some(p) => {

@@ -743,7 +743,12 @@ impl World {
                 let _ = writeln!(
                     s,
                     "  mr {:#x} pd {} {:#x}+{:#x} access {} valid {}",
-                    m.key, m.pd, m.iova, m.len, m.access, m.valid
+                    m.key,
+                    m.pd,
+                    m.iova,
+                    m.len,
+                    m.access.bits(),
+                    m.valid
                 );
             }
             for r in d.srqs.iter().flatten() {

@@ -9,9 +9,10 @@ use bareverbs::cmd::ops::{self, HwQpState};
 use bareverbs::cmd::{op, CmdError, CmdStatus, DeliveryStatus, MailboxProblem};
 use bareverbs::cqe::CqeSize;
 use bareverbs::device::{
-    AddressPath, DeviceConfig, DeviceError, Init2Rtr, LinkLayer, MkeyAccess, PortState, QpHandle,
+    AddressPath, DeviceConfig, DeviceError, Init2Rtr, LinkLayer, PortState, QpHandle,
     QpServiceType, QpSpec, Rst2Init, Rtr2Rts, SrqSpec, Step,
 };
+use bareverbs::mr::Access;
 use bareverbs::platform::DmaAllocator;
 use bareverbs::rq::RqConfig;
 use bareverbs::sizing::QpType;
@@ -486,13 +487,7 @@ fn create_objects_connect_two_qps_error_reset_reuse_teardown() {
         d.create_mkey(
             pd,
             &buf,
-            MkeyAccess {
-                local_read: true,
-                local_write: true,
-                remote_read: true,
-                remote_write: true,
-                atomic: false,
-            },
+            Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ,
         )
     }
     .unwrap();

@@ -16,10 +16,10 @@ use bareverbs::cmd::{op, CmdStatus};
 use bareverbs::cq::CompletionQueue;
 use bareverbs::cqe::{CqeSize, WcOpcode, WcStatus, WorkCompletion};
 use bareverbs::device::{
-    AddressPath, CqHandle, DeviceConfig, DeviceError, Init2Rtr, Mkey, MkeyAccess, QpHandle,
-    QpServiceType, QpSpec, Rst2Init, Rtr2Rts,
+    AddressPath, CqHandle, DeviceConfig, DeviceError, Init2Rtr, Mkey, QpHandle, QpServiceType,
+    QpSpec, Rst2Init, Rtr2Rts,
 };
-use bareverbs::mr::MemoryRegion;
+use bareverbs::mr::{Access, MemoryRegion};
 use bareverbs::platform::{DmaAllocator, DmaBuf, BF_OFFSET};
 use bareverbs::queue_pair::QueuePair;
 use bareverbs::rq::RqSlot;
@@ -31,13 +31,10 @@ use bareverbs_sim::fw::{bring_up_on, failure, reason, FwConfig, SimDevice, SimUa
 use bareverbs_sim::{Device as SimNic, Fabric};
 
 const BUF: usize = 64 * 1024;
-const ALL: MkeyAccess = MkeyAccess {
-    local_read: true,
-    local_write: true,
-    remote_read: true,
-    remote_write: true,
-    atomic: true,
-};
+const ALL: Access = Access::LOCAL_WRITE
+    .union(Access::REMOTE_WRITE)
+    .union(Access::REMOTE_READ)
+    .union(Access::REMOTE_ATOMIC);
 
 /// One function: driver, its simulated NIC, and objects made by command.
 struct Side {
@@ -56,7 +53,7 @@ struct Queues {
     cq: CompletionQueue<256>,
 }
 
-fn side(fabric: &Fabric, access: MkeyAccess) -> Side {
+fn side(fabric: &Fabric, access: Access) -> Side {
     let (mut d, nic) = bring_up_on(fabric, FwConfig::default(), DeviceConfig::default()).unwrap();
     let pd = d.alloc_pd().unwrap();
     let buf = d.allocator().alloc(BUF, 4096).unwrap();
@@ -412,11 +409,7 @@ fn write_send_read_error_reset_reuse_teardown_by_command() {
 fn remote_rights_of_a_command_created_key_are_enforced() {
     let fabric = Fabric::new(5);
     let mut a = side(&fabric, ALL);
-    let read_only = MkeyAccess {
-        remote_write: false,
-        atomic: false,
-        ..ALL
-    };
+    let read_only = ALL.difference(Access::REMOTE_WRITE.union(Access::REMOTE_ATOMIC));
     let mut b = side(&fabric, read_only);
     let mut qa = queues(&mut a);
     let mut qb = queues(&mut b);

@@ -3,6 +3,7 @@
 //! overrun; RNR and transport retries; state-machine violations.
 
 use bareverbs::cqe::{WcStatus, WorkCompletion};
+use bareverbs::mr::Access;
 use bareverbs::qp::{QpAttrMask as M, QpState, QpTransitionError, QpType};
 use bareverbs::rq::RecvWr;
 use bareverbs::sq::{PostErrorKind, SendFlags, SendOp, SendWr, Sge};
@@ -171,7 +172,11 @@ fn remote_access_errors_move_both_sides() {
     // Bad rkey, out of bounds, and a QP without REMOTE_WRITE.
     for case in 0..3 {
         let o = ConnOpts {
-            access: if case == 2 { 4 } else { 2 | 4 | 8 },
+            access: if case == 2 {
+                Access::REMOTE_READ
+            } else {
+                Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC
+            },
             ..ConnOpts::default()
         };
         let (_f, mut a, b) = pair_with(&o);
@@ -614,7 +619,7 @@ fn objects_over_bad_device_addresses_are_refused() {
         .is_ok());
     // Memory regions too.
     assert_eq!(
-        d.reg_mr_range(pd, ring.iova + 4000, 200, 1),
+        d.reg_mr_range(pd, ring.iova + 4000, 200, Access::LOCAL_WRITE),
         Err(SimError::BadAddress)
     );
 }

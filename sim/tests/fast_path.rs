@@ -481,7 +481,7 @@ fn payload_over_the_cq_doorbell_record_overruns_identically() {
                 b[0].pd(),
                 db.iova,
                 8,
-                bareverbs_sim::access::REMOTE_WRITE | 1,
+                bareverbs::mr::Access::REMOTE_WRITE | bareverbs::mr::Access::LOCAL_WRITE,
             )
             .unwrap();
         // SET_CI = 2^24 - 64: the device's 0 CQEs minus it is 64 = the

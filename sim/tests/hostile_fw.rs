@@ -11,21 +11,17 @@
 
 use bareverbs::cmd::initseg::InitSegError;
 use bareverbs::cqe::CqeSize;
-use bareverbs::device::{
-    Device, DeviceConfig, DeviceError, MkeyAccess, QpServiceType, QpSpec, SrqSpec,
-};
+use bareverbs::device::{Device, DeviceConfig, DeviceError, QpServiceType, QpSpec, SrqSpec};
+use bareverbs::mr::Access;
 use bareverbs::platform::DmaAllocator;
 use bareverbs_sim::dma::HeapDma;
 use bareverbs_sim::fw::{bring_up_sim, FakeClock, FwConfig, SharedDma, SimBar, SimDevice};
 use std::sync::Arc;
 
-const ALL: MkeyAccess = MkeyAccess {
-    local_read: true,
-    local_write: true,
-    remote_read: true,
-    remote_write: true,
-    atomic: true,
-};
+const ALL: Access = Access::LOCAL_WRITE
+    .union(Access::REMOTE_WRITE)
+    .union(Access::REMOTE_READ)
+    .union(Access::REMOTE_ATOMIC);
 
 fn rc_spec(pd: bareverbs::device::Pd, cqn: u32) -> QpSpec {
     QpSpec {

@@ -4,6 +4,7 @@
 //! [reference](bareverbs::reference) (opcodes §5.4/§5.7/§5.8, syndromes §5.6).
 
 use bareverbs::cqe::{WcFlags, WcOpcode, WcStatus, WorkCompletion};
+use bareverbs::mr::Access;
 use bareverbs::qp::QpType;
 use bareverbs::rq::RecvWr;
 use bareverbs::sq::{SendFlags, SendOp, SendWr, Sge, UdDest};
@@ -462,7 +463,7 @@ fn srq_receives_and_limit_event() {
     }
     .unwrap();
     let buf = db.alloc(4096).unwrap();
-    let mr = db.reg_mr(pd, buf, 1).unwrap();
+    let mr = db.reg_mr(pd, buf, Access::LOCAL_WRITE).unwrap();
     for i in 0..4u64 {
         let s = [mr.sge(i * 256, 256).unwrap()];
         // SAFETY: inside the registered buffer.
@@ -479,7 +480,7 @@ fn srq_receives_and_limit_event() {
     use bareverbs_sim::QpAttr;
     let mut at = QpAttr {
         qp_state: QpState::Init,
-        qp_access_flags: 0,
+        qp_access_flags: Access::empty(),
         ..QpAttr::default()
     };
     db.modify_qp(

@@ -5,10 +5,11 @@
 //! state must agree.
 
 use bareverbs::cqe::WorkCompletion;
+use bareverbs::mr::Access;
 use bareverbs::qp::QpType;
 use bareverbs::sq::{RdmaOp, RdmaWr, Sge};
 use bareverbs_sim::harness::{connect, ConnOpts, Endpoint, EpConfig};
-use bareverbs_sim::{access, Fabric, Rng};
+use bareverbs_sim::{Fabric, Rng};
 
 type Ep = Endpoint<32, 32, 256>;
 
@@ -28,9 +29,9 @@ fn side(seed: u64, local_write: bool) -> Side {
         buf_len: BUF,
         blueflame: false,
         mr_access: if local_write {
-            access::LOCAL_WRITE | access::REMOTE_WRITE | access::REMOTE_READ
+            Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ
         } else {
-            access::REMOTE_WRITE | access::REMOTE_READ
+            Access::REMOTE_WRITE | Access::REMOTE_READ
         },
         ..EpConfig::new(QpType::Rc)
     };

@@ -2,12 +2,11 @@
 //! allocations: forged `DmaBuf`s, guest-provided address/length overflows.
 
 use bareverbs::cmd::ops::{self, MkeyParams};
-use bareverbs::device::MkeyAccess;
+use bareverbs::mr::Access;
 use bareverbs::platform::{DmaAllocator, DmaBuf};
 use bareverbs::qp::QpType;
 use bareverbs::sq::{SendFlags, SendOp, SendWr};
 use bareverbs_sim::harness::{connect, ConnOpts, Endpoint, EpConfig};
-use bareverbs_sim::objects::access;
 use bareverbs_sim::{Fabric, SimError};
 use std::ptr::NonNull;
 
@@ -25,7 +24,7 @@ fn reg_mr_ignores_a_forged_cpu_pointer() {
         iova: real.iova,
         len: real.len,
     };
-    let mr = d.reg_mr(pd, forged, access::LOCAL_WRITE).unwrap();
+    let mr = d.reg_mr(pd, forged, Access::LOCAL_WRITE).unwrap();
     let sge = mr.sge(16, 64).unwrap();
     // SAFETY: pointer arithmetic inside the live 4 KiB allocation.
     let want = unsafe { real.cpu.as_ptr().add(16) };
@@ -52,7 +51,10 @@ fn reg_mr_refuses_ranges_outside_one_allocation() {
             len,
         };
         assert!(
-            matches!(d.reg_mr(pd, forged, 0), Err(SimError::BadAddress)),
+            matches!(
+                d.reg_mr(pd, forged, Access::empty()),
+                Err(SimError::BadAddress)
+            ),
             "iova {iova:#x} len {len:#x}"
         );
     }
@@ -75,7 +77,7 @@ fn inline_send_from_a_forged_region_reads_the_allocation() {
         cpu: NonNull::new(decoy.as_mut_ptr()).unwrap(),
         ..a.buf()
     };
-    let mr = a.dev().reg_mr(a.pd(), forged, access::LOCAL_WRITE).unwrap();
+    let mr = a.dev().reg_mr(a.pd(), forged, Access::LOCAL_WRITE).unwrap();
     let sge = [mr.sge(0, 32).unwrap()];
     let op = SendOp::Write {
         remote_addr: b.addr(0),
@@ -98,13 +100,7 @@ fn create_mkey_with_an_overflowing_span_fails_cleanly() {
     // SAFETY: a PD owns no memory; it is left to teardown, which destroys
     // it only through firmware (the driver does not track it).
     let pd = ops::parse_obj_id(unsafe { d.run(r) }.unwrap());
-    let all = MkeyAccess {
-        local_read: true,
-        local_write: true,
-        remote_read: true,
-        remote_write: true,
-        atomic: false,
-    };
+    let all = Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ;
     for (start, len) in [(0x1fff, u64::MAX), (u64::MAX - 0xfff, u64::MAX - 0x10)] {
         let req = ops::create_mkey(
             d.input(),
@@ -142,13 +138,7 @@ fn create_mkey_checks_its_page_size_and_page_list() {
     let r = ops::alloc_pd(d.input());
     // SAFETY: as in the test above.
     let pd = ops::parse_obj_id(unsafe { d.run(r) }.unwrap());
-    let all = MkeyAccess {
-        local_read: true,
-        local_write: true,
-        remote_read: true,
-        remote_write: true,
-        atomic: false,
-    };
+    let all = Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ;
     let key = |log_page_size: u8, npages: usize| MkeyParams {
         pd,
         access: all,

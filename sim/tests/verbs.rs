@@ -541,7 +541,6 @@ fn raw_factories_refuse_storage_that_disagrees_with_the_geometry() {
 
 #[test]
 fn stale_or_foreign_handles_destroy_nothing() {
-    use bareverbs::cmd::ops::MkeyAccess;
     use bareverbs::device::{DeviceError, Pd};
     use bareverbs::platform::DmaAllocator;
     let fabric = Fabric::new(1);
@@ -553,7 +552,7 @@ fn stale_or_foreign_handles_destroy_nothing() {
     let bar = d.bar().clone();
     let pd = d.alloc_pd().unwrap();
     let buf = d.allocator().alloc(4096, 4096).unwrap();
-    let rights = MkeyAccess::from_ibv(Access::LOCAL_WRITE);
+    let rights = Access::LOCAL_WRITE;
     // SAFETY: the test's own buffer (no ring), freed by teardown's allocator.
     let k1 = unsafe { d.create_mkey(pd, &buf, rights) }.unwrap();
     let stale = k1;

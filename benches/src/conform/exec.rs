@@ -94,7 +94,7 @@ fn op_of(wr: &vw::SendWr) -> Result<Option<SendOp>> {
                     mr_lkey: b.mr_lkey,
                     addr: b.addr,
                     length: b.length,
-                    access: b.access_flags,
+                    access: bareverbs::mr::Access::from_bits_retain(b.access_flags),
                 },
             }
         }

@@ -33,10 +33,10 @@ use bareverbs::cmd::{Bar0, Clock, CmdError};
 use bareverbs::cq::{CompletionQueue, DynCompletionQueue, PollError};
 use bareverbs::cqe::{CqeSize, WorkCompletion};
 use bareverbs::device::{
-    AddressPath, CqHandle, Device, DeviceConfig, DeviceError, Init2Rtr, Mkey, MkeyAccess, Pd,
-    QpHandle, QpServiceType, QpSpec, Rst2Init, Rtr2Rts, UarMap,
+    AddressPath, CqHandle, Device, DeviceConfig, DeviceError, Init2Rtr, Mkey, Pd, QpHandle,
+    QpServiceType, QpSpec, Rst2Init, Rtr2Rts, UarMap,
 };
-use bareverbs::mr::MemoryRegion;
+use bareverbs::mr::{Access, MemoryRegion};
 use bareverbs::platform::{DmaAllocator, DmaBuf, Uar, BF_OFFSET};
 use bareverbs::queue_pair::QueuePair;
 use bareverbs::rq::{RecvError, RecvWr, RqConfig, RqSlot};
@@ -613,13 +613,10 @@ fn area<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(
     slot_bytes: usize,
     mrs: &mut Vec<MemoryRegion>,
 ) -> anyhow::Result<Vec<Slot>> {
-    const ALL: MkeyAccess = MkeyAccess {
-        local_read: true,
-        local_write: true,
-        remote_read: true,
-        remote_write: true,
-        atomic: true,
-    };
+    const ALL: Access = Access::LOCAL_WRITE
+        .union(Access::REMOTE_WRITE)
+        .union(Access::REMOTE_READ)
+        .union(Access::REMOTE_ATOMIC);
     let per_chunk = (CHUNK_BYTES / slot_bytes).max(1);
     let mut slots = Vec::with_capacity(n);
     if n == 0 {

@@ -14,6 +14,7 @@ use crate::perftest::format::Endpoint;
 use anyhow::anyhow;
 use bareverbs::cq::DynCompletionQueue;
 use bareverbs::cqe::CqeSize;
+use bareverbs::mr::Access;
 use bareverbs::mr::MemoryRegion;
 use bareverbs::platform::BF_OFFSET;
 use bareverbs::qp::QpType;
@@ -23,7 +24,7 @@ use bareverbs::rq::{RecvQueue, RqConfig, RqSlot};
 use bareverbs::sizing::DeviceCaps;
 use bareverbs::sq::{BlueFlame, SendQueue, SqConfig, SqSlot};
 use bareverbs::wqe::AddressVector;
-use bareverbs_sim::objects::{access, QpAttr};
+use bareverbs_sim::objects::QpAttr;
 use bareverbs_sim::{Device, Fabric, ModelParams, QpInit, SimError};
 
 /// The direct simulator device.
@@ -101,7 +102,7 @@ fn to_rts(
     let psn = 0x1234;
     let mut a = QpAttr {
         qp_state: QpState::Init,
-        qp_access_flags: access::REMOTE_WRITE | access::REMOTE_READ | access::REMOTE_ATOMIC,
+        qp_access_flags: Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC,
         port_num: 1,
         ..QpAttr::default()
     };
@@ -250,10 +251,10 @@ fn side(
             .reg_mr(
                 pd,
                 buf,
-                access::LOCAL_WRITE
-                    | access::REMOTE_WRITE
-                    | access::REMOTE_READ
-                    | access::REMOTE_ATOMIC,
+                Access::LOCAL_WRITE
+                    | Access::REMOTE_WRITE
+                    | Access::REMOTE_READ
+                    | Access::REMOTE_ATOMIC,
             )
             .map_err(sim_err("registering the message buffer"))?;
         for i in 0..plan.slots {

@@ -7,6 +7,7 @@
 
 use super::bits::{get16, get32, get64, get_bits, put16, put32, put64, set_bits};
 use super::{op, CmdError};
+use crate::wqe::MkeyAccess;
 
 /// A built command: opcode, input bytes to send, output bytes to expect.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -401,46 +402,6 @@ pub fn with_obj(b: &mut [u8], opcode: u16, id: u32) -> Req {
 
 // ---- memory keys ------------------------------------------------------
 
-/// Access rights of a memory key (mkc dw0 bits 14..10). [ref §7.12](crate::reference).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct MkeyAccess {
-    /// Local read (`lr`).
-    pub local_read: bool,
-    /// Local write (`lw`).
-    pub local_write: bool,
-    /// Remote read (`rr`).
-    pub remote_read: bool,
-    /// Remote write (`rw`).
-    pub remote_write: bool,
-    /// Remote atomic (`a`).
-    pub atomic: bool,
-}
-
-impl MkeyAccess {
-    /// The rights as `ibv_access_flags` bits (local read is implied).
-    pub const fn ibv_flags(self) -> crate::mr::Access {
-        use crate::mr::Access;
-        Access::from_bits_retain(
-            (self.local_write as u32 * Access::LOCAL_WRITE.bits())
-                | (self.remote_write as u32 * Access::REMOTE_WRITE.bits())
-                | (self.remote_read as u32 * Access::REMOTE_READ.bits())
-                | (self.atomic as u32 * Access::REMOTE_ATOMIC.bits()),
-        )
-    }
-    /// The `mkc` rights for `ibv_access_flags` (local read is always
-    /// granted, as verbs implies it).
-    pub const fn from_ibv(a: crate::mr::Access) -> Self {
-        use crate::mr::Access;
-        MkeyAccess {
-            local_read: true,
-            local_write: a.contains(Access::LOCAL_WRITE),
-            remote_read: a.contains(Access::REMOTE_READ),
-            remote_write: a.contains(Access::REMOTE_WRITE),
-            atomic: a.contains(Access::REMOTE_ATOMIC),
-        }
-    }
-}
-
 /// CREATE_MKEY parameters for an MTT key over a buffer contiguous in
 /// device (IOVA) space, described by pages of `1 << log_page_size` bytes.
 /// [ref §7.12](crate::reference).
@@ -448,8 +409,9 @@ impl MkeyAccess {
 pub struct MkeyParams {
     /// Protection domain.
     pub pd: u32,
-    /// Access rights.
-    pub access: MkeyAccess,
+    /// Access rights (`ibv_access_flags`); the key always grants local
+    /// read, as verbs implies.
+    pub access: crate::mr::Access,
     /// Virtual start address the key covers (what SGEs name).
     pub start_addr: u64,
     /// Length in bytes.
@@ -470,12 +432,9 @@ pub struct MkeyParams {
 pub fn create_mkey(b: &mut [u8], p: &MkeyParams) -> Req {
     let in_len = PAS_OFFSET + 8 * p.npages;
     hdr(b, op::CREATE_MKEY, 0, in_len);
-    let a = p.access;
-    set_bits(b, MKC, 0, 14, 14, a.atomic as u32);
-    set_bits(b, MKC, 0, 13, 13, a.remote_write as u32);
-    set_bits(b, MKC, 0, 12, 12, a.remote_read as u32);
-    set_bits(b, MKC, 0, 11, 11, a.local_write as u32);
-    set_bits(b, MKC, 0, 10, 10, a.local_read as u32);
+    // a, rw, rr, lw, lr: mkc byte 2 bits 6..2 (dw0 bits 14..10).
+    let a = MkeyAccess::from_ibv(p.access).union(MkeyAccess::LOCAL_READ);
+    set_bits(b, MKC, 0, 14, 10, u32::from(a.bits()) >> 2);
     set_bits(b, MKC, 0, 9, 8, 1); // access_mode_1_0 = MTT
     set_bits(b, MKC, 1, 31, 8, 0xff_ffff); // not bound to a QP
     set_bits(b, MKC, 1, 7, 0, p.variant as u32);

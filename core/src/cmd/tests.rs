@@ -8,6 +8,7 @@ use super::initseg::{CmdqGeometry, CMDQ_ADDR_H, CMDQ_ADDR_L_SZ, CMD_DBELL};
 use super::ops::*;
 use super::queue::*;
 use super::*;
+use crate::mr::Access;
 use crate::platform::{DmaAllocator, DmaBuf};
 use core::cell::RefCell;
 use core::ptr::NonNull;
@@ -371,13 +372,7 @@ fn cq_eq_mkey_pages_layouts() {
         &mut b,
         &MkeyParams {
             pd: 0x33,
-            access: MkeyAccess {
-                local_read: true,
-                local_write: true,
-                remote_read: false,
-                remote_write: true,
-                atomic: false,
-            },
+            access: Access::LOCAL_WRITE | Access::REMOTE_WRITE,
             start_addr: 0x7000,
             len: 3 * 4096,
             pages_iova: 0x7000,
@@ -424,13 +419,7 @@ fn cq_eq_mkey_pages_layouts() {
         &mut b,
         &MkeyParams {
             pd: 1,
-            access: MkeyAccess {
-                local_read: true,
-                local_write: true,
-                remote_read: true,
-                remote_write: true,
-                atomic: false,
-            },
+            access: Access::LOCAL_WRITE | Access::REMOTE_READ | Access::REMOTE_WRITE,
             start_addr: 0x4020_1234,
             len: 64 << 20,
             pages_iova: 0x4020_0000,

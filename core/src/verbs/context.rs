@@ -5,7 +5,7 @@ use super::{
     Access, CompletionQueue, DmaBuffer, Error, MemoryRegion, Owner, ProtectionDomain, QpCap,
     QpInitAttr, QueuePair, SharedReceiveQueue,
 };
-use crate::cmd::ops::{MkeyAccess, QpServiceType};
+use crate::cmd::ops::QpServiceType;
 use crate::cmd::{Bar0, Clock};
 use crate::cq::DynCompletionQueue;
 use crate::cqe::CqeSize;
@@ -116,11 +116,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Context<B, C, A> {
         // and destroys the key before the borrow ends (a region whose key
         // cannot be destroyed pins the buffer); DmaBuffer never hands out
         // references to its memory.
-        let mkey = unsafe {
-            self.dev
-                .borrow_mut()
-                .create_mkey(pd.pd, &raw, MkeyAccess::from_ibv(access))
-        }?;
+        let mkey = unsafe { self.dev.borrow_mut().create_mkey(pd.pd, &raw, access) }?;
         // SAFETY: `mkey` was just created over exactly `raw`, which is
         // `buf`'s memory, with `access`.
         Ok(unsafe { MemoryRegion::new(mkey, access, buf, self) })

@@ -246,7 +246,8 @@ pub fn fw_commands_run(mut data: &[u8]) -> FwRun {
 /// live run of [`setup`] so the object numbers match.
 pub fn seeds() -> Vec<Vec<u8>> {
     use bareverbs::cmd::ops::{self, CqParams, MkeyParams, QpParams, QpServiceType};
-    use bareverbs::device::{AddressPath, Init2Rtr, MkeyAccess, Rst2Init, Rtr2Rts};
+    use bareverbs::device::{AddressPath, Init2Rtr, Rst2Init, Rtr2Rts};
+    use bareverbs::mr::Access;
     let Some((_f, mut d, scratch)) = setup() else {
         return Vec::new();
     };
@@ -279,13 +280,7 @@ pub fn seeds() -> Vec<Vec<u8>> {
     let m = |off: u64| (MARK as u64) << 32 | off;
     let uar = d.uar_index();
     let pd = cmd(&mut d, &mut out, &|b| ops::alloc_pd(b));
-    let all = MkeyAccess {
-        local_read: true,
-        local_write: true,
-        remote_read: true,
-        remote_write: true,
-        atomic: false,
-    };
+    let all = Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ;
     let _mk = cmd(&mut d, &mut out, &|b| {
         ops::create_mkey(
             b,

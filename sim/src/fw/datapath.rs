@@ -77,7 +77,7 @@ impl FabricPath {
         {
             return Err("memory key pages are not one contiguous device range");
         }
-        let access = m.access.ibv_flags().bits();
+        let access = m.access.to_ibv();
         self.nic.adopt_pd(Pd(m.pd));
         let key = m.index << 8 | m.variant as u32;
         self.nic
@@ -179,9 +179,11 @@ impl FabricPath {
         let attr = QpAttr {
             qp_state: to,
             cur_qp_state: from,
-            qp_access_flags: (q.rwe as u32 * Access::REMOTE_WRITE.bits())
-                | (q.rre as u32 * Access::REMOTE_READ.bits())
-                | (q.rae as u32 * Access::REMOTE_ATOMIC.bits()),
+            qp_access_flags: Access::from_bits_retain(
+                (q.rwe as u32 * Access::REMOTE_WRITE.bits())
+                    | (q.rre as u32 * Access::REMOTE_READ.bits())
+                    | (q.rae as u32 * Access::REMOTE_ATOMIC.bits()),
+            ),
             pkey_index: q.pkey_index,
             port_num: q.port.max(1),
             qkey: q.qkey,

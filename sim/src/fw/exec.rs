@@ -9,6 +9,7 @@ use bareverbs::cmd::caps::{self, HcaCaps};
 use bareverbs::cmd::op;
 use bareverbs::cmd::ops::{self, HwQpState, CQC, EQC, MKC, PAS_OFFSET, QPC, QPC_PATH, SRQC};
 use bareverbs::cmd::queue::{layout, mailbox, MAILBOX_BYTES, MAILBOX_DATA};
+use bareverbs::wqe::MkeyAccess;
 
 /// Largest message the model accepts (1 MiB); longer is a length error.
 const MAX_FW_MSG: usize = 1 << 20;
@@ -950,20 +951,14 @@ impl SimFirmware {
         } else {
             self.objects.fresh()
         };
-        let acc = |b| get_bits(input, MKC, 0, b, b) != 0;
         let m = MkeyObj {
             index,
             variant: get_bits(input, MKC, 1, 7, 0) as u8,
             pd,
             start,
             len,
-            access: ops::MkeyAccess {
-                local_read: acc(10),
-                local_write: acc(11),
-                remote_read: acc(12),
-                remote_write: acc(13),
-                atomic: acc(14),
-            },
+            // a, rw, rr, lw, lr: mkc byte 2 bits 6..2.
+            access: MkeyAccess::from_bits_truncate(input.get(MKC + 2).copied().unwrap_or(0)),
             pages: pas,
             log_page_size: log_page,
         };

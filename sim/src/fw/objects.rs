@@ -13,7 +13,8 @@
 //! write CQEs is in [`QpObj`], [`CqObj`], [`SrqObj`] and [`MkeyObj`]; the
 //! table itself is readable through [`super::SimFirmware::objects`].
 
-use bareverbs::cmd::ops::{HwQpState, MkeyAccess};
+use bareverbs::cmd::ops::HwQpState;
+use bareverbs::wqe::MkeyAccess;
 use std::collections::BTreeMap;
 
 /// A memory key (CREATE_MKEY, [ref §7.12](bareverbs::reference)).

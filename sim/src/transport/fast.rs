@@ -22,8 +22,8 @@
 
 use super::{psn_diff, transport_timeout_ns, PSN_MASK};
 use crate::cost::ceil_u64;
-use crate::objects::access;
 use crate::world::{FastParts, TraceEvent, TraceKind, World, QPN_BASE};
+use bareverbs::mr::Access;
 use bareverbs::qp::{QpState, QpType};
 use bareverbs::wqe::{Opcode, INLINE_SEG, SEND_WQE_BB};
 
@@ -162,13 +162,13 @@ impl World {
             || r.ty != QpType::Rc
             || r.attr.dest_qp_num != qpn
             || psn_diff(psn, r.epsn) != 0
-            || r.attr.qp_access_flags & access::REMOTE_WRITE == 0
+            || !r.attr.qp_access_flags.contains(Access::REMOTE_WRITE)
         {
             return false;
         }
         let Some(dst) = rdev
             .mr(rkey)
-            .filter(|m| m.pd == r.pd && m.access & access::REMOTE_WRITE != 0)
+            .filter(|m| m.pd == r.pd && m.access.contains(Access::REMOTE_WRITE))
             .and_then(|m| m.range(raddr, n))
         else {
             return false;
