@@ -1898,7 +1898,13 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         let off64 = cqe_size.bytes() - 64;
         for i in 0..ncqe as usize {
             // SAFETY: fresh ring, not yet given to the device; in range.
-            unsafe { dma_write(&ring, i * cqe_size.bytes() + off64 + 63, &[0xf0]) };
+            unsafe {
+                dma_write(
+                    &ring,
+                    i * cqe_size.bytes() + off64 + crate::cqe::OP_OWN_OFFSET,
+                    &[crate::cqe::OP_OWN_INIT],
+                )
+            };
         }
         let p = ops::CqParams {
             log_cq_size: ncqe.trailing_zeros() as u8,

@@ -35,6 +35,7 @@ pub mod cmd;
 pub mod cq;
 pub mod cqe;
 pub mod device;
+pub mod errno;
 pub mod error;
 pub mod mr;
 pub mod platform;

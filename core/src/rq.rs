@@ -47,8 +47,8 @@ impl RecvErrorKind {
     /// The errno the vendor's provider returns for the same failure.
     pub const fn errno(&self) -> i32 {
         match self {
-            RecvErrorKind::QueueFull { .. } => 12,
-            _ => 22,
+            RecvErrorKind::QueueFull { .. } => crate::errno::ENOMEM,
+            _ => crate::errno::EINVAL,
         }
     }
 }

@@ -23,14 +23,12 @@ use core::fmt;
 
 use bitflags::bitflags;
 
-/// `EINVAL`, the errno the provider returns for every sizing rejection
-/// except the CQ buffer overflow ([ref §3.4, §3.7](crate::reference)).
-pub const EINVAL: i32 = 22;
-/// `ENOMEM`, returned when a CQ buffer would exceed `INT_MAX` bytes ([ref §3.7](crate::reference)).
-pub const ENOMEM: i32 = 12;
+/// The provider returns `EINVAL` for every sizing rejection except the CQ
+/// buffer overflow, which is `ENOMEM` ([ref §3.4, §3.7](crate::reference)).
+pub use crate::errno::{EINVAL, ENOMEM};
 
-/// One send WQE basic block (WQEBB) in bytes ([ref §1.1, §3.4](crate::reference)).
-pub const SEND_WQE_BB: u32 = 64;
+/// One send WQE basic block (WQEBB) in bytes, as sizing computes with it.
+const SEND_WQE_BB: u32 = crate::wqe::SEND_WQE_BB as u32;
 /// Control / data / inline-header segment granule in bytes ([ref §1.5](crate::reference)).
 const SEG: u32 = 16;
 /// Inline data segment header (byte count) in bytes ([ref §3.3, §3.4](crate::reference)).
@@ -41,9 +39,6 @@ pub const PROVIDER_MAX_NCQE: u64 = 1 << 24;
 /// The provider's buffer-size guard: a CQ buffer of more than `INT_MAX`
 /// bytes fails with ENOMEM ([ref §3.7](crate::reference): "resize also guards cqe·64 > INT_MAX").
 pub const PROVIDER_MAX_CQ_BUF: u64 = 0x7fff_ffff;
-/// Value every CQE's `op_own` byte is initialised to (opcode INVALID, owner 0)
-/// when a CQ buffer is allocated ([ref §3.7](crate::reference)).
-pub const CQE_INIT_OP_OWN: u8 = 0xf0;
 
 // ---------------------------------------------------------------------------------------------
 // Device capabilities
@@ -1140,7 +1135,7 @@ pub const fn cq_provider_layout(
         cqe_size,
         buf_bytes: buf,
         alloc_bytes: align_up(buf, page),
-        init_op_own: CQE_INIT_OP_OWN,
+        init_op_own: crate::cqe::OP_OWN_INIT,
     })
 }
 

@@ -19,6 +19,7 @@
 //! the last WQE actually built, and the failing index is reported.
 
 use crate::cq::CompletionReject;
+use crate::errno;
 use crate::mr::Access;
 use crate::platform::{self, DmaBuf, Uar};
 use crate::qp::QpType;
@@ -455,9 +456,9 @@ impl PostErrorKind {
         match self {
             PostErrorKind::QueueFull { .. }
             | PostErrorKind::TooManySges { .. }
-            | PostErrorKind::InlineTooLarge { .. } => 12, // ENOMEM
-            PostErrorKind::AtomicsDisabled | PostErrorKind::BindTooLong { .. } => 95, // EOPNOTSUPP
-            _ => 22,                                                                  // EINVAL
+            | PostErrorKind::InlineTooLarge { .. } => errno::ENOMEM,
+            PostErrorKind::AtomicsDisabled | PostErrorKind::BindTooLong { .. } => errno::EOPNOTSUPP,
+            _ => errno::EINVAL,
         }
     }
 }
