@@ -94,7 +94,7 @@ pub use cost::{Counters, ModelParams};
 pub use device::{CqHandle, Device, Fabric, Pd, QpHandle, QpInit, SimError, SimUar, SrqHandle};
 pub use fault::{FaultPlan, Rng, Stall, Window};
 pub use objects::{AsyncEvent, QpAttr};
-pub use world::{syndrome, vendor, TraceEvent, TraceKind};
+pub use world::{vendor, TraceEvent, TraceKind};
 
 /// The README's code blocks, compiled and run as doctests.
 #[cfg(doctest)]

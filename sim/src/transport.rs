@@ -15,8 +15,9 @@
 
 use crate::cost::ceil_u64;
 use crate::objects::Qp;
-use crate::world::{cnt2, syndrome as syn, vendor, Event, TraceKind, World};
+use crate::world::{cnt2, vendor, Event, TraceKind, World};
 use bareverbs::cqe::Cqe64;
+use bareverbs::cqe::Syndrome;
 use bareverbs::mr::Access;
 use bareverbs::qp::{QpState, QpType};
 use bareverbs::wqe::{DataEntry, QpType as WqeQpType, RecvWqe, SendWqe, INVALID_LKEY};
@@ -467,18 +468,18 @@ impl World {
         };
         let ds_bytes = bytes.get(7).copied().unwrap_or(0) as usize * 16;
         if ds_bytes > ring {
-            pend.err = Some(syn::LOCAL_QP_OP);
+            pend.err = Some(Syndrome::LocalQpOpErr.as_u8());
             return self.push_pending(d, qi, pend);
         }
         let wqe = match SendWqe::parse(bytes, wqe_type(ty)) {
             Ok(w) => w,
             Err(_) => {
-                pend.err = Some(syn::LOCAL_QP_OP);
+                pend.err = Some(Syndrome::LocalQpOpErr.as_u8());
                 return self.push_pending(d, qi, pend);
             }
         };
         if !op_allowed(ty, opcode) {
-            pend.err = Some(syn::LOCAL_QP_OP);
+            pend.err = Some(Syndrome::LocalQpOpErr.as_u8());
             return self.push_pending(d, qi, pend);
         }
         if opcode == 0x00 {
@@ -501,7 +502,7 @@ impl World {
             match e {
                 DataEntry::Inline(il) => {
                     if is_read || is_atomic {
-                        pend.err = Some(syn::LOCAL_QP_OP);
+                        pend.err = Some(Syndrome::LocalQpOpErr.as_u8());
                         break;
                     }
                     inline = true;
@@ -523,7 +524,7 @@ impl World {
                     }
                     total += len;
                     if total > 1 << 31 {
-                        pend.err = Some(syn::LOCAL_LENGTH);
+                        pend.err = Some(Syndrome::LocalLengthErr.as_u8());
                         break;
                     }
                     let need = if is_read || is_atomic {
@@ -535,7 +536,7 @@ impl World {
                         .mr(lkey)
                         .filter(|m| m.pd == pd && m.access.contains(need));
                     let Some(ptr) = ptr.and_then(|m| m.range(addr, len)) else {
-                        pend.err = Some(syn::LOCAL_PROT);
+                        pend.err = Some(Syndrome::LocalProtErr.as_u8());
                         break;
                     };
                     if is_read || is_atomic {
@@ -560,7 +561,7 @@ impl World {
             return self.push_pending(d, qi, pend);
         }
         if is_atomic && total != 8 {
-            pend.err = Some(syn::LOCAL_LENGTH);
+            pend.err = Some(Syndrome::LocalLengthErr.as_u8());
             return self.push_pending(d, qi, pend);
         }
         // Gather cost and counters.
@@ -658,7 +659,7 @@ impl World {
             (q.attr.dlid, q.attr.dest_qp_num, None, q.attr.grh)
         };
         if ty == QpType::Ud && msg_len > mtu {
-            pend.err = Some(syn::LOCAL_LENGTH);
+            pend.err = Some(Syndrome::LocalLengthErr.as_u8());
             return self.push_pending(d, qi, pend);
         }
         let npkts = msg_len.div_ceil(mtu).max(1);
@@ -880,7 +881,7 @@ impl World {
         let pend: Vec<Pending> = q.pend.drain(..).collect();
         let (uidx, scq) = (q.uidx, q.scq);
         for h in pend {
-            let s = h.err.unwrap_or(syn::WR_FLUSH);
+            let s = h.err.unwrap_or(Syndrome::WrFlushErr.as_u8());
             self.emit_err(d, scq, true, qpn, uidx, h.opcode, h.wqe_counter, s);
         }
         self.flush_sq_posted(d, qi);
@@ -904,7 +905,7 @@ impl World {
                 uidx,
                 h.opcode,
                 h.wqe_counter,
-                syn::WR_FLUSH,
+                Syndrome::WrFlushErr.as_u8(),
             );
         }
         self.flush_sq_posted(d, qi);
@@ -938,7 +939,16 @@ impl World {
             };
             let bbs = ((ds as u32 * 16).div_ceil(64).max(1) as u16).min(avail);
             q.sq_fetched = idx.wrapping_add(bbs);
-            self.emit_err(d, scq, true, qpn, uidx, op, idx, syn::WR_FLUSH);
+            self.emit_err(
+                d,
+                scq,
+                true,
+                qpn,
+                uidx,
+                op,
+                idx,
+                Syndrome::WrFlushErr.as_u8(),
+            );
         }
     }
 
@@ -965,7 +975,7 @@ impl World {
             guard += 1;
             let c = q.rq_consumed;
             q.rq_consumed = c.wrapping_add(1);
-            self.emit_err(d, rcq, false, qpn, uidx, 0, c, syn::WR_FLUSH);
+            self.emit_err(d, rcq, false, qpn, uidx, 0, c, Syndrome::WrFlushErr.as_u8());
         }
     }
 
@@ -1016,7 +1026,7 @@ impl World {
         self.trace(TraceKind::Timeout, d, qpn, psn);
         let q = self.qp(d, qi).expect("qp");
         if q.retry_left == 0 {
-            q.pend[first].err = Some(syn::RETRY_EXC);
+            q.pend[first].err = Some(Syndrome::TransportRetryExcErr.as_u8());
             return self.drain(d, qi);
         }
         q.retry_left -= 1;
@@ -1632,12 +1642,30 @@ impl World {
             (q.qpn, q.uidx, q.rcq)
         };
         if prot {
-            self.emit_err(d, rcq, false, qpn, uidx, 0, counter, syn::LOCAL_PROT);
+            self.emit_err(
+                d,
+                rcq,
+                false,
+                qpn,
+                uidx,
+                0,
+                counter,
+                Syndrome::LocalProtErr.as_u8(),
+            );
             self.to_error.push((d, qi));
             return Err(Nak::RemOp);
         }
         if (msg.len() as u64) > cap {
-            self.emit_err(d, rcq, false, qpn, uidx, 0, counter, syn::LOCAL_LENGTH);
+            self.emit_err(
+                d,
+                rcq,
+                false,
+                qpn,
+                uidx,
+                0,
+                counter,
+                Syndrome::LocalLengthErr.as_u8(),
+            );
             self.to_error.push((d, qi));
             return Err(Nak::InvReq);
         }
@@ -1802,7 +1830,7 @@ impl World {
             Nak::Rnr(code) => {
                 q.counters.rnr_naks += 1;
                 if q.rnr_left == 0 {
-                    q.pend[i].err = Some(syn::RNR_RETRY_EXC);
+                    q.pend[i].err = Some(Syndrome::RnrRetryExcErr.as_u8());
                     return self.drain(d, qi);
                 }
                 if q.attr.rnr_retry != 7 {
@@ -1817,9 +1845,9 @@ impl World {
             }
             Nak::RemAccess | Nak::InvReq | Nak::RemOp => {
                 q.pend[i].err = Some(match nak {
-                    Nak::RemAccess => syn::REMOTE_ACCESS,
-                    Nak::InvReq => syn::REMOTE_INVAL_REQ,
-                    _ => syn::REMOTE_OP,
+                    Nak::RemAccess => Syndrome::RemoteAccessErr.as_u8(),
+                    Nak::InvReq => Syndrome::RemoteInvalReqErr.as_u8(),
+                    _ => Syndrome::RemoteOpErr.as_u8(),
                 });
                 self.drain(d, qi);
             }

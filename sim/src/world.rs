@@ -61,28 +61,6 @@ pub mod vendor {
     }
 }
 
-/// mlx5 error syndromes ([ref §5.6](bareverbs::reference)).
-pub mod syndrome {
-    /// LOCAL_LENGTH_ERR.
-    pub const LOCAL_LENGTH: u8 = 0x01;
-    /// LOCAL_QP_OP_ERR.
-    pub const LOCAL_QP_OP: u8 = 0x02;
-    /// LOCAL_PROT_ERR.
-    pub const LOCAL_PROT: u8 = 0x04;
-    /// WR_FLUSH_ERR.
-    pub const WR_FLUSH: u8 = 0x05;
-    /// REMOTE_INVAL_REQ_ERR.
-    pub const REMOTE_INVAL_REQ: u8 = 0x12;
-    /// REMOTE_ACCESS_ERR.
-    pub const REMOTE_ACCESS: u8 = 0x13;
-    /// REMOTE_OP_ERR.
-    pub const REMOTE_OP: u8 = 0x14;
-    /// TRANSPORT_RETRY_EXC_ERR.
-    pub const RETRY_EXC: u8 = 0x15;
-    /// RNR_RETRY_EXC_ERR.
-    pub const RNR_RETRY_EXC: u8 = 0x16;
-}
-
 /// One entry of the event trace (for determinism checks and debugging).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TraceEvent {

@@ -9,24 +9,11 @@ use bareverbs::cmd::caps::{self, HcaCaps};
 use bareverbs::cmd::op;
 use bareverbs::cmd::ops::{self, HwQpState, CQC, EQC, MKC, PAS_OFFSET, QPC, QPC_PATH, SRQC};
 use bareverbs::cmd::queue::{layout, mailbox, MAILBOX_BYTES, MAILBOX_DATA};
+use bareverbs::cmd::CmdStatus;
 use bareverbs::wqe::MkeyAccess;
 
 /// Largest message the model accepts (1 MiB); longer is a length error.
 const MAX_FW_MSG: usize = 1 << 20;
-
-/// Status codes ([ref §7.5](bareverbs::reference)).
-pub(crate) mod st {
-    pub const BAD_OP: u8 = 0x02;
-    pub const BAD_PARAM: u8 = 0x03;
-    pub const BAD_SYS_STATE: u8 = 0x04;
-    pub const BAD_RESOURCE: u8 = 0x05;
-    pub const EXCEED_LIMIT: u8 = 0x08;
-    pub const BAD_RES_STATE: u8 = 0x09;
-    pub const NO_RESOURCES: u8 = 0x0f;
-    pub const BAD_QP_STATE: u8 = 0x10;
-    pub const BAD_INPUT_LEN: u8 = 0x50;
-    pub const BAD_OUTPUT_LEN: u8 = 0x51;
-}
 
 /// Simulator syndromes: `0x5100_0000 | opcode << 8 | reason`. Real
 /// syndromes are firmware-specific; these only need to be distinct and
@@ -73,7 +60,7 @@ pub fn syndrome(opcode: u16, reason: u8) -> u32 {
 
 enum Outcome {
     Ok(Vec<u8>),
-    Fail(u8, u8),
+    Fail(CmdStatus, u8),
     NeedPages(u32),
 }
 
@@ -229,7 +216,7 @@ impl SimFirmware {
             }
             Fail(s, r) => {
                 let mut o = ok(16);
-                o[0] = s;
+                o[0] = s.code();
                 put32(&mut o, 4, syndrome(opcode, r));
                 o
             }
@@ -239,7 +226,7 @@ impl SimFirmware {
                     return;
                 }
                 let mut o = ok(16);
-                o[0] = st::NO_RESOURCES;
+                o[0] = CmdStatus::NoResources.code();
                 put32(&mut o, 4, syndrome(opcode, reason::PAGES));
                 o
             }
@@ -397,26 +384,26 @@ impl SimFirmware {
             }
             op::NOP => Outcome::Ok(ok(16)),
             op::QUERY_ISSI => {
-                require!(enabled, st::BAD_SYS_STATE, reason::HCA_STATE);
-                require!(outlen >= 0x70, st::BAD_OUTPUT_LEN, reason::OUTPUT_LEN);
+                require!(enabled, CmdStatus::BadSysState, reason::HCA_STATE);
+                require!(outlen >= 0x70, CmdStatus::BadOutputLen, reason::OUTPUT_LEN);
                 let mut o = ok(0x70);
                 put16(&mut o, 0x0a, self.issi);
                 put32(&mut o, 0x6c, self.cfg.supported_issi);
                 Outcome::Ok(o)
             }
             op::SET_ISSI => {
-                require!(enabled, st::BAD_SYS_STATE, reason::HCA_STATE);
+                require!(enabled, CmdStatus::BadSysState, reason::HCA_STATE);
                 let v = get16(input, 0x0a);
                 require!(
                     v < 32 && self.cfg.supported_issi & (1 << v) != 0,
-                    st::BAD_PARAM,
+                    CmdStatus::BadParam,
                     reason::FIELD
                 );
                 self.issi = v;
                 Outcome::Ok(ok(16))
             }
             op::QUERY_PAGES => {
-                require!(enabled, st::BAD_SYS_STATE, reason::HCA_STATE);
+                require!(enabled, CmdStatus::BadSysState, reason::HCA_STATE);
                 let held = self.pages.len() as u32;
                 let n = match op_mod {
                     1 => self.cfg.boot_pages.saturating_sub(held),
@@ -425,7 +412,7 @@ impl SimFirmware {
                         None => (self.cfg.boot_pages + self.cfg.init_pages).saturating_sub(held),
                     },
                     3 => 0,
-                    _ => return Fail(st::BAD_PARAM, reason::FIELD),
+                    _ => return Fail(CmdStatus::BadParam, reason::FIELD),
                 };
                 let mut o = ok(16);
                 put32(&mut o, 0x0c, n);
@@ -434,7 +421,7 @@ impl SimFirmware {
             op::MANAGE_PAGES => {
                 require!(
                     enabled || !self.pages.is_empty(),
-                    st::BAD_SYS_STATE,
+                    CmdStatus::BadSysState,
                     reason::HCA_STATE
                 );
                 let n = get32(input, 0x0c) as usize;
@@ -442,7 +429,7 @@ impl SimFirmware {
                     1 => {
                         require!(
                             n <= MAX_FW_MSG / 8 && need_in(16 + 8 * n),
-                            st::BAD_INPUT_LEN,
+                            CmdStatus::BadInputLen,
                             reason::INPUT_LEN
                         );
                         let mut new = Vec::with_capacity(n);
@@ -453,7 +440,7 @@ impl SimFirmware {
                                     && self.mapped(p, 4096)
                                     && !self.pages.contains(&p)
                                     && !new.contains(&p),
-                                st::BAD_PARAM,
+                                CmdStatus::BadParam,
                                 reason::ADDRESS
                             );
                             new.push(p);
@@ -482,7 +469,7 @@ impl SimFirmware {
                         // Driver cannot give pages: fail whatever waits for them.
                         for s in std::mem::take(&mut self.pending) {
                             let mut o = ok(16);
-                            o[0] = st::NO_RESOURCES;
+                            o[0] = CmdStatus::NoResources.code();
                             put32(&mut o, 4, syndrome(opcode, reason::CANT_GIVE));
                             if let Some(a) = self
                                 .entry_addr(s)
@@ -494,7 +481,7 @@ impl SimFirmware {
                         }
                         Outcome::Ok(ok(16))
                     }
-                    _ => Fail(st::BAD_PARAM, reason::FIELD),
+                    _ => Fail(CmdStatus::BadParam, reason::FIELD),
                 }
             }
             op::ACCESS_REG => {
@@ -503,19 +490,19 @@ impl SimFirmware {
                 // (write only) and PMTU (read only, linux `mlx5_ifc.h`
                 // pmtu_reg) are modelled; any other register or direction is
                 // BAD_PARAM.
-                require!(enabled, st::BAD_SYS_STATE, reason::HCA_STATE);
-                require!(need_in(0x20), st::BAD_INPUT_LEN, reason::INPUT_LEN);
+                require!(enabled, CmdStatus::BadSysState, reason::HCA_STATE);
+                require!(need_in(0x20), CmdStatus::BadInputLen, reason::INPUT_LEN);
                 match (get16(input, 0x0a), op_mod) {
                     (ops::REG_HOST_ENDIANNESS, ops::ACCESS_REG_WRITE) => {
                         self.host_endianness = Some(input[0x10]);
                         Outcome::Ok(ok(0x20.min(outlen)))
                     }
                     (ops::REG_PMTU, ops::ACCESS_REG_READ) if self.cfg.pmtu_supported => {
-                        require!(outlen >= 0x20, st::BAD_OUTPUT_LEN, reason::OUTPUT_LEN);
+                        require!(outlen >= 0x20, CmdStatus::BadOutputLen, reason::OUTPUT_LEN);
                         let port = get_bits(input, ops::REG_DATA, 0, 23, 16);
                         require!(
                             (1..=cur.num_ports.max(1) as u32).contains(&port),
-                            st::BAD_PARAM,
+                            CmdStatus::BadParam,
                             reason::FIELD
                         );
                         let mut o = ok(0x20);
@@ -526,21 +513,21 @@ impl SimFirmware {
                         set_bits(&mut o, r, 3, 31, 16, self.cfg.port_mtu as u32);
                         Outcome::Ok(o)
                     }
-                    _ => Fail(st::BAD_PARAM, reason::FIELD),
+                    _ => Fail(CmdStatus::BadParam, reason::FIELD),
                 }
             }
             op::QUERY_HCA_CAP if op_mod >> 1 == ops::CapType::Roce as u16 => {
-                require!(enabled, st::BAD_SYS_STATE, reason::HCA_STATE);
-                require!(self.cfg.caps.roce, st::BAD_PARAM, reason::FIELD);
-                require!(outlen >= 0x110, st::BAD_OUTPUT_LEN, reason::OUTPUT_LEN);
+                require!(enabled, CmdStatus::BadSysState, reason::HCA_STATE);
+                require!(self.cfg.caps.roce, CmdStatus::BadParam, reason::FIELD);
+                require!(outlen >= 0x110, CmdStatus::BadOutputLen, reason::OUTPUT_LEN);
                 let mut o = ok(0x1010.min(outlen));
                 o[0x10] = self.cfg.roce_cap_byte0;
                 Outcome::Ok(o)
             }
             op::QUERY_HCA_CAP => {
-                require!(enabled, st::BAD_SYS_STATE, reason::HCA_STATE);
-                require!(op_mod >> 1 == 0, st::BAD_PARAM, reason::FIELD);
-                require!(outlen >= 0x110, st::BAD_OUTPUT_LEN, reason::OUTPUT_LEN);
+                require!(enabled, CmdStatus::BadSysState, reason::HCA_STATE);
+                require!(op_mod >> 1 == 0, CmdStatus::BadParam, reason::FIELD);
+                require!(outlen >= 0x110, CmdStatus::BadOutputLen, reason::OUTPUT_LEN);
                 if (self.pages.len() as u32) < self.cfg.boot_pages {
                     return NeedPages(self.cfg.boot_pages - self.pages.len() as u32);
                 }
@@ -557,11 +544,11 @@ impl SimFirmware {
             op::SET_HCA_CAP => {
                 require!(
                     matches!(self.hca, HcaState::Enabled),
-                    st::BAD_SYS_STATE,
+                    CmdStatus::BadSysState,
                     reason::HCA_STATE
                 );
-                require!(op_mod >> 1 == 0, st::BAD_PARAM, reason::FIELD);
-                require!(need_in(0x110), st::BAD_INPUT_LEN, reason::INPUT_LEN);
+                require!(op_mod >> 1 == 0, CmdStatus::BadParam, reason::FIELD);
+                require!(need_in(0x110), CmdStatus::BadInputLen, reason::INPUT_LEN);
                 if (self.pages.len() as u32) < self.cfg.boot_pages {
                     return NeedPages(self.cfg.boot_pages - self.pages.len() as u32);
                 }
@@ -575,7 +562,7 @@ impl SimFirmware {
                         && new.log_max_pd <= max_caps.log_max_pd
                         && (!new.uar_4k || max_caps.uar_4k)
                         && (!new.mkey_by_name || max_caps.mkey_by_name),
-                    st::BAD_PARAM,
+                    CmdStatus::BadParam,
                     reason::SIZE
                 );
                 // Settable fields only.
@@ -596,22 +583,26 @@ impl SimFirmware {
             op::INIT_HCA => {
                 require!(
                     matches!(self.hca, HcaState::Enabled),
-                    st::BAD_SYS_STATE,
+                    CmdStatus::BadSysState,
                     reason::HCA_STATE
                 );
                 let need = self.cfg.boot_pages + self.cfg.init_pages;
                 require!(
                     self.pages.len() as u32 >= need,
-                    st::NO_RESOURCES,
+                    CmdStatus::NoResources,
                     reason::PAGES
                 );
                 self.hca = HcaState::Initialized;
                 Outcome::Ok(ok(16))
             }
             op::TEARDOWN_HCA => {
-                require!(initialized, st::BAD_SYS_STATE, reason::HCA_STATE);
+                require!(initialized, CmdStatus::BadSysState, reason::HCA_STATE);
                 let profile = get16(input, 0x0a);
-                require!(profile == 0 || profile == 2, st::BAD_PARAM, reason::FIELD);
+                require!(
+                    profile == 0 || profile == 2,
+                    CmdStatus::BadParam,
+                    reason::FIELD
+                );
                 let objs = std::mem::take(&mut self.objects);
                 for q in objs.qps.keys() {
                     self.notify(ObjectEvent::QpDestroyed(*q));
@@ -633,16 +624,16 @@ impl SimFirmware {
             }
             _ if !initialized => {
                 if is_known(opcode) {
-                    Fail(st::BAD_SYS_STATE, reason::HCA_STATE)
+                    Fail(CmdStatus::BadSysState, reason::HCA_STATE)
                 } else {
-                    Fail(st::BAD_OP, reason::UNKNOWN_OPCODE)
+                    Fail(CmdStatus::BadOp, reason::UNKNOWN_OPCODE)
                 }
             }
             op::ALLOC_UAR => {
                 let used: Vec<u32> = self.objects.uars.keys().copied().collect();
                 let idx = (FIRST_UAR..(BAR0_SIZE / 4096) as u32).find(|i| !used.contains(i));
                 let Some(idx) = idx else {
-                    return Fail(st::EXCEED_LIMIT, reason::LIMIT);
+                    return Fail(CmdStatus::ExceedLimit, reason::LIMIT);
                 };
                 self.objects.uars.insert(idx, ());
                 let mut o = ok(16);
@@ -652,20 +643,20 @@ impl SimFirmware {
             op::DEALLOC_UAR => {
                 require!(
                     self.objects.uars.contains_key(&id),
-                    st::BAD_RESOURCE,
+                    CmdStatus::BadResource,
                     reason::UNKNOWN_OBJECT
                 );
                 let used = self.objects.qps.values().any(|q| q.uar == id)
                     || self.objects.cqs.values().any(|c| c.uar == id)
                     || self.objects.eqs.values().any(|e| e.uar == id);
-                require!(!used, st::BAD_RES_STATE, reason::IN_USE);
+                require!(!used, CmdStatus::BadResState, reason::IN_USE);
                 self.objects.uars.remove(&id);
                 Outcome::Ok(ok(16))
             }
             op::ALLOC_PD => {
                 require!(
                     (self.objects.pds.len() as u64) < 1u64 << cur.log_max_pd.min(32),
-                    st::EXCEED_LIMIT,
+                    CmdStatus::ExceedLimit,
                     reason::LIMIT
                 );
                 let pd = self.objects.fresh();
@@ -677,13 +668,13 @@ impl SimFirmware {
             op::DEALLOC_PD => {
                 require!(
                     self.objects.pds.contains_key(&id),
-                    st::BAD_RESOURCE,
+                    CmdStatus::BadResource,
                     reason::UNKNOWN_OBJECT
                 );
                 let used = self.objects.qps.values().any(|q| q.pd == id)
                     || self.objects.mkeys.values().any(|m| m.pd == id)
                     || self.objects.srqs.values().any(|s| s.pd == id);
-                require!(!used, st::BAD_RES_STATE, reason::IN_USE);
+                require!(!used, CmdStatus::BadResState, reason::IN_USE);
                 self.objects.pds.remove(&id);
                 Outcome::Ok(ok(16))
             }
@@ -691,7 +682,7 @@ impl SimFirmware {
             op::DESTROY_MKEY => {
                 require!(
                     self.objects.mkeys.remove(&id).is_some(),
-                    st::BAD_RESOURCE,
+                    CmdStatus::BadResource,
                     reason::UNKNOWN_OBJECT
                 );
                 self.uncharge();
@@ -703,7 +694,7 @@ impl SimFirmware {
                 let eqn = input.get(0x0b).copied().unwrap_or(0);
                 require!(
                     self.objects.eqs.remove(&eqn).is_some(),
-                    st::BAD_RESOURCE,
+                    CmdStatus::BadResource,
                     reason::UNKNOWN_OBJECT
                 );
                 Outcome::Ok(ok(16))
@@ -712,7 +703,7 @@ impl SimFirmware {
             op::DESTROY_CQ => {
                 require!(
                     self.objects.cqs.contains_key(&id),
-                    st::BAD_RESOURCE,
+                    CmdStatus::BadResource,
                     reason::UNKNOWN_OBJECT
                 );
                 let used = self
@@ -720,7 +711,7 @@ impl SimFirmware {
                     .qps
                     .values()
                     .any(|q| q.cqn_snd == id || q.cqn_rcv == id);
-                require!(!used, st::BAD_RES_STATE, reason::IN_USE);
+                require!(!used, CmdStatus::BadResState, reason::IN_USE);
                 self.objects.cqs.remove(&id);
                 self.uncharge();
                 self.notify(ObjectEvent::CqDestroyed(id));
@@ -730,7 +721,7 @@ impl SimFirmware {
             op::DESTROY_QP => {
                 require!(
                     self.objects.qps.remove(&id).is_some(),
-                    st::BAD_RESOURCE,
+                    CmdStatus::BadResource,
                     reason::UNKNOWN_OBJECT
                 );
                 self.uncharge();
@@ -747,9 +738,9 @@ impl SimFirmware {
             | op::QP_2ERR
             | op::QP_2RST => self.modify_qp(opcode, input, &cur),
             op::QUERY_QP => {
-                require!(outlen >= 0x100, st::BAD_OUTPUT_LEN, reason::OUTPUT_LEN);
+                require!(outlen >= 0x100, CmdStatus::BadOutputLen, reason::OUTPUT_LEN);
                 let Some(q) = self.objects.qps.get(&id) else {
-                    return Fail(st::BAD_RESOURCE, reason::UNKNOWN_OBJECT);
+                    return Fail(CmdStatus::BadResource, reason::UNKNOWN_OBJECT);
                 };
                 let mut o = ok(PAS_OFFSET);
                 set_bits(&mut o, QPC, 0, 31, 28, q.state.bits() as u32);
@@ -784,11 +775,11 @@ impl SimFirmware {
             op::DESTROY_SRQ => {
                 require!(
                     self.objects.srqs.contains_key(&id),
-                    st::BAD_RESOURCE,
+                    CmdStatus::BadResource,
                     reason::UNKNOWN_OBJECT
                 );
                 let used = self.objects.qps.values().any(|q| q.srqn == Some(id));
-                require!(!used, st::BAD_RES_STATE, reason::IN_USE);
+                require!(!used, CmdStatus::BadResState, reason::IN_USE);
                 self.objects.srqs.remove(&id);
                 self.uncharge();
                 self.notify(ObjectEvent::SrqDestroyed(id));
@@ -801,11 +792,15 @@ impl SimFirmware {
             }
             op::MODIFY_NIC_VPORT_CONTEXT => {
                 let need = ops::MODIFY_VPORT_CTX_OFFSET + 4;
-                require!(input.len() >= need, st::BAD_INPUT_LEN, reason::INPUT_LEN);
+                require!(
+                    input.len() >= need,
+                    CmdStatus::BadInputLen,
+                    reason::INPUT_LEN
+                );
                 let select = get32(input, 0x0c);
                 require!(
                     select & !ops::FIELD_SELECT_ROCE_EN == 0,
-                    st::BAD_PARAM,
+                    CmdStatus::BadParam,
                     reason::FIELD
                 );
                 if select & ops::FIELD_SELECT_ROCE_EN != 0 {
@@ -815,7 +810,11 @@ impl SimFirmware {
             }
             op::QUERY_NIC_VPORT_CONTEXT => {
                 let c = ops::QUERY_VPORT_CTX_OFFSET;
-                require!(outlen >= c + 0x100, st::BAD_OUTPUT_LEN, reason::OUTPUT_LEN);
+                require!(
+                    outlen >= c + 0x100,
+                    CmdStatus::BadOutputLen,
+                    reason::OUTPUT_LEN
+                );
                 let mut o = ok(c + 0x100);
                 o[c + 3] = self.roce_en as u8;
                 // The vport MTU is the hardware MTU, as PMTU reports it.
@@ -830,7 +829,7 @@ impl SimFirmware {
             op::QUERY_ADAPTER => {
                 let a = ops::QUERY_ADAPTER_STRUCT;
                 let need = a + ops::QUERY_ADAPTER_STRUCT_LEN;
-                require!(outlen >= need, st::BAD_OUTPUT_LEN, reason::OUTPUT_LEN);
+                require!(outlen >= need, CmdStatus::BadOutputLen, reason::OUTPUT_LEN);
                 let mut o = ok(need);
                 let v = a + ops::ADAPTER_IEEE_VENDOR_ID;
                 o[v..v + 4].copy_from_slice(&(self.cfg.ieee_vendor_id & 0xff_ffff).to_be_bytes());
@@ -841,12 +840,12 @@ impl SimFirmware {
             op::QUERY_HCA_VPORT_CONTEXT => {
                 let c = ops::QUERY_HCA_VPORT_CTX_OFFSET;
                 let need = c + ops::HCA_VPORT_CTX_LEN;
-                require!(outlen >= need, st::BAD_OUTPUT_LEN, reason::OUTPUT_LEN);
+                require!(outlen >= need, CmdStatus::BadOutputLen, reason::OUTPUT_LEN);
                 let port = (get32(input, 0x08) >> 16) & 0xf;
                 let ports = self.cfg.caps.num_ports as u32;
                 require!(
                     port <= ports && (port != 0 || ports != 2),
-                    st::BAD_PARAM,
+                    CmdStatus::BadParam,
                     reason::FIELD
                 );
                 let mut o = ok(need);
@@ -865,7 +864,7 @@ impl SimFirmware {
                 o[c + 0x64..c + 0x68].copy_from_slice(&dw25.to_be_bytes());
                 Outcome::Ok(o)
             }
-            _ => Fail(st::BAD_OP, reason::UNKNOWN_OPCODE),
+            _ => Fail(CmdStatus::BadOp, reason::UNKNOWN_OPCODE),
         }
     }
 
@@ -874,30 +873,30 @@ impl SimFirmware {
     }
 
     /// Checks `n` pas entries fit the input and are mapped 4 KiB pages.
-    fn check_pas(&self, input: &[u8], n: usize) -> Result<Vec<u64>, (u8, u8)> {
+    fn check_pas(&self, input: &[u8], n: usize) -> Result<Vec<u64>, (CmdStatus, u8)> {
         if input.len() < PAS_OFFSET + 8 * n {
-            return Err((st::BAD_INPUT_LEN, reason::INPUT_LEN));
+            return Err((CmdStatus::BadInputLen, reason::INPUT_LEN));
         }
         let pas = Self::pas(input, n);
         if pas.iter().any(|&p| !self.mapped(p, 4096)) {
-            return Err((st::BAD_PARAM, reason::ADDRESS));
+            return Err((CmdStatus::BadParam, reason::ADDRESS));
         }
         Ok(pas)
     }
 
     fn create_mkey(&mut self, input: &[u8], cur: &HcaCaps) -> Outcome {
         if input.len() < PAS_OFFSET {
-            return Fail(st::BAD_INPUT_LEN, reason::INPUT_LEN);
+            return Fail(CmdStatus::BadInputLen, reason::INPUT_LEN);
         }
         let pd = get_bits(input, MKC, 3, 23, 0);
         if !self.objects.pds.contains_key(&pd) {
-            return Fail(st::BAD_RESOURCE, reason::UNKNOWN_OBJECT);
+            return Fail(CmdStatus::BadResource, reason::UNKNOWN_OBJECT);
         }
         // MTT access with an absolute page size from 4 KiB up to the
         // field's top value.
         let log_page = get_bits(input, MKC, 14, 4, 0) as u8;
         if get_bits(input, MKC, 0, 9, 8) != 1 || log_page < ops::MKEY_LOG_PAGE_MIN {
-            return Fail(st::BAD_PARAM, reason::FIELD);
+            return Fail(CmdStatus::BadParam, reason::FIELD);
         }
         let len = get64(input, MKC + 0x18);
         let start = get64(input, MKC + 0x10);
@@ -907,13 +906,13 @@ impl SimFirmware {
         let Some(need) =
             ops::mkey_pages(start, len, log_page).and_then(|(_, n)| usize::try_from(n).ok())
         else {
-            return Fail(st::BAD_PARAM, reason::SIZE);
+            return Fail(CmdStatus::BadParam, reason::SIZE);
         };
         if npages < need || npages > (1 << 20) {
-            return Fail(st::BAD_PARAM, reason::SIZE);
+            return Fail(CmdStatus::BadParam, reason::SIZE);
         }
         if input.len() < PAS_OFFSET + 8 * need {
-            return Fail(st::BAD_INPUT_LEN, reason::INPUT_LEN);
+            return Fail(CmdStatus::BadInputLen, reason::INPUT_LEN);
         }
         // Each entry a page-aligned device address; the part of the pages
         // the key reaches (its start offset in the first page, then len
@@ -926,7 +925,7 @@ impl SimFirmware {
             .map(|i| get64(input, PAS_OFFSET + 8 * i) & !0xfff)
             .collect();
         if pas.iter().any(|&a| a & (size - 1) != 0) {
-            return Fail(st::BAD_PARAM, reason::ADDRESS);
+            return Fail(CmdStatus::BadParam, reason::ADDRESS);
         }
         if let Some(&first) = pas.first() {
             let reach = first
@@ -935,11 +934,11 @@ impl SimFirmware {
                 .and_then(|a| usize::try_from(len).ok().map(|l| (a, l)));
             match reach {
                 Some((a, l)) if self.mapped(a, l.max(1)) => {}
-                _ => return Fail(st::BAD_PARAM, reason::ADDRESS),
+                _ => return Fail(CmdStatus::BadParam, reason::ADDRESS),
             }
         }
         if self.objects.mkeys.len() as u64 >= 1u64 << cur.log_max_mkey.min(32) {
-            return Fail(st::EXCEED_LIMIT, reason::LIMIT);
+            return Fail(CmdStatus::ExceedLimit, reason::LIMIT);
         }
         if let Err(n) = self.charge() {
             return NeedPages(n);
@@ -964,7 +963,7 @@ impl SimFirmware {
         };
         if !self.admit(ObjectEvent::MkeyCreated(m.clone())) {
             self.uncharge();
-            return Fail(st::BAD_PARAM, reason::DATA_PATH);
+            return Fail(CmdStatus::BadParam, reason::DATA_PATH);
         }
         self.objects.mkeys.insert(index, m);
         let mut o = ok(16);
@@ -976,10 +975,10 @@ impl SimFirmware {
         let log = get_bits(input, EQC, 3, 28, 24) as u8;
         let uar = get_bits(input, EQC, 3, 23, 0);
         if !self.objects.uars.contains_key(&uar) {
-            return Fail(st::BAD_PARAM, reason::UNKNOWN_OBJECT);
+            return Fail(CmdStatus::BadParam, reason::UNKNOWN_OBJECT);
         }
         if log > cur.log_max_eq_sz || log > 20 {
-            return Fail(st::BAD_PARAM, reason::SIZE);
+            return Fail(CmdStatus::BadParam, reason::SIZE);
         }
         let npages = ((1usize << log) * 64).div_ceil(4096);
         let pages = match self.check_pas(input, npages) {
@@ -987,10 +986,10 @@ impl SimFirmware {
             Err((s, r)) => return Fail(s, r),
         };
         if self.objects.eqs.len() as u64 >= 1u64 << cur.log_max_eq {
-            return Fail(st::EXCEED_LIMIT, reason::LIMIT);
+            return Fail(CmdStatus::ExceedLimit, reason::LIMIT);
         }
         let Some(eqn) = (0..=255u8).find(|n| !self.objects.eqs.contains_key(n)) else {
-            return Fail(st::EXCEED_LIMIT, reason::LIMIT);
+            return Fail(CmdStatus::ExceedLimit, reason::LIMIT);
         };
         self.objects.eqs.insert(
             eqn,
@@ -1017,13 +1016,13 @@ impl SimFirmware {
         let eqn = get_bits(input, CQC, 5, 7, 0) as u8;
         let dbr = get64(input, CQC + 0x38);
         if cqe_sz > 1 || log > cur.log_max_cq_sz || log == 0 {
-            return Fail(st::BAD_PARAM, reason::SIZE);
+            return Fail(CmdStatus::BadParam, reason::SIZE);
         }
         if !self.objects.uars.contains_key(&uar) {
-            return Fail(st::BAD_PARAM, reason::UNKNOWN_OBJECT);
+            return Fail(CmdStatus::BadParam, reason::UNKNOWN_OBJECT);
         }
         if !self.objects.eqs.is_empty() && !self.objects.eqs.contains_key(&eqn) {
-            return Fail(st::BAD_PARAM, reason::UNKNOWN_OBJECT);
+            return Fail(CmdStatus::BadParam, reason::UNKNOWN_OBJECT);
         }
         let npages = ((1usize << log) * (64 << cqe_sz)).div_ceil(4096);
         let pages = match self.check_pas(input, npages) {
@@ -1031,10 +1030,10 @@ impl SimFirmware {
             Err((s, r)) => return Fail(s, r),
         };
         if !self.mapped(dbr, 8) {
-            return Fail(st::BAD_PARAM, reason::ADDRESS);
+            return Fail(CmdStatus::BadParam, reason::ADDRESS);
         }
         if self.objects.cqs.len() as u64 >= 1u64 << cur.log_max_cq.min(32) {
-            return Fail(st::EXCEED_LIMIT, reason::LIMIT);
+            return Fail(CmdStatus::ExceedLimit, reason::LIMIT);
         }
         if let Err(n) = self.charge() {
             return NeedPages(n);
@@ -1051,7 +1050,7 @@ impl SimFirmware {
         };
         if !self.admit(ObjectEvent::CqCreated(c.clone())) {
             self.uncharge();
-            return Fail(st::BAD_PARAM, reason::DATA_PATH);
+            return Fail(CmdStatus::BadParam, reason::DATA_PATH);
         }
         self.objects.cqs.insert(cqn, c);
         let mut o = ok(16);
@@ -1061,7 +1060,7 @@ impl SimFirmware {
 
     fn create_qp(&mut self, input: &[u8], cur: &HcaCaps) -> Outcome {
         if input.len() < PAS_OFFSET {
-            return Fail(st::BAD_INPUT_LEN, reason::INPUT_LEN);
+            return Fail(CmdStatus::BadInputLen, reason::INPUT_LEN);
         }
         let g = |dw, hi, lo| get_bits(input, QPC, dw, hi, lo);
         let stype = g(0, 23, 16) as u8;
@@ -1077,20 +1076,20 @@ impl SimFirmware {
         let srqn = g(43, 23, 0);
         let dbr = get64(input, QPC + 0xa0);
         if stype > 2 || rq_type > 1 {
-            return Fail(st::BAD_PARAM, reason::FIELD);
+            return Fail(CmdStatus::BadParam, reason::FIELD);
         }
         if log_sq > cur.log_max_qp_sz || log_rq > cur.log_max_qp_sz {
-            return Fail(st::BAD_PARAM, reason::SIZE);
+            return Fail(CmdStatus::BadParam, reason::SIZE);
         }
         if !self.objects.pds.contains_key(&pd)
             || !self.objects.cqs.contains_key(&cqn_snd)
             || !self.objects.cqs.contains_key(&cqn_rcv)
             || (rq_type == 1 && !self.objects.srqs.contains_key(&srqn))
         {
-            return Fail(st::BAD_RESOURCE, reason::UNKNOWN_OBJECT);
+            return Fail(CmdStatus::BadResource, reason::UNKNOWN_OBJECT);
         }
         if !self.objects.uars.contains_key(&uar) {
-            return Fail(st::BAD_PARAM, reason::UNKNOWN_OBJECT);
+            return Fail(CmdStatus::BadParam, reason::UNKNOWN_OBJECT);
         }
         let rq_bytes = if rq_type == 1 {
             0
@@ -1104,10 +1103,10 @@ impl SimFirmware {
             Err((s, r)) => return Fail(s, r),
         };
         if !self.mapped(dbr, 8) {
-            return Fail(st::BAD_PARAM, reason::ADDRESS);
+            return Fail(CmdStatus::BadParam, reason::ADDRESS);
         }
         if self.objects.qps.len() as u64 >= 1u64 << cur.log_max_qp.min(32) {
-            return Fail(st::EXCEED_LIMIT, reason::LIMIT);
+            return Fail(CmdStatus::ExceedLimit, reason::LIMIT);
         }
         if let Err(n) = self.charge() {
             return NeedPages(n);
@@ -1152,7 +1151,7 @@ impl SimFirmware {
         };
         if !self.admit(ObjectEvent::QpCreated(q.clone())) {
             self.uncharge();
-            return Fail(st::BAD_PARAM, reason::DATA_PATH);
+            return Fail(CmdStatus::BadParam, reason::DATA_PATH);
         }
         self.objects.qps.insert(qpn, q);
         let mut o = ok(16);
@@ -1165,11 +1164,11 @@ impl SimFirmware {
         let qpn = get_bits(input, 0, 2, 23, 0);
         let with_qpc = !matches!(opcode, op::QP_2ERR | op::QP_2RST);
         if with_qpc && input.len() < PAS_OFFSET {
-            return Fail(st::BAD_INPUT_LEN, reason::INPUT_LEN);
+            return Fail(CmdStatus::BadInputLen, reason::INPUT_LEN);
         }
         let num_ports = cur.num_ports;
         let Some(mut q) = self.objects.qps.get(&qpn).cloned() else {
-            return Fail(st::BAD_RESOURCE, reason::UNKNOWN_OBJECT);
+            return Fail(CmdStatus::BadResource, reason::UNKNOWN_OBJECT);
         };
         let (from, to): (&[S], S) = match opcode {
             op::RST2INIT_QP => (&[S::Reset], S::Init),
@@ -1183,7 +1182,7 @@ impl SimFirmware {
             _ => (&[], S::Reset),
         };
         if !from.is_empty() && !from.contains(&q.state) {
-            return Fail(st::BAD_QP_STATE, reason::QP_STATE);
+            return Fail(CmdStatus::BadQpState, reason::QP_STATE);
         }
         let g = |dw, hi, lo| get_bits(input, QPC, dw, hi, lo);
         let p = |dw, hi, lo| get_bits(input, QPC_PATH, dw, hi, lo);
@@ -1191,10 +1190,10 @@ impl SimFirmware {
             op::RST2INIT_QP => {
                 let port = p(9, 23, 16) as u8;
                 if port == 0 || port > num_ports {
-                    return Fail(st::BAD_PARAM, reason::FIELD);
+                    return Fail(CmdStatus::BadParam, reason::FIELD);
                 }
                 if cur.port_type == bareverbs::device::PORT_TYPE_ETHERNET && !self.roce_en {
-                    return Fail(st::BAD_PARAM, reason::ROCE_DISABLED);
+                    return Fail(CmdStatus::BadParam, reason::ROCE_DISABLED);
                 }
                 q.port = port;
                 q.pkey_index = p(0, 15, 0) as u16;
@@ -1206,7 +1205,7 @@ impl SimFirmware {
             op::INIT2RTR_QP => {
                 let mtu = g(2, 31, 29) as u8;
                 if !(1..=5).contains(&mtu) {
-                    return Fail(st::BAD_PARAM, reason::FIELD);
+                    return Fail(CmdStatus::BadParam, reason::FIELD);
                 }
                 q.mtu = mtu;
                 q.remote_qpn = g(5, 23, 0);
@@ -1236,7 +1235,7 @@ impl SimFirmware {
             q.remote_qpn = 0;
         }
         if !self.admit(ObjectEvent::QpModified(q.clone())) {
-            return Fail(st::BAD_PARAM, reason::DATA_PATH);
+            return Fail(CmdStatus::BadParam, reason::DATA_PATH);
         }
         self.objects.qps.insert(qpn, q);
         Outcome::Ok(ok(16))
@@ -1244,17 +1243,17 @@ impl SimFirmware {
 
     fn create_srq(&mut self, input: &[u8], cur: &HcaCaps) -> Outcome {
         if input.len() < PAS_OFFSET {
-            return Fail(st::BAD_INPUT_LEN, reason::INPUT_LEN);
+            return Fail(CmdStatus::BadInputLen, reason::INPUT_LEN);
         }
         let log = get_bits(input, SRQC, 0, 27, 24) as u8;
         let stride = get_bits(input, SRQC, 1, 26, 24) as u8;
         let pd = get_bits(input, SRQC, 6, 23, 0);
         let dbr = get64(input, SRQC + 0x28);
         if log > cur.log_max_srq_sz {
-            return Fail(st::BAD_PARAM, reason::SIZE);
+            return Fail(CmdStatus::BadParam, reason::SIZE);
         }
         if !self.objects.pds.contains_key(&pd) {
-            return Fail(st::BAD_RESOURCE, reason::UNKNOWN_OBJECT);
+            return Fail(CmdStatus::BadResource, reason::UNKNOWN_OBJECT);
         }
         let npages = ((1usize << log) << (stride + 4)).div_ceil(4096);
         let pages = match self.check_pas(input, npages) {
@@ -1262,10 +1261,10 @@ impl SimFirmware {
             Err((s, r)) => return Fail(s, r),
         };
         if !self.mapped(dbr, 4) {
-            return Fail(st::BAD_PARAM, reason::ADDRESS);
+            return Fail(CmdStatus::BadParam, reason::ADDRESS);
         }
         if self.objects.srqs.len() as u64 >= 1u64 << cur.log_max_srq.min(32) {
-            return Fail(st::EXCEED_LIMIT, reason::LIMIT);
+            return Fail(CmdStatus::ExceedLimit, reason::LIMIT);
         }
         if let Err(n) = self.charge() {
             return NeedPages(n);
@@ -1281,7 +1280,7 @@ impl SimFirmware {
         };
         if !self.admit(ObjectEvent::SrqCreated(s.clone())) {
             self.uncharge();
-            return Fail(st::BAD_PARAM, reason::DATA_PATH);
+            return Fail(CmdStatus::BadParam, reason::DATA_PATH);
         }
         self.objects.srqs.insert(srqn, s);
         let mut o = ok(16);
