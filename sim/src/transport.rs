@@ -1641,33 +1641,17 @@ impl World {
             let q = self.qp(d, qi).expect("qp");
             (q.qpn, q.uidx, q.rcq)
         };
-        if prot {
-            self.emit_err(
-                d,
-                rcq,
-                false,
-                qpn,
-                uidx,
-                0,
-                counter,
-                Syndrome::LocalProtErr.as_u8(),
-            );
+        let fault = if prot {
+            Some((Syndrome::LocalProtErr, Nak::RemOp))
+        } else if (msg.len() as u64) > cap {
+            Some((Syndrome::LocalLengthErr, Nak::InvReq))
+        } else {
+            None
+        };
+        if let Some((syn, nak)) = fault {
+            self.emit_err(d, rcq, false, qpn, uidx, 0, counter, syn.as_u8());
             self.to_error.push((d, qi));
-            return Err(Nak::RemOp);
-        }
-        if (msg.len() as u64) > cap {
-            self.emit_err(
-                d,
-                rcq,
-                false,
-                qpn,
-                uidx,
-                0,
-                counter,
-                Syndrome::LocalLengthErr.as_u8(),
-            );
-            self.to_error.push((d, qi));
-            return Err(Nak::InvReq);
+            return Err(nak);
         }
         let mut off = 0usize;
         for (p, len) in targets {

@@ -227,46 +227,43 @@ bitflags! {
     }
 }
 
+/// The ibv access flags that have an mkey-context right, each with its
+/// right (the one mapping between the two encodings).
+const IBV_TO_MKC: [(crate::mr::Access, MkeyAccess); 4] = [
+    (crate::mr::Access::LOCAL_WRITE, MkeyAccess::LOCAL_WRITE),
+    (crate::mr::Access::REMOTE_WRITE, MkeyAccess::REMOTE_WRITE),
+    (crate::mr::Access::REMOTE_READ, MkeyAccess::REMOTE_READ),
+    (crate::mr::Access::REMOTE_ATOMIC, MkeyAccess::ATOMIC),
+];
+
 impl MkeyAccess {
     /// The mkey-context rights for `ibv_access_flags`: local write, remote
     /// write, remote read and remote atomic map one to one; local read is
     /// not an ibv flag (add [`MkeyAccess::LOCAL_READ`] where verbs implies
     /// it, as CREATE_MKEY does); other ibv flags have no mkey-context bit.
     pub const fn from_ibv(a: crate::mr::Access) -> Self {
-        use crate::mr::Access;
-        let mut m = 0;
-        if a.contains(Access::LOCAL_WRITE) {
-            m |= Self::LOCAL_WRITE.bits();
+        let mut m = MkeyAccess::empty();
+        let mut i = 0;
+        while i < IBV_TO_MKC.len() {
+            if a.contains(IBV_TO_MKC[i].0) {
+                m = m.union(IBV_TO_MKC[i].1);
+            }
+            i += 1;
         }
-        if a.contains(Access::REMOTE_WRITE) {
-            m |= Self::REMOTE_WRITE.bits();
-        }
-        if a.contains(Access::REMOTE_READ) {
-            m |= Self::REMOTE_READ.bits();
-        }
-        if a.contains(Access::REMOTE_ATOMIC) {
-            m |= Self::ATOMIC.bits();
-        }
-        Self::from_bits_retain(m)
+        m
     }
     /// The `ibv_access_flags` these rights grant (local read has no ibv
     /// flag and is dropped).
     pub const fn to_ibv(self) -> crate::mr::Access {
-        use crate::mr::Access;
-        let mut a = 0;
-        if self.contains(Self::LOCAL_WRITE) {
-            a |= Access::LOCAL_WRITE.bits();
+        let mut a = crate::mr::Access::empty();
+        let mut i = 0;
+        while i < IBV_TO_MKC.len() {
+            if self.contains(IBV_TO_MKC[i].1) {
+                a = a.union(IBV_TO_MKC[i].0);
+            }
+            i += 1;
         }
-        if self.contains(Self::REMOTE_WRITE) {
-            a |= Access::REMOTE_WRITE.bits();
-        }
-        if self.contains(Self::REMOTE_READ) {
-            a |= Access::REMOTE_READ.bits();
-        }
-        if self.contains(Self::ATOMIC) {
-            a |= Access::REMOTE_ATOMIC.bits();
-        }
-        Access::from_bits_retain(a)
+        a
     }
 }
 

@@ -253,3 +253,21 @@ fn emit_round_trip_and_ring_wrap() {
     assert_eq!(repr.emit(&mut lin), Ok(64));
     assert!(w.bytes.eq_slice(&lin));
 }
+
+/// The ibv → mkey-context mapping puts each right at its mkc bit (byte 2:
+/// lw 0x08, rr 0x10, rw 0x20, a 0x40; lr 0x04 is never an ibv flag) and
+/// round-trips every combination of the four mapped flags.
+#[test]
+fn ibv_access_maps_to_mkey_context_bits_and_back() {
+    use crate::mr::Access;
+    assert_eq!(MkeyAccess::from_ibv(Access::LOCAL_WRITE).bits(), 0x08);
+    assert_eq!(MkeyAccess::from_ibv(Access::REMOTE_READ).bits(), 0x10);
+    assert_eq!(MkeyAccess::from_ibv(Access::REMOTE_WRITE).bits(), 0x20);
+    assert_eq!(MkeyAccess::from_ibv(Access::REMOTE_ATOMIC).bits(), 0x40);
+    assert_eq!(MkeyAccess::from_ibv(Access::ZERO_BASED).bits(), 0);
+    assert_eq!(MkeyAccess::LOCAL_READ.to_ibv(), Access::empty());
+    for bits in 0..16u32 {
+        let a = Access::from_bits_retain(bits);
+        assert_eq!(MkeyAccess::from_ibv(a).to_ibv(), a, "{a:?}");
+    }
+}
