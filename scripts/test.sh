@@ -63,9 +63,12 @@ if [ -d fuzz/fuzz_targets ] && ls fuzz/fuzz_targets/*.rs >/dev/null 2>&1; then
   have_fuzz=1
   # Miri runs on one core: build the fuzz targets (AddressSanitizer, debug
   # assertions) on the other meanwhile.
-  fuzz_log=$(mktemp)
+  logs_dir=$(mktemp -d)
+  fuzz_log="$logs_dir/build.log"
   (cd fuzz && cargo +nightly fuzz build >"$fuzz_log" 2>&1) &
   fuzz_build=$!
+  # If a step fails first, stop the build and drop the logs.
+  trap 'kill "$fuzz_build" 2>/dev/null || true; rm -rf "$logs_dir"' EXIT
 fi
 
 step "miri on the core"
@@ -89,7 +92,7 @@ if [ "$have_fuzz" = 1 ]; then
     logs=()
     for t in "${targets[@]:i:2}"; do
       name=$(basename "$t" .rs)
-      log=$(mktemp)
+      log="$logs_dir/$name.log"
       smoke "$name" "$log" &
       pids+=($!)
       logs+=("$name:$log")

@@ -27,6 +27,7 @@ use crate::platform::{DmaAllocator, DmaBuf, Uar, EQ_DOORBELL_ARM, EQ_DOORBELL_NO
 use crate::queue_pair::QueuePair;
 use crate::rq::{RecvQueue, RqConfig, RqSlots, SharedReceiveQueue, SrqConfig, SrqSlots};
 use crate::sq::{SendQueue, SqConfig, SqSlots};
+use crate::wqe::MkeyAccess;
 use core::fmt;
 
 pub use crate::cmd::ops::{AddressPath, HwQpState, Init2Rtr, QpServiceType, Rst2Init, Rtr2Rts};
@@ -1761,6 +1762,8 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         buf: &DmaBuf,
         access: Access,
     ) -> Result<Mkey, DeviceError> {
+        // The key grants exactly the rights CREATE_MKEY encodes.
+        let access = MkeyAccess::from_ibv(access).to_ibv();
         if self.objs.is_full() {
             return Err(DeviceError::TableFull { what: "objects" });
         }

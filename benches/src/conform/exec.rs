@@ -419,12 +419,16 @@ fn sgl_of(w: &vw::SendWr, payload: &[u8]) -> Result<Vec<Sge>> {
 /// refuse `num_sge = 0` but accept a negative count. No vector models that
 /// state.) The vectors print SGE lines only up to `num_sge`; any entries they
 /// leave out are zero-length placeholders.
+/// More SGEs than any queue accepts (a WQE holds at most 2^16 / 16 data
+/// segments): a list padded to this is refused exactly as a longer one.
+const MAX_PADDED_SGES: usize = (1 << 16) / 16 + 1;
+
 fn pad_to_num_sge(v: &mut Vec<Sge>, n: i32) {
     if n < 0 {
         v.clear();
         return;
     }
-    while v.len() < n as usize {
+    while v.len() < (n as usize).min(MAX_PADDED_SGES) {
         v.push(Sge::default());
     }
 }

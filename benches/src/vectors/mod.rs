@@ -2,6 +2,11 @@
 //! Each reader turns one file into typed cases; nothing here knows the
 //! expected answers except what the file states.
 
+/// The most filler posts one case's setup may run (send or receive): two
+/// wraps of the 16-bit counter (the vendor's counter-wrap case runs 65534).
+/// The replay runs each, so a file cannot make it loop longer.
+pub const MAX_PREP_POSTS: u64 = 2 << 16;
+
 pub mod cqe;
 pub mod recv;
 pub mod wqe;

@@ -280,9 +280,7 @@ impl RecvCase {
 /// (`max_rq_desc_sz`). The replay allocates the ring, so a file cannot make
 /// the tool allocate more.
 pub const MAX_RING_BYTES: u64 = 65536 * 512;
-/// The most filler posts one case's setup may run: two wraps of the 16-bit
-/// counter (the vendor's counter-wrap case runs 65534).
-pub const MAX_PREP_POSTS: u64 = 2 << 16;
+pub use super::MAX_PREP_POSTS;
 
 impl RecvCase {
     /// Refuses a case whose replay would allocate or loop more than any
@@ -558,7 +556,7 @@ fn parse_rq_geometry(t: &str) -> Result<RqGeometry> {
         .find("ring ")
         .and_then(|p| parse_num_prefix(&res[p + 5..]))
         .map(|v| v as u32)
-        .unwrap_or(wqe_cnt * wqe_size);
+        .unwrap_or(wqe_cnt.saturating_mul(wqe_size));
     Ok(RqGeometry {
         qp_type: QpType::parse(kv(req, "type").unwrap_or("RC"))?,
         qpn: kv_num(req, "qpn").unwrap_or(0) as u32,
@@ -601,7 +599,7 @@ fn parse_srq_geometry(t: &str) -> Result<SrqGeometry> {
         .find("WQEs (")
         .and_then(|p| parse_num_prefix(&res[p + 6..]))
         .map(|v| v as u32)
-        .unwrap_or(max * wqe_size);
+        .unwrap_or(max.saturating_mul(wqe_size));
     let signed = |k: &str| -> Result<i64> {
         let v = kv(res, k).ok_or_else(|| anyhow!("no {k}= in {t:?}"))?;
         Ok(if let Some(n) = v.strip_prefix('-') {

@@ -742,7 +742,14 @@ fn parse_prep_note(n: &str) -> Result<PrepNote> {
     let count = n
         .find("prep posted ")
         .and_then(|p| parse_num_prefix(&n[p + 12..]))
-        .ok_or_else(|| anyhow!("NOTE without 'prep posted K': {n:?}"))? as u32;
+        .ok_or_else(|| anyhow!("NOTE without 'prep posted K': {n:?}"))?;
+    if count > super::MAX_PREP_POSTS {
+        bail!(
+            "the setup runs {count} filler posts, more than {}",
+            super::MAX_PREP_POSTS
+        );
+    }
+    let count = count as u32;
     let cur_post = n
         .find("cur_post=")
         .and_then(|p| parse_num_prefix(&n[p + 9..]))

@@ -638,9 +638,7 @@ impl WrResolver for AcceptAll {
     }
 }
 
-/// Every send WQE opcode and random bytes elsewhere, through both paths
-/// with a resolver that accepts (so the mapping, not the checks, is
-/// compared): same completions, same resolver calls.
+/// Every send opcode byte, 0 through 255.
 const ALL_SOPS: [u8; 256] = {
     let mut a = [0u8; 256];
     let mut i = 0;
@@ -651,6 +649,9 @@ const ALL_SOPS: [u8; 256] = {
     a
 };
 
+/// Every send WQE opcode and random bytes elsewhere, through both paths
+/// with a resolver that accepts (so the mapping, not the checks, is
+/// compared): same completions, same resolver calls.
 #[test]
 fn every_send_opcode_and_random_fields_map_the_same() {
     let per = if cfg!(miri) { 1 } else { 6 };
