@@ -531,6 +531,18 @@ pub(crate) mod tests {
 
     const FILES: [&str; 2] = ["wqe_vectors.txt", "wqe_random_visible.txt"];
 
+    /// A setup of more filler posts than [`crate::vectors::MAX_PREP_POSTS`]
+    /// is refused when the file is read (the replay runs every one).
+    #[test]
+    fn oversized_setups_are_refused() {
+        let (_, t) = load("wqe_vectors.txt");
+        let at = "prep posted 5 one-WQEBB";
+        assert!(t.contains(at));
+        let e = read_wqe_file(&t.replacen(at, "prep posted 131073 one-WQEBB", 1)).unwrap_err();
+        assert!(format!("{e:#}").contains("131073 filler posts"), "{e:#}");
+        assert!(read_wqe_file(&t.replacen(at, "prep posted 131072 one-WQEBB", 1)).is_ok());
+    }
+
     /// A header naming a payload buffer larger than [`MAX_PAYLOAD_BYTES`]
     /// is refused before the replay allocates it.
     #[test]
