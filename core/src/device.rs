@@ -24,13 +24,14 @@ use crate::cq::{CompletionQueue, CqError};
 use crate::cqe::CqeSize;
 use crate::mr::{Access, MemoryRegion};
 use crate::platform::{DmaAllocator, DmaBuf, Uar, EQ_DOORBELL_ARM, EQ_DOORBELL_NO_ARM};
+use crate::qp::QpType;
 use crate::queue_pair::QueuePair;
 use crate::rq::{RecvQueue, RqConfig, RqSlots, SharedReceiveQueue, SrqConfig, SrqSlots};
 use crate::sq::{SendQueue, SqConfig, SqSlots};
 use crate::wqe::MkeyAccess;
 use core::fmt;
 
-pub use crate::cmd::ops::{AddressPath, HwQpState, Init2Rtr, QpServiceType, Rst2Init, Rtr2Rts};
+pub use crate::cmd::ops::{AddressPath, HwQpState, Init2Rtr, Rst2Init, Rtr2Rts};
 
 /// Maps UAR pages of BAR0 ([ref §4.2](crate::reference): UAR index N at BAR0 + N · 4 KiB).
 pub trait UarMap {
@@ -181,6 +182,9 @@ pub enum DeviceError {
         /// Transition requested.
         transition: &'static str,
     },
+    /// A QP type the firmware command path does not create (only RC, UC
+    /// and UD have a `qpc.st` code here).
+    UnsupportedQpType(QpType),
     /// A CQ could not be wired to the data path.
     Cq(CqError),
     /// The device returned an object number that is already live for that
@@ -265,6 +269,13 @@ impl fmt::Display for DeviceError {
                 state,
                 transition,
             } => write!(f, "QP 0x{qpn:x} is in {state:?}, cannot {transition}"),
+            DeviceError::UnsupportedQpType(t) => {
+                write!(
+                    f,
+                    "{} QPs cannot be created through the command path (RC, UC and UD can)",
+                    t.name()
+                )
+            }
             DeviceError::Cq(e) => write!(f, "CQ: {e}"),
             DeviceError::DuplicateObjectNumber { what, number } => write!(
                 f,
@@ -439,8 +450,9 @@ impl CqHandle {
 /// QP creation request ([ref §3.6, §7.11](crate::reference)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QpSpec {
-    /// Service type.
-    pub st: QpServiceType,
+    /// QP type: RC, UC or UD (the types with a `qpc.st` code,
+    /// [`QpType::service_type`]); others are refused.
+    pub qp_type: QpType,
     /// Protection domain.
     pub pd: Pd,
     /// Send CQ number.
@@ -930,8 +942,8 @@ struct QpLoad {
 /// ([`crate::qp::transition_attrs`], [ref §6.2](crate::reference)) for service type `st`.
 /// Any state may go to RESET or ERR; otherwise states the table does not
 /// know (SQ draining, suspended, unknown codes) have no legal edge.
-fn legal_edge(st: QpServiceType, from: HwQpState, to: HwQpState) -> bool {
-    use crate::qp::{transition_attrs, QpState, QpType};
+fn legal_edge(ty: QpType, from: HwQpState, to: HwQpState) -> bool {
+    use crate::qp::{transition_attrs, QpState};
     if matches!(to, HwQpState::Reset | HwQpState::Err) {
         return true;
     }
@@ -944,11 +956,6 @@ fn legal_edge(st: QpServiceType, from: HwQpState, to: HwQpState) -> bool {
         HwQpState::SqErr => Some(QpState::Sqe),
         HwQpState::Err => Some(QpState::Err),
         _ => None,
-    };
-    let ty = match st {
-        QpServiceType::Rc => QpType::Rc,
-        QpServiceType::Uc => QpType::Uc,
-        QpServiceType::Ud => QpType::Ud,
     };
     match (state(from), state(to)) {
         (Some(f), Some(t)) => transition_attrs(ty, f, t).is_some(),
@@ -1951,6 +1958,9 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
     /// CREATE_QP: allocates the buffer (RQ then SQ, [ref §3.6](crate::reference)) and the
     /// doorbell record, and creates the QP in RESET ([ref §7.11](crate::reference)).
     pub fn create_qp(&mut self, spec: QpSpec) -> Result<QpHandle, DeviceError> {
+        if spec.qp_type.service_type().is_none() {
+            return Err(DeviceError::UnsupportedQpType(spec.qp_type));
+        }
         let lim = self.hca.log_max_qp_sz;
         for (what, v) in [
             ("log_sq_size", spec.log_sq_size),
@@ -2003,7 +2013,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
             }
         };
         let p = ops::QpParams {
-            st: spec.st,
+            qp_type: spec.qp_type,
             pd: spec.pd.0,
             uar_page: self.uar,
             log_sq_size: spec.log_sq_size,
@@ -2057,7 +2067,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         name: &'static str,
         r: Req,
     ) -> Result<(), DeviceError> {
-        if checked && !legal_edge(qp.spec.st, qp.state, to) {
+        if checked && !legal_edge(qp.spec.qp_type, qp.state, to) {
             return Err(DeviceError::WrongQpState {
                 qpn: qp.qpn,
                 state: qp.state,

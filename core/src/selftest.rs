@@ -30,8 +30,8 @@ use crate::cmd::{Bar0, Clock};
 use crate::cq::{CompletionQueue, PollError};
 use crate::cqe::{CqeSize, WcOpcode, WcStatus, WorkCompletion};
 use crate::device::{
-    AddressPath, CqHandle, Device, DeviceError, Init2Rtr, Pd, QpHandle, QpServiceType, QpSpec,
-    Rst2Init, Rtr2Rts, UarMap,
+    AddressPath, CqHandle, Device, DeviceError, Init2Rtr, Pd, QpHandle, QpSpec, Rst2Init, Rtr2Rts,
+    UarMap,
 };
 use crate::mr::Access;
 use crate::platform::{DmaAllocator, DmaBuf, BF_OFFSET};
@@ -327,7 +327,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         for i in 0..2 {
             let cq = self.create_cq(CQES as u32, CqeSize::B64).map_err(setup)?;
             let spec = QpSpec {
-                st: QpServiceType::Rc,
+                qp_type: QpType::Rc,
                 pd,
                 send_cqn: cq.cqn,
                 recv_cqn: cq.cqn,

@@ -164,6 +164,30 @@ impl QpType {
         }
     }
 
+    /// The `qpc.st` service-type code, for the types the firmware command
+    /// path creates: RC 0, UC 1, UD 2 ([ref §7.11](crate::reference)).
+    /// `None` for the others (XRC needs an XRC domain, raw packet QPs are
+    /// SQ/RQ objects), which `Device::create_qp` refuses.
+    pub const fn service_type(self) -> Option<u8> {
+        match self {
+            QpType::Rc => Some(0),
+            QpType::Uc => Some(1),
+            QpType::Ud => Some(2),
+            _ => None,
+        }
+    }
+
+    /// The type of a `qpc.st` code the command path creates (the inverse
+    /// of [`QpType::service_type`]).
+    pub const fn from_service_type(st: u8) -> Option<QpType> {
+        match st {
+            0 => Some(QpType::Rc),
+            1 => Some(QpType::Uc),
+            2 => Some(QpType::Ud),
+            _ => None,
+        }
+    }
+
     /// Whether this type never has its own RQ (XRC uses SRQs).
     pub const fn has_rq(self) -> bool {
         !matches!(self, QpType::XrcSend | QpType::XrcRecv)

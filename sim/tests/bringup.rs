@@ -9,8 +9,8 @@ use bareverbs::cmd::ops::{self, HwQpState};
 use bareverbs::cmd::{op, CmdError, CmdStatus, DeliveryStatus, MailboxProblem};
 use bareverbs::cqe::CqeSize;
 use bareverbs::device::{
-    AddressPath, DeviceConfig, DeviceError, Init2Rtr, LinkLayer, PortState, QpHandle,
-    QpServiceType, QpSpec, Rst2Init, Rtr2Rts, SrqSpec, Step,
+    AddressPath, DeviceConfig, DeviceError, Init2Rtr, LinkLayer, PortState, QpHandle, QpSpec,
+    Rst2Init, Rtr2Rts, SrqSpec, Step,
 };
 use bareverbs::mr::Access;
 use bareverbs::platform::DmaAllocator;
@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex};
 fn rc_spec(d: &mut SimDevice, cqn: u32) -> QpSpec {
     let pd = d.alloc_pd().unwrap();
     QpSpec {
-        st: QpServiceType::Rc,
+        qp_type: QpType::Rc,
         pd,
         send_cqn: cqn,
         recv_cqn: cqn,
@@ -38,6 +38,35 @@ fn rc_spec(d: &mut SimDevice, cqn: u32) -> QpSpec {
         user_index: 7,
         max_send_wr: 0,
         max_recv_wr: 0,
+    }
+}
+
+/// QP types without a `qpc.st` code on the command path (raw packet, XRC)
+/// are refused with a typed error before any command; RC, UC and UD are
+/// created with their codes (0, 1, 2), as the device reports back.
+#[test]
+fn only_rc_uc_and_ud_qps_are_created_through_commands() {
+    let mut d = bring_up_sim(FwConfig::default()).unwrap();
+    let cq = d.create_cq(4096, CqeSize::B64).unwrap();
+    for t in [QpType::RawPacket, QpType::XrcSend, QpType::XrcRecv] {
+        let spec = QpSpec {
+            qp_type: t,
+            ..rc_spec(&mut d, cq.cqn())
+        };
+        assert_eq!(
+            d.create_qp(spec).unwrap_err(),
+            DeviceError::UnsupportedQpType(t)
+        );
+    }
+    for (t, st) in [(QpType::Rc, 0), (QpType::Uc, 1), (QpType::Ud, 2)] {
+        assert_eq!(t.service_type(), Some(st));
+        assert_eq!(QpType::from_service_type(st), Some(t));
+        let spec = QpSpec {
+            qp_type: t,
+            ..rc_spec(&mut d, cq.cqn())
+        };
+        let mut qp = d.create_qp(spec).unwrap();
+        assert_eq!(d.query_qp(&mut qp).unwrap().st, st, "{t:?}");
     }
 }
 

@@ -16,8 +16,8 @@ use bareverbs::cmd::{op, CmdStatus};
 use bareverbs::cq::CompletionQueue;
 use bareverbs::cqe::{CqeSize, WcOpcode, WcStatus, WorkCompletion};
 use bareverbs::device::{
-    AddressPath, CqHandle, DeviceConfig, DeviceError, Init2Rtr, Mkey, QpHandle, QpServiceType,
-    QpSpec, Rst2Init, Rtr2Rts,
+    AddressPath, CqHandle, DeviceConfig, DeviceError, Init2Rtr, Mkey, QpHandle, QpSpec, Rst2Init,
+    Rtr2Rts,
 };
 use bareverbs::mr::{Access, MemoryRegion};
 use bareverbs::platform::{DmaAllocator, DmaBuf, BF_OFFSET};
@@ -64,7 +64,7 @@ fn side(fabric: &Fabric, access: Access) -> Side {
     let cq = d.create_cq(256, CqeSize::B64).unwrap();
     let qp = d
         .create_qp(QpSpec {
-            st: QpServiceType::Rc,
+            qp_type: QpType::Rc,
             pd,
             send_cqn: cq.cqn(),
             recv_cqn: cq.cqn(),

@@ -11,9 +11,10 @@
 
 use bareverbs::cmd::initseg::InitSegError;
 use bareverbs::cqe::CqeSize;
-use bareverbs::device::{Device, DeviceConfig, DeviceError, QpServiceType, QpSpec, SrqSpec};
+use bareverbs::device::{Device, DeviceConfig, DeviceError, QpSpec, SrqSpec};
 use bareverbs::mr::Access;
 use bareverbs::platform::DmaAllocator;
+use bareverbs::qp::QpType;
 use bareverbs_sim::dma::HeapDma;
 use bareverbs_sim::fw::{bring_up_sim, FakeClock, FwConfig, SharedDma, SimBar, SimDevice};
 use std::sync::Arc;
@@ -25,7 +26,7 @@ const ALL: Access = Access::LOCAL_WRITE
 
 fn rc_spec(pd: bareverbs::device::Pd, cqn: u32) -> QpSpec {
     QpSpec {
-        st: QpServiceType::Rc,
+        qp_type: QpType::Rc,
         pd,
         send_cqn: cqn,
         recv_cqn: cqn,

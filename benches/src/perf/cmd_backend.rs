@@ -33,11 +33,12 @@ use bareverbs::cmd::{Bar0, Clock, CmdError};
 use bareverbs::cq::{CompletionQueue, DynCompletionQueue, PollError};
 use bareverbs::cqe::{CqeSize, WorkCompletion};
 use bareverbs::device::{
-    AddressPath, CqHandle, Device, DeviceConfig, DeviceError, Init2Rtr, Mkey, Pd, QpHandle,
-    QpServiceType, QpSpec, Rst2Init, Rtr2Rts, UarMap,
+    AddressPath, CqHandle, Device, DeviceConfig, DeviceError, Init2Rtr, Mkey, Pd, QpHandle, QpSpec,
+    Rst2Init, Rtr2Rts, UarMap,
 };
 use bareverbs::mr::{Access, MemoryRegion};
 use bareverbs::platform::{DmaAllocator, DmaBuf, Uar, BF_OFFSET};
+use bareverbs::qp::QpType;
 use bareverbs::queue_pair::QueuePair;
 use bareverbs::rq::{RecvError, RecvWr, RqConfig, RqSlot};
 use bareverbs::sizing::DeviceCaps;
@@ -273,7 +274,7 @@ fn mtu_enum(mtu: u32) -> anyhow::Result<u8> {
 
 /// How the QPs of a run are connected (command-path specifics).
 struct Link {
-    st: QpServiceType,
+    qp_type: QpType,
     mtu: u8,
     log_ra: u8,
 }
@@ -345,13 +346,13 @@ where
             .as_mut()
             .ok_or_else(|| anyhow!("the device was torn down"))?;
         let st = match cfg.conn {
-            Conn::Rc => QpServiceType::Rc,
-            Conn::Uc => QpServiceType::Uc,
-            Conn::Ud => QpServiceType::Ud,
+            Conn::Rc => QpType::Rc,
+            Conn::Uc => QpType::Uc,
+            Conn::Ud => QpType::Ud,
         };
         let hca = dev.hca_caps();
         let link = Link {
-            st,
+            qp_type: st,
             mtu: mtu_enum(cfg.mtu)?,
             log_ra: hca.log_max_ra_req_qp.min(hca.log_max_ra_res_qp).min(4),
         };
@@ -417,7 +418,7 @@ where
     let first_qp = objs.qps.len();
     for side in 0..2u32 {
         let spec = QpSpec {
-            st: link.st,
+            qp_type: link.qp_type,
             pd,
             send_cqn: objs.cqs[first_cq + side as usize].cqn(),
             recv_cqn: objs.cqs[first_cq + side as usize].cqn(),
@@ -771,8 +772,8 @@ fn connect<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(
     plan: &Link,
     psn: (u32, u32),
 ) -> anyhow::Result<()> {
-    let rc = plan.st == QpServiceType::Rc;
-    let ud = plan.st == QpServiceType::Ud;
+    let rc = plan.qp_type == QpType::Rc;
+    let ud = plan.qp_type == QpType::Ud;
     if rc && dev.force_loopback_rc() == Some(false) {
         bail!(
             "this device does not allow force-loopback RC QPs in its RoCE state \

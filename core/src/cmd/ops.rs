@@ -7,6 +7,7 @@
 
 use super::bits::{get16, get32, get64, get_bits, put16, put32, put64, set_bits};
 use super::{op, CmdError};
+use crate::qp::QpType;
 use crate::wqe::MkeyAccess;
 
 /// A built command: opcode, input bytes to send, output bytes to expect.
@@ -538,18 +539,6 @@ pub fn create_cq(b: &mut [u8], p: &CqParams) -> Req {
 
 // ---- QP ---------------------------------------------------------------
 
-/// qpc.st service type ([ref §7.11](crate::reference)).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub enum QpServiceType {
-    /// 0 RC.
-    Rc = 0,
-    /// 1 UC.
-    Uc = 1,
-    /// 2 UD.
-    Ud = 2,
-}
-
 /// mlx5 hardware QP state, qpc.state ([ref §6.1](crate::reference)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum HwQpState {
@@ -611,8 +600,10 @@ impl HwQpState {
 /// CREATE_QP parameters. [ref §7.11](crate::reference) ("Kernel create … fills").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QpParams {
-    /// Service type.
-    pub st: QpServiceType,
+    /// QP type; its `qpc.st` code is [`QpType::service_type`]. A type
+    /// without one is encoded as service type 0xff, which firmware refuses
+    /// (`Device::create_qp` refuses it before any command).
+    pub qp_type: QpType,
     /// Protection domain.
     pub pd: u32,
     /// UAR index for the send doorbell.
@@ -645,7 +636,8 @@ pub struct QpParams {
 pub fn create_qp(b: &mut [u8], p: &QpParams) -> Req {
     let in_len = PAS_OFFSET + 8 * p.npages;
     hdr(b, op::CREATE_QP, 0, in_len);
-    set_bits(b, QPC, 0, 23, 16, p.st as u32);
+    let st = p.qp_type.service_type().unwrap_or(0xff);
+    set_bits(b, QPC, 0, 23, 16, st as u32);
     set_bits(b, QPC, 0, 12, 11, 3);
     set_bits(b, QPC, 1, 23, 0, p.pd);
     set_bits(b, QPC, 2, 22, 19, p.log_rq_size as u32);

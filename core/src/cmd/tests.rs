@@ -10,6 +10,7 @@ use super::queue::*;
 use super::*;
 use crate::mr::Access;
 use crate::platform::{DmaAllocator, DmaBuf};
+use crate::qp::QpType;
 use core::cell::RefCell;
 use core::ptr::NonNull;
 
@@ -212,7 +213,7 @@ fn status_codes_roundtrip() {
 fn create_qp_layout_matches_facts_byte_offsets() {
     let mut b = [0u8; 0x200];
     let p = QpParams {
-        st: QpServiceType::Ud,
+        qp_type: QpType::Ud,
         pd: 0x0a0b0c,
         uar_page: 0x000123,
         log_sq_size: 7,

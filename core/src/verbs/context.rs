@@ -5,7 +5,6 @@ use super::{
     Access, CompletionQueue, DmaBuffer, Error, MemoryRegion, Owner, ProtectionDomain, QpCap,
     QpInitAttr, QueuePair, SharedReceiveQueue,
 };
-use crate::cmd::ops::QpServiceType;
 use crate::cmd::{Bar0, Clock};
 use crate::cq::DynCompletionQueue;
 use crate::cqe::CqeSize;
@@ -215,16 +214,11 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Context<B, C, A> {
         attr: &QpInitAttr<'a>,
     ) -> Result<QueuePair<'a, B::Uar, SQ, RQ>, Error> {
         let c = attr.cap;
-        let st = match attr.qp_type {
-            QpType::Rc => QpServiceType::Rc,
-            QpType::Uc => QpServiceType::Uc,
-            QpType::Ud => QpServiceType::Ud,
-            _ => {
-                return Err(Error::Unsupported {
-                    what: "this QP type in the verbs layer",
-                })
-            }
-        };
+        if attr.qp_type.service_type().is_none() {
+            return Err(Error::Unsupported {
+                what: "this QP type in the verbs layer",
+            });
+        }
         let srq = attr.srq;
         let mut req = QpCaps::new(attr.qp_type)
             .send(c.max_send_wr, c.max_send_sge, c.max_inline_data)
@@ -250,7 +244,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Context<B, C, A> {
         let mut dev = self.dev.borrow_mut();
         let hca = *dev.hca_caps();
         let h = dev.create_qp(QpSpec {
-            st,
+            qp_type: attr.qp_type,
             pd: pd.pd,
             send_cqn: attr.send_cq.cqn(),
             recv_cqn: attr.recv_cq.cqn(),

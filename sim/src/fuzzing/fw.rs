@@ -245,9 +245,10 @@ pub fn fw_commands_run(mut data: &[u8]) -> FwRun {
 /// reset, destroys), built with the core's command builders against a
 /// live run of [`setup`] so the object numbers match.
 pub fn seeds() -> Vec<Vec<u8>> {
-    use bareverbs::cmd::ops::{self, CqParams, MkeyParams, QpParams, QpServiceType};
+    use bareverbs::cmd::ops::{self, CqParams, MkeyParams, QpParams};
     use bareverbs::device::{AddressPath, Init2Rtr, Rst2Init, Rtr2Rts};
     use bareverbs::mr::Access;
+    use bareverbs::qp::QpType;
     let Some((_f, mut d, scratch)) = setup() else {
         return Vec::new();
     };
@@ -314,7 +315,7 @@ pub fn seeds() -> Vec<Vec<u8>> {
         ops::create_qp(
             b,
             &QpParams {
-                st: QpServiceType::Rc,
+                qp_type: QpType::Rc,
                 pd,
                 uar_page: uar,
                 log_sq_size: 2,

@@ -19,10 +19,9 @@ use bareverbs::cmd::queue::{
 };
 use bareverbs::cmd::{op, Bar0, Clock};
 use bareverbs::cqe::CqeSize;
-use bareverbs::device::{
-    Device, DeviceConfig, Init2Rtr, QpServiceType, QpSpec, Rst2Init, Rtr2Rts, UarMap,
-};
+use bareverbs::device::{Device, DeviceConfig, Init2Rtr, QpSpec, Rst2Init, Rtr2Rts, UarMap};
 use bareverbs::platform::MemUar;
+use bareverbs::qp::QpType;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -224,7 +223,7 @@ pub fn cmd_outbox(data: &[u8]) {
     let cq = d.create_cq(64, CqeSize::B64);
     if let (Ok(pd), Ok(cq)) = (pd, cq.as_ref()) {
         let spec = QpSpec {
-            st: QpServiceType::Rc,
+            qp_type: QpType::Rc,
             pd,
             send_cqn: cq.cqn(),
             recv_cqn: cq.cqn(),
