@@ -722,7 +722,7 @@ pub(crate) fn parse_qp_spec(t: &str) -> Result<QpSpec> {
         .find("WQEBBs (")
         .and_then(|p| parse_num_prefix(&res[p + 8..]))
         .map(|v| v as u32)
-        .unwrap_or(wqe_cnt * 64);
+        .unwrap_or(wqe_cnt.saturating_mul(64));
     Ok(QpSpec {
         qp_type,
         qpn,
