@@ -247,6 +247,9 @@ impl core::error::Error for QpTransitionError {}
 /// Required and optional attributes of one transition for one QP type, or
 /// `None` when the edge does not exist. Any state → RESET and → ERR need
 /// and accept nothing but STATE. [ref §6.2](crate::reference).
+///
+/// Table-driven: one arm per edge of the state diagram, one row per QP
+/// type shape, so it is longer than a function would otherwise be.
 pub const fn transition_attrs(
     qp_type: QpType,
     from: QpState,

@@ -30,10 +30,10 @@ use crate::cmd::{Bar0, Clock};
 use crate::cq::{CompletionQueue, PollError};
 use crate::cqe::{CqeSize, WcOpcode, WcStatus, WorkCompletion};
 use crate::device::{
-    AddressPath, CqHandle, Device, DeviceError, Init2Rtr, Pd, QpHandle, QpSpec, Rst2Init, Rtr2Rts,
-    UarMap,
+    AddressPath, CqHandle, Device, DeviceError, Init2Rtr, Mkey, Pd, QpHandle, QpSpec, Rst2Init,
+    Rtr2Rts, UarMap,
 };
-use crate::mr::Access;
+use crate::mr::{Access, MemoryRegion};
 use crate::platform::{DmaAllocator, DmaBuf, BF_OFFSET};
 use crate::qp::QpType;
 use crate::queue_pair::QueuePair;
@@ -221,7 +221,7 @@ const fn pattern(i: usize) -> u8 {
 struct Made {
     pd: Option<Pd>,
     buf: Option<DmaBuf>,
-    mkey: Option<crate::device::Mkey>,
+    mkey: Option<Mkey>,
     cqs: [Option<CqHandle>; 2],
     qps: [Option<QpHandle>; 2],
 }
@@ -296,6 +296,35 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         o: &SelfTestOptions,
         made: &mut Made,
     ) -> Result<SelfTestReport, SelfTestError> {
+        let (pd, buf, mkey) = self.selftest_memory(made)?;
+        // SAFETY: `buf` is the key's buffer; it stays allocated until
+        // cleanup, after the queues (and the region) are gone.
+        let mr = unsafe { mkey.memory_region(&buf) }.ok_or(SelfTestError::Queue("memory"))?;
+        let (an, bn) = self.selftest_queues(o, pd, made)?;
+        let mut sides = [
+            self.selftest_side(made, 0, o)?,
+            self.selftest_side(made, 1, o)?,
+        ];
+        let t0 = self.clock_mut().now_us();
+        let [a, b] = &mut sides;
+        self.selftest_write(a, &buf, mkey, &mr, o)?;
+        self.selftest_send(a, b, &buf, &mr, o)?;
+        self.selftest_read(a, &buf, mkey, &mr, o)?;
+        // WRITE, SEND + RECV, READ.
+        let completions = 4u32;
+        let elapsed_us = self.clock_mut().now_us().saturating_sub(t0);
+        drop(sides);
+        Ok(SelfTestReport {
+            qpns: (an, bn),
+            key: mkey.key,
+            verified_bytes: (AREA as u32, SEND_LEN, AREA as u32),
+            completions,
+            elapsed_us,
+        })
+    }
+
+    /// The protection domain, the patterned buffer and the key over it.
+    fn selftest_memory(&mut self, made: &mut Made) -> Result<(Pd, DmaBuf, Mkey), SelfTestError> {
         let setup = |e| SelfTestError::Device(Step::Setup, e);
         let pd = self.alloc_pd().map_err(setup)?;
         made.pd = Some(pd);
@@ -321,9 +350,17 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         // through volatile raw-pointer copies.
         let mkey = unsafe { self.create_mkey(pd, &buf, access) }.map_err(setup)?;
         made.mkey = Some(mkey);
-        // SAFETY: `buf` is the key's buffer; it stays allocated until
-        // cleanup, after the queues (and the region) are gone.
-        let mr = unsafe { mkey.memory_region(&buf) }.ok_or(SelfTestError::Queue("memory"))?;
+        Ok((pd, buf, mkey))
+    }
+
+    /// Two CQs and two RC QPs, connected to each other; their QPNs.
+    fn selftest_queues(
+        &mut self,
+        o: &SelfTestOptions,
+        pd: Pd,
+        made: &mut Made,
+    ) -> Result<(u32, u32), SelfTestError> {
+        let setup = |e| SelfTestError::Device(Step::Setup, e);
         for i in 0..2 {
             let cq = self.create_cq(CQES as u32, CqeSize::B64).map_err(setup)?;
             let spec = QpSpec {
@@ -352,14 +389,18 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
             };
             self.selftest_connect(qp, peer, o).map_err(setup)?;
         }
-        let mut sides = [
-            self.selftest_side(made, 0, o)?,
-            self.selftest_side(made, 1, o)?,
-        ];
-        let t0 = self.clock_mut().now_us();
-        let mut completions = 0u32;
-        let [a, b] = &mut sides;
+        Ok((an, bn))
+    }
 
+    /// Step 1: WRITE A.src → B.dst, verified.
+    fn selftest_write(
+        &mut self,
+        a: &mut Side<B::Uar>,
+        buf: &DmaBuf,
+        mkey: Mkey,
+        mr: &MemoryRegion,
+        o: &SelfTestOptions,
+    ) -> Result<(), SelfTestError> {
         // 1. WRITE A.src → B.dst.
         let sge = [mr
             .sge(SRC as u64, AREA as u32)
@@ -370,12 +411,23 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         };
         let wr = SendWr::new(1, op, &sge).with_flags(SendFlags::SIGNALED);
         a.qp.sq
-            .post_send(&[wr], &[mr])
+            .post_send(&[wr], &[*mr])
             .map_err(|e| SelfTestError::Post(Step::Write, e))?;
         self.selftest_wait(a, Step::Write, "WRITE", o, WcOpcode::RdmaWrite, None)?;
-        completions += 1;
-        verify(&buf, DST, AREA, Step::Write)?;
+        verify(buf, DST, AREA, Step::Write)?;
 
+        Ok(())
+    }
+
+    /// Step 2: SEND A.src[..1000] → B.recv, verified.
+    fn selftest_send(
+        &mut self,
+        a: &mut Side<B::Uar>,
+        b: &mut Side<B::Uar>,
+        buf: &DmaBuf,
+        mr: &MemoryRegion,
+        o: &SelfTestOptions,
+    ) -> Result<(), SelfTestError> {
         // 2. SEND A.src[..1000] → B.recv.
         let rsge = [mr
             .sge(RECV as u64, AREA as u32)
@@ -396,13 +448,24 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
             .ok_or(SelfTestError::Queue("memory"))?];
         let wr = SendWr::new(3, SendOp::Send, &sge).with_flags(SendFlags::SIGNALED);
         a.qp.sq
-            .post_send(&[wr], &[mr])
+            .post_send(&[wr], &[*mr])
             .map_err(|e| SelfTestError::Post(Step::Send, e))?;
         self.selftest_wait(a, Step::Send, "SEND", o, WcOpcode::Send, None)?;
         self.selftest_wait(b, Step::Send, "RECV", o, WcOpcode::Recv, Some(SEND_LEN))?;
-        completions += 2;
-        verify(&buf, RECV, SEND_LEN as usize, Step::Send)?;
+        verify(buf, RECV, SEND_LEN as usize, Step::Send)?;
 
+        Ok(())
+    }
+
+    /// Step 3: READ B.dst → A.read, verified.
+    fn selftest_read(
+        &mut self,
+        a: &mut Side<B::Uar>,
+        buf: &DmaBuf,
+        mkey: Mkey,
+        mr: &MemoryRegion,
+        o: &SelfTestOptions,
+    ) -> Result<(), SelfTestError> {
         // 3. READ B.dst → A.read.
         let sge = [mr
             .sge(READ as u64, AREA as u32)
@@ -413,7 +476,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         };
         let wr = SendWr::new(4, op, &sge).with_flags(SendFlags::SIGNALED);
         a.qp.sq
-            .post_send(&[wr], &[mr])
+            .post_send(&[wr], &[*mr])
             .map_err(|e| SelfTestError::Post(Step::Read, e))?;
         self.selftest_wait(
             a,
@@ -423,18 +486,9 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
             WcOpcode::RdmaRead,
             Some(AREA as u32),
         )?;
-        completions += 1;
-        verify(&buf, READ, AREA, Step::Read)?;
+        verify(buf, READ, AREA, Step::Read)?;
 
-        let elapsed_us = self.clock_mut().now_us().saturating_sub(t0);
-        drop(sides);
-        Ok(SelfTestReport {
-            qpns: (an, bn),
-            key: mkey.key,
-            verified_bytes: (AREA as u32, SEND_LEN, AREA as u32),
-            completions,
-            elapsed_us,
-        })
+        Ok(())
     }
 
     fn selftest_connect(

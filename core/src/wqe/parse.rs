@@ -385,6 +385,44 @@ pub struct SendWqe<'a> {
     data_off: usize,
 }
 
+/// The control segment and the DS-bounded WQE range it declares.
+fn ctrl_and_ds(bytes: WqeBytes<'_>) -> Result<(CtrlSeg, WqeBytes<'_>), WqeParseError> {
+    let ctrl: CtrlSeg = bytes.seg(0).ok_or(WqeParseError::Truncated {
+        need: CtrlSeg::SIZE,
+        have: bytes.len(),
+    })?;
+    let ds_byte = bytes.get(7).unwrap_or(0);
+    if ds_byte == 0 {
+        return Err(WqeParseError::DsZero);
+    }
+    if ds_byte as u32 > MAX_DS {
+        return Err(WqeParseError::DsTooLarge { ds: ds_byte });
+    }
+    let ds_bytes = ds_byte as usize * DS_BYTES;
+    let bytes = bytes.sub(0, ds_bytes).ok_or(WqeParseError::Truncated {
+        need: ds_bytes,
+        have: bytes.len(),
+    })?;
+    Ok((ctrl, bytes))
+}
+
+/// Reads segment `T` at `*off` within the DS-bounded range and advances
+/// `*off` past it.
+fn take<T: Segment>(
+    b: &WqeBytes<'_>,
+    off: &mut usize,
+    name: &'static str,
+) -> Result<T, WqeParseError> {
+    let end = *off + T::SIZE;
+    let s = b.seg::<T>(*off).ok_or(WqeParseError::SegmentPastDs {
+        segment: name,
+        end,
+        ds_bytes: b.len(),
+    })?;
+    *off = end;
+    Ok(s)
+}
+
 impl<'a> SendWqe<'a> {
     /// Parses a WQE from a contiguous slice (at least DS·16 bytes; extra
     /// bytes are ignored).
@@ -403,24 +441,9 @@ impl<'a> SendWqe<'a> {
 
     /// Parses a WQE from a possibly split byte range.
     pub fn parse_split(bytes: WqeBytes<'a>, qp_type: QpType) -> Result<Self, WqeParseError> {
-        let ctrl: CtrlSeg = bytes.seg(0).ok_or(WqeParseError::Truncated {
-            need: CtrlSeg::SIZE,
-            have: bytes.len(),
-        })?;
-        let ds_byte = bytes.get(7).unwrap_or(0);
-        if ds_byte == 0 {
-            return Err(WqeParseError::DsZero);
-        }
-        if ds_byte as u32 > MAX_DS {
-            return Err(WqeParseError::DsTooLarge { ds: ds_byte });
-        }
-        let ds_bytes = ds_byte as usize * DS_BYTES;
-        let bytes = bytes.sub(0, ds_bytes).ok_or(WqeParseError::Truncated {
-            need: ds_bytes,
-            have: bytes.len(),
-        })?;
+        let (ctrl, bytes) = ctrl_and_ds(bytes)?;
+        let ds_bytes = bytes.len();
         let op = Opcode::from_u8(ctrl.opcode());
-
         let mut w = SendWqe {
             ctrl,
             qp_type,
@@ -441,91 +464,16 @@ impl<'a> SendWqe<'a> {
             data_off: ds_bytes,
         };
         let mut off = CtrlSeg::SIZE;
-
-        fn take<T: Segment>(
-            b: &WqeBytes<'_>,
-            off: &mut usize,
-            name: &'static str,
-        ) -> Result<T, WqeParseError> {
-            let end = *off + T::SIZE;
-            let s = b.seg::<T>(*off).ok_or(WqeParseError::SegmentPastDs {
-                segment: name,
-                end,
-                ds_bytes: b.len(),
-            })?;
-            *off = end;
-            Ok(s)
-        }
-
-        // Transport part. ref §1.7.
-        match qp_type {
-            QpType::Xrc if op != Some(Opcode::Umr) => {
-                w.xrc = Some(take(&bytes, &mut off, "xrc")?);
-            }
-            QpType::Ud => w.av = Some(take(&bytes, &mut off, "datagram")?),
-            QpType::UdUnderlay => {
-                w.av = Some(take(&bytes, &mut off, "datagram")?);
-                w.eth_pad = Some(take(&bytes, &mut off, "eth_pad")?);
-            }
-            _ => {}
-        }
+        w.take_transport(op, &mut off)?;
         if matches!(qp_type, QpType::RawPacket | QpType::UdUnderlay) {
-            // The Ethernet segment: 16 bytes fixed, then inline header.
-            let first16: [u8; 16] = bytes.read(off).ok_or(WqeParseError::SegmentPastDs {
-                segment: "eth",
-                end: off + 16,
-                ds_bytes,
-            })?;
-            let hdr_sz = u16::from_be_bytes([first16[12], first16[13]]) as usize;
-            let len = eth_seg_len(hdr_sz);
-            if off + len > ds_bytes {
-                return Err(WqeParseError::SegmentPastDs {
-                    segment: "eth",
-                    end: off + len,
-                    ds_bytes,
-                });
-            }
-            let mut raw = [0u8; 32];
-            bytes.tail(off).copy_to(&mut raw[..len.min(32)]);
-            w.eth = EthSeg::parse(&raw).ok();
-            w.eth_inline_hdr = bytes.sub(off + 14, hdr_sz).unwrap_or_default();
-            off += len;
+            w.take_eth(&mut off)?;
         }
-
         // Opcode part (connected transports only). ref §1.7.
         if matches!(qp_type, QpType::Rc | QpType::Uc | QpType::Xrc) {
             if let Some(op) = op {
-                if op.has_raddr() {
-                    w.raddr = Some(take(&bytes, &mut off, "raddr")?);
-                }
-                match op {
-                    Opcode::AtomicCs | Opcode::AtomicFa => {
-                        w.atomic = Some(take(&bytes, &mut off, "atomic")?);
-                    }
-                    Opcode::AtomicMaskedCs | Opcode::AtomicMaskedFa => {
-                        w.masked_atomic = Some(take(&bytes, &mut off, "masked_atomic")?);
-                    }
-                    Opcode::Umr => {
-                        let umr: UmrCtrlSeg = take(&bytes, &mut off, "umr_ctrl")?;
-                        w.umr = Some(umr);
-                        if off < ds_bytes {
-                            w.mkey = Some(take(&bytes, &mut off, "mkey_context")?);
-                        }
-                        if umr.umr_flags().contains(UmrFlags::INLINE) {
-                            let n = umr.klm_octowords.get() as usize * DS_BYTES;
-                            w.klm = bytes.sub(off, n).ok_or(WqeParseError::SegmentPastDs {
-                                segment: "klm",
-                                end: off + n,
-                                ds_bytes,
-                            })?;
-                            off += n;
-                        }
-                    }
-                    _ => {}
-                }
+                w.take_opcode_segments(op, &mut off)?;
             }
         }
-
         let rest = bytes.tail(off);
         if op.is_some_and(Opcode::has_data) {
             w.data = rest;
@@ -539,6 +487,86 @@ impl<'a> SendWqe<'a> {
             w.opaque = rest;
         }
         Ok(w)
+    }
+
+    /// The transport part after the control segment: XRC (except UMR),
+    /// datagram, Ethernet padding. ref §1.7.
+    fn take_transport(&mut self, op: Option<Opcode>, off: &mut usize) -> Result<(), WqeParseError> {
+        let bytes = self.bytes;
+        match self.qp_type {
+            QpType::Xrc if op != Some(Opcode::Umr) => {
+                self.xrc = Some(take(&bytes, off, "xrc")?);
+            }
+            QpType::Ud => self.av = Some(take(&bytes, off, "datagram")?),
+            QpType::UdUnderlay => {
+                self.av = Some(take(&bytes, off, "datagram")?);
+                self.eth_pad = Some(take(&bytes, off, "eth_pad")?);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// The Ethernet segment: 16 bytes fixed, then the inline header.
+    fn take_eth(&mut self, off: &mut usize) -> Result<(), WqeParseError> {
+        let bytes = self.bytes;
+        let ds_bytes = bytes.len();
+        let first16: [u8; 16] = bytes.read(*off).ok_or(WqeParseError::SegmentPastDs {
+            segment: "eth",
+            end: *off + 16,
+            ds_bytes,
+        })?;
+        let hdr_sz = u16::from_be_bytes([first16[12], first16[13]]) as usize;
+        let len = eth_seg_len(hdr_sz);
+        if *off + len > ds_bytes {
+            return Err(WqeParseError::SegmentPastDs {
+                segment: "eth",
+                end: *off + len,
+                ds_bytes,
+            });
+        }
+        let mut raw = [0u8; 32];
+        bytes.tail(*off).copy_to(&mut raw[..len.min(32)]);
+        self.eth = EthSeg::parse(&raw).ok();
+        self.eth_inline_hdr = bytes.sub(*off + 14, hdr_sz).unwrap_or_default();
+        *off += len;
+        Ok(())
+    }
+
+    /// The segments a connected transport's opcode adds: remote address,
+    /// atomic, masked atomic, or UMR control + mkey context + inline KLMs.
+    fn take_opcode_segments(&mut self, op: Opcode, off: &mut usize) -> Result<(), WqeParseError> {
+        let bytes = self.bytes;
+        let ds_bytes = bytes.len();
+        if op.has_raddr() {
+            self.raddr = Some(take(&bytes, off, "raddr")?);
+        }
+        match op {
+            Opcode::AtomicCs | Opcode::AtomicFa => {
+                self.atomic = Some(take(&bytes, off, "atomic")?);
+            }
+            Opcode::AtomicMaskedCs | Opcode::AtomicMaskedFa => {
+                self.masked_atomic = Some(take(&bytes, off, "masked_atomic")?);
+            }
+            Opcode::Umr => {
+                let umr: UmrCtrlSeg = take(&bytes, off, "umr_ctrl")?;
+                self.umr = Some(umr);
+                if *off < ds_bytes {
+                    self.mkey = Some(take(&bytes, off, "mkey_context")?);
+                }
+                if umr.umr_flags().contains(UmrFlags::INLINE) {
+                    let n = umr.klm_octowords.get() as usize * DS_BYTES;
+                    self.klm = bytes.sub(*off, n).ok_or(WqeParseError::SegmentPastDs {
+                        segment: "klm",
+                        end: *off + n,
+                        ds_bytes,
+                    })?;
+                    *off += n;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
     }
 
     /// The decoded opcode, or the unknown byte. [ref §1.6](crate::reference).
