@@ -93,6 +93,68 @@ pub fn set_bits(buf: &mut [u8], base: usize, dw: usize, hi: u32, lo: u32, v: u32
     put32(buf, off, w);
 }
 
+/// A named bit field `dw[hi:lo]` of an `mlx5_ifc` structure
+/// ([ref §0](crate::reference) notation), read and written relative to the
+/// byte where the structure starts in a message. The field tables in
+/// [`super::layout`] and [`super::caps::field`] are made of these.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Field {
+    /// Index of the big-endian 32-bit word.
+    pub dw: usize,
+    /// Most significant bit of the field in that word (≤ 31).
+    pub hi: u32,
+    /// Least significant bit (≤ `hi`).
+    pub lo: u32,
+}
+
+impl Field {
+    /// The field `dw[hi:lo]`.
+    pub const fn new(dw: usize, hi: u32, lo: u32) -> Self {
+        Field { dw, hi, lo }
+    }
+
+    /// Reads the field of the structure at byte `base` of `buf` (0 when out
+    /// of range).
+    #[inline]
+    pub fn get(self, buf: &[u8], base: usize) -> u32 {
+        get_bits(buf, base, self.dw, self.hi, self.lo)
+    }
+
+    /// Sets the field of the structure at byte `base` of `buf` to the low
+    /// bits of `v`; other bits are kept (dropped when out of range).
+    #[inline]
+    pub fn set(self, buf: &mut [u8], base: usize, v: u32) {
+        set_bits(buf, base, self.dw, self.hi, self.lo, v)
+    }
+}
+
+/// A 64-bit big-endian field at a byte offset of a structure (addresses,
+/// lengths, GUIDs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Field64 {
+    /// Byte offset inside the structure.
+    pub off: usize,
+}
+
+impl Field64 {
+    /// The 64-bit field at byte `off`.
+    pub const fn new(off: usize) -> Self {
+        Field64 { off }
+    }
+
+    /// Reads the field of the structure at byte `base` of `buf`.
+    #[inline]
+    pub fn get(self, buf: &[u8], base: usize) -> u64 {
+        get64(buf, base.wrapping_add(self.off))
+    }
+
+    /// Writes the field of the structure at byte `base` of `buf`.
+    #[inline]
+    pub fn set(self, buf: &mut [u8], base: usize, v: u64) {
+        put64(buf, base.wrapping_add(self.off), v)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,7 +1,7 @@
 //! General HCA capabilities (QUERY_HCA_CAP, cap type 0) → typed fields and
 //! [`DeviceCaps`] ([ref §3.1, §3.11](crate::reference)).
 
-use super::bits::{get_bits, set_bits};
+use super::bits::Field;
 use crate::sizing::DeviceCaps;
 
 /// Bytes of the general capability structure (`cmd_hca_cap`). [ref §7.6](crate::reference).
@@ -19,87 +19,89 @@ const SEG: u32 = crate::wqe::DS_BYTES as u32;
 const CTRL: u32 = core::mem::size_of::<crate::wqe::CtrlSeg>() as u32;
 const RADDR: u32 = core::mem::size_of::<crate::wqe::RaddrSeg>() as u32;
 
-/// Field positions inside `cmd_hca_cap` as (dw, hi, lo). [ref §3.11](crate::reference).
+/// Field positions inside `cmd_hca_cap`. [ref §3.11](crate::reference).
 pub mod field {
+    use crate::cmd::bits::Field;
+
     /// hca_cap_2.
-    pub const HCA_CAP_2: (usize, u32, u32) = (1, 31, 31);
+    pub const HCA_CAP_2: Field = Field::new(1, 31, 31);
     /// log_max_srq_sz.
-    pub const LOG_MAX_SRQ_SZ: (usize, u32, u32) = (4, 31, 24);
+    pub const LOG_MAX_SRQ_SZ: Field = Field::new(4, 31, 24);
     /// log_max_qp_sz.
-    pub const LOG_MAX_QP_SZ: (usize, u32, u32) = (4, 23, 16);
+    pub const LOG_MAX_QP_SZ: Field = Field::new(4, 23, 16);
     /// log_max_qp.
-    pub const LOG_MAX_QP: (usize, u32, u32) = (4, 4, 0);
+    pub const LOG_MAX_QP: Field = Field::new(4, 4, 0);
     /// log_max_srq.
-    pub const LOG_MAX_SRQ: (usize, u32, u32) = (5, 20, 16);
+    pub const LOG_MAX_SRQ: Field = Field::new(5, 20, 16);
     /// log_max_cq_sz.
-    pub const LOG_MAX_CQ_SZ: (usize, u32, u32) = (6, 23, 16);
+    pub const LOG_MAX_CQ_SZ: Field = Field::new(6, 23, 16);
     /// log_max_cq.
-    pub const LOG_MAX_CQ: (usize, u32, u32) = (6, 4, 0);
+    pub const LOG_MAX_CQ: Field = Field::new(6, 4, 0);
     /// log_max_eq_sz.
-    pub const LOG_MAX_EQ_SZ: (usize, u32, u32) = (7, 31, 24);
+    pub const LOG_MAX_EQ_SZ: Field = Field::new(7, 31, 24);
     /// log_max_mkey.
-    pub const LOG_MAX_MKEY: (usize, u32, u32) = (7, 21, 16);
+    pub const LOG_MAX_MKEY: Field = Field::new(7, 21, 16);
     /// log_max_eq.
-    pub const LOG_MAX_EQ: (usize, u32, u32) = (7, 3, 0);
+    pub const LOG_MAX_EQ: Field = Field::new(7, 3, 0);
     /// fast_teardown.
-    pub const FAST_TEARDOWN: (usize, u32, u32) = (8, 14, 14);
+    pub const FAST_TEARDOWN: Field = Field::new(8, 14, 14);
     /// log_max_ra_req_qp.
-    pub const LOG_MAX_RA_REQ_QP: (usize, u32, u32) = (10, 21, 16);
+    pub const LOG_MAX_RA_REQ_QP: Field = Field::new(10, 21, 16);
     /// log_max_ra_res_qp.
-    pub const LOG_MAX_RA_RES_QP: (usize, u32, u32) = (10, 5, 0);
+    pub const LOG_MAX_RA_RES_QP: Field = Field::new(10, 5, 0);
     /// pkey_table_size.
-    pub const PKEY_TABLE_SIZE: (usize, u32, u32) = (12, 15, 0);
+    pub const PKEY_TABLE_SIZE: Field = Field::new(12, 15, 0);
     /// port_type.
-    pub const PORT_TYPE: (usize, u32, u32) = (13, 9, 8);
+    pub const PORT_TYPE: Field = Field::new(13, 9, 8);
     /// num_ports.
-    pub const NUM_PORTS: (usize, u32, u32) = (13, 7, 0);
+    pub const NUM_PORTS: Field = Field::new(13, 7, 0);
     /// log_max_msg.
-    pub const LOG_MAX_MSG: (usize, u32, u32) = (14, 28, 24);
+    pub const LOG_MAX_MSG: Field = Field::new(14, 28, 24);
     /// cqe_version.
-    pub const CQE_VERSION: (usize, u32, u32) = (15, 3, 0);
+    pub const CQE_VERSION: Field = Field::new(15, 3, 0);
     /// cmdif_checksum.
-    pub const CMDIF_CHECKSUM: (usize, u32, u32) = (16, 15, 14);
+    pub const CMDIF_CHECKSUM: Field = Field::new(16, 15, 14);
     /// roce.
-    pub const ROCE: (usize, u32, u32) = (16, 2, 2);
+    pub const ROCE: Field = Field::new(16, 2, 2);
     /// atomic.
-    pub const ATOMIC: (usize, u32, u32) = (16, 1, 1);
+    pub const ATOMIC: Field = Field::new(16, 1, 1);
     /// uar_4k.
-    pub const UAR_4K: (usize, u32, u32) = (18, 31, 31);
+    pub const UAR_4K: Field = Field::new(18, 31, 31);
     /// umem_uid_0.
-    pub const UMEM_UID_0: (usize, u32, u32) = (18, 13, 13);
+    pub const UMEM_UID_0: Field = Field::new(18, 13, 13);
     /// log_pg_sz.
-    pub const LOG_PG_SZ: (usize, u32, u32) = (18, 7, 0);
+    pub const LOG_PG_SZ: Field = Field::new(18, 7, 0);
     /// bf.
-    pub const BF: (usize, u32, u32) = (19, 31, 31);
+    pub const BF: Field = Field::new(19, 31, 31);
     /// mkey_by_name.
-    pub const MKEY_BY_NAME: (usize, u32, u32) = (19, 25, 25);
+    pub const MKEY_BY_NAME: Field = Field::new(19, 25, 25);
     /// log_bf_reg_size.
-    pub const LOG_BF_REG_SIZE: (usize, u32, u32) = (19, 20, 16);
+    pub const LOG_BF_REG_SIZE: Field = Field::new(19, 20, 16);
     /// max_wqe_sz_sq.
-    pub const MAX_WQE_SZ_SQ: (usize, u32, u32) = (20, 15, 0);
+    pub const MAX_WQE_SZ_SQ: Field = Field::new(20, 15, 0);
     /// max_wqe_sz_rq.
-    pub const MAX_WQE_SZ_RQ: (usize, u32, u32) = (21, 15, 0);
+    pub const MAX_WQE_SZ_RQ: Field = Field::new(21, 15, 0);
     /// max_wqe_sz_sq_dc.
-    pub const MAX_WQE_SZ_SQ_DC: (usize, u32, u32) = (22, 15, 0);
+    pub const MAX_WQE_SZ_SQ_DC: Field = Field::new(22, 15, 0);
     /// log_max_pd.
-    pub const LOG_MAX_PD: (usize, u32, u32) = (25, 20, 16);
+    pub const LOG_MAX_PD: Field = Field::new(25, 20, 16);
     /// log_uar_page_sz.
-    pub const LOG_UAR_PAGE_SZ: (usize, u32, u32) = (36, 15, 0);
+    pub const LOG_UAR_PAGE_SZ: Field = Field::new(36, 15, 0);
     /// num_of_uars_per_page.
-    pub const NUM_OF_UARS_PER_PAGE: (usize, u32, u32) = (41, 31, 0);
+    pub const NUM_OF_UARS_PER_PAGE: Field = Field::new(41, 31, 0);
     /// cqe_128_always.
-    pub const CQE_128_ALWAYS: (usize, u32, u32) = (45, 2, 2);
+    pub const CQE_128_ALWAYS: Field = Field::new(45, 2, 2);
     /// cqe_compression.
-    pub const CQE_COMPRESSION: (usize, u32, u32) = (45, 0, 0);
+    pub const CQE_COMPRESSION: Field = Field::new(45, 0, 0);
 }
 
 /// Reads one capability field from a `cmd_hca_cap` image.
-pub fn get(cap: &[u8], f: (usize, u32, u32)) -> u32 {
-    get_bits(cap, 0, f.0, f.1, f.2)
+pub fn get(cap: &[u8], f: Field) -> u32 {
+    f.get(cap, 0)
 }
 /// Writes one capability field in a `cmd_hca_cap` image.
-pub fn set(cap: &mut [u8], f: (usize, u32, u32), v: u32) {
-    set_bits(cap, 0, f.0, f.1, f.2, v)
+pub fn set(cap: &mut [u8], f: Field, v: u32) {
+    f.set(cap, 0, v)
 }
 
 /// The general capabilities bareverbs uses ([ref §3.11](crate::reference)).

@@ -21,6 +21,7 @@ pub mod bits;
 pub mod caps;
 pub mod eq;
 pub mod initseg;
+pub mod layout;
 pub mod ops;
 pub mod pages;
 pub mod queue;

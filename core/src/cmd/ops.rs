@@ -5,7 +5,8 @@
 //! lengths. A parser takes the output bytes (the status has already been
 //! checked by [`super::queue::CmdQueue::complete`]) and never panics.
 
-use super::bits::{get16, get32, get64, get_bits, put16, put32, put64, set_bits};
+use super::bits::{get16, get32, get64, put16, put32, put64, Field};
+use super::layout::{ads, cmd_in, cqc, eqc, hca_vport, mkc, nic_vport, pmtu, qpc, srqc};
 use super::{op, CmdError};
 use crate::qp::QpType;
 use crate::wqe::MkeyAccess;
@@ -379,7 +380,7 @@ pub fn alloc_uar(b: &mut [u8]) -> Req {
 /// DEALLOC_UAR (0x803) of `uar` (`dw2[23:0]`).
 pub fn dealloc_uar(b: &mut [u8], uar: u32) -> Req {
     let r = simple(b, op::DEALLOC_UAR, 0);
-    set_bits(b, 0, 2, 23, 0, uar);
+    cmd_in::OBJ_ID.set(b, 0, uar);
     r
 }
 /// ALLOC_PD (0x800); output pd at `dw2[23:0]`. [ref §7.8](crate::reference).
@@ -389,7 +390,7 @@ pub fn alloc_pd(b: &mut [u8]) -> Req {
 /// DEALLOC_PD (0x801) of `pd` (`dw2[23:0]`).
 pub fn dealloc_pd(b: &mut [u8], pd: u32) -> Req {
     let r = simple(b, op::DEALLOC_PD, 0);
-    set_bits(b, 0, 2, 23, 0, pd);
+    cmd_in::OBJ_ID.set(b, 0, pd);
     r
 }
 
@@ -397,7 +398,7 @@ pub fn dealloc_pd(b: &mut [u8], pd: u32) -> Req {
 /// (DESTROY_MKEY/CQ/QP/SRQ, 2ERR_QP, 2RST_QP, QUERY_QP).
 pub fn with_obj(b: &mut [u8], opcode: u16, id: u32) -> Req {
     let r = simple(b, opcode, 0);
-    set_bits(b, 0, 2, 23, 0, id);
+    cmd_in::OBJ_ID.set(b, 0, id);
     r
 }
 
@@ -435,16 +436,16 @@ pub fn create_mkey(b: &mut [u8], p: &MkeyParams) -> Req {
     hdr(b, op::CREATE_MKEY, 0, in_len);
     // a, rw, rr, lw, lr: mkc byte 2 bits 6..2 (dw0 bits 14..10).
     let a = MkeyAccess::from_ibv(p.access).union(MkeyAccess::LOCAL_READ);
-    set_bits(b, MKC, 0, 14, 10, u32::from(a.bits()) >> 2);
-    set_bits(b, MKC, 0, 9, 8, 1); // access_mode_1_0 = MTT
-    set_bits(b, MKC, 1, 31, 8, 0xff_ffff); // not bound to a QP
-    set_bits(b, MKC, 1, 7, 0, p.variant as u32);
-    set_bits(b, MKC, 3, 23, 0, p.pd);
-    put64(b, MKC + 0x10, p.start_addr);
-    put64(b, MKC + 0x18, p.len);
+    mkc::ACCESS.set(b, MKC, u32::from(a.bits()) >> 2);
+    mkc::ACCESS_MODE_1_0.set(b, MKC, 1); // MTT
+    mkc::QPN.set(b, MKC, 0xff_ffff); // not bound to a QP
+    mkc::MKEY_7_0.set(b, MKC, p.variant as u32);
+    mkc::PD.set(b, MKC, p.pd);
+    mkc::START_ADDR.set(b, MKC, p.start_addr);
+    mkc::LEN.set(b, MKC, p.len);
     let octwords = p.npages.div_ceil(2) as u32;
-    put32(b, MKC + 0x34, octwords);
-    set_bits(b, MKC, 14, 4, 0, p.log_page_size as u32); // absolute log2 page size
+    mkc::TRANSLATIONS_OCTWORD_SIZE.set(b, MKC, octwords);
+    mkc::LOG_PAGE_SIZE.set(b, MKC, p.log_page_size as u32);
     put32(b, 0x60, octwords);
     put_pas_sized(b, PAS_OFFSET, p.pages_iova, p.npages, p.log_page_size, 0x3);
     Req {
@@ -477,10 +478,10 @@ pub struct EqParams {
 pub fn create_eq(b: &mut [u8], p: &EqParams) -> Req {
     let in_len = PAS_OFFSET + 8 * p.npages;
     hdr(b, op::CREATE_EQ, 0, in_len);
-    set_bits(b, EQC, 3, 28, 24, p.log_eq_size as u32);
-    set_bits(b, EQC, 3, 23, 0, p.uar_page);
-    set_bits(b, EQC, 5, 7, 0, p.intr as u32);
-    set_bits(b, EQC, 6, 28, 24, 0);
+    eqc::LOG_EQ_SIZE.set(b, EQC, p.log_eq_size as u32);
+    eqc::UAR_PAGE.set(b, EQC, p.uar_page);
+    eqc::INTR.set(b, EQC, p.intr as u32);
+    eqc::LOG_PAGE_SIZE.set(b, EQC, 0);
     put64(b, 0x58, p.event_bitmask);
     put_pas(b, PAS_OFFSET, p.pages_iova, p.npages, 0);
     Req {
@@ -523,12 +524,12 @@ pub struct CqParams {
 pub fn create_cq(b: &mut [u8], p: &CqParams) -> Req {
     let in_len = PAS_OFFSET + 8 * p.npages;
     hdr(b, op::CREATE_CQ, 0, in_len);
-    set_bits(b, CQC, 0, 23, 21, p.cqe_sz as u32);
-    set_bits(b, CQC, 3, 28, 24, p.log_cq_size as u32);
-    set_bits(b, CQC, 3, 23, 0, p.uar_page);
-    set_bits(b, CQC, 5, 7, 0, p.c_eqn as u32);
-    set_bits(b, CQC, 6, 28, 24, 0);
-    put64(b, CQC + 0x38, p.dbr_addr);
+    cqc::CQE_SZ.set(b, CQC, p.cqe_sz as u32);
+    cqc::LOG_CQ_SIZE.set(b, CQC, p.log_cq_size as u32);
+    cqc::UAR_PAGE.set(b, CQC, p.uar_page);
+    cqc::C_EQN.set(b, CQC, p.c_eqn as u32);
+    cqc::LOG_PAGE_SIZE.set(b, CQC, 0);
+    cqc::DBR_ADDR.set(b, CQC, p.dbr_addr);
     put_pas(b, PAS_OFFSET, p.pages_iova, p.npages, 0);
     Req {
         opcode: op::CREATE_CQ,
@@ -637,24 +638,24 @@ pub fn create_qp(b: &mut [u8], p: &QpParams) -> Req {
     let in_len = PAS_OFFSET + 8 * p.npages;
     hdr(b, op::CREATE_QP, 0, in_len);
     let st = p.qp_type.service_type().unwrap_or(0xff);
-    set_bits(b, QPC, 0, 23, 16, st as u32);
-    set_bits(b, QPC, 0, 12, 11, 3);
-    set_bits(b, QPC, 1, 23, 0, p.pd);
-    set_bits(b, QPC, 2, 22, 19, p.log_rq_size as u32);
-    set_bits(b, QPC, 2, 18, 16, p.log_rq_stride as u32);
-    set_bits(b, QPC, 2, 15, 15, p.no_sq as u32);
+    qpc::ST.set(b, QPC, st as u32);
+    qpc::PM_STATE.set(b, QPC, 3); // migrated
+    qpc::PD.set(b, QPC, p.pd);
+    qpc::LOG_RQ_SIZE.set(b, QPC, p.log_rq_size as u32);
+    qpc::LOG_RQ_STRIDE.set(b, QPC, p.log_rq_stride as u32);
+    qpc::NO_SQ.set(b, QPC, p.no_sq as u32);
     if !p.no_sq {
-        set_bits(b, QPC, 2, 14, 11, p.log_sq_size as u32);
+        qpc::LOG_SQ_SIZE.set(b, QPC, p.log_sq_size as u32);
     }
-    set_bits(b, QPC, 3, 23, 0, p.uar_page);
-    set_bits(b, QPC, 4, 23, 0, p.user_index);
-    set_bits(b, QPC, 5, 28, 24, 0);
-    set_bits(b, QPC, 31, 23, 0, p.cqn_snd);
-    set_bits(b, QPC, 39, 23, 0, p.cqn_rcv);
-    put64(b, QPC + 0xa0, p.dbr_addr);
+    qpc::UAR_PAGE.set(b, QPC, p.uar_page);
+    qpc::USER_INDEX.set(b, QPC, p.user_index);
+    qpc::LOG_PAGE_SIZE.set(b, QPC, 0);
+    qpc::CQN_SND.set(b, QPC, p.cqn_snd);
+    qpc::CQN_RCV.set(b, QPC, p.cqn_rcv);
+    qpc::DBR_ADDR.set(b, QPC, p.dbr_addr);
     if let Some(srqn) = p.srqn {
-        set_bits(b, QPC, 43, 26, 24, 1);
-        set_bits(b, QPC, 43, 23, 0, srqn);
+        qpc::RQ_TYPE.set(b, QPC, 1); // SRQ
+        qpc::SRQN_RMPN_XRQN.set(b, QPC, srqn);
     }
     put_pas(b, PAS_OFFSET, p.pages_iova, p.npages, 0);
     Req {
@@ -693,37 +694,28 @@ pub struct AddressPath {
 
 fn put_path(b: &mut [u8], p: &AddressPath) {
     let a = QPC_PATH;
-    set_bits(b, a, 0, 31, 31, p.fl as u32);
-    set_bits(b, a, 0, 15, 0, p.pkey_index as u32);
-    set_bits(b, a, 1, 23, 23, p.grh as u32);
-    set_bits(b, a, 1, 15, 0, p.rlid as u32);
-    set_bits(b, a, 2, 23, 16, p.sgid_index as u32);
-    set_bits(b, a, 2, 7, 0, p.hop_limit as u32);
-    if let Some(d) = b.get_mut(a + 0x10..a + 0x20) {
+    ads::FL.set(b, a, p.fl as u32);
+    ads::PKEY_INDEX.set(b, a, p.pkey_index as u32);
+    ads::GRH.set(b, a, p.grh as u32);
+    ads::RLID.set(b, a, p.rlid as u32);
+    ads::SRC_ADDR_INDEX.set(b, a, p.sgid_index as u32);
+    ads::HOP_LIMIT.set(b, a, p.hop_limit as u32);
+    let rgid = a + ads::RGID_RIP;
+    if let Some(d) = b.get_mut(rgid..rgid + ads::RGID_RIP_LEN) {
         d.copy_from_slice(&p.rgid);
     }
-    set_bits(b, a, 8, 15, 0, p.udp_sport as u32);
-    set_bits(b, a, 9, 27, 24, p.sl as u32);
-    set_bits(b, a, 9, 23, 16, p.port as u32);
-    set_bits(
-        b,
-        a,
-        9,
-        15,
-        0,
-        u16::from_be_bytes([p.rmac[0], p.rmac[1]]) as u32,
-    );
-    put32(
-        b,
-        a + 0x28,
-        u32::from_be_bytes([p.rmac[2], p.rmac[3], p.rmac[4], p.rmac[5]]),
-    );
+    ads::UDP_SPORT.set(b, a, p.udp_sport as u32);
+    ads::SL.set(b, a, p.sl as u32);
+    ads::VHCA_PORT_NUM.set(b, a, p.port as u32);
+    let [m0, m1, m2, m3, m4, m5] = p.rmac;
+    ads::RMAC_47_32.set(b, a, u16::from_be_bytes([m0, m1]) as u32);
+    ads::RMAC_31_0.set(b, a, u32::from_be_bytes([m2, m3, m4, m5]));
 }
 
 fn modify(b: &mut [u8], opcode: u16, qpn: u32) -> Req {
     let in_len = PAS_OFFSET;
     hdr(b, opcode, 0, in_len);
-    set_bits(b, 0, 2, 23, 0, qpn);
+    cmd_in::OBJ_ID.set(b, 0, qpn);
     put32(b, 0x10, 0); // opt_param_mask: none (ref §7.11 minimal sequence)
     Req {
         opcode,
@@ -753,12 +745,12 @@ pub struct Rst2Init {
 /// RST2INIT_QP (0x502). [ref §6.3, §7.11](crate::reference).
 pub fn rst2init(b: &mut [u8], qpn: u32, a: &Rst2Init) -> Req {
     let r = modify(b, op::RST2INIT_QP, qpn);
-    set_bits(b, QPC, 0, 12, 11, 3);
-    set_bits(b, QPC_PATH, 0, 15, 0, a.pkey_index as u32);
-    set_bits(b, QPC_PATH, 9, 23, 16, a.port as u32);
-    set_bits(b, QPC, 36, 15, 15, a.remote_read as u32);
-    set_bits(b, QPC, 36, 14, 14, a.remote_write as u32);
-    set_bits(b, QPC, 36, 13, 13, a.remote_atomic as u32);
+    qpc::PM_STATE.set(b, QPC, 3); // migrated
+    ads::PKEY_INDEX.set(b, QPC_PATH, a.pkey_index as u32);
+    ads::VHCA_PORT_NUM.set(b, QPC_PATH, a.port as u32);
+    qpc::RRE.set(b, QPC, a.remote_read as u32);
+    qpc::RWE.set(b, QPC, a.remote_write as u32);
+    qpc::RAE.set(b, QPC, a.remote_atomic as u32);
     put32(b, QPC + 0xa8, a.qkey);
     r
 }
@@ -786,13 +778,13 @@ pub struct Init2Rtr {
 /// INIT2RTR_QP (0x503). [ref §6.3, §7.11](crate::reference).
 pub fn init2rtr(b: &mut [u8], qpn: u32, a: &Init2Rtr) -> Req {
     let r = modify(b, op::INIT2RTR_QP, qpn);
-    set_bits(b, QPC, 2, 31, 29, a.mtu as u32);
-    set_bits(b, QPC, 2, 28, 24, a.log_msg_max as u32);
-    set_bits(b, QPC, 5, 23, 0, a.remote_qpn);
+    qpc::MTU.set(b, QPC, a.mtu as u32);
+    qpc::LOG_MSG_MAX.set(b, QPC, a.log_msg_max as u32);
+    qpc::REMOTE_QPN.set(b, QPC, a.remote_qpn);
     put_path(b, &a.path);
-    set_bits(b, QPC, 36, 23, 21, a.log_rra_max as u32);
-    set_bits(b, QPC, 37, 28, 24, a.min_rnr_nak as u32);
-    set_bits(b, QPC, 37, 23, 0, a.rq_psn);
+    qpc::LOG_RRA_MAX.set(b, QPC, a.log_rra_max as u32);
+    qpc::MIN_RNR_NAK.set(b, QPC, a.min_rnr_nak as u32);
+    qpc::NEXT_RCV_PSN.set(b, QPC, a.rq_psn);
     r
 }
 
@@ -815,12 +807,12 @@ pub struct Rtr2Rts {
 /// RTR2RTS_QP (0x504). [ref §6.3, §7.11](crate::reference).
 pub fn rtr2rts(b: &mut [u8], qpn: u32, a: &Rtr2Rts) -> Req {
     let r = modify(b, op::RTR2RTS_QP, qpn);
-    set_bits(b, QPC_PATH, 2, 31, 27, a.ack_timeout as u32);
-    set_bits(b, QPC, 28, 31, 28, 0);
-    set_bits(b, QPC, 28, 23, 21, a.log_sra_max as u32);
-    set_bits(b, QPC, 28, 18, 16, a.retry_count as u32);
-    set_bits(b, QPC, 28, 15, 13, a.rnr_retry as u32);
-    set_bits(b, QPC, 30, 23, 0, a.sq_psn);
+    ads::ACK_TIMEOUT.set(b, QPC_PATH, a.ack_timeout as u32);
+    qpc::LOG_ACK_REQ_FREQ.set(b, QPC, 0);
+    qpc::LOG_SRA_MAX.set(b, QPC, a.log_sra_max as u32);
+    qpc::RETRY_COUNT.set(b, QPC, a.retry_count as u32);
+    qpc::RNR_RETRY.set(b, QPC, a.rnr_retry as u32);
+    qpc::NEXT_SEND_PSN.set(b, QPC, a.sq_psn);
     r
 }
 
@@ -867,16 +859,16 @@ pub struct QpQuery {
 /// Parses a QUERY_QP output.
 pub fn parse_query_qp(out: &[u8]) -> QpQuery {
     QpQuery {
-        state: HwQpState::from_bits(get_bits(out, QPC, 0, 31, 28) as u8),
-        st: get_bits(out, QPC, 0, 23, 16) as u8,
-        pd: get_bits(out, QPC, 1, 23, 0),
-        mtu: get_bits(out, QPC, 2, 31, 29) as u8,
-        remote_qpn: get_bits(out, QPC, 5, 23, 0),
-        sq_psn: get_bits(out, QPC, 30, 23, 0),
-        rq_psn: get_bits(out, QPC, 37, 23, 0),
-        cqn_snd: get_bits(out, QPC, 31, 23, 0),
-        cqn_rcv: get_bits(out, QPC, 39, 23, 0),
-        port: get_bits(out, QPC_PATH, 9, 23, 16) as u8,
+        state: HwQpState::from_bits(qpc::STATE.get(out, QPC) as u8),
+        st: qpc::ST.get(out, QPC) as u8,
+        pd: qpc::PD.get(out, QPC),
+        mtu: qpc::MTU.get(out, QPC) as u8,
+        remote_qpn: qpc::REMOTE_QPN.get(out, QPC),
+        sq_psn: qpc::NEXT_SEND_PSN.get(out, QPC),
+        rq_psn: qpc::NEXT_RCV_PSN.get(out, QPC),
+        cqn_snd: qpc::CQN_SND.get(out, QPC),
+        cqn_rcv: qpc::CQN_RCV.get(out, QPC),
+        port: ads::VHCA_PORT_NUM.get(out, QPC_PATH) as u8,
     }
 }
 
@@ -909,13 +901,13 @@ pub struct SrqParams {
 pub fn create_srq(b: &mut [u8], p: &SrqParams) -> Req {
     let in_len = PAS_OFFSET + 8 * p.npages;
     hdr(b, op::CREATE_SRQ, 0, in_len);
-    set_bits(b, SRQC, 0, 27, 24, p.log_srq_size as u32);
-    set_bits(b, SRQC, 1, 26, 24, p.log_rq_stride as u32);
-    set_bits(b, SRQC, 2, 23, 0, p.cqn);
-    set_bits(b, SRQC, 4, 29, 24, 0);
-    set_bits(b, SRQC, 6, 23, 0, p.pd);
-    set_bits(b, SRQC, 7, 31, 16, p.lwm as u32);
-    put64(b, SRQC + 0x28, p.dbr_addr);
+    srqc::LOG_SRQ_SIZE.set(b, SRQC, p.log_srq_size as u32);
+    srqc::LOG_RQ_STRIDE.set(b, SRQC, p.log_rq_stride as u32);
+    srqc::CQN.set(b, SRQC, p.cqn);
+    srqc::LOG_PAGE_SIZE.set(b, SRQC, 0);
+    srqc::PD.set(b, SRQC, p.pd);
+    srqc::LWM.set(b, SRQC, p.lwm as u32);
+    srqc::DBR_ADDR.set(b, SRQC, p.dbr_addr);
     put_pas(b, PAS_OFFSET, p.pages_iova, p.npages, 0);
     Req {
         opcode: op::CREATE_SRQ,
@@ -1003,20 +995,22 @@ pub struct NicVportContext {
 /// Byte offset of `system_image_guid` in `nic_vport_context` (bit 0x140 of
 /// linux `mlx5_ifc.h` nic_vport_context: after the 16-bit `mtu` at bit
 /// 0x130); `port_guid` and `node_guid` follow at +8 and +16.
-pub const NIC_VPORT_SYSTEM_IMAGE_GUID: usize = 0x28;
+pub const NIC_VPORT_SYSTEM_IMAGE_GUID: usize = nic_vport::SYSTEM_IMAGE_GUID.off;
 
 /// Parses a `nic_vport_context` (starting at byte 0 of `ctx`); short input
 /// reads as zeros.
 pub fn parse_nic_vport_context(ctx: &[u8]) -> NicVportContext {
-    let b = |i: usize| ctx.get(i).copied().unwrap_or(0);
-    let g = NIC_VPORT_SYSTEM_IMAGE_GUID;
+    let mut permanent_mac = [0u8; 6];
+    for (i, m) in permanent_mac.iter_mut().enumerate() {
+        *m = ctx.get(nic_vport::PERMANENT_MAC + i).copied().unwrap_or(0);
+    }
     NicVportContext {
-        roce_en: b(3) & 1 != 0,
-        mtu: u16::from_be_bytes([b(0x26), b(0x27)]),
-        system_image_guid: get64(ctx, g),
-        port_guid: get64(ctx, g + 8),
-        node_guid: get64(ctx, g + 16),
-        permanent_mac: [b(0xf6), b(0xf7), b(0xf8), b(0xf9), b(0xfa), b(0xfb)],
+        roce_en: nic_vport::ROCE_EN.get(ctx, 0) != 0,
+        mtu: nic_vport::MTU.get(ctx, 0) as u16,
+        system_image_guid: nic_vport::SYSTEM_IMAGE_GUID.get(ctx, 0),
+        port_guid: nic_vport::PORT_GUID.get(ctx, 0),
+        node_guid: nic_vport::NODE_GUID.get(ctx, 0),
+        permanent_mac,
     }
 }
 
@@ -1104,7 +1098,7 @@ pub fn query_hca_vport_context(b: &mut [u8], port: Option<u8>) -> Req {
     hdr(b, op::QUERY_HCA_VPORT_CONTEXT, 0, in_len);
     put32(b, 0x08, 0);
     if let Some(p) = port {
-        set_bits(b, 0, 2, 19, 16, p as u32);
+        hca_vport::IN_PORT_NUM.set(b, 0, p as u32);
     }
     Req {
         opcode: op::QUERY_HCA_VPORT_CONTEXT,
@@ -1154,23 +1148,24 @@ pub struct HcaVportContext {
 /// Parses a `hca_vport_context` (starting at byte 0 of `ctx`); short input
 /// reads as zeros.
 pub fn parse_hca_vport_context(ctx: &[u8]) -> HcaVportContext {
-    let f = |dw: usize, hi: u32, lo: u32| get_bits(ctx, 0, dw, hi, lo);
+    use hca_vport as h;
+    let f = |field: Field| field.get(ctx, 0);
     HcaVportContext {
-        port_physical_state: f(8, 15, 12) as u8,
-        port_state: f(8, 7, 4) as u8,
-        vport_state: f(8, 3, 0) as u8,
-        system_image_guid: get64(ctx, 0x28),
-        port_guid: get64(ctx, 0x30),
-        node_guid: get64(ctx, 0x38),
-        cap_mask1: get32(ctx, 0x40),
-        lid: f(24, 31, 16) as u16,
-        init_type_reply: f(24, 11, 8) as u8,
-        lmc: f(24, 7, 5) as u8,
-        subnet_timeout: f(24, 4, 0) as u8,
-        sm_lid: f(25, 31, 16) as u16,
-        sm_sl: f(25, 15, 12) as u8,
-        qkey_violation_counter: f(26, 31, 16) as u16,
-        pkey_violation_counter: f(26, 15, 0) as u16,
+        port_physical_state: f(h::PORT_PHYSICAL_STATE) as u8,
+        port_state: f(h::PORT_STATE) as u8,
+        vport_state: f(h::VPORT_STATE) as u8,
+        system_image_guid: h::SYSTEM_IMAGE_GUID.get(ctx, 0),
+        port_guid: h::PORT_GUID.get(ctx, 0),
+        node_guid: h::NODE_GUID.get(ctx, 0),
+        cap_mask1: f(h::CAP_MASK1),
+        lid: f(h::LID) as u16,
+        init_type_reply: f(h::INIT_TYPE_REPLY) as u8,
+        lmc: f(h::LMC) as u8,
+        subnet_timeout: f(h::SUBNET_TIMEOUT) as u8,
+        sm_lid: f(h::SM_LID) as u16,
+        sm_sl: f(h::SM_SL) as u8,
+        qkey_violation_counter: f(h::QKEY_VIOLATION_COUNTER) as u16,
+        pkey_violation_counter: f(h::PKEY_VIOLATION_COUNTER) as u16,
     }
 }
 
@@ -1203,7 +1198,7 @@ pub fn query_pmtu(b: &mut [u8], port: u8) -> Req {
     hdr(b, op::ACCESS_REG, ACCESS_REG_READ, in_len);
     put16(b, 0x0a, REG_PMTU);
     put32(b, 0x0c, 0);
-    set_bits(b, REG_DATA, 0, 23, 16, port as u32);
+    pmtu::LOCAL_PORT.set(b, REG_DATA, port as u32);
     Req {
         opcode: op::ACCESS_REG,
         in_len,
@@ -1230,10 +1225,10 @@ pub struct Pmtu {
 /// layout of linux `mlx5_ifc.h` pmtu_reg). Short outputs read as zero.
 pub fn parse_pmtu(out: &[u8]) -> Pmtu {
     Pmtu {
-        local_port: get_bits(out, REG_DATA, 0, 23, 16) as u8,
-        max_mtu: get_bits(out, REG_DATA, 1, 31, 16) as u16,
-        admin_mtu: get_bits(out, REG_DATA, 2, 31, 16) as u16,
-        oper_mtu: get_bits(out, REG_DATA, 3, 31, 16) as u16,
+        local_port: pmtu::LOCAL_PORT.get(out, REG_DATA) as u8,
+        max_mtu: pmtu::MAX_MTU.get(out, REG_DATA) as u16,
+        admin_mtu: pmtu::ADMIN_MTU.get(out, REG_DATA) as u16,
+        oper_mtu: pmtu::OPER_MTU.get(out, REG_DATA) as u16,
     }
 }
 
