@@ -86,6 +86,8 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         }
     }
 
+    /// Steps 2–12 of [ref §7.6](crate::reference), in order, once the
+    /// command queue exists; each step is one helper below.
     fn bring_up_steps(&mut self) -> Result<(), DeviceError> {
         // (2) wait again (kernel), short.
         Self::wait_fw_init(
@@ -99,6 +101,39 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         let r = ops::enable_hca(&mut self.inb);
         self.exec(r).map_err(bu(Step::EnableHca))?;
         // (5) ISSI.
+        self.negotiate_issi()?;
+        // (6) boot pages.
+        self.supply_pages(PagesKind::Boot, Step::BootPages)?;
+        // (7) host endianness.
+        if self.cfg.set_host_endianness {
+            let r = ops::set_host_endianness(&mut self.inb);
+            self.exec(r).map_err(bu(Step::HostEndianness))?;
+        }
+        // (8) caps: query max and current, set current with our changes.
+        self.set_hca_caps()?;
+        // (9) init pages, (10) INIT_HCA.
+        self.supply_pages(PagesKind::Init, Step::InitPages)?;
+        let r = ops::init_hca(&mut self.inb);
+        self.exec(r).map_err(bu(Step::InitHca))?;
+        // Caps as in force after init.
+        let r = ops::query_hca_cap(&mut self.inb, CapType::General, true);
+        self.exec(r).map_err(bu(Step::HcaCaps))?;
+        self.hca = HcaCaps::parse(&self.outb[ops::CAP_OFFSET..ops::CAP_OFFSET + GENERAL_CAP_LEN]);
+        // Ethernet ports: RoCE must be enabled on the vport (ref §7.6).
+        if self.hca.port_type == PORT_TYPE_ETHERNET && self.hca.roce {
+            self.set_up_roce()?;
+        }
+        // (12) UAR.
+        self.alloc_uar()?;
+        if self.cfg.async_eq {
+            self.create_async_eq()?;
+        }
+        Ok(())
+    }
+
+    /// Step 5: QUERY_ISSI, then SET_ISSI 1 when firmware offers it; a
+    /// firmware that refuses QUERY_ISSI speaks ISSI 0.
+    fn negotiate_issi(&mut self) -> Result<(), DeviceError> {
         let r = ops::query_issi(&mut self.inb);
         match self.exec(r) {
             Ok(_) => {
@@ -119,14 +154,12 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
                 })
             }
         }
-        // (6) boot pages.
-        self.supply_pages(PagesKind::Boot, Step::BootPages)?;
-        // (7) host endianness.
-        if self.cfg.set_host_endianness {
-            let r = ops::set_host_endianness(&mut self.inb);
-            self.exec(r).map_err(bu(Step::HostEndianness))?;
-        }
-        // (8) caps: query max and current, set current with our changes.
+        Ok(())
+    }
+
+    /// Step 8: QUERY_HCA_CAP (maximum, then current) and SET_HCA_CAP of
+    /// the current capabilities with the driver's changes.
+    fn set_hca_caps(&mut self) -> Result<(), DeviceError> {
         let r = ops::query_hca_cap(&mut self.inb, CapType::General, false);
         self.exec(r).map_err(bu(Step::HcaCaps))?;
         let max = HcaCaps::parse(&self.outb[ops::CAP_OFFSET..ops::CAP_OFFSET + GENERAL_CAP_LEN]);
@@ -141,38 +174,37 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         }
         let r = ops::set_hca_cap(&mut self.inb, CapType::General, &cap);
         self.exec(r).map_err(bu(Step::HcaCaps))?;
-        // (9) init pages, (10) INIT_HCA.
-        self.supply_pages(PagesKind::Init, Step::InitPages)?;
-        let r = ops::init_hca(&mut self.inb);
-        self.exec(r).map_err(bu(Step::InitHca))?;
-        // Caps as in force after init.
-        let r = ops::query_hca_cap(&mut self.inb, CapType::General, true);
-        self.exec(r).map_err(bu(Step::HcaCaps))?;
-        self.hca = HcaCaps::parse(&self.outb[ops::CAP_OFFSET..ops::CAP_OFFSET + GENERAL_CAP_LEN]);
-        // Ethernet ports: RoCE must be enabled on the vport (ref §7.6).
-        if self.hca.port_type == PORT_TYPE_ETHERNET && self.hca.roce {
-            if self.cfg.enable_roce {
-                let r = ops::modify_nic_vport_roce(&mut self.inb, true);
-                self.exec(r).map_err(bu(Step::EnableRoce))?;
-                self.roce_enabled = true;
+        Ok(())
+    }
+
+    /// After INIT_HCA on an Ethernet port with RoCE: set the vport's
+    /// `roce_en` (if configured) and read the RoCE capabilities.
+    fn set_up_roce(&mut self) -> Result<(), DeviceError> {
+        if self.cfg.enable_roce {
+            let r = ops::modify_nic_vport_roce(&mut self.inb, true);
+            self.exec(r).map_err(bu(Step::EnableRoce))?;
+            self.roce_enabled = true;
+        }
+        // RoCE caps (which loopback QPs firmware allows); firmware
+        // without the page leaves them unknown.
+        let r = ops::query_hca_cap(&mut self.inb, CapType::Roce, true);
+        match self.exec(r) {
+            Ok(_) => {
+                self.roce = Some(ops::parse_roce_caps(&self.outb[ops::CAP_OFFSET..]));
             }
-            // RoCE caps (which loopback QPs firmware allows); firmware
-            // without the page leaves them unknown.
-            let r = ops::query_hca_cap(&mut self.inb, CapType::Roce, true);
-            match self.exec(r) {
-                Ok(_) => {
-                    self.roce = Some(ops::parse_roce_caps(&self.outb[ops::CAP_OFFSET..]));
-                }
-                Err(CmdError::Failed { .. }) => self.roce = None,
-                Err(e) => {
-                    return Err(DeviceError::BringUp {
-                        step: Step::HcaCaps,
-                        err: e,
-                    })
-                }
+            Err(CmdError::Failed { .. }) => self.roce = None,
+            Err(e) => {
+                return Err(DeviceError::BringUp {
+                    step: Step::HcaCaps,
+                    err: e,
+                })
             }
         }
-        // (12) UAR.
+        Ok(())
+    }
+
+    /// Step 12: ALLOC_UAR; the UAR number must fit 24 bits.
+    fn alloc_uar(&mut self) -> Result<(), DeviceError> {
         let r = ops::alloc_uar(&mut self.inb);
         self.exec(r).map_err(bu(Step::AllocUar))?;
         let uar = ops::parse_obj_id(&self.outb);
@@ -183,12 +215,11 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
             });
         }
         self.uar = uar;
-        if self.cfg.async_eq {
-            self.create_async_eq()?;
-        }
         Ok(())
     }
 
+    /// Steps 6 and 9: QUERY_PAGES of `kind`, then MANAGE_PAGES GIVE of as
+    /// many pages as firmware asks for; a command error is named `step`.
     fn supply_pages(&mut self, kind: PagesKind, step: Step) -> Result<(), DeviceError> {
         let r = ops::query_pages(&mut self.inb, kind);
         self.exec(r).map_err(bu(step))?;

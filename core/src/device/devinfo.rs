@@ -74,6 +74,15 @@ pub struct DevInfo {
     pub ports: heapless::Vec<PortInfo, 4>,
 }
 
+/// A refused query is "unknown"; a broken command interface is not.
+fn soft<T>(r: Result<T, DeviceError>) -> Result<Option<T>, DeviceError> {
+    match r {
+        Ok(v) => Ok(Some(v)),
+        Err(DeviceError::Cmd(CmdError::Failed { .. })) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
 impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
     /// QUERY_ADAPTER ([`ops::query_adapter`]).
     pub fn query_adapter(&mut self) -> Result<ops::Adapter, DeviceError> {
@@ -91,14 +100,6 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
     /// command error fails `devinfo`. PCI identity (`vendor_part_id`,
     /// `hw_ver`) is left `None` for the host to fill in.
     pub fn devinfo(&mut self) -> Result<DevInfo, DeviceError> {
-        /// A refused query is "unknown"; a broken command interface is not.
-        fn soft<T>(r: Result<T, DeviceError>) -> Result<Option<T>, DeviceError> {
-            match r {
-                Ok(v) => Ok(Some(v)),
-                Err(DeviceError::Cmd(CmdError::Failed { .. })) => Ok(None),
-                Err(e) => Err(e),
-            }
-        }
         let c = self.hca;
         let link_layer = match c.port_type {
             0 => LinkLayer::InfiniBand,
@@ -127,50 +128,11 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         let max_msg_sz = HcaCaps::pow2(c.log_max_msg);
         let mut ports = heapless::Vec::new();
         for p in 1..=c.num_ports.clamp(1, 4) {
-            let (active_mtu, max_mtu) = match soft(self.query_pmtu(p))? {
-                Some(r) => (
-                    port_mtu(link_layer, r.oper_mtu).map(ops::IbMtu::bytes),
-                    port_mtu(link_layer, r.max_mtu).map(ops::IbMtu::bytes),
-                ),
-                None => (None, None),
-            };
-            let mut info = PortInfo {
-                port: p,
-                state: eth_state.unwrap_or(PortState::Other(0)),
-                link_layer,
-                active_mtu,
-                max_mtu,
-                sm_lid: Some(0),
-                lid: Some(0),
-                lmc: Some(0),
-                max_msg_sz,
-                ib: None,
-            };
-            if link_layer == LinkLayer::InfiniBand {
-                match soft(self.query_hca_vport_context(p))? {
-                    Some(h) => {
-                        info.state = PortState::from_ib(h.vport_state);
-                        info.sm_lid = Some(h.sm_lid);
-                        info.lid = Some(h.lid);
-                        info.lmc = Some(h.lmc);
-                        info.ib = Some(IbPortInfo {
-                            sm_sl: h.sm_sl,
-                            subnet_timeout: h.subnet_timeout,
-                            init_type_reply: h.init_type_reply,
-                            phys_state: h.port_physical_state,
-                            bad_pkey_cntr: h.pkey_violation_counter,
-                            qkey_viol_cntr: h.qkey_violation_counter,
-                        });
-                        if p == 1 {
-                            node_guid = Some(h.node_guid);
-                            sys_image_guid = Some(h.system_image_guid);
-                        }
-                    }
-                    None => {
-                        info.sm_lid = None;
-                        info.lid = None;
-                        info.lmc = None;
-                    }
+            let (info, guids) = self.devinfo_port(p, link_layer, eth_state, max_msg_sz)?;
+            if p == 1 {
+                if let Some((node, sys_image)) = guids {
+                    node_guid = Some(node);
+                    sys_image_guid = Some(sys_image);
                 }
             }
             let _ = ports.push(info);
@@ -205,5 +167,63 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
             caps: c,
             ports,
         })
+    }
+
+    /// One port of [`Device::devinfo`]: the PMTU read for its MTUs and, on
+    /// an InfiniBand port, the HCA vport context for its state, LIDs and
+    /// IB attributes. Also returns that context's node and system image
+    /// GUIDs when it was read.
+    fn devinfo_port(
+        &mut self,
+        p: u8,
+        link_layer: LinkLayer,
+        eth_state: Option<PortState>,
+        max_msg_sz: u32,
+    ) -> Result<(PortInfo, Option<(u64, u64)>), DeviceError> {
+        let mut guids = None;
+        let (active_mtu, max_mtu) = match soft(self.query_pmtu(p))? {
+            Some(r) => (
+                port_mtu(link_layer, r.oper_mtu).map(ops::IbMtu::bytes),
+                port_mtu(link_layer, r.max_mtu).map(ops::IbMtu::bytes),
+            ),
+            None => (None, None),
+        };
+        let mut info = PortInfo {
+            port: p,
+            state: eth_state.unwrap_or(PortState::Other(0)),
+            link_layer,
+            active_mtu,
+            max_mtu,
+            sm_lid: Some(0),
+            lid: Some(0),
+            lmc: Some(0),
+            max_msg_sz,
+            ib: None,
+        };
+        if link_layer == LinkLayer::InfiniBand {
+            match soft(self.query_hca_vport_context(p))? {
+                Some(h) => {
+                    info.state = PortState::from_ib(h.vport_state);
+                    info.sm_lid = Some(h.sm_lid);
+                    info.lid = Some(h.lid);
+                    info.lmc = Some(h.lmc);
+                    info.ib = Some(IbPortInfo {
+                        sm_sl: h.sm_sl,
+                        subnet_timeout: h.subnet_timeout,
+                        init_type_reply: h.init_type_reply,
+                        phys_state: h.port_physical_state,
+                        bad_pkey_cntr: h.pkey_violation_counter,
+                        qkey_viol_cntr: h.qkey_violation_counter,
+                    });
+                    guids = Some((h.node_guid, h.system_image_guid));
+                }
+                None => {
+                    info.sm_lid = None;
+                    info.lid = None;
+                    info.lmc = None;
+                }
+            }
+        }
+        Ok((info, guids))
     }
 }
