@@ -1,0 +1,190 @@
+//! The device-level error type [`DeviceError`], its `Display` texts and
+//! the conversion from command errors.
+
+use super::{HwQpState, Step};
+use crate::cmd::initseg::InitSegError;
+use crate::cmd::pages::PageError;
+use crate::cmd::queue::CmdqSetupError;
+use crate::cmd::CmdError;
+use crate::cq::CqError;
+use crate::qp::QpType;
+use core::fmt;
+
+/// A device-level failure. Each variant names what went wrong.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeviceError {
+    /// The initialization segment was rejected.
+    InitSeg(InitSegError),
+    /// The CQ(s) a new QP reports to cannot hold a completion for every WR
+    /// that could be outstanding ([ref §3.7](crate::reference)).
+    CqTooSmall(crate::sizing::SizingError),
+    /// The command queue could not be set up.
+    Cmdq(CmdqSetupError),
+    /// A command failed during a bring-up step.
+    BringUp {
+        /// Step.
+        step: Step,
+        /// Command error.
+        err: CmdError,
+    },
+    /// A command failed.
+    Cmd(CmdError),
+    /// Firmware supports no ISSI this driver speaks.
+    UnsupportedIssi {
+        /// `supported_issi_dw0`.
+        supported: u32,
+    },
+    /// Firmware page supply failed.
+    Pages(PageError),
+    /// Firmware asks for more pages than the bring-up allows.
+    TooManyPages {
+        /// Requested.
+        requested: i64,
+    },
+    /// The DMA allocator returned nothing.
+    OutOfDmaMemory {
+        /// What was being allocated.
+        what: &'static str,
+    },
+    /// A request exceeds a device capability.
+    Limit {
+        /// What.
+        what: &'static str,
+        /// Requested value.
+        requested: u64,
+        /// Device maximum.
+        max: u64,
+    },
+    /// A bounded driver table is full.
+    TableFull {
+        /// Which table.
+        what: &'static str,
+    },
+    /// A UAR index is outside BAR0.
+    NoUar {
+        /// The index.
+        index: u32,
+    },
+    /// The QP is not in the state the transition starts from.
+    WrongQpState {
+        /// QP number.
+        qpn: u32,
+        /// State the driver tracks.
+        state: HwQpState,
+        /// Transition requested.
+        transition: &'static str,
+    },
+    /// A QP type the firmware command path does not create (only RC, UC
+    /// and UD have a `qpc.st` code here).
+    UnsupportedQpType(QpType),
+    /// A CQ could not be wired to the data path.
+    Cq(CqError),
+    /// The device returned an object number that is already live for that
+    /// kind (two objects cannot share a QPN, CQN, SRQN, PD or mkey index).
+    ///
+    /// The new object is neither tracked nor handed out, and nothing is
+    /// destroyed: destroying "that number" would destroy the live object
+    /// the driver already owns. Whatever firmware created stays with
+    /// firmware, and the DMA memory given in the create command (ring and
+    /// doorbell record) is deliberately leaked, not freed, because the
+    /// device may still write it.
+    DuplicateObjectNumber {
+        /// Object kind (`"QP"`, `"CQ"`, `"SRQ"`, `"PD"`, `"mkey"`).
+        what: &'static str,
+        /// The number returned.
+        number: u32,
+    },
+    /// The device returned an object number that does not fit its 24-bit
+    /// field ([`ops::OBJ_NUMBER_MAX`](crate::cmd::ops::OBJ_NUMBER_MAX)); handled as
+    /// [`DeviceError::DuplicateObjectNumber`] (nothing tracked, nothing
+    /// destroyed, the create command's DMA memory leaked).
+    BadObjectNumber {
+        /// Object kind (`"QP"`, `"CQ"`, `"SRQ"`, `"PD"`, `"mkey"`, `"UAR"`).
+        what: &'static str,
+        /// The whole 32-bit word returned.
+        number: u32,
+    },
+    /// A handle names no object this driver holds (a stale copy of a
+    /// destroyed key, a PD number it never allocated, a key whose variant
+    /// no longer matches): nothing is sent, so another owner's object with
+    /// the same number is never destroyed.
+    NotOurs {
+        /// Object kind (`"PD"`, `"mkey"`).
+        what: &'static str,
+        /// The number (mkey: the whole key) the handle names.
+        number: u32,
+    },
+    /// A memory key over this many bytes from this IOVA does not fit the
+    /// 64-bit address space.
+    MkeyRange {
+        /// IOVA of the buffer.
+        iova: u64,
+        /// Length of the buffer.
+        len: usize,
+    },
+}
+
+impl From<CmdError> for DeviceError {
+    fn from(e: CmdError) -> Self {
+        DeviceError::Cmd(e)
+    }
+}
+
+impl fmt::Display for DeviceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DeviceError::InitSeg(e) => write!(f, "initialization segment: {e:?}"),
+            DeviceError::CqTooSmall(e) => write!(f, "{e}"),
+            DeviceError::Cmdq(e) => write!(f, "command queue setup: {e:?}"),
+            DeviceError::BringUp { step, err } => write!(f, "bring-up step {step:?}: {err}"),
+            DeviceError::Cmd(e) => write!(f, "{e}"),
+            DeviceError::UnsupportedIssi { supported } => {
+                write!(
+                    f,
+                    "firmware supports no usable ISSI (supported_issi_dw0 = 0x{supported:x})"
+                )
+            }
+            DeviceError::Pages(e) => write!(f, "firmware pages: {e:?}"),
+            DeviceError::TooManyPages { requested } => {
+                write!(f, "firmware requests {requested} pages, more than allowed")
+            }
+            DeviceError::OutOfDmaMemory { what } => write!(f, "out of DMA memory for {what}"),
+            DeviceError::Limit {
+                what,
+                requested,
+                max,
+            } => write!(f, "{what} {requested} exceeds the device limit {max}"),
+            DeviceError::TableFull { what } => write!(f, "driver table for {what} is full"),
+            DeviceError::NoUar { index } => write!(f, "UAR {index} is outside BAR0"),
+            DeviceError::WrongQpState {
+                qpn,
+                state,
+                transition,
+            } => write!(f, "QP 0x{qpn:x} is in {state:?}, cannot {transition}"),
+            DeviceError::UnsupportedQpType(t) => {
+                write!(
+                    f,
+                    "{} QPs cannot be created through the command path (RC, UC and UD can)",
+                    t.name()
+                )
+            }
+            DeviceError::Cq(e) => write!(f, "CQ: {e}"),
+            DeviceError::DuplicateObjectNumber { what, number } => write!(
+                f,
+                "device returned {what} number 0x{number:x}, which is already live"
+            ),
+            DeviceError::NotOurs { what, number } => write!(
+                f,
+                "{what} 0x{number:x} is not an object this driver holds (stale or foreign handle)"
+            ),
+            DeviceError::BadObjectNumber { what, number } => write!(
+                f,
+                "device returned {what} number 0x{number:x}, which does not fit 24 bits"
+            ),
+            DeviceError::MkeyRange { iova, len } => write!(
+                f,
+                "a memory key over {len} bytes at 0x{iova:x} exceeds the address space"
+            ),
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! The async event queue: creating it at bring-up and serving its page
+//! requests ([`Device::serve_events`], [ref §4.6, §7.7](crate::reference)).
+
+use super::{Device, DeviceError, Step, UarMap};
+use crate::cmd::eq::{Eqe, EventQueue, EQE_BYTES, NUM_SPARE_EQE};
+use crate::cmd::queue::SlotKind;
+use crate::cmd::{ops, Bar0, Clock};
+use crate::platform::{DmaAllocator, Uar, EQ_DOORBELL_ARM, EQ_DOORBELL_NO_ARM};
+
+/// What one [`Device::serve_events`] call did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EventsServed {
+    /// EQEs taken from the ring (at most the EQ's size).
+    pub handled: usize,
+    /// The per-call bound stopped the call while the next EQE already
+    /// looked valid: call again (a device flooding the EQ cannot keep one
+    /// call running forever).
+    pub more: bool,
+}
+
+impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
+    pub(super) fn create_async_eq(&mut self) -> Result<(), DeviceError> {
+        // 32 requested + spare, rounded up: 256 entries (ref §4.6, §7.6).
+        let nent = (32 + NUM_SPARE_EQE).next_power_of_two();
+        let bytes = nent as usize * EQE_BYTES;
+        let ring = self
+            .alloc
+            .alloc(bytes, 4096)
+            .ok_or(DeviceError::OutOfDmaMemory { what: "async EQ" })?;
+        let uar = match self.bar.map_uar(self.uar) {
+            Some(u) => u,
+            None => {
+                // SAFETY: fresh ring, never given to the device.
+                unsafe { self.alloc.free(ring) };
+                return Err(DeviceError::NoUar { index: self.uar });
+            }
+        };
+        // SAFETY: fresh ring owned by the EQ.
+        let Some(mut eq) = (unsafe { EventQueue::new(ring, nent) }) else {
+            // SAFETY: as above.
+            unsafe { self.alloc.free(ring) };
+            return Err(DeviceError::OutOfDmaMemory { what: "async EQ" });
+        };
+        let p = ops::EqParams {
+            log_eq_size: nent.trailing_zeros() as u8,
+            uar_page: self.uar,
+            intr: 0,
+            event_bitmask: 1u64 << crate::cmd::eq::event::PAGE_REQUEST,
+            pages_iova: ring.iova,
+            npages: bytes.div_ceil(4096),
+        };
+        let r = ops::create_eq(&mut self.inb, &p);
+        if let Err(err) = self.exec(r) {
+            // SAFETY: CREATE_EQ failed, the device does not use the ring.
+            unsafe { self.alloc.free(ring) };
+            return Err(DeviceError::BringUp {
+                step: Step::AsyncEq,
+                err,
+            });
+        }
+        eq.set_eqn(ops::parse_create_eq(&self.outb));
+        let mut uar = uar;
+        uar.write32(EQ_DOORBELL_ARM, eq.doorbell());
+        self.eq = Some((eq, uar));
+        Ok(())
+    }
+
+    /// Serves the async EQ: answers page requests on the page slot
+    /// ([ref §7.7](crate::reference)), at most one EQ's worth of entries per call.
+    ///
+    /// The bound matters because the EQ ring is device-writable: a device
+    /// that keeps producing EQEs (or keeps every owner bit looking valid)
+    /// would otherwise keep this loop, and the command wait that calls it,
+    /// spinning forever. After `nent` entries the call stops, publishes
+    /// the consumer index and re-arms the EQ ([ref §4.6](crate::reference)), and reports
+    /// [`EventsServed::more`] so the caller knows to call again; the
+    /// remaining entries stay in the ring for the next call.
+    pub fn serve_events(&mut self) -> EventsServed {
+        let mut served = EventsServed::default();
+        let budget = match self.eq.as_ref() {
+            Some((eq, _)) => eq.nent() as usize,
+            None => return served,
+        };
+        loop {
+            let Some((eq, _)) = self.eq.as_mut() else {
+                return served;
+            };
+            if served.handled >= budget {
+                served.more = eq.peek_valid();
+                break;
+            }
+            let Some(ev) = eq.poll() else {
+                break;
+            };
+            served.handled += 1;
+            // Publish the consumer index (no re-arm) at least every 0x80
+            // EQEs while draining (ref §4.6).
+            if served.handled % NUM_SPARE_EQE as usize == 0 {
+                if let Some((eq, uar)) = self.eq.as_mut() {
+                    uar.write32(EQ_DOORBELL_NO_ARM, eq.doorbell());
+                }
+            }
+            if let Eqe::PageRequest {
+                function_id,
+                num_pages,
+            } = ev
+            {
+                self.page_events += 1;
+                if num_pages > 0 {
+                    if self
+                        .give_pages(function_id, num_pages as u32, SlotKind::Pages)
+                        .is_err()
+                    {
+                        let r = ops::manage_pages_cant_give(&mut self.pgin, function_id);
+                        let _ = self.exec_slot(SlotKind::Pages, r);
+                    }
+                } else if num_pages < 0 {
+                    let _ = self.take_pages(function_id, num_pages.unsigned_abs(), SlotKind::Pages);
+                }
+            }
+        }
+        if let Some((eq, uar)) = self.eq.as_mut() {
+            uar.write32(EQ_DOORBELL_ARM, eq.doorbell());
+        }
+        served
+    }
+}

@@ -1,0 +1,112 @@
+//! Device bring-up, firmware objects and teardown over the platform traits
+//! ([ref §7.2, §7.6, §7.7, §7.9–§7.12, §6.3](crate::reference)).
+//!
+//! [`Device::bring_up`] runs the documented sequence: wait for
+//! `initializing` to clear, set up the command queue, ENABLE_HCA, ISSI
+//! negotiation, boot pages, QUERY/SET_HCA_CAP, init pages, INIT_HCA,
+//! ALLOC_UAR and (optionally) an async EQ for page requests. Objects (PD,
+//! memory key, CQ, QP, SRQ) are created by command; their rings and
+//! doorbell records come from the platform's [`DmaAllocator`] and the
+//! returned handles carry everything the data-path queue types need
+//! ([`CompletionQueue::new`](crate::cq::CompletionQueue::new),
+//! [`SendQueue::new`](crate::sq::SendQueue::new), [`RecvQueue::new`](crate::rq::RecvQueue::new)).
+//! [`Device::teardown`] destroys what is left, tears the HCA down, reclaims
+//! firmware pages and disables the function. Nothing allocates: live
+//! objects are kept in bounded `heapless` tables.
+//!
+//! Layout: the [`Device`] type and the re-exports live here; each child
+//! module owns one responsibility of it (`config`, `error`, `bringup`,
+//! `exec`, `pages`, `events`, `health`, `accessors`, `objects`, `dma`,
+//! `pd`, `mkey`, `cq`, `qp`, `transitions`, `srq`, `port`, `devinfo`,
+//! `teardown`).
+
+mod accessors;
+mod bringup;
+mod config;
+mod cq;
+mod devinfo;
+mod dma;
+mod error;
+mod events;
+mod exec;
+mod health;
+mod mkey;
+mod objects;
+mod pages;
+mod pd;
+mod port;
+mod qp;
+mod srq;
+mod teardown;
+mod transitions;
+
+use crate::cmd::caps::HcaCaps;
+use crate::cmd::eq::EventQueue;
+use crate::cmd::initseg::FwVersion;
+use crate::cmd::ops;
+use crate::cmd::pages::PagePool;
+use crate::cmd::queue::{CmdQueue, MAX_MSG};
+use crate::cmd::{Bar0, Clock};
+use crate::platform::{DmaAllocator, Uar};
+use core::fmt;
+use objects::Obj;
+
+pub use crate::cmd::ops::{AddressPath, HwQpState, Init2Rtr, Rst2Init, Rtr2Rts};
+pub use config::{DeviceConfig, Step};
+pub use cq::CqHandle;
+pub use devinfo::DevInfo;
+pub use error::DeviceError;
+pub use events::EventsServed;
+pub use mkey::Mkey;
+pub use objects::MAX_OBJECTS;
+pub use pd::Pd;
+pub use port::{port_mtu, IbPortInfo, LinkLayer, PortInfo, PortState, PORT_TYPE_ETHERNET};
+pub use qp::{QpHandle, QpSpec};
+pub use srq::{SrqHandle, SrqSpec};
+pub use teardown::TeardownReport;
+
+/// Maps UAR pages of BAR0 ([ref §4.2](crate::reference): UAR index N at BAR0 + N · 4 KiB).
+pub trait UarMap {
+    /// The UAR type handed to queues.
+    type Uar: Uar;
+    /// The UAR page with index `index`, or `None` if outside BAR0.
+    fn map_uar(&mut self, index: u32) -> Option<Self::Uar>;
+}
+
+/// An mlx5 function brought up through the command interface.
+pub struct Device<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> {
+    bar: B,
+    clock: C,
+    alloc: A,
+    cfg: DeviceConfig,
+    cmdq: CmdQueue,
+    pages: PagePool,
+    inb: [u8; MAX_MSG],
+    outb: [u8; MAX_MSG],
+    pgin: [u8; MAX_MSG],
+    pgout: [u8; MAX_MSG],
+    fw: FwVersion,
+    issi: u16,
+    hca: HcaCaps,
+    roce: Option<ops::RoceCaps>,
+    roce_enabled: bool,
+    uar: u32,
+    eq: Option<(EventQueue, B::Uar)>,
+    objs: heapless::Vec<Obj, { 5 * MAX_OBJECTS }>,
+    page_events: u64,
+    health_last: u32,
+    health_misses: u8,
+    /// Variant byte (`mkey_7_0`) of the last memory key created.
+    mkey_variant: u8,
+}
+
+impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> fmt::Debug for Device<B, C, A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Device")
+            .field("fw", &self.fw)
+            .field("issi", &self.issi)
+            .field("uar", &self.uar)
+            .field("pages_held", &self.pages.held())
+            .finish()
+    }
+}
