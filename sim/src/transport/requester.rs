@@ -5,10 +5,10 @@
 //! acknowledgement and retransmission [`super::reliability`]'s.
 
 use super::{rd_be32, PSN_MASK};
-use crate::cost::ceil_u64;
-use crate::objects::Pending;
+use crate::cost::{ceil_u64, ModelParams};
+use crate::objects::{Pending, Qp};
 use crate::wire::{Body, Packet, Req};
-use crate::world::{cnt2, Event, World};
+use crate::world::{cnt2, Dev, Event, World};
 use bareverbs::cqe::Syndrome;
 use bareverbs::mr::Access;
 use bareverbs::qp::{QpState, QpType};
@@ -35,6 +35,227 @@ fn op_allowed(t: QpType, op: u8) -> bool {
         QpType::Uc => matches!(op, 0x00 | 0x08 | 0x09 | 0x0a | 0x0b),
         QpType::Ud => matches!(op, 0x00 | 0x0a | 0x0b),
         _ => false,
+    }
+}
+
+/// The pending entry of the WQE at `idx` (`bytes` copied out of the
+/// ring), from its control segment: opcode, signaled, solicited.
+#[inline]
+fn fetched(bytes: &[u8], idx: u16) -> Pending {
+    let opcode = bytes.get(3).copied().unwrap_or(0);
+    let signaled = bytes.get(11).is_some_and(|b| b & 0x08 != 0);
+    let solicited = bytes.get(11).is_some_and(|b| b & 0x02 != 0);
+    Pending {
+        wqe_counter: idx,
+        opcode,
+        signaled,
+        psn: 0,
+        npkts: 0,
+        req: None,
+        solicited,
+        local: Vec::new(),
+        byte_cnt: 0,
+        done: false,
+        err: None,
+    }
+}
+
+/// Parses a fetched WQE for QP type `ty`: its size against the ring of
+/// `ring` bytes, its format, and `opcode` against the QP type. `Err` is the
+/// syndrome it completes with.
+#[inline]
+fn check_wqe(bytes: &[u8], ty: QpType, opcode: u8, ring: usize) -> Result<SendWqe<'_>, u8> {
+    let ds_bytes = bytes.get(7).copied().unwrap_or(0) as usize * 16;
+    if ds_bytes > ring {
+        return Err(Syndrome::LocalQpOpErr.as_u8());
+    }
+    let wqe = match SendWqe::parse(bytes, wqe_type(ty)) {
+        Ok(w) => w,
+        Err(_) => {
+            return Err(Syndrome::LocalQpOpErr.as_u8());
+        }
+    };
+    if !op_allowed(ty, opcode) {
+        return Err(Syndrome::LocalQpOpErr.as_u8());
+    }
+    Ok(wqe)
+}
+
+/// What the gather of one WQE's data entries found.
+struct Gathered {
+    /// Pointer entries of non-zero length.
+    sges: u32,
+    /// The length of the first of them.
+    first_len: u32,
+    /// Some entry was inline data.
+    inline: bool,
+    /// Bytes of all entries.
+    total: u64,
+}
+
+/// Walks the data entries of `wqe` (a QP of PD `pd` on device `dev`):
+/// SEND/WRITE payload is copied to `data`; with `to_local` (READ/atomic)
+/// the checked local buffers are collected in `pend.local`. The first
+/// failure sets `pend.err` and stops the walk.
+#[inline]
+fn gather(
+    dev: &Dev,
+    pd: u32,
+    wqe: &SendWqe<'_>,
+    to_local: bool,
+    data: &mut Vec<u8>,
+    pend: &mut Pending,
+) -> Gathered {
+    let mut sges = 0u32;
+    let mut first_len = 0u32;
+    let mut inline = false;
+    let mut total: u64 = 0;
+    for e in wqe.data_entries() {
+        match e {
+            DataEntry::Inline(il) => {
+                if to_local {
+                    pend.err = Some(Syndrome::LocalQpOpErr.as_u8());
+                    break;
+                }
+                inline = true;
+                let start = data.len();
+                data.resize(start + il.len as usize, 0);
+                il.payload.copy_to(&mut data[start..]);
+                total += il.len as u64;
+            }
+            DataEntry::Ptr(s) => {
+                let len = s.byte_count.get() as u64;
+                let lkey = s.lkey.get();
+                let addr = s.addr.get();
+                if len == 0 {
+                    continue;
+                }
+                sges += 1;
+                if sges == 1 {
+                    first_len = len as u32;
+                }
+                total += len;
+                if total > 1 << 31 {
+                    pend.err = Some(Syndrome::LocalLengthErr.as_u8());
+                    break;
+                }
+                let need = if to_local {
+                    Access::LOCAL_WRITE
+                } else {
+                    Access::empty()
+                };
+                let ptr = dev
+                    .mr(lkey)
+                    .filter(|m| m.pd == pd && m.access.contains(need));
+                let Some(ptr) = ptr.and_then(|m| m.range(addr, len)) else {
+                    pend.err = Some(Syndrome::LocalProtErr.as_u8());
+                    break;
+                };
+                if to_local {
+                    pend.local.push((ptr, len as u32));
+                } else {
+                    let start = data.len();
+                    data.reserve(len as usize);
+                    // SAFETY: `ptr..ptr+len` lies inside a registered
+                    // region whose memory was translated at registration;
+                    // the destination is the reserved, unused tail of
+                    // `data` (capacity >= start + len), and every byte
+                    // of it is written before the length covers it.
+                    unsafe {
+                        std::ptr::copy(ptr, data.as_mut_ptr().add(start), len as usize);
+                        data.set_len(start + len as usize);
+                    }
+                }
+            }
+        }
+    }
+    Gathered {
+        sges,
+        first_len,
+        inline,
+        total,
+    }
+}
+
+/// The request of send opcode `opcode` (not NOP) carrying the gathered
+/// `data` (`total` bytes); a READ/atomic sets the byte count its
+/// completion reports.
+#[inline]
+fn build_req(opcode: u8, wqe: &SendWqe<'_>, data: Vec<u8>, total: u64, pend: &mut Pending) -> Req {
+    let imm_raw = wqe.ctrl.imm.raw();
+    match opcode {
+        0x0a => Req::Send {
+            data,
+            imm: None,
+            inv: None,
+        },
+        0x0b => Req::Send {
+            data,
+            imm: Some(imm_raw),
+            inv: None,
+        },
+        0x01 => Req::Send {
+            data,
+            imm: None,
+            inv: Some(u32::from_be_bytes(imm_raw)),
+        },
+        0x08 | 0x09 => {
+            let r = wqe.raddr.unwrap_or_default();
+            Req::Write {
+                raddr: r.raddr.get(),
+                rkey: r.rkey.get(),
+                data,
+                imm: (opcode == 0x09).then_some(imm_raw),
+            }
+        }
+        0x10 => {
+            let r = wqe.raddr.unwrap_or_default();
+            pend.byte_cnt = total as u32;
+            Req::Read {
+                raddr: r.raddr.get(),
+                rkey: r.rkey.get(),
+                len: total as u32,
+            }
+        }
+        _ => {
+            let r = wqe.raddr.unwrap_or_default();
+            let a = wqe.atomic.unwrap_or_default();
+            pend.byte_cnt = 8;
+            Req::Atomic {
+                raddr: r.raddr.get(),
+                rkey: r.rkey.get(),
+                cs: opcode == 0x11,
+                swap_add: a.swap_add.get(),
+                compare: a.compare.get(),
+            }
+        }
+    }
+}
+
+/// The message length of a request (its PSN count follows from it).
+#[inline]
+fn msg_len(req: &Req) -> u32 {
+    match req {
+        Req::Send { data, .. } | Req::Write { data, .. } => data.len() as u32,
+        Req::Read { len, .. } => *len,
+        Req::Atomic { .. } => 8,
+    }
+}
+
+/// Where a request goes: destination LID and QPN, the UD Q_Key, GRH.
+type Route = (u16, u32, Option<u32>, bool);
+
+/// The route of a request of QP `q` (of type `ty`): a UD WQE names it in
+/// its address vector, a connected QP's attributes hold it.
+#[inline]
+fn route(q: &Qp, ty: QpType, wqe: &SendWqe<'_>) -> Route {
+    if ty == QpType::Ud {
+        let av = wqe.av.unwrap_or_default();
+        let grh = av.grh_gid_fl.get() & (1 << 30) != 0;
+        let qkey = u32::from_be_bytes([av.key[0], av.key[1], av.key[2], av.key[3]]);
+        (av.rlid.get(), av.dqp_dct.get() & PSN_MASK, Some(qkey), grh)
+    } else {
+        (q.attr.dlid, q.attr.dest_qp_num, None, q.attr.grh)
     }
 }
 
@@ -212,38 +433,15 @@ impl World {
         let p = *self.params();
         let q = self.qp(d, qi).expect("qp");
         let ty = q.ty;
-        let opcode = bytes.get(3).copied().unwrap_or(0);
-        let signaled = bytes.get(11).is_some_and(|b| b & 0x08 != 0);
-        let solicited = bytes.get(11).is_some_and(|b| b & 0x02 != 0);
-        let mut pend = Pending {
-            wqe_counter: idx,
-            opcode,
-            signaled,
-            psn: 0,
-            npkts: 0,
-            req: None,
-            solicited,
-            local: Vec::new(),
-            byte_cnt: 0,
-            done: false,
-            err: None,
-        };
-        let ds_bytes = bytes.get(7).copied().unwrap_or(0) as usize * 16;
-        if ds_bytes > ring {
-            pend.err = Some(Syndrome::LocalQpOpErr.as_u8());
-            return self.push_pending(d, qi, pend);
-        }
-        let wqe = match SendWqe::parse(bytes, wqe_type(ty)) {
+        let mut pend = fetched(bytes, idx);
+        let (opcode, solicited) = (pend.opcode, pend.solicited);
+        let wqe = match check_wqe(bytes, ty, opcode, ring) {
             Ok(w) => w,
-            Err(_) => {
-                pend.err = Some(Syndrome::LocalQpOpErr.as_u8());
+            Err(s) => {
+                pend.err = Some(s);
                 return self.push_pending(d, qi, pend);
             }
         };
-        if !op_allowed(ty, opcode) {
-            pend.err = Some(Syndrome::LocalQpOpErr.as_u8());
-            return self.push_pending(d, qi, pend);
-        }
         if opcode == 0x00 {
             // NOP: completes in order, no transport.
             pend.done = true;
@@ -255,171 +453,23 @@ impl World {
         let is_atomic = opcode == 0x11 || opcode == 0x12;
         // Gather (SEND/WRITE) or collect local scatter targets (READ/atomic).
         let mut data = self.buf_pool.pop().unwrap_or_default();
-        let mut sges = 0u32;
-        let mut first_len = 0u32;
-        let mut inline = false;
-        let mut total: u64 = 0;
+        let to_local = is_read || is_atomic;
         let dev = &self.devs[d as usize];
-        for e in wqe.data_entries() {
-            match e {
-                DataEntry::Inline(il) => {
-                    if is_read || is_atomic {
-                        pend.err = Some(Syndrome::LocalQpOpErr.as_u8());
-                        break;
-                    }
-                    inline = true;
-                    let start = data.len();
-                    data.resize(start + il.len as usize, 0);
-                    il.payload.copy_to(&mut data[start..]);
-                    total += il.len as u64;
-                }
-                DataEntry::Ptr(s) => {
-                    let len = s.byte_count.get() as u64;
-                    let lkey = s.lkey.get();
-                    let addr = s.addr.get();
-                    if len == 0 {
-                        continue;
-                    }
-                    sges += 1;
-                    if sges == 1 {
-                        first_len = len as u32;
-                    }
-                    total += len;
-                    if total > 1 << 31 {
-                        pend.err = Some(Syndrome::LocalLengthErr.as_u8());
-                        break;
-                    }
-                    let need = if is_read || is_atomic {
-                        Access::LOCAL_WRITE
-                    } else {
-                        Access::empty()
-                    };
-                    let ptr = dev
-                        .mr(lkey)
-                        .filter(|m| m.pd == pd && m.access.contains(need));
-                    let Some(ptr) = ptr.and_then(|m| m.range(addr, len)) else {
-                        pend.err = Some(Syndrome::LocalProtErr.as_u8());
-                        break;
-                    };
-                    if is_read || is_atomic {
-                        pend.local.push((ptr, len as u32));
-                    } else {
-                        let start = data.len();
-                        data.reserve(len as usize);
-                        // SAFETY: `ptr..ptr+len` lies inside a registered
-                        // region whose memory was translated at registration;
-                        // the destination is the reserved, unused tail of
-                        // `data` (capacity >= start + len), and every byte
-                        // of it is written before the length covers it.
-                        unsafe {
-                            std::ptr::copy(ptr, data.as_mut_ptr().add(start), len as usize);
-                            data.set_len(start + len as usize);
-                        }
-                    }
-                }
-            }
-        }
+        let g = gather(dev, pd, &wqe, to_local, &mut data, &mut pend);
         if pend.err.is_some() {
             return self.push_pending(d, qi, pend);
         }
-        if is_atomic && total != 8 {
+        if is_atomic && g.total != 8 {
             pend.err = Some(Syndrome::LocalLengthErr.as_u8());
             return self.push_pending(d, qi, pend);
         }
-        // Gather cost and counters.
-        let gather = if inline || sges == 0 {
-            0.0
-        } else {
-            p.t_rd(first_len as u64) + (sges - 1) as f64 * p.t_sge_ns
-        };
-        if !is_read && !is_atomic && !inline {
-            let n = sges as u64;
-            let bytes_read = data.len() as u64;
-            cnt2(self, d, qi, |c, p| {
-                if n > 0 {
-                    c.pcie_reads += n;
-                    c.pcie_read_bytes += bytes_read;
-                    c.pcie_wire_bytes += n * p.tlp_req_overhead as u64
-                        + bytes_read
-                        + bytes_read.div_ceil(p.read_cpl_bytes as u64).max(n)
-                            * p.tlp_cpl_overhead as u64;
-                }
-            });
-        }
-        let imm_raw = wqe.ctrl.imm.raw();
-        let req = match opcode {
-            0x0a => Req::Send {
-                data,
-                imm: None,
-                inv: None,
-            },
-            0x0b => Req::Send {
-                data,
-                imm: Some(imm_raw),
-                inv: None,
-            },
-            0x01 => Req::Send {
-                data,
-                imm: None,
-                inv: Some(u32::from_be_bytes(imm_raw)),
-            },
-            0x08 | 0x09 => {
-                let r = wqe.raddr.unwrap_or_default();
-                Req::Write {
-                    raddr: r.raddr.get(),
-                    rkey: r.rkey.get(),
-                    data,
-                    imm: (opcode == 0x09).then_some(imm_raw),
-                }
-            }
-            0x10 => {
-                let r = wqe.raddr.unwrap_or_default();
-                pend.byte_cnt = total as u32;
-                Req::Read {
-                    raddr: r.raddr.get(),
-                    rkey: r.rkey.get(),
-                    len: total as u32,
-                }
-            }
-            _ => {
-                let r = wqe.raddr.unwrap_or_default();
-                let a = wqe.atomic.unwrap_or_default();
-                pend.byte_cnt = 8;
-                Req::Atomic {
-                    raddr: r.raddr.get(),
-                    rkey: r.rkey.get(),
-                    cs: opcode == 0x11,
-                    swap_add: a.swap_add.get(),
-                    compare: a.compare.get(),
-                }
-            }
-        };
-        let msg_len = match &req {
-            Req::Send { data, .. } | Req::Write { data, .. } => data.len() as u32,
-            Req::Read { len, .. } => *len,
-            Req::Atomic { .. } => 8,
-        };
-        // Reuse a released request cell instead of allocating one.
-        let req = match self.req_pool.pop() {
-            Some(mut cell) => match Rc::get_mut(&mut cell) {
-                Some(r) => {
-                    *r = req;
-                    cell
-                }
-                None => Rc::new(req),
-            },
-            None => Rc::new(req),
-        };
+        let gather = self.gather_cost(d, qi, &p, &g, to_local, data.len() as u64);
+        let req = build_req(opcode, &wqe, data, g.total, &mut pend);
+        let msg_len = msg_len(&req);
+        let req = self.req_cell(req);
         // Destination.
         let q = self.qp(d, qi).expect("qp");
-        let (dlid, dqpn, ud_qkey, grh) = if ty == QpType::Ud {
-            let av = wqe.av.unwrap_or_default();
-            let grh = av.grh_gid_fl.get() & (1 << 30) != 0;
-            let qkey = u32::from_be_bytes([av.key[0], av.key[1], av.key[2], av.key[3]]);
-            (av.rlid.get(), av.dqp_dct.get() & PSN_MASK, Some(qkey), grh)
-        } else {
-            (q.attr.dlid, q.attr.dest_qp_num, None, q.attr.grh)
-        };
+        let route = route(q, ty, &wqe);
         if ty == QpType::Ud && msg_len > mtu {
             pend.err = Some(Syndrome::LocalLengthErr.as_u8());
             return self.push_pending(d, qi, pend);
@@ -432,6 +482,78 @@ impl World {
         let reliable = ty == QpType::Rc;
         let src_qpn = q.qpn;
         let depart_cpu = self.now as f64 + fetch_ns + gather;
+        let sent = (src_qpn, route, msg_len, depart_cpu);
+        self.send_request(d, qi, reliable, pend, req, solicited, sent);
+    }
+
+    /// The gather's cost (ns) and, for a SEND/WRITE gathered by DMA, its
+    /// PCIe counters.
+    #[inline]
+    fn gather_cost(
+        &mut self,
+        d: u16,
+        qi: u32,
+        p: &ModelParams,
+        g: &Gathered,
+        to_local: bool,
+        bytes_read: u64,
+    ) -> f64 {
+        // Gather cost and counters.
+        let gather = if g.inline || g.sges == 0 {
+            0.0
+        } else {
+            p.t_rd(g.first_len as u64) + (g.sges - 1) as f64 * p.t_sge_ns
+        };
+        if !to_local && !g.inline {
+            let n = g.sges as u64;
+            cnt2(self, d, qi, |c, p| {
+                if n > 0 {
+                    c.pcie_reads += n;
+                    c.pcie_read_bytes += bytes_read;
+                    c.pcie_wire_bytes += n * p.tlp_req_overhead as u64
+                        + bytes_read
+                        + bytes_read.div_ceil(p.read_cpl_bytes as u64).max(n)
+                            * p.tlp_cpl_overhead as u64;
+                }
+            });
+        }
+        gather
+    }
+
+    /// `req` in a request cell: a released one reused, or a new one.
+    #[inline]
+    fn req_cell(&mut self, req: Req) -> Rc<Req> {
+        // Reuse a released request cell instead of allocating one.
+        match self.req_pool.pop() {
+            Some(mut cell) => match Rc::get_mut(&mut cell) {
+                Some(r) => {
+                    *r = req;
+                    cell
+                }
+                None => Rc::new(req),
+            },
+            None => Rc::new(req),
+        }
+    }
+
+    /// Queues the fetched request `pend` (its PSNs assigned) and puts its
+    /// packet on the wire: `sent` is (source QPN, route, message length,
+    /// departure time from the CPU's view). An RC request arms the
+    /// retransmission timer; an unreliable one completes once it has left
+    /// the port.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn send_request(
+        &mut self,
+        d: u16,
+        qi: u32,
+        reliable: bool,
+        mut pend: Pending,
+        req: Rc<Req>,
+        solicited: bool,
+        sent: (u32, Route, u32, f64),
+    ) {
+        let (src_qpn, (dlid, dqpn, ud_qkey, grh), msg_len, depart_cpu) = sent;
         let dst_dev = self.dev_by_lid(dlid);
         let psn = pend.psn;
         let npk = pend.npkts;
