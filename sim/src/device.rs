@@ -13,8 +13,7 @@
 use crate::cost::{Counters, ModelParams};
 use crate::dma::HeapDma;
 use crate::fault::FaultPlan;
-use crate::objects::{AsyncEvent, Cq, Mr, Qp, QpAttr, Srq};
-use crate::transport::RespCache;
+use crate::objects::{AsyncEvent, Cq, Mr, Qp, QpAttr, RespCache, Srq};
 use crate::world::{Dev, TraceEvent, World, QPN_BASE};
 use bareverbs::mr::{Access, MemoryRegion};
 use bareverbs::platform::{DmaAllocator, DmaBuf, Uar, BF_OFFSET, CQ_DOORBELL};

@@ -17,6 +17,7 @@
 //! | [`device`] | [`Fabric`], [`Device`], [`SimUar`], object creation, modify-QP |
 //! | [`objects`] | device-side tables: MR (mkey), CQ, SRQ, QP contexts |
 //! | [`transport`] | SQ fetch/execute, RC/UC/UD, ACK/NAK/RNR, timers, flush |
+//! | `wire` | the messages between requester and responder (crate-internal) |
 //! | [`world`] | the event queue, fabric delivery, CQE writer, syndromes |
 //! | [`fault`] | seeded fault plans |
 //! | [`cost`] | cost-model parameters and counters |
@@ -88,6 +89,7 @@ pub mod harness;
 pub mod objects;
 pub mod perf;
 pub mod transport;
+mod wire;
 pub mod world;
 
 pub use cost::{Counters, ModelParams};

@@ -2,13 +2,16 @@
 //! shared receive queues and QP contexts, as the firmware would keep them.
 //! Each table is indexed by the object number's low bits so a later
 //! command interface (CREATE_MKEY / CREATE_CQ / CREATE_QP / CREATE_SRQ) can
-//! fill the same slots.
+//! fill the same slots. A QP context also holds the transport's state of
+//! the QP: its fetched, not yet completed send WQEs (`Pending`) and the
+//! responder's cache of atomic results (`RespCache`).
 
 use crate::cost::Counters;
-use crate::transport::{Pending, RespCache};
+use crate::wire::Req;
 use bareverbs::mr::Access;
 use bareverbs::qp::{QpState, QpType};
 use std::collections::VecDeque;
+use std::rc::Rc;
 
 /// A memory key (MR): protection domain, bounds, access, CPU mapping.
 #[derive(Clone, Copy, Debug)]
@@ -207,6 +210,47 @@ pub(crate) struct Qp {
     pub lru_prev: Option<u32>,
     pub lru_next: Option<u32>,
     pub in_qpc: bool,
+}
+
+/// An SQ WQE the device has fetched and not yet completed.
+#[derive(Debug)]
+pub(crate) struct Pending {
+    pub wqe_counter: u16,
+    pub opcode: u8,
+    pub signaled: bool,
+    pub psn: u32,
+    pub npkts: u32,
+    pub req: Option<Rc<Req>>,
+    pub solicited: bool,
+    /// Local buffers a READ response / atomic result is scattered to.
+    pub local: Vec<(*mut u8, u32)>,
+    pub byte_cnt: u32,
+    pub done: bool,
+    pub err: Option<u8>,
+}
+
+/// Responder resources for duplicate atomics: (psn, original value).
+#[derive(Debug, Default)]
+pub(crate) struct RespCache {
+    atomics: VecDeque<(u32, u64)>,
+}
+
+impl RespCache {
+    /// The original value of the atomic with PSN `psn`, if cached.
+    pub fn find(&self, psn: u32) -> Option<u64> {
+        self.atomics
+            .iter()
+            .find(|(p, _)| *p == psn)
+            .map(|(_, v)| *v)
+    }
+    /// Caches the original value `v` of the atomic with PSN `psn` (the
+    /// latest 64 are kept).
+    pub fn push(&mut self, psn: u32, v: u64) {
+        if self.atomics.len() >= 64 {
+            self.atomics.pop_front();
+        }
+        self.atomics.push_back((psn, v));
+    }
 }
 
 /// An asynchronous event the device reports (the EQ is not modelled yet).

@@ -6,7 +6,7 @@ use crate::cost::{trunc_u64, Counters, FastCosts, LenCosts, ModelParams};
 use crate::dma::HeapDma;
 use crate::fault::{Fate, FaultPlan, Rng};
 use crate::objects::{AsyncEvent, Cq, Mr, Qp, Srq};
-use crate::transport::{Packet, Req};
+use crate::wire::{Packet, Req};
 use bareverbs::cqe::Cqe64;
 use bareverbs::qp::QpState;
 use std::cmp::Ordering;
