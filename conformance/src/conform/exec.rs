@@ -179,9 +179,9 @@ fn run_sq<const N: usize>(
             prefer: false,
         },
     };
+    let slots = vec![SqSlot::default(); N];
     // SAFETY: ring and dbrec are fresh allocations owned by `world`, which
     // outlives the queue (declared first, dropped last).
-    let slots = vec![SqSlot::default(); N];
     let mut sq = unsafe {
         SendQueue::new(
             world.ring,
@@ -529,8 +529,8 @@ fn run_rq<const N: usize>(case: &RecvCase, ring_fill: Option<u8>) -> Result<Recv
         max_gs: g.max_gs,
         max_post: g.max_post,
     };
-    // SAFETY: fresh allocations owned by `dma`, which outlives the queue.
     let slots = vec![RqSlot::default(); N];
+    // SAFETY: fresh allocations owned by `dma`, which outlives the queue.
     let mut rq =
         unsafe { RecvQueue::new(ring, dbrec, cfg, slots) }.context("RQ geometry rejected")?;
     rq.enable();
@@ -598,8 +598,8 @@ fn run_srq<const N: usize>(case: &RecvCase, ring_fill: Option<u8>) -> Result<Rec
         nwqes: g.nwqes,
         wait_queue: g.waitq_head >= 0,
     };
-    // SAFETY: fresh allocations owned by `dma`, which outlives the queue.
     let slots = vec![SrqSlot::default(); N];
+    // SAFETY: fresh allocations owned by `dma`, which outlives the queue.
     let mut srq = unsafe { SharedReceiveQueue::new(ring, dbrec, cfg, slots) }
         .context("SRQ geometry rejected")?;
     let filler_of = |f: &Option<crate::vectors::recv::RecvWr>| {

@@ -1066,7 +1066,7 @@ pub(crate) fn parse_hex_line(t: &str) -> Result<HexLine> {
 
 /// Hex digits (whitespace allowed, optional `0x`) → bytes.
 pub(crate) fn parse_hex_str(s: &str) -> Result<Vec<u8>> {
-    Ok(crate::decode::parse_hex(s)?)
+    Ok(crate::hex::parse_hex(s)?)
 }
 
 /// Parses a leading number: `0x…` hex or decimal (optional `-`); ignores the rest.
