@@ -36,7 +36,7 @@ fn main() {
             );
         }
         println!(
-            "cargo:warning=bareverbs-conformance: the vendor header <infiniband/mlx5dv.h> was not \
+            "cargo:warning=the vendor header <infiniband/mlx5dv.h> was not \
              found (looked in {dirs:?}): building without the vendor-header checks; install \
              Debian's libibverbs-dev (apt-get install libibverbs-dev) or set MLX5DV_INCLUDE"
         );
