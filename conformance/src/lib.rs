@@ -1,282 +1,31 @@
-//! Conformance harness: compiles a C shim (`c/shim.c`) against the vendor's
-//! `infiniband/mlx5dv.h` (Debian `libibverbs-dev`) and exposes the header's
-//! own segment setters, CQE getters and `sizeof`/`offsetof` values as safe
-//! Rust functions, so tests can compare bareverbs' codec with them byte for
-//! byte. Also a small deterministic PRNG for the random comparisons.
+//! # bareverbs-conformance — does bareverbs match the vendor
+//!
+//! One concern: bareverbs' bytes against the vendor's. Two sources of truth:
+//!
+//! | module | compares bareverbs with |
+//! | --- | --- |
+//! | [`vectors`] | readers for the ground-truth vector files (output of the vendor's C provider, `shared/mlx5/vectors/`) |
+//! | [`conform`] | replay of those files through bareverbs' real post, poll and sizing paths, one line per case (`bareverbs conform FILE…`) |
+//! | [`hex`] | hex text as the vector files print it |
+//! | `mlx5dv` | the vendor header `infiniband/mlx5dv.h` itself: a C shim (`c/shim.c`) exposes the header's segment setters, CQE getters and `sizeof`/`offsetof` values as safe functions (`c_ctrl_seg` …), which `tests/` compare byte for byte with the codec |
+//! | [`SplitMix64`] | a small deterministic PRNG for the random comparisons |
+//!
+//! The C shim needs Debian's `libibverbs-dev`. Without the header the rest
+//! of the crate still builds (the `bareverbs` tool depends on it): `build.rs`
+//! prints a cargo warning and sets `cfg(bv_no_mlx5dv)`, which leaves out the
+//! shim's functions and the header tests.
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
-use std::collections::BTreeMap;
-use std::ffi::CStr;
-use std::os::raw::{c_char, c_int};
+pub mod conform;
+pub mod hex;
+#[cfg(not(bv_no_mlx5dv))]
+mod mlx5dv;
+mod rng;
+pub mod vectors;
 
-mod ffi {
-    use super::*;
-    extern "C" {
-        pub fn bv_shim_set_ctrl_seg(
-            out: *mut u8,
-            pi: u16,
-            opcode: u8,
-            opmod: u8,
-            qp_num: u32,
-            fm_ce_se: u8,
-            ds: u8,
-            signature: u8,
-            imm: u32,
-        );
-        pub fn bv_shim_set_data_seg(out: *mut u8, length: u32, lkey: u32, address: u64);
-        pub fn bv_shim_set_dgram_seg(
-            out: *mut u8,
-            key: u64,
-            dqp_dct: u32,
-            ext: u8,
-            stat_rate_sl: u8,
-            fl_mlid: u8,
-            rlid: u16,
-            rmac: *const u8,
-            tclass: u8,
-            hop_limit: u8,
-            grh_gid_fl: u32,
-            rgid: *const u8,
-        );
-        pub fn bv_shim_set_eth_seg(
-            out: *mut u8,
-            out_len: usize,
-            cs_flags: u8,
-            mss: u16,
-            inline_hdr_sz: u16,
-            hdr: *const u8,
-        ) -> c_int;
-        pub fn bv_shim_cqe_owner(cqe: *const u8) -> u8;
-        pub fn bv_shim_cqe_se(cqe: *const u8) -> u8;
-        pub fn bv_shim_cqe_format(cqe: *const u8) -> u8;
-        pub fn bv_shim_cqe_opcode(cqe: *const u8) -> u8;
-        pub fn bv_shim_layout_count() -> usize;
-        pub fn bv_shim_layout_name(i: usize) -> *const c_char;
-        pub fn bv_shim_layout_value(i: usize) -> usize;
-        pub fn bv_shim_const(which: c_int) -> u32;
-    }
-}
-
-/// `mlx5dv_set_ctrl_seg` on a zeroed 16-byte segment.
-#[allow(clippy::too_many_arguments)]
-pub fn c_ctrl_seg(
-    pi: u16,
-    opcode: u8,
-    opmod: u8,
-    qp_num: u32,
-    fm_ce_se: u8,
-    ds: u8,
-    signature: u8,
-    imm: u32,
-) -> [u8; 16] {
-    let mut out = [0u8; 16];
-    // SAFETY: `out` is 16 writable bytes, the size of mlx5_wqe_ctrl_seg;
-    // the shim copies the segment out with memcpy (no alignment needed).
-    unsafe {
-        ffi::bv_shim_set_ctrl_seg(
-            out.as_mut_ptr(),
-            pi,
-            opcode,
-            opmod,
-            qp_num,
-            fm_ce_se,
-            ds,
-            signature,
-            imm,
-        )
-    };
-    out
-}
-
-/// `mlx5dv_set_data_seg` on a zeroed 16-byte segment.
-pub fn c_data_seg(length: u32, lkey: u32, address: u64) -> [u8; 16] {
-    let mut out = [0u8; 16];
-    // SAFETY: 16 writable bytes = sizeof(mlx5_wqe_data_seg).
-    unsafe { ffi::bv_shim_set_data_seg(out.as_mut_ptr(), length, lkey, address) };
-    out
-}
-
-/// `mlx5dv_set_dgram_seg` on a zeroed 48-byte segment.
-#[allow(clippy::too_many_arguments)]
-pub fn c_dgram_seg(
-    key: u64,
-    dqp_dct: u32,
-    ext: u8,
-    stat_rate_sl: u8,
-    fl_mlid: u8,
-    rlid: u16,
-    rmac: [u8; 6],
-    tclass: u8,
-    hop_limit: u8,
-    grh_gid_fl: u32,
-    rgid: [u8; 16],
-) -> [u8; 48] {
-    let mut out = [0u8; 48];
-    // SAFETY: 48 writable bytes = sizeof(mlx5_wqe_datagram_seg); rmac and
-    // rgid point at 6 and 16 readable bytes, copied by the shim.
-    unsafe {
-        ffi::bv_shim_set_dgram_seg(
-            out.as_mut_ptr(),
-            key,
-            dqp_dct,
-            ext,
-            stat_rate_sl,
-            fl_mlid,
-            rlid,
-            rmac.as_ptr(),
-            tclass,
-            hop_limit,
-            grh_gid_fl,
-            rgid.as_ptr(),
-        )
-    };
-    out
-}
-
-/// `mlx5dv_set_eth_seg` on a zeroed area of `out_len` bytes (the header
-/// copy may run past the 32-byte segment). `None` if `hdr` does not fit.
-pub fn c_eth_seg(out_len: usize, cs_flags: u8, mss: u16, hdr: &[u8]) -> Option<Vec<u8>> {
-    let sz = u16::try_from(hdr.len()).ok()?;
-    let mut out = vec![0u8; out_len];
-    // SAFETY: `out` has out_len writable bytes and `hdr` hdr.len() readable
-    // bytes; the shim checks 14 + hdr.len() <= out_len and its scratch size.
-    let rc = unsafe {
-        ffi::bv_shim_set_eth_seg(out.as_mut_ptr(), out_len, cs_flags, mss, sz, hdr.as_ptr())
-    };
-    (rc == 0).then_some(out)
-}
-
-/// The header's four CQE getters on a 64-byte CQE:
-/// `(owner, se, format, opcode)`.
-pub fn c_cqe_getters(cqe: &[u8; 64]) -> (u8, u8, u8, u8) {
-    // SAFETY: `cqe` points at 64 readable bytes = sizeof(mlx5_cqe64); the
-    // shim memcpys them into a local struct.
-    unsafe {
-        (
-            ffi::bv_shim_cqe_owner(cqe.as_ptr()),
-            ffi::bv_shim_cqe_se(cqe.as_ptr()),
-            ffi::bv_shim_cqe_format(cqe.as_ptr()),
-            ffi::bv_shim_cqe_opcode(cqe.as_ptr()),
-        )
-    }
-}
-
-/// The shim's layout table: `"struct"` → `sizeof`, `"struct.field"` →
-/// `offsetof`, as compiled against the vendor header.
-pub fn c_layouts() -> BTreeMap<String, usize> {
-    let mut m = BTreeMap::new();
-    // SAFETY: plain call returning a count.
-    let n = unsafe { ffi::bv_shim_layout_count() };
-    for i in 0..n {
-        // SAFETY: i < count, so the shim returns a pointer to a static
-        // NUL-terminated string literal.
-        let name = unsafe { CStr::from_ptr(ffi::bv_shim_layout_name(i)) };
-        // SAFETY: plain call, i < count.
-        let v = unsafe { ffi::bv_shim_layout_value(i) };
-        m.insert(name.to_string_lossy().into_owned(), v);
-    }
-    m
-}
-
-/// Header constants by name (see `bv_shim_const` in `c/shim.c`).
-pub fn c_const(name: &str) -> u32 {
-    const NAMES: [&str; 30] = [
-        "MLX5_INVALID_LKEY",
-        "MLX5_EXTENDED_UD_AV",
-        "MLX5_WQE_CTRL_CQ_UPDATE",
-        "MLX5_WQE_CTRL_SOLICITED",
-        "MLX5_WQE_CTRL_FENCE",
-        "MLX5_WQE_CTRL_INITIATOR_SMALL_FENCE",
-        "MLX5_SEND_WQE_BB",
-        "MLX5_SEND_WQE_SHIFT",
-        "MLX5_INLINE_SEG",
-        "MLX5_ETH_WQE_L3_CSUM",
-        "MLX5_ETH_WQE_L4_CSUM",
-        "MLX5_WQE_UMR_CTRL_FLAG_INLINE",
-        "MLX5_WQE_UMR_CTRL_FLAG_CHECK_FREE",
-        "MLX5_WQE_UMR_CTRL_FLAG_TRNSLATION_OFFSET",
-        "MLX5_WQE_UMR_CTRL_FLAG_CHECK_QPN",
-        "MLX5_WQE_MKEY_CONTEXT_FREE",
-        "MLX5_WQE_MKEY_CONTEXT_ACCESS_FLAGS_ATOMIC",
-        "MLX5_WQE_MKEY_CONTEXT_ACCESS_FLAGS_REMOTE_WRITE",
-        "MLX5_WQE_MKEY_CONTEXT_ACCESS_FLAGS_REMOTE_READ",
-        "MLX5_WQE_MKEY_CONTEXT_ACCESS_FLAGS_LOCAL_WRITE",
-        "MLX5_WQE_MKEY_CONTEXT_ACCESS_FLAGS_LOCAL_READ",
-        "MLX5_WQE_UMR_CTRL_MKEY_MASK_LEN",
-        "MLX5_WQE_UMR_CTRL_MKEY_MASK_START_ADDR",
-        "MLX5_WQE_UMR_CTRL_MKEY_MASK_MKEY",
-        "MLX5_WQE_UMR_CTRL_MKEY_MASK_QPN",
-        "MLX5_WQE_UMR_CTRL_MKEY_MASK_ACCESS_LOCAL_WRITE",
-        "MLX5_WQE_UMR_CTRL_MKEY_MASK_ACCESS_REMOTE_READ",
-        "MLX5_WQE_UMR_CTRL_MKEY_MASK_ACCESS_REMOTE_WRITE",
-        "MLX5_WQE_UMR_CTRL_MKEY_MASK_ACCESS_ATOMIC",
-        "MLX5_WQE_UMR_CTRL_MKEY_MASK_FREE",
-    ];
-    let i = NAMES
-        .iter()
-        .position(|n| *n == name)
-        .unwrap_or_else(|| panic!("unknown {name}"));
-    // SAFETY: plain call with an in-range selector.
-    unsafe { ffi::bv_shim_const(i as c_int) }
-}
-
-/// SplitMix64: a small deterministic PRNG for reproducible random inputs.
-#[derive(Clone, Debug)]
-pub struct SplitMix64(u64);
-
-impl SplitMix64 {
-    /// Seeds the generator.
-    pub fn new(seed: u64) -> Self {
-        SplitMix64(seed)
-    }
-    /// Next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    /// Next 32 random bits.
-    pub fn next_u32(&mut self) -> u32 {
-        (self.next_u64() >> 32) as u32
-    }
-    /// Next 16 random bits.
-    pub fn next_u16(&mut self) -> u16 {
-        (self.next_u64() >> 48) as u16
-    }
-    /// Next 8 random bits.
-    pub fn next_u8(&mut self) -> u8 {
-        (self.next_u64() >> 56) as u8
-    }
-    /// Uniform-ish value in `0..n` (`n > 0`).
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n
-    }
-    /// Fills `buf` with random bytes.
-    pub fn fill(&mut self, buf: &mut [u8]) {
-        for b in buf {
-            *b = self.next_u8();
-        }
-    }
-    /// A random u32 biased towards edge values (0, 1, max, single bits).
-    pub fn edgy_u32(&mut self) -> u32 {
-        match self.below(8) {
-            0 => 0,
-            1 => u32::MAX,
-            2 => 1 << self.below(32),
-            3 => self.next_u32() & 0xff,
-            _ => self.next_u32(),
-        }
-    }
-    /// A random u64 biased towards edge values.
-    pub fn edgy_u64(&mut self) -> u64 {
-        match self.below(8) {
-            0 => 0,
-            1 => u64::MAX,
-            2 => 1 << self.below(64),
-            _ => self.next_u64(),
-        }
-    }
-}
+#[cfg(not(bv_no_mlx5dv))]
+pub use mlx5dv::{
+    c_const, c_cqe_getters, c_ctrl_seg, c_data_seg, c_dgram_seg, c_eth_seg, c_layouts,
+};
+pub use rng::SplitMix64;

@@ -1,6 +1,7 @@
 //! The vendor header's CQE getters (`mlx5dv_get_cqe_owner`, `_se`,
 //! `_format`, `_opcode`, via the C shim) against bareverbs' `Cqe64` on
 //! random 64-byte CQEs.
+#![cfg(not(bv_no_mlx5dv))] // needs the C shim: see build.rs
 
 use bareverbs::cqe::Cqe64;
 use bareverbs_conformance::{c_cqe_getters, c_layouts, SplitMix64};

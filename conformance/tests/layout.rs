@@ -3,6 +3,7 @@
 //! CQE structs (mirrored on the cqe branch) are checked against the
 //! [ref §5.1/§5.5](bareverbs::reference) tables here; their Rust mirror is compared in
 //! `cqe_getters.rs`.
+#![cfg(not(bv_no_mlx5dv))] // needs the C shim: see build.rs
 
 use bareverbs::wqe::*;
 use bareverbs_conformance::{c_const, c_layouts};

@@ -149,22 +149,24 @@ impl Drop for SqWorld {
     }
 }
 
-fn run_sq<const N: usize>(
-    case: &WqeCase,
-    header: &WqeHeader,
-    ring_fill: Option<u8>,
-    uar_fill: u8,
-) -> Result<WqeOutcome> {
-    let qp = &case.qp;
-    let world = SqWorld::new(N * 64, header.payload_len.unwrap_or(8192))?;
-    let qp_type = match qp.qp_type {
+/// The send queue a case runs on: memory-backed UAR, slots on the heap.
+type Sq = SendQueue<MemUar, Vec<SqSlot>>;
+
+/// bareverbs' QP type for a vector's QP type.
+fn qp_type_of(t: &vw::QpType) -> QpType {
+    match t {
         vw::QpType::Rc => QpType::Rc,
         vw::QpType::Uc => QpType::Uc,
         vw::QpType::Ud => QpType::Ud,
         vw::QpType::Raw => QpType::RawPacket,
-    };
-    let buf_size = case.bf_buf_size.or(header.bf_buf_size).unwrap_or(256) as usize;
-    let cfg = SqConfig {
+    }
+}
+
+/// The send queue configuration of a case's QP, with BlueFlame buffers of
+/// `buf_size` bytes at [`BF_REG`].
+fn sq_config(case: &WqeCase, qp_type: QpType, buf_size: usize) -> SqConfig {
+    let qp = &case.qp;
+    SqConfig {
         qpn: qp.qpn,
         qp_type,
         max_post: qp.max_post,
@@ -178,78 +180,96 @@ fn run_sq<const N: usize>(
             enabled: true,
             prefer: false,
         },
-    };
-    // SAFETY: ring and dbrec are fresh allocations owned by `world`, which
-    // outlives the queue (declared first, dropped last).
-    let slots = vec![SqSlot::default(); N];
-    let mut sq = unsafe {
-        SendQueue::new(
-            world.ring,
-            world.dbrec,
-            MemUar::filled(uar_fill),
-            cfg,
-            slots,
-        )
     }
-    .context("queue geometry rejected")?;
-    sq.enable();
+}
 
-    let plain = header.plain_av.as_deref().map(av_from).transpose()?;
-    let grh = header.grh_av.as_deref().map(av_from).transpose()?;
-    let av_of = |ud: &vw::UdFields| -> Result<AddressVector> {
+/// The file header's two address vectors (plain and GRH), parsed once per
+/// case; UD WRs name one of them.
+struct HeaderAvs {
+    plain: Option<AddressVector>,
+    grh: Option<AddressVector>,
+}
+
+impl HeaderAvs {
+    fn parse(header: &WqeHeader) -> Result<Self> {
+        Ok(HeaderAvs {
+            plain: header.plain_av.as_deref().map(av_from).transpose()?,
+            grh: header.grh_av.as_deref().map(av_from).transpose()?,
+        })
+    }
+
+    /// The address vector a UD WR names.
+    fn of(&self, ud: &vw::UdFields) -> Result<AddressVector> {
         match ud.ah {
-            vw::AhKind::Plain => plain.context("plain AH bytes missing from header"),
-            vw::AhKind::Grh => grh.context("GRH AH bytes missing from header"),
-        }
-    };
-
-    // Prep: replay the filler posts through the same path.
-    if let Some(prep) = &case.prep {
-        let filler = prep.filler.clone();
-        for _ in 0..prep.count {
-            let (sges, op, flags, ud) = match &filler {
-                Some(f) => (
-                    sgl_of(f, &world.payload)?,
-                    op_of(f)?.context("filler opcode")?,
-                    SendFlags::from_bits_truncate(f.send_flags),
-                    f.ud,
-                ),
-                None => (
-                    vec![Sge {
-                        addr: 0x9000,
-                        length: 16,
-                        lkey: 0x99,
-                    }],
-                    SendOp::Send,
-                    SendFlags::SIGNALED,
-                    (qp_type == QpType::Ud).then_some(vw::UdFields {
-                        remote_qpn: header.remote_qpn.unwrap_or(0xbeef),
-                        remote_qkey: header.remote_qkey.unwrap_or(0x1111_1111),
-                        ah: vw::AhKind::Plain,
-                    }),
-                ),
-            };
-            let av = ud.as_ref().map(av_of).transpose()?;
-            let mut wr = SendWr::new(0xf111, op, &sges).with_flags(flags);
-            if let (Some(u), Some(av)) = (ud, av.as_ref()) {
-                wr = wr.with_ud(UdDest {
-                    av,
-                    remote_qpn: u.remote_qpn,
-                    remote_qkey: u.remote_qkey,
-                });
-            }
-            // SAFETY: filler SGEs are never dereferenced (not inline).
-            unsafe { sq.post_send_raw(&[wr]) }.map_err(|e| anyhow::anyhow!("filler post: {e}"))?;
-            if prep.completed {
-                let start = sq.cur_post().wrapping_sub(1);
-                // Retire everything (tail = head).
-                let _ = start;
-                let head = sq.head();
-                // SAFETY: memory-backed ring that no device executes.
-                unsafe { sq.set_counters(sq.cur_post(), head, sq.bf_offset()) };
-            }
+            vw::AhKind::Plain => self.plain.context("plain AH bytes missing from header"),
+            vw::AhKind::Grh => self.grh.context("GRH AH bytes missing from header"),
         }
     }
+}
+
+/// Prep: replays the case's filler posts through the same post path,
+/// retiring each at once when the vector says they completed.
+fn replay_prep(
+    sq: &mut Sq,
+    case: &WqeCase,
+    header: &WqeHeader,
+    world: &SqWorld,
+    qp_type: QpType,
+    avs: &HeaderAvs,
+) -> Result<()> {
+    let Some(prep) = &case.prep else {
+        return Ok(());
+    };
+    let filler = prep.filler.clone();
+    for _ in 0..prep.count {
+        let (sges, op, flags, ud) = match &filler {
+            Some(f) => (
+                sgl_of(f, &world.payload)?,
+                op_of(f)?.context("filler opcode")?,
+                SendFlags::from_bits_truncate(f.send_flags),
+                f.ud,
+            ),
+            None => (
+                vec![Sge {
+                    addr: 0x9000,
+                    length: 16,
+                    lkey: 0x99,
+                }],
+                SendOp::Send,
+                SendFlags::SIGNALED,
+                (qp_type == QpType::Ud).then_some(vw::UdFields {
+                    remote_qpn: header.remote_qpn.unwrap_or(0xbeef),
+                    remote_qkey: header.remote_qkey.unwrap_or(0x1111_1111),
+                    ah: vw::AhKind::Plain,
+                }),
+            ),
+        };
+        let av = ud.as_ref().map(|u| avs.of(u)).transpose()?;
+        let mut wr = SendWr::new(0xf111, op, &sges).with_flags(flags);
+        if let (Some(u), Some(av)) = (ud, av.as_ref()) {
+            wr = wr.with_ud(UdDest {
+                av,
+                remote_qpn: u.remote_qpn,
+                remote_qkey: u.remote_qkey,
+            });
+        }
+        // SAFETY: filler SGEs are never dereferenced (not inline).
+        unsafe { sq.post_send_raw(&[wr]) }.map_err(|e| anyhow::anyhow!("filler post: {e}"))?;
+        if prep.completed {
+            let start = sq.cur_post().wrapping_sub(1);
+            // Retire everything (tail = head).
+            let _ = start;
+            let head = sq.head();
+            // SAFETY: memory-backed ring that no device executes.
+            unsafe { sq.set_counters(sq.cur_post(), head, sq.bf_offset()) };
+        }
+    }
+    Ok(())
+}
+
+/// Positions the counters where the vector says they are before the post,
+/// when the prep (or its absence) left them elsewhere.
+fn position_counters(sq: &mut Sq, case: &WqeCase) {
     let tail = if case.prep.as_ref().is_some_and(|p| !p.completed) {
         sq.tail()
     } else {
@@ -270,23 +290,16 @@ fn run_sq<const N: usize>(
         };
     }
     let _ = tail;
-    if let Some(b) = ring_fill {
-        world.fill_ring(b);
-    }
-    // The register is pre-filled just before the post under test.
-    *sq.uar_mut() = MemUar::filled(uar_fill);
+}
 
-    // Build the WRs.
-    let sgls: Vec<Vec<Sge>> = case
-        .wrs
-        .iter()
-        .map(|w| sgl_of(w, &world.payload))
-        .collect::<Result<_>>()?;
-    let avs: Vec<Option<AddressVector>> = case
-        .wrs
-        .iter()
-        .map(|w| w.ud.as_ref().map(av_of).transpose())
-        .collect::<Result<_>>()?;
+/// The case's WRs as bareverbs WRs over `sgls` and `avs` (one per WR),
+/// stopping at the first opcode the verbs API does not have, whose index is
+/// returned too.
+fn build_wrs<'a>(
+    case: &WqeCase,
+    sgls: &'a [Vec<Sge>],
+    avs: &'a [Option<AddressVector>],
+) -> Result<(Vec<SendWr<'a>>, Option<usize>)> {
     let mut wrs = Vec::new();
     let mut bad_opcode = None;
     for (i, w) in case.wrs.iter().enumerate() {
@@ -322,14 +335,18 @@ fn run_sq<const N: usize>(
         }
         wrs.push(wr);
     }
-    // SAFETY: non-inline SGEs are only written into WQEs (the memory UAR
-    // never executes them); inline SGEs point into `world.payload`.
-    let r = unsafe { sq.post_send_raw(&wrs) };
-    let (ret, bad_wr) = match (r, bad_opcode) {
-        (Err(e), _) => (e.kind.errno(), Some(e.index)),
-        (Ok(()), Some(i)) => (22, Some(i)),
-        (Ok(()), None) => (0, None),
-    };
+    Ok((wrs, bad_opcode))
+}
+
+/// What the post left: the return value and bad WR given, the counters,
+/// every slot's bookkeeping, the doorbell record, the BlueFlame register
+/// and the ring.
+fn sq_outcome<const N: usize>(
+    sq: &Sq,
+    world: &SqWorld,
+    (ret, bad_wr): (i32, Option<usize>),
+    buf_size: usize,
+) -> Result<WqeOutcome> {
     let mut wrid = Vec::with_capacity(N);
     let mut wqe_head = Vec::with_capacity(N);
     let mut wr_data = Vec::with_capacity(N);
@@ -359,6 +376,63 @@ fn run_sq<const N: usize>(
         wqe_head,
         wr_data,
     })
+}
+
+fn run_sq<const N: usize>(
+    case: &WqeCase,
+    header: &WqeHeader,
+    ring_fill: Option<u8>,
+    uar_fill: u8,
+) -> Result<WqeOutcome> {
+    let world = SqWorld::new(N * 64, header.payload_len.unwrap_or(8192))?;
+    let qp_type = qp_type_of(&case.qp.qp_type);
+    let buf_size = case.bf_buf_size.or(header.bf_buf_size).unwrap_or(256) as usize;
+    let cfg = sq_config(case, qp_type, buf_size);
+    let slots = vec![SqSlot::default(); N];
+    // SAFETY: ring and dbrec are fresh allocations owned by `world`, which
+    // outlives the queue (declared first, dropped last).
+    let mut sq: Sq = unsafe {
+        SendQueue::new(
+            world.ring,
+            world.dbrec,
+            MemUar::filled(uar_fill),
+            cfg,
+            slots,
+        )
+    }
+    .context("queue geometry rejected")?;
+    sq.enable();
+
+    let avs = HeaderAvs::parse(header)?;
+    replay_prep(&mut sq, case, header, &world, qp_type, &avs)?;
+    position_counters(&mut sq, case);
+    if let Some(b) = ring_fill {
+        world.fill_ring(b);
+    }
+    // The register is pre-filled just before the post under test.
+    *sq.uar_mut() = MemUar::filled(uar_fill);
+
+    // Build the WRs.
+    let sgls: Vec<Vec<Sge>> = case
+        .wrs
+        .iter()
+        .map(|w| sgl_of(w, &world.payload))
+        .collect::<Result<_>>()?;
+    let wr_avs: Vec<Option<AddressVector>> = case
+        .wrs
+        .iter()
+        .map(|w| w.ud.as_ref().map(|u| avs.of(u)).transpose())
+        .collect::<Result<_>>()?;
+    let (wrs, bad_opcode) = build_wrs(case, &sgls, &wr_avs)?;
+    // SAFETY: non-inline SGEs are only written into WQEs (the memory UAR
+    // never executes them); inline SGEs point into `world.payload`.
+    let r = unsafe { sq.post_send_raw(&wrs) };
+    let result = match (r, bad_opcode) {
+        (Err(e), _) => (e.kind.errno(), Some(e.index)),
+        (Ok(()), Some(i)) => (22, Some(i)),
+        (Ok(()), None) => (0, None),
+    };
+    sq_outcome::<N>(&sq, &world, result, buf_size)
 }
 
 /// The SGE list of a vector WR. An inline WR's entries are read by the
@@ -529,8 +603,8 @@ fn run_rq<const N: usize>(case: &RecvCase, ring_fill: Option<u8>) -> Result<Recv
         max_gs: g.max_gs,
         max_post: g.max_post,
     };
-    // SAFETY: fresh allocations owned by `dma`, which outlives the queue.
     let slots = vec![RqSlot::default(); N];
+    // SAFETY: fresh allocations owned by `dma`, which outlives the queue.
     let mut rq =
         unsafe { RecvQueue::new(ring, dbrec, cfg, slots) }.context("RQ geometry rejected")?;
     rq.enable();
@@ -598,8 +672,8 @@ fn run_srq<const N: usize>(case: &RecvCase, ring_fill: Option<u8>) -> Result<Rec
         nwqes: g.nwqes,
         wait_queue: g.waitq_head >= 0,
     };
-    // SAFETY: fresh allocations owned by `dma`, which outlives the queue.
     let slots = vec![SrqSlot::default(); N];
+    // SAFETY: fresh allocations owned by `dma`, which outlives the queue.
     let mut srq = unsafe { SharedReceiveQueue::new(ring, dbrec, cfg, slots) }
         .context("SRQ geometry rejected")?;
     let filler_of = |f: &Option<crate::vectors::recv::RecvWr>| {

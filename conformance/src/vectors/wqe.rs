@@ -521,8 +521,9 @@ pub(crate) fn parse_case_header(l: &str) -> Result<(String, u32, String)> {
     Ok((prefix, n, title))
 }
 
-#[derive(PartialEq)]
+#[derive(PartialEq, Default)]
 enum Cur {
+    #[default]
     None,
     Wqe,
     Failed,
@@ -531,38 +532,54 @@ enum Cur {
 fn parse_case(raw: &str, line: usize) -> Result<WqeCase> {
     let mut lines = raw.lines();
     let (_, number, title) = parse_case_header(lines.next().unwrap_or(""))?;
-    let mut qp = None;
-    let mut prep = None;
-    let mut wrs: Vec<SendWr> = Vec::new();
-    let mut result = None;
-    let mut cur_post = None;
-    let mut head = None;
-    let mut dbrec = None;
-    let mut doorbell = None;
-    let mut bf = None;
-    let mut bf_buf_size = None;
-    let mut wqes: Vec<WqeBlock> = Vec::new();
-    let mut failed: Vec<FailedBlock> = Vec::new();
-    let mut unknown = Vec::new();
-    let mut cur = Cur::None;
+    let mut r = CaseReader::default();
     for l in lines {
         let t = l.trim();
         if t.is_empty() || t.starts_with('#') {
             continue;
         }
+        r.line(t)?;
+    }
+    r.finish(number, title, line, raw)
+}
+
+/// [`parse_case`]'s findings so far, line by line: what each kind of line
+/// says (`None` until seen) and which block hex lines belong to.
+#[derive(Default)]
+struct CaseReader {
+    qp: Option<QpSpec>,
+    prep: Option<PrepNote>,
+    wrs: Vec<SendWr>,
+    result: Option<PostResult>,
+    cur_post: Option<(u64, u64)>,
+    head: Option<(u64, u64)>,
+    dbrec: Option<Vec<u8>>,
+    doorbell: Option<Doorbell>,
+    bf: Option<(u64, u64)>,
+    bf_buf_size: Option<u32>,
+    wqes: Vec<WqeBlock>,
+    failed: Vec<FailedBlock>,
+    unknown: Vec<String>,
+    cur: Cur,
+}
+
+impl CaseReader {
+    /// One trimmed, non-blank, non-comment line of the case.
+    fn line(&mut self, t: &str) -> Result<()> {
         if t.starts_with("QP:") {
-            qp = Some(parse_qp_spec(t)?);
+            self.qp = Some(parse_qp_spec(t)?);
         } else if let Some(n) = t.strip_prefix("NOTE:") {
-            prep = Some(parse_prep_note(n.trim())?);
+            self.prep = Some(parse_prep_note(n.trim())?);
         } else if t.starts_with("WR[") {
             let idx = bracket_num(t, "WR[").ok_or_else(|| anyhow!("bad WR line {t:?}"))? as usize;
             let body = t.split_once(':').map(|x| x.1).unwrap_or("");
             let mut wr = parse_wr_fields(body, idx)?;
             wr.index = idx;
-            wrs.push(wr);
-            cur = Cur::None;
+            self.wrs.push(wr);
+            self.cur = Cur::None;
         } else if t.starts_with("sge[") {
-            let wr = wrs
+            let wr = self
+                .wrs
                 .last_mut()
                 .ok_or_else(|| anyhow!("sge before WR: {t:?}"))?;
             wr.sges.push(parse_sge(t)?);
@@ -571,32 +588,42 @@ fn parse_case(raw: &str, line: usize) -> Result<WqeCase> {
             || t.starts_with("ud:")
             || t.starts_with("bind_mw:")
         {
-            let wr = wrs
+            let wr = self
+                .wrs
                 .last_mut()
                 .ok_or_else(|| anyhow!("WR field before WR: {t:?}"))?;
             apply_wr_extra(wr, t)?;
         } else if t.starts_with("result:") {
-            result = Some(parse_result(t)?);
+            self.result = Some(parse_result(t)?);
         } else if t.starts_with("sq.cur_post") {
             let (a, b) = t.split_once(';').unwrap_or((t, ""));
-            cur_post = Some(before_after(a)?);
+            self.cur_post = Some(before_after(a)?);
             if !b.is_empty() {
-                head = Some(before_after(b)?);
+                self.head = Some(before_after(b)?);
             }
         } else if t.starts_with("sq.head") {
-            head = Some(before_after(t)?);
+            self.head = Some(before_after(t)?);
         } else if t.starts_with("dbrec") {
-            dbrec = Some(parse_raw_bytes(t)?);
+            self.dbrec = Some(parse_raw_bytes(t)?);
         } else if let Some(d) = t.strip_prefix("doorbell:") {
-            doorbell = Some(parse_doorbell(d.trim())?);
+            self.doorbell = Some(parse_doorbell(d.trim())?);
         } else if t.starts_with("bf->offset") {
-            bf = Some(before_after(t)?);
-            bf_buf_size = kv_num(t, "buf_size").map(|v| v as u32);
-        } else if t.starts_with("WQE[") {
-            wqes.push(parse_wqe_block_line(t)?);
-            cur = Cur::Wqe;
-        } else if t.starts_with("fm_ce_se=") && cur == Cur::Wqe {
-            let w = wqes.last_mut().expect("cur is Wqe");
+            self.bf = Some(before_after(t)?);
+            self.bf_buf_size = kv_num(t, "buf_size").map(|v| v as u32);
+        } else {
+            self.block_line(t)?;
+        }
+        Ok(())
+    }
+
+    /// The lines of the posted-WQE and failed-WR blocks (and anything
+    /// unrecognised).
+    fn block_line(&mut self, t: &str) -> Result<()> {
+        if t.starts_with("WQE[") {
+            self.wqes.push(parse_wqe_block_line(t)?);
+            self.cur = Cur::Wqe;
+        } else if t.starts_with("fm_ce_se=") && self.cur == Cur::Wqe {
+            let w = self.wqes.last_mut().expect("cur is Wqe");
             w.fm_ce_se = kv_req(t, "fm_ce_se")? as u32;
             w.imm = kv_req(t, "imm")? as u32;
             w.wrid = bracket_kv(t, "sq.wrid[").ok_or_else(|| anyhow!("no sq.wrid in {t:?}"))?;
@@ -604,31 +631,83 @@ fn parse_case(raw: &str, line: usize) -> Result<WqeCase> {
             w.wr_data = bracket_kv(t, "sq.wr_data[").ok_or_else(|| anyhow!("no wr_data"))?;
         } else if t.starts_with("failed WR") {
             let sq_index = after_word_num(t, "sq index ").unwrap_or(0) as u32;
-            failed.push(FailedBlock {
+            self.failed.push(FailedBlock {
                 sq_index,
                 text: t.to_string(),
                 lines: Vec::new(),
             });
-            cur = Cur::Failed;
+            self.cur = Cur::Failed;
         } else if is_hex_line(t) {
             let h = parse_hex_line(t)?;
-            match cur {
-                Cur::Wqe => wqes.last_mut().expect("wqe").lines.push(h),
-                Cur::Failed => failed.last_mut().expect("failed").lines.push(h),
+            match self.cur {
+                Cur::Wqe => self.wqes.last_mut().expect("wqe").lines.push(h),
+                Cur::Failed => self.failed.last_mut().expect("failed").lines.push(h),
                 Cur::None => bail!("hex line outside a WQE block: {t:?}"),
             }
         } else {
-            unknown.push(t.to_string());
+            self.unknown.push(t.to_string());
         }
+        Ok(())
     }
-    let qp = qp.ok_or_else(|| anyhow!("missing QP line"))?;
-    // Resolve UD AH kinds not stated on the WR lines from the title.
+
+    /// The case, once every required line was seen.
+    fn finish(self, number: u32, title: String, line: usize, raw: &str) -> Result<WqeCase> {
+        let CaseReader {
+            qp,
+            prep,
+            mut wrs,
+            result,
+            cur_post,
+            head,
+            dbrec,
+            doorbell,
+            bf,
+            bf_buf_size,
+            wqes,
+            failed,
+            unknown,
+            cur: _,
+        } = self;
+        let qp = qp.ok_or_else(|| anyhow!("missing QP line"))?;
+        resolve_ud_ah(&title, &mut wrs);
+        let (cur_post_before, cur_post_after) =
+            cur_post.ok_or_else(|| anyhow!("missing sq.cur_post"))?;
+        let (head_before, head_after) = head.ok_or_else(|| anyhow!("missing sq.head"))?;
+        let (bf_offset_before, bf_offset_after) =
+            bf.ok_or_else(|| anyhow!("missing bf->offset"))?;
+        Ok(WqeCase {
+            number,
+            title,
+            line,
+            raw: raw.to_string(),
+            qp,
+            prep,
+            wrs,
+            result: result.ok_or_else(|| anyhow!("missing result line"))?,
+            cur_post_before: cur_post_before as u32,
+            cur_post_after: cur_post_after as u32,
+            head_before: head_before as u32,
+            head_after: head_after as u32,
+            dbrec_after: dbrec.ok_or_else(|| anyhow!("missing dbrec line"))?,
+            doorbell: doorbell.ok_or_else(|| anyhow!("missing doorbell line"))?,
+            bf_offset_before: bf_offset_before as u32,
+            bf_offset_after: bf_offset_after as u32,
+            bf_buf_size,
+            wqes,
+            failed,
+            unknown_lines: unknown,
+        })
+    }
+}
+
+/// Resolves UD AH kinds not stated on the WR lines from the title.
+fn resolve_ud_ah(title: &str, wrs: &mut [SendWr]) {
     let n_ud = wrs.iter().filter(|w| w.ud.is_some()).count();
-    let mentions = ah_mentions(&title);
+    let mentions = ah_mentions(title);
     let mut ud_i = 0;
     for w in wrs.iter_mut() {
         if let Some(ud) = w.ud.as_mut() {
-            if let Some(k) = ah_for_wr(&title, w.index) {
+            if let Some(k) = ah_for_wr(title, w.index) {
                 ud.ah = k;
             } else if mentions.len() == n_ud {
                 ud.ah = mentions[ud_i];
@@ -640,32 +719,6 @@ fn parse_case(raw: &str, line: usize) -> Result<WqeCase> {
             ud_i += 1;
         }
     }
-    let (cur_post_before, cur_post_after) =
-        cur_post.ok_or_else(|| anyhow!("missing sq.cur_post"))?;
-    let (head_before, head_after) = head.ok_or_else(|| anyhow!("missing sq.head"))?;
-    let (bf_offset_before, bf_offset_after) = bf.ok_or_else(|| anyhow!("missing bf->offset"))?;
-    Ok(WqeCase {
-        number,
-        title,
-        line,
-        raw: raw.to_string(),
-        qp,
-        prep,
-        wrs,
-        result: result.ok_or_else(|| anyhow!("missing result line"))?,
-        cur_post_before: cur_post_before as u32,
-        cur_post_after: cur_post_after as u32,
-        head_before: head_before as u32,
-        head_after: head_after as u32,
-        dbrec_after: dbrec.ok_or_else(|| anyhow!("missing dbrec line"))?,
-        doorbell: doorbell.ok_or_else(|| anyhow!("missing doorbell line"))?,
-        bf_offset_before: bf_offset_before as u32,
-        bf_offset_after: bf_offset_after as u32,
-        bf_buf_size,
-        wqes,
-        failed,
-        unknown_lines: unknown,
-    })
 }
 
 fn ah_kind_in(s: &str) -> Option<AhKind> {
@@ -1066,7 +1119,7 @@ pub(crate) fn parse_hex_line(t: &str) -> Result<HexLine> {
 
 /// Hex digits (whitespace allowed, optional `0x`) → bytes.
 pub(crate) fn parse_hex_str(s: &str) -> Result<Vec<u8>> {
-    Ok(crate::decode::parse_hex(s)?)
+    Ok(crate::hex::parse_hex(s)?)
 }
 
 /// Parses a leading number: `0x…` hex or decimal (optional `-`); ignores the rest.

@@ -13,7 +13,7 @@ fn vector_files_corpus() {
         .collect();
     entries.sort();
     for p in &entries {
-        bareverbs_bench::conform::fuzz::vector_files(&std::fs::read(p).unwrap());
+        bareverbs_conformance::conform::fuzz::vector_files(&std::fs::read(p).unwrap());
     }
     assert!(
         entries.len() >= 10,

@@ -361,156 +361,212 @@ fn parse_hex_words(s: &str) -> Result<Vec<u8>> {
 
 /// Parses the text of a CQE vector file.
 pub fn parse_cqe_file(text: &str) -> Result<CqeFile> {
-    let mut f = CqeFile {
-        qp: FakeQpSpec::default(),
-        ..Default::default()
+    let mut r = CqeReader {
+        f: CqeFile {
+            qp: FakeQpSpec::default(),
+            ..Default::default()
+        },
+        cur: None,
+        cur_cqe: None,
+        cur_wc: None,
+        in_result: false,
     };
-    let mut cur: Option<CqeCase> = None;
-    let mut cur_cqe: Option<RingCqe> = None;
-    let mut cur_wc: Option<ExpectedWc> = None;
-    let mut in_result = false;
+    for (lineno, raw) in text.lines().enumerate() {
+        r.line(lineno, raw.trim())?;
+    }
+    r.close_case()?;
+    Ok(r.f)
+}
 
-    fn flush_cqe(case: &mut Option<CqeCase>, c: &mut Option<RingCqe>) {
-        if let (Some(case), Some(c)) = (case.as_mut(), c.take()) {
+/// [`parse_cqe_file`]'s state between lines: the file so far, the case, CQE
+/// and expected completion being read, and whether the case's `result:`
+/// line was seen (`wc[i]:` blocks follow it).
+struct CqeReader {
+    f: CqeFile,
+    cur: Option<CqeCase>,
+    cur_cqe: Option<RingCqe>,
+    cur_wc: Option<ExpectedWc>,
+    in_result: bool,
+}
+
+impl CqeReader {
+    /// One trimmed line (`lineno` counts from 0).
+    fn line(&mut self, lineno: usize, line: &str) -> Result<()> {
+        if line.is_empty() {
+            return Ok(());
+        }
+        if let Some(h) = line.strip_prefix('#') {
+            if self.cur.is_none() {
+                self.f.qp.apply_header_line(h);
+                self.f.header.push(h.trim().to_string());
+            }
+            return Ok(());
+        }
+        if let Some(rest) = line.strip_prefix("=== CQE VECTOR") {
+            return self.start_case(lineno, rest);
+        }
+        if self.cur.is_none() {
+            return Ok(());
+        }
+        self.case_line(lineno, line)
+    }
+
+    fn flush_cqe(&mut self) {
+        if let (Some(case), Some(c)) = (self.cur.as_mut(), self.cur_cqe.take()) {
             case.cqes.push(c);
         }
     }
-    fn flush_wc(case: &mut Option<CqeCase>, w: &mut Option<ExpectedWc>) {
-        if let (Some(case), Some(w)) = (case.as_mut(), w.take()) {
+
+    fn flush_wc(&mut self) {
+        if let (Some(case), Some(w)) = (self.cur.as_mut(), self.cur_wc.take()) {
             case.expected.wcs.push(w);
         }
     }
 
-    for (lineno, raw) in text.lines().enumerate() {
-        let line = raw.trim();
-        if line.is_empty() {
-            continue;
+    /// Ends the case being read (if any): its last CQE and completion join
+    /// it, and it joins the file once within bounds.
+    fn close_case(&mut self) -> Result<()> {
+        self.flush_cqe();
+        self.flush_wc();
+        if let Some(c) = self.cur.take() {
+            c.check_bounds()?;
+            self.f.cases.push(c);
         }
-        if let Some(h) = line.strip_prefix('#') {
-            if cur.is_none() {
-                f.qp.apply_header_line(h);
-                f.header.push(h.trim().to_string());
-            }
-            continue;
-        }
-        if let Some(rest) = line.strip_prefix("=== CQE VECTOR") {
-            flush_cqe(&mut cur, &mut cur_cqe);
-            flush_wc(&mut cur, &mut cur_wc);
-            if let Some(c) = cur.take() {
-                c.check_bounds()?;
-                f.cases.push(c);
-            }
-            in_result = false;
-            let rest = rest.trim();
-            let (num, title) = rest.split_once(':').unwrap_or((rest, ""));
-            let number =
-                parse_num(num).with_context(|| format!("line {}: vector number", lineno + 1))?;
-            cur = Some(CqeCase {
-                number,
-                title: title.trim().to_string(),
-                notes: Vec::new(),
-                line: lineno + 1,
-                ncqe: 8,
-                cqe_size: 64,
-                cqe_version: 1,
-                ci_before: 0,
-                ne: 1,
-                cqes: Vec::new(),
-                setup: Vec::new(),
-                expected: Expected::default(),
-            });
-            continue;
-        }
-        let Some(case) = cur.as_mut() else { continue };
+        Ok(())
+    }
+
+    /// `=== CQE VECTOR N: title` (`rest` follows `VECTOR`).
+    fn start_case(&mut self, lineno: usize, rest: &str) -> Result<()> {
+        self.close_case()?;
+        self.in_result = false;
+        let rest = rest.trim();
+        let (num, title) = rest.split_once(':').unwrap_or((rest, ""));
+        let number =
+            parse_num(num).with_context(|| format!("line {}: vector number", lineno + 1))?;
+        self.cur = Some(CqeCase {
+            number,
+            title: title.trim().to_string(),
+            notes: Vec::new(),
+            line: lineno + 1,
+            ncqe: 8,
+            cqe_size: 64,
+            cqe_version: 1,
+            ci_before: 0,
+            ne: 1,
+            cqes: Vec::new(),
+            setup: Vec::new(),
+            expected: Expected::default(),
+        });
+        Ok(())
+    }
+
+    /// A line inside a case.
+    fn case_line(&mut self, lineno: usize, line: &str) -> Result<()> {
+        let case = case_mut(&mut self.cur);
         if let Some(n) = line.strip_prefix("NOTE:") {
-            let sends = case
-                .setup
-                .iter()
-                .filter(|s| s.queue == SetupQueue::Send)
-                .count();
-            if let Some(s) = parse_setup(n, sends) {
-                case.setup.push(s);
-            }
-            case.notes.push(n.trim().to_string());
+            note_line(case, n);
         } else if let Some(cq) = line.strip_prefix("CQ:") {
-            if let Some(v) = num_after(cq, "ncqe=") {
-                case.ncqe = v as u32;
-            }
-            if let Some(v) = num_after(cq, "cqe_size=") {
-                case.cqe_size = v as usize;
-            }
-            if let Some(v) = num_after(cq, "cqe_version=") {
-                case.cqe_version = v as u8;
-            }
-            if let Some(v) = num_after(cq, "cons_index before poll=") {
-                case.ci_before = v as u32;
-            }
-            if let Some(v) = num_after(cq, "ne=") {
-                case.ne = v as usize;
-            }
+            cq_line(case, cq);
         } else if line.starts_with("CQE in ring slot") {
-            flush_cqe(&mut cur, &mut cur_cqe);
+            self.flush_cqe();
             let slot =
                 num_after(line, "slot").ok_or_else(|| anyhow!("line {}: slot", lineno + 1))?;
-            cur_cqe = Some(RingCqe {
+            self.cur_cqe = Some(RingCqe {
                 slot: slot as u32,
                 bytes: Vec::new(),
             });
-        } else if line.starts_with('+') && line.contains(':') && cur_cqe.is_some() {
+        } else if line.starts_with('+') && line.contains(':') && self.cur_cqe.is_some() {
             let (_, hex) = line.split_once(':').unwrap_or(("", ""));
             let b = parse_hex_words(hex).with_context(|| format!("line {}", lineno + 1))?;
-            if let Some(c) = cur_cqe.as_mut() {
+            if let Some(c) = self.cur_cqe.as_mut() {
                 c.bytes.extend(b);
             }
         } else if line.starts_with("decoded:") {
             // informational
         } else if let Some(r) = line.strip_prefix("result:") {
-            flush_cqe(&mut cur, &mut cur_cqe);
-            in_result = true;
-            let e = &mut case_mut(&mut cur).expected;
-            let ret = value_after(r, "ret=").ok_or_else(|| anyhow!("line {}: ret", lineno + 1))?;
-            e.ret = ret
-                .parse::<i64>()
-                .with_context(|| format!("line {}: ret", lineno + 1))?;
-            e.cons_index_after = num_after(r, "cons_index after=");
-            e.dbrec = num_after(r, "be32=");
-            e.sq_tail = num_after(r, "sq.tail after=");
-            e.rq_tail = num_after(r, "rq.tail after=");
-        } else if line.starts_with("wc[") && line.ends_with(':') && in_result {
-            flush_wc(&mut cur, &mut cur_wc);
-            cur_wc = Some(ExpectedWc::default());
+            self.flush_cqe();
+            self.in_result = true;
+            result_line(&mut case_mut(&mut self.cur).expected, lineno, r)?;
+        } else if line.starts_with("wc[") && line.ends_with(':') && self.in_result {
+            self.flush_wc();
+            self.cur_wc = Some(ExpectedWc::default());
         } else if line.starts_with("destination buffer after poll") {
-            flush_wc(&mut cur, &mut cur_wc);
-            let e = &mut case_mut(&mut cur).expected;
+            self.flush_wc();
+            let e = &mut case_mut(&mut self.cur).expected;
             e.dest_fill = num_after(line, "initially").map(|v| v as u8);
             let hex = line.rsplit_once(':').map(|(_, h)| h).unwrap_or("");
             e.dest_after =
                 Some(parse_hex_words(hex).with_context(|| format!("line {}", lineno + 1))?);
-        } else if let Some(w) = cur_wc.as_mut() {
-            let mut it = line.splitn(2, char::is_whitespace);
-            let name = it.next().unwrap_or("").to_string();
-            let val = it.next().unwrap_or("").trim();
-            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-                continue;
-            }
-            let v = if val.starts_with("<not written") {
-                None
-            } else {
-                match val.split_whitespace().next().map(parse_num) {
-                    Some(Ok(v)) => Some(v),
-                    _ => continue,
-                }
-            };
-            w.fields.push((name, v));
+        } else if let Some(w) = self.cur_wc.as_mut() {
+            wc_field_line(w, line);
         }
+        Ok(())
     }
-    flush_cqe(&mut cur, &mut cur_cqe);
-    flush_wc(&mut cur, &mut cur_wc);
-    if let Some(c) = cur.take() {
-        c.check_bounds()?;
-        f.cases.push(c);
+}
+
+/// `NOTE: …`: kept, and read as a setup post when it describes one.
+fn note_line(case: &mut CqeCase, n: &str) {
+    let sends = case
+        .setup
+        .iter()
+        .filter(|s| s.queue == SetupQueue::Send)
+        .count();
+    if let Some(s) = parse_setup(n, sends) {
+        case.setup.push(s);
     }
-    Ok(f)
+    case.notes.push(n.trim().to_string());
+}
+
+/// `CQ: ncqe=… cqe_size=… cqe_version=…; cons_index before poll=… ; poll ne=…`.
+fn cq_line(case: &mut CqeCase, cq: &str) {
+    if let Some(v) = num_after(cq, "ncqe=") {
+        case.ncqe = v as u32;
+    }
+    if let Some(v) = num_after(cq, "cqe_size=") {
+        case.cqe_size = v as usize;
+    }
+    if let Some(v) = num_after(cq, "cqe_version=") {
+        case.cqe_version = v as u8;
+    }
+    if let Some(v) = num_after(cq, "cons_index before poll=") {
+        case.ci_before = v as u32;
+    }
+    if let Some(v) = num_after(cq, "ne=") {
+        case.ne = v as usize;
+    }
+}
+
+/// `result: … ret=… ; cons_index after=… ; dbrec[SET_CI] be32=… ; sq.tail after=… rq.tail after=…`.
+fn result_line(e: &mut Expected, lineno: usize, r: &str) -> Result<()> {
+    let ret = value_after(r, "ret=").ok_or_else(|| anyhow!("line {}: ret", lineno + 1))?;
+    e.ret = ret
+        .parse::<i64>()
+        .with_context(|| format!("line {}: ret", lineno + 1))?;
+    e.cons_index_after = num_after(r, "cons_index after=");
+    e.dbrec = num_after(r, "be32=");
+    e.sq_tail = num_after(r, "sq.tail after=");
+    e.rq_tail = num_after(r, "rq.tail after=");
+    Ok(())
+}
+
+/// A `name value` line of a `wc[i]:` block (value or `<not written by
+/// provider>`); anything else is ignored.
+fn wc_field_line(w: &mut ExpectedWc, line: &str) {
+    let mut it = line.splitn(2, char::is_whitespace);
+    let name = it.next().unwrap_or("").to_string();
+    let val = it.next().unwrap_or("").trim();
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return;
+    }
+    let v = if val.starts_with("<not written") {
+        None
+    } else {
+        match val.split_whitespace().next().map(parse_num) {
+            Some(Ok(v)) => Some(v),
+            _ => return,
+        }
+    };
+    w.fields.push((name, v));
 }
 
 /// Most CQ entries a case may name (the replay allocates the ring).

@@ -355,7 +355,41 @@ fn parse_case(raw: &str, line: usize) -> Result<RecvCase> {
     } else {
         RecvKind::Rq
     };
-    let mut c = RecvCase {
+    let mut c = empty_case(kind, number, title, line, raw);
+    let mut seen = Seen::default();
+    for l in lines {
+        let t = l.trim();
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        case_line(&mut c, &mut seen, t)?;
+    }
+    if !seen.result {
+        bail!("missing result line");
+    }
+    if !seen.head {
+        bail!("missing head line");
+    }
+    match kind {
+        RecvKind::Rq if c.rq.is_none() => bail!("RQ case without QP line"),
+        RecvKind::Srq if c.srq.is_none() => bail!("SRQ case without SRQ line"),
+        _ => {}
+    }
+    Ok(c)
+}
+
+/// The lines a case must have, seen so far.
+#[derive(Default)]
+struct Seen {
+    /// The `result:` line.
+    result: bool,
+    /// The head line (`rq.head …` or `srq.head …`).
+    head: bool,
+}
+
+/// A case with its header read and nothing else yet.
+fn empty_case(kind: RecvKind, number: u32, title: String, line: usize, raw: &str) -> RecvCase {
+    RecvCase {
         kind,
         number,
         title,
@@ -385,118 +419,132 @@ fn parse_case(raw: &str, line: usize) -> Result<RecvCase> {
         free_bitmap_after: None,
         wqes: Vec::new(),
         unknown_lines: Vec::new(),
-    };
-    let mut have_result = false;
-    let mut have_head = false;
-    for l in lines {
-        let t = l.trim();
-        if t.is_empty() || t.starts_with('#') {
-            continue;
+    }
+}
+
+/// One trimmed, non-blank, non-comment line of a case, applied to `c`.
+fn case_line(c: &mut RecvCase, seen: &mut Seen, t: &str) -> Result<()> {
+    if t.starts_with("QP:") {
+        c.rq = Some(parse_rq_geometry(t)?);
+    } else if t.starts_with("SRQ:") {
+        c.srq = Some(parse_srq_geometry(t)?);
+    } else if let Some(n) = t.strip_prefix("NOTE:") {
+        let n = n.trim();
+        c.note = Some(n.to_string());
+        c.prep = parse_prep(n)?;
+    } else if t.starts_with("WR[") {
+        let index = bracket_num(t, "WR[").ok_or_else(|| anyhow!("bad WR line {t:?}"))? as usize;
+        let body = t.split_once(':').map(|x| x.1).unwrap_or("");
+        let mut wr = parse_recv_wr(body)?;
+        wr.index = index;
+        c.wrs.push(wr);
+    } else if t.starts_with("sge[") {
+        let wr = c
+            .wrs
+            .last_mut()
+            .ok_or_else(|| anyhow!("sge before WR: {t:?}"))?;
+        wr.sges.push(parse_sge(t)?);
+    } else if t.starts_with("result:") {
+        c.result = parse_result(t)?;
+        seen.result = true;
+    } else if t.starts_with("rq.head") {
+        rq_head_line(c, t)?;
+        seen.head = true;
+    } else if t.starts_with("srq.head") {
+        if srq_counters_line(c, t)? {
+            seen.head = true;
         }
-        if t.starts_with("QP:") {
-            c.rq = Some(parse_rq_geometry(t)?);
-        } else if t.starts_with("SRQ:") {
-            c.srq = Some(parse_srq_geometry(t)?);
-        } else if let Some(n) = t.strip_prefix("NOTE:") {
-            let n = n.trim();
-            c.note = Some(n.to_string());
-            c.prep = parse_prep(n)?;
-        } else if t.starts_with("WR[") {
-            let index = bracket_num(t, "WR[").ok_or_else(|| anyhow!("bad WR line {t:?}"))? as usize;
-            let body = t.split_once(':').map(|x| x.1).unwrap_or("");
-            let mut wr = parse_recv_wr(body)?;
-            wr.index = index;
-            c.wrs.push(wr);
-        } else if t.starts_with("sge[") {
-            let wr = c
-                .wrs
-                .last_mut()
-                .ok_or_else(|| anyhow!("sge before WR: {t:?}"))?;
-            wr.sges.push(parse_sge(t)?);
-        } else if t.starts_with("result:") {
-            c.result = parse_result(t)?;
-            have_result = true;
-        } else if t.starts_with("rq.head") {
-            let (a, b) = t.split_once(';').unwrap_or((t, ""));
-            let (hb, ha) = before_after(a)?;
-            c.head_before = hb as u32;
-            c.head_after = ha as u32;
-            have_head = true;
-            c.rq_tail = kv_num(b, "rq.tail").map(|v| v as u32);
-            c.outstanding_before = b
-                .find("outstanding before post=")
-                .and_then(|p| parse_num_prefix(&b[p + 24..]))
-                .map(|v| v as u32);
-        } else if t.starts_with("srq.head") {
-            for part in t.split(';') {
-                let p = part.trim();
-                let (b, a) = before_after(p)?;
-                if p.starts_with("srq.head") {
-                    c.head_before = b as u32;
-                    c.head_after = a as u32;
-                    have_head = true;
-                } else if p.starts_with("srq.tail") {
-                    c.tail_before = Some(b as u32);
-                    c.tail_after = Some(a as u32);
-                } else if p.starts_with("srq.counter") {
-                    c.counter_before = Some(b as u32);
-                    c.counter_after = Some(a as u32);
-                }
-            }
-        } else if t.starts_with("free_wqe_bitmap") {
-            c.free_bitmap_before = Some(parse_set(t, "before=")?);
-            c.free_bitmap_after = Some(parse_set(t, "after=")?);
-        } else if t.starts_with("dbrec") {
-            if let Some(p) = t.find("before:") {
-                let r = &t[p..];
-                c.dbrec_before = r
-                    .find("be32 ")
-                    .and_then(|q| parse_num_prefix(&r[q + 5..]))
-                    .map(|v| v as u32);
-            }
-            if t.contains("raw bytes") {
-                c.dbrec_after = Some(parse_raw_bytes(t)?);
-            }
-        } else if t.starts_with("WQE[") {
-            let index = bracket_num(t, "WQE[").ok_or_else(|| anyhow!("bad WQE line"))? as usize;
-            let slot = after_word_num(t, "rq index ")
-                .or_else(|| after_word_num(t, "srq index "))
-                .or_else(|| after_word_num(t, " index "))
-                .ok_or_else(|| anyhow!("no index in {t:?}"))? as u32;
-            let offset = after_word_num(t, "byte offset ")
-                .ok_or_else(|| anyhow!("no offset in {t:?}"))? as u32;
-            let wrid = bracket_kv(t, "wrid[").ok_or_else(|| anyhow!("no wrid in {t:?}"))?;
-            c.wqes.push(RecvWqeBlock {
-                index,
-                slot,
-                offset,
-                next_wqe_index: kv_num(t, "next_wqe_index").map(|v| v as u32),
-                wrid,
-                lines: Vec::new(),
-            });
-        } else if is_hex_line(t) {
-            let h = parse_hex_line(t)?;
-            c.wqes
-                .last_mut()
-                .ok_or_else(|| anyhow!("hex line outside a WQE block: {t:?}"))?
-                .lines
-                .push(h);
-        } else {
-            c.unknown_lines.push(t.to_string());
+    } else if t.starts_with("free_wqe_bitmap") {
+        c.free_bitmap_before = Some(parse_set(t, "before=")?);
+        c.free_bitmap_after = Some(parse_set(t, "after=")?);
+    } else if t.starts_with("dbrec") {
+        dbrec_line(c, t)?;
+    } else if t.starts_with("WQE[") {
+        c.wqes.push(parse_recv_wqe_line(t)?);
+    } else if is_hex_line(t) {
+        let h = parse_hex_line(t)?;
+        c.wqes
+            .last_mut()
+            .ok_or_else(|| anyhow!("hex line outside a WQE block: {t:?}"))?
+            .lines
+            .push(h);
+    } else {
+        c.unknown_lines.push(t.to_string());
+    }
+    Ok(())
+}
+
+/// `rq.head (…) before=… after=… ; rq.tail=… (outstanding before post=…, …)`.
+fn rq_head_line(c: &mut RecvCase, t: &str) -> Result<()> {
+    let (a, b) = t.split_once(';').unwrap_or((t, ""));
+    let (hb, ha) = before_after(a)?;
+    c.head_before = hb as u32;
+    c.head_after = ha as u32;
+    c.rq_tail = kv_num(b, "rq.tail").map(|v| v as u32);
+    c.outstanding_before = b
+        .find("outstanding before post=")
+        .and_then(|p| parse_num_prefix(&b[p + 24..]))
+        .map(|v| v as u32);
+    Ok(())
+}
+
+/// `srq.head …; srq.tail …; srq.counter …` (each before/after). Returns
+/// whether the head was among them.
+fn srq_counters_line(c: &mut RecvCase, t: &str) -> Result<bool> {
+    let mut head = false;
+    for part in t.split(';') {
+        let p = part.trim();
+        let (b, a) = before_after(p)?;
+        if p.starts_with("srq.head") {
+            c.head_before = b as u32;
+            c.head_after = a as u32;
+            head = true;
+        } else if p.starts_with("srq.tail") {
+            c.tail_before = Some(b as u32);
+            c.tail_after = Some(a as u32);
+        } else if p.starts_with("srq.counter") {
+            c.counter_before = Some(b as u32);
+            c.counter_after = Some(a as u32);
         }
     }
-    if !have_result {
-        bail!("missing result line");
+    Ok(head)
+}
+
+/// `dbrec[…] before: be32 … ; after: raw bytes …`: the value before the post
+/// and the bytes after.
+fn dbrec_line(c: &mut RecvCase, t: &str) -> Result<()> {
+    if let Some(p) = t.find("before:") {
+        let r = &t[p..];
+        c.dbrec_before = r
+            .find("be32 ")
+            .and_then(|q| parse_num_prefix(&r[q + 5..]))
+            .map(|v| v as u32);
     }
-    if !have_head {
-        bail!("missing head line");
+    if t.contains("raw bytes") {
+        c.dbrec_after = Some(parse_raw_bytes(t)?);
     }
-    match kind {
-        RecvKind::Rq if c.rq.is_none() => bail!("RQ case without QP line"),
-        RecvKind::Srq if c.srq.is_none() => bail!("SRQ case without SRQ line"),
-        _ => {}
-    }
-    Ok(c)
+    Ok(())
+}
+
+/// `WQE[i] at rq index S (ring byte offset O): rq.wrid[S]=…` (or `srq index`):
+/// opens a WQE block.
+fn parse_recv_wqe_line(t: &str) -> Result<RecvWqeBlock> {
+    let index = bracket_num(t, "WQE[").ok_or_else(|| anyhow!("bad WQE line"))? as usize;
+    let slot = after_word_num(t, "rq index ")
+        .or_else(|| after_word_num(t, "srq index "))
+        .or_else(|| after_word_num(t, " index "))
+        .ok_or_else(|| anyhow!("no index in {t:?}"))? as u32;
+    let offset =
+        after_word_num(t, "byte offset ").ok_or_else(|| anyhow!("no offset in {t:?}"))? as u32;
+    let wrid = bracket_kv(t, "wrid[").ok_or_else(|| anyhow!("no wrid in {t:?}"))?;
+    Ok(RecvWqeBlock {
+        index,
+        slot,
+        offset,
+        next_wqe_index: kv_num(t, "next_wqe_index").map(|v| v as u32),
+        wrid,
+        lines: Vec::new(),
+    })
 }
 
 /// A WQE stride's log2 from a file: at most 16 (64 KiB, far above any

@@ -117,6 +117,39 @@ fn n(v: impl ToString) -> String {
     v.to_string()
 }
 
+/// One sizing CSV row with its header: columns by name. Every numeric input
+/// is a C `int` or a `uint32_t` filled from one (see [`c_int`]): [`Self::num`]
+/// gives the `uint32_t` the C code stores, [`Self::int`] the `int`.
+///
+/// [`c_int`]: super::c_int
+struct Row<'h, 'a> {
+    header: &'h [&'a str],
+    row: &'h [&'a str],
+}
+
+impl<'a> Row<'_, 'a> {
+    fn get(&self, name: &str) -> anyhow::Result<&'a str> {
+        let i = self
+            .header
+            .iter()
+            .position(|h| *h == name)
+            .ok_or_else(|| anyhow!("no column {name}"))?;
+        self.row
+            .get(i)
+            .copied()
+            .ok_or_else(|| anyhow!("row too short for {name}"))
+    }
+    fn num(&self, name: &str) -> anyhow::Result<u32> {
+        Ok(to_c_u32(parse_c_number(name, self.get(name)?)?))
+    }
+    fn int(&self, name: &str) -> anyhow::Result<i32> {
+        Ok(to_c_int(parse_c_number(name, self.get(name)?)?))
+    }
+}
+
+/// Output columns: (column name, value as the vectors spell it, `""` for blank).
+type Columns = Vec<(String, String)>;
+
 /// Every output column bareverbs computes for one row (column name, value as
 /// the vectors spell it, `""` for blank). Errors on malformed input.
 fn computed(
@@ -124,182 +157,185 @@ fn computed(
     row: &[&str],
     caps: &DeviceCaps,
 ) -> anyhow::Result<Vec<(String, String)>> {
-    let get = |name: &str| -> anyhow::Result<&str> {
-        let i = header
-            .iter()
-            .position(|h| *h == name)
-            .ok_or_else(|| anyhow!("no column {name}"))?;
-        row.get(i)
-            .copied()
-            .ok_or_else(|| anyhow!("row too short for {name}"))
-    };
-    // Every numeric input is a C `int` or a `uint32_t` filled from one (see
-    // [`c_int`]): `num` gives the `uint32_t` the C code stores, `int` the `int`.
-    let num =
-        |name: &str| -> anyhow::Result<u32> { Ok(to_c_u32(parse_c_number(name, get(name)?)?)) };
-    let int =
-        |name: &str| -> anyhow::Result<i32> { Ok(to_c_int(parse_c_number(name, get(name)?)?)) };
-    let mut out: Vec<(String, String)> = Vec::new();
-    let mut put = |k: &str, v: String| out.push((k.to_string(), v));
+    let row = Row { header, row };
+    let mut out: Columns = Vec::new();
     match header[0] {
-        "qp_type" | "send_ops_flags" => {
-            let qpt = QpType::parse(get("qp_type")?)
-                .ok_or_else(|| anyhow!("bad qp_type {:?}", get("qp_type")))?;
-            let mut req = QpCaps::new(qpt);
-            if header[0] == "send_ops_flags" {
-                req = req.ops(
-                    SendOps::parse(get("send_ops_flags")?)
-                        .map_err(|e| anyhow!("unknown send op {e:?}"))?,
-                );
-            }
-            let (swr, ssge, inl) = (
-                num("max_send_wr")?,
-                num("max_send_sge")?,
-                num("max_inline_data")?,
-            );
-            let (rwr, rsge) = (num("max_recv_wr")?, num("max_recv_sge")?);
-            let (req, zero_byte_rwqe) = c_qp_request(req, swr, ssge, inl, rwr, rsge, caps);
-            let layout = qp_layout(&req, caps).map(|l| {
-                if zero_byte_rwqe {
-                    c_one_byte_rq(l, rwr, caps)
-                } else {
-                    l
-                }
-            });
-            match layout {
-                Ok(l) => {
-                    for (k, v) in [
-                        ("status", "ok".to_string()),
-                        ("errno", String::new()),
-                        ("fail_stage", String::new()),
-                        ("sq_overhead", n(l.sq.overhead)),
-                        ("send_wqe_size", n(l.sq.wqe_size)),
-                        ("sq_wqe_cnt", n(l.sq.wqe_cnt)),
-                        ("sq_wqe_shift", n(l.sq.wqe_shift)),
-                        ("sq_max_post", n(l.sq.max_post)),
-                        ("sq_max_gs", n(l.sq.max_gs)),
-                        ("ret_max_inline_data", n(l.ret_max_inline_data)),
-                        ("sq_buf_bytes", n(l.sq.buf_bytes)),
-                        ("rcv_wqe_size", n(l.rq.wqe_size)),
-                        ("rq_wqe_shift", n(l.rq.wqe_shift)),
-                        ("rq_wqe_cnt", n(l.rq.wqe_cnt)),
-                        ("rq_max_post", n(l.rq.max_post)),
-                        ("rq_max_gs", n(l.rq.max_gs)),
-                        ("rq_buf_bytes", n(l.rq.buf_bytes)),
-                        ("total_buf_bytes", n(l.total_bytes)),
-                        ("sq_offset", n(l.sq_offset)),
-                        ("alloc_bytes", n(l.alloc_bytes)),
-                        ("ret_max_send_wr", n(l.ret_max_send_wr)),
-                        ("ret_max_send_sge", n(l.ret_max_send_sge)),
-                        ("ret_max_recv_wr", n(l.ret_max_recv_wr)),
-                        ("ret_max_recv_sge", n(l.ret_max_recv_sge)),
-                    ] {
-                        put(k, v);
-                    }
-                }
-                Err(e) => {
-                    put("status", "error".into());
-                    put("errno", e.errno_name().into());
-                    put("fail_stage", e.stage.name().into());
-                    put("sq_overhead", n(e.sq_overhead()));
-                    put("send_wqe_size", n(e.send_wqe_size()));
-                    for k in &header[header
-                        .iter()
-                        .position(|h| *h == "send_wqe_size")
-                        .map_or(header.len(), |i| i + 1)..]
-                    {
-                        put(k, String::new());
-                    }
-                }
+        "qp_type" | "send_ops_flags" => qp_columns(&row, caps, &mut out)?,
+        "requested_cqe" => cq_columns(&row, caps, &mut out)?,
+        "req_max_wr" => srq_columns(&row, caps, &mut out)?,
+        other => bail!("unknown sizing CSV header starting with {other}"),
+    }
+    Ok(out)
+}
+
+/// The columns of a QP sizing row (classic or with a send-op list).
+fn qp_columns(row: &Row, caps: &DeviceCaps, out: &mut Columns) -> anyhow::Result<()> {
+    let mut put = |k: &str, v: String| out.push((k.to_string(), v));
+    let qpt = QpType::parse(row.get("qp_type")?)
+        .ok_or_else(|| anyhow!("bad qp_type {:?}", row.get("qp_type")))?;
+    let mut req = QpCaps::new(qpt);
+    if row.header[0] == "send_ops_flags" {
+        req = req.ops(
+            SendOps::parse(row.get("send_ops_flags")?)
+                .map_err(|e| anyhow!("unknown send op {e:?}"))?,
+        );
+    }
+    let (swr, ssge, inl) = (
+        row.num("max_send_wr")?,
+        row.num("max_send_sge")?,
+        row.num("max_inline_data")?,
+    );
+    let (rwr, rsge) = (row.num("max_recv_wr")?, row.num("max_recv_sge")?);
+    let (req, zero_byte_rwqe) = c_qp_request(req, swr, ssge, inl, rwr, rsge, caps);
+    let layout = qp_layout(&req, caps).map(|l| {
+        if zero_byte_rwqe {
+            c_one_byte_rq(l, rwr, caps)
+        } else {
+            l
+        }
+    });
+    match layout {
+        Ok(l) => {
+            for (k, v) in [
+                ("status", "ok".to_string()),
+                ("errno", String::new()),
+                ("fail_stage", String::new()),
+                ("sq_overhead", n(l.sq.overhead)),
+                ("send_wqe_size", n(l.sq.wqe_size)),
+                ("sq_wqe_cnt", n(l.sq.wqe_cnt)),
+                ("sq_wqe_shift", n(l.sq.wqe_shift)),
+                ("sq_max_post", n(l.sq.max_post)),
+                ("sq_max_gs", n(l.sq.max_gs)),
+                ("ret_max_inline_data", n(l.ret_max_inline_data)),
+                ("sq_buf_bytes", n(l.sq.buf_bytes)),
+                ("rcv_wqe_size", n(l.rq.wqe_size)),
+                ("rq_wqe_shift", n(l.rq.wqe_shift)),
+                ("rq_wqe_cnt", n(l.rq.wqe_cnt)),
+                ("rq_max_post", n(l.rq.max_post)),
+                ("rq_max_gs", n(l.rq.max_gs)),
+                ("rq_buf_bytes", n(l.rq.buf_bytes)),
+                ("total_buf_bytes", n(l.total_bytes)),
+                ("sq_offset", n(l.sq_offset)),
+                ("alloc_bytes", n(l.alloc_bytes)),
+                ("ret_max_send_wr", n(l.ret_max_send_wr)),
+                ("ret_max_send_sge", n(l.ret_max_send_sge)),
+                ("ret_max_recv_wr", n(l.ret_max_recv_wr)),
+                ("ret_max_recv_sge", n(l.ret_max_recv_sge)),
+            ] {
+                put(k, v);
             }
         }
-        "requested_cqe" => match c_cq_layout(int("requested_cqe")?, int("cqe_size")?, caps) {
-            Ok(l) => {
-                put("status", "ok".into());
-                put("errno", String::new());
-                put("rejected_by", String::new());
-                put("ncqe", n(l.ncqe));
-                put("reported_cqe", n(l.reported_cqe));
-                put("buf_bytes", n(l.buf_bytes));
-                put("alloc_bytes", n(l.alloc_bytes));
-                put("first_op_own", format!("{:#04x}", l.init_op_own));
+        Err(e) => {
+            put("status", "error".into());
+            put("errno", e.errno_name().into());
+            put("fail_stage", e.stage.name().into());
+            put("sq_overhead", n(e.sq_overhead()));
+            put("send_wqe_size", n(e.send_wqe_size()));
+            for k in &row.header[row
+                .header
+                .iter()
+                .position(|h| *h == "send_wqe_size")
+                .map_or(row.header.len(), |i| i + 1)..]
+            {
+                put(k, String::new());
             }
-            Err((errno, rejected_by)) => {
-                put("status", "error".into());
-                put("errno", errno.into());
-                put("rejected_by", rejected_by.name().into());
-                for k in [
-                    "ncqe",
-                    "reported_cqe",
-                    "buf_bytes",
-                    "alloc_bytes",
-                    "first_op_own",
-                ] {
-                    put(k, String::new());
+        }
+    }
+    Ok(())
+}
+
+/// The columns of a CQ sizing row.
+fn cq_columns(row: &Row, caps: &DeviceCaps, out: &mut Columns) -> anyhow::Result<()> {
+    let mut put = |k: &str, v: String| out.push((k.to_string(), v));
+    match c_cq_layout(row.int("requested_cqe")?, row.int("cqe_size")?, caps) {
+        Ok(l) => {
+            put("status", "ok".into());
+            put("errno", String::new());
+            put("rejected_by", String::new());
+            put("ncqe", n(l.ncqe));
+            put("reported_cqe", n(l.reported_cqe));
+            put("buf_bytes", n(l.buf_bytes));
+            put("alloc_bytes", n(l.alloc_bytes));
+            put("first_op_own", format!("{:#04x}", l.init_op_own));
+        }
+        Err((errno, rejected_by)) => {
+            put("status", "error".into());
+            put("errno", errno.into());
+            put("rejected_by", rejected_by.name().into());
+            for k in [
+                "ncqe",
+                "reported_cqe",
+                "buf_bytes",
+                "alloc_bytes",
+                "first_op_own",
+            ] {
+                put(k, String::new());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The columns of an SRQ sizing row.
+fn srq_columns(row: &Row, caps: &DeviceCaps, out: &mut Columns) -> anyhow::Result<()> {
+    let mut put = |k: &str, v: String| out.push((k.to_string(), v));
+    let (w, s) = (row.num("req_max_wr")?, row.num("req_max_sge")?);
+    let full = srq_layout(w, s, caps);
+    match srq_provider_layout(w, s, caps) {
+        Err(e) => {
+            put("status", "error".into());
+            put("errno", n(e.errno()));
+            put("rejected_by", e.rejected_by.name().into());
+            for k in row.header.iter().skip(5) {
+                put(k, String::new());
+            }
+        }
+        Ok(l) => {
+            match full {
+                Ok(_) => {
+                    put("status", "ok".into());
+                    put("errno", "0".into());
+                    put("rejected_by", String::new());
                 }
-            }
-        },
-        "req_max_wr" => {
-            let (w, s) = (num("req_max_wr")?, num("req_max_sge")?);
-            let full = srq_layout(w, s, caps);
-            match srq_provider_layout(w, s, caps) {
                 Err(e) => {
                     put("status", "error".into());
                     put("errno", n(e.errno()));
                     put("rejected_by", e.rejected_by.name().into());
-                    for k in header.iter().skip(5) {
-                        put(k, String::new());
-                    }
-                }
-                Ok(l) => {
-                    match full {
-                        Ok(_) => {
-                            put("status", "ok".into());
-                            put("errno", "0".into());
-                            put("rejected_by", String::new());
-                        }
-                        Err(e) => {
-                            put("status", "error".into());
-                            put("errno", n(e.errno()));
-                            put("rejected_by", e.rejected_by.name().into());
-                        }
-                    }
-                    let (wh, wt) = match l.waitq {
-                        Some((h, t)) => (n(h), n(t)),
-                        None => ("-1".into(), "-1".into()),
-                    };
-                    for (k, v) in [
-                        ("wqe_size", n(l.wqe_size)),
-                        ("wqe_shift", n(l.wqe_shift)),
-                        ("srq_max", n(l.srq_max)),
-                        ("max_gs", n(l.max_gs)),
-                        ("nwqes", n(l.nwqes)),
-                        ("head", n(l.head)),
-                        ("tail", n(l.tail)),
-                        ("waitq_head", wh),
-                        ("waitq_tail", wt),
-                        ("kernel_max_wr", n(l.kernel_max_wr)),
-                        ("kernel_max_sge", n(l.kernel_max_sge)),
-                        ("buf_bytes", n(l.buf_bytes)),
-                        ("alloc_bytes", n(l.alloc_bytes)),
-                    ] {
-                        put(k, v);
-                    }
-                    let ok = full.is_ok();
-                    put(
-                        "ret_max_wr",
-                        if ok { n(l.ret_max_wr) } else { String::new() },
-                    );
-                    put(
-                        "ret_max_sge",
-                        if ok { n(l.ret_max_sge) } else { String::new() },
-                    );
                 }
             }
+            let (wh, wt) = match l.waitq {
+                Some((h, t)) => (n(h), n(t)),
+                None => ("-1".into(), "-1".into()),
+            };
+            for (k, v) in [
+                ("wqe_size", n(l.wqe_size)),
+                ("wqe_shift", n(l.wqe_shift)),
+                ("srq_max", n(l.srq_max)),
+                ("max_gs", n(l.max_gs)),
+                ("nwqes", n(l.nwqes)),
+                ("head", n(l.head)),
+                ("tail", n(l.tail)),
+                ("waitq_head", wh),
+                ("waitq_tail", wt),
+                ("kernel_max_wr", n(l.kernel_max_wr)),
+                ("kernel_max_sge", n(l.kernel_max_sge)),
+                ("buf_bytes", n(l.buf_bytes)),
+                ("alloc_bytes", n(l.alloc_bytes)),
+            ] {
+                put(k, v);
+            }
+            let ok = full.is_ok();
+            put(
+                "ret_max_wr",
+                if ok { n(l.ret_max_wr) } else { String::new() },
+            );
+            put(
+                "ret_max_sge",
+                if ok { n(l.ret_max_sge) } else { String::new() },
+            );
         }
-        other => bail!("unknown sizing CSV header starting with {other}"),
     }
-    Ok(out)
+    Ok(())
 }
 
 /// The bareverbs request that sizes like the C provider's request with these
