@@ -794,3 +794,28 @@ fn big_stack<T: Send>(f: impl FnOnce() -> Result<T> + Send) -> Result<T> {
             .map_err(|_| anyhow::anyhow!("replay thread panicked"))?
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conform::wqe::tests::load;
+    use crate::vectors::recv::read_recv_file;
+
+    /// A WR whose `num_sge` is a huge C int is refused by the post path
+    /// (more SGEs than the queue takes) without the replay building a list
+    /// of that many SGEs: it pads at most past the largest queue.
+    #[test]
+    fn huge_num_sge_is_refused_without_a_huge_list() {
+        let (_, t) = load("recv_vectors.txt");
+        let at = "WR[0]: wr_id=0x101 num_sge=0";
+        assert!(t.contains(at));
+        let text = t.replacen(at, "WR[0]: wr_id=0x101 num_sge=2147483647", 1);
+        let f = read_recv_file(&text).unwrap();
+        let case = &f.cases[0];
+        assert_eq!(case.wrs[0].num_sge, i32::MAX);
+        let o = RecvQueueExecutor
+            .execute(case, None)
+            .unwrap();
+        assert_eq!((o.ret, o.bad_wr), (bareverbs::errno::EINVAL, Some(0)));
+    }
+}
