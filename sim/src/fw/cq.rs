@@ -3,7 +3,7 @@
 
 use super::handler::{ok, require, Cmd, Outcome};
 use super::objects::{CqObj, ObjectEvent};
-use super::syndrome::reason;
+use super::status::reason;
 use super::SimFirmware;
 use bareverbs::cmd::bits::{get64, get_bits, set_bits};
 use bareverbs::cmd::ops::CQC;

@@ -4,7 +4,7 @@
 //! command needs an initialized HCA.
 
 use super::handler::{ok, Cmd, Outcome};
-use super::syndrome::reason;
+use super::status::reason;
 use super::SimFirmware;
 use bareverbs::cmd::op;
 use bareverbs::cmd::ops;

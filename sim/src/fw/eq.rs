@@ -4,7 +4,7 @@
 
 use super::handler::{ok, require, Cmd, Outcome};
 use super::objects::EqObj;
-use super::syndrome::reason;
+use super::status::reason;
 use super::SimFirmware;
 use bareverbs::cmd::bits::{get64, get_bits};
 use bareverbs::cmd::ops::EQC;

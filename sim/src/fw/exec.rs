@@ -4,7 +4,7 @@
 
 use super::cmdq::MAX_FW_MSG;
 use super::handler::{ok, Outcome};
-use super::syndrome::{reason, syndrome};
+use super::status::{reason, syndrome};
 use super::SimFirmware;
 use bareverbs::cmd::bits::{get16, get32, get64, put32};
 use bareverbs::cmd::op;

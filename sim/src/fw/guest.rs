@@ -2,7 +2,7 @@
 //! through [`HeapDma::translate`](crate::dma::HeapDma::translate), and the
 //! physical address (PAS) lists of create commands.
 
-use super::syndrome::reason;
+use super::status::reason;
 use super::SimFirmware;
 use bareverbs::cmd::bits::get64;
 use bareverbs::cmd::ops::PAS_OFFSET;

@@ -4,7 +4,7 @@
 
 use super::handler::{ok, require, Cmd, Outcome};
 use super::objects::ObjectEvent;
-use super::syndrome::reason;
+use super::status::reason;
 use super::{HcaState, SimFirmware};
 use bareverbs::cmd::bits::{get16, put16, put32};
 use bareverbs::cmd::CmdStatus;

@@ -3,7 +3,7 @@
 //! (the settable fields, within the maxima).
 
 use super::handler::{ok, require, Cmd, Outcome};
-use super::syndrome::reason;
+use super::status::reason;
 use super::{HcaState, SimFirmware};
 use bareverbs::cmd::caps::{self, HcaCaps};
 use bareverbs::cmd::CmdStatus;

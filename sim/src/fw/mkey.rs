@@ -4,7 +4,7 @@
 
 use super::handler::{ok, require, Cmd, Outcome};
 use super::objects::{MkeyObj, ObjectEvent};
-use super::syndrome::reason;
+use super::status::reason;
 use super::SimFirmware;
 use bareverbs::cmd::bits::{get32, get64, get_bits, set_bits};
 use bareverbs::cmd::ops::{self, MKC, PAS_OFFSET};

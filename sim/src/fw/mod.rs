@@ -42,7 +42,7 @@ mod pd;
 mod qp;
 mod reg;
 mod srq;
-mod syndrome;
+mod status;
 mod uar;
 mod vport;
 
@@ -57,7 +57,7 @@ use std::sync::Arc;
 
 use crate::dma::HeapDma;
 pub use datapath::{bring_up_on, FabricPath};
-pub use syndrome::{reason, syndrome};
+pub use status::{reason, syndrome};
 
 /// The error the driver reports when this model fails `opcode` with
 /// `status` for `reason` (the syndrome is [`syndrome`]`(opcode, reason)`):

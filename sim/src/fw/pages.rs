@@ -4,7 +4,7 @@
 
 use super::cmdq::MAX_FW_MSG;
 use super::handler::{ok, require, Cmd, Outcome};
-use super::syndrome::{reason, syndrome};
+use super::status::{reason, syndrome};
 use super::{HcaState, SimFirmware};
 use bareverbs::cmd::bits::{get32, get64, put16, put32, put64};
 use bareverbs::cmd::queue::layout;

@@ -1,7 +1,7 @@
 //! Protection domains: ALLOC_PD (within `log_max_pd`) and DEALLOC_PD.
 
 use super::handler::{ok, require, Cmd, Outcome};
-use super::syndrome::reason;
+use super::status::reason;
 use super::SimFirmware;
 use bareverbs::cmd::bits::set_bits;
 use bareverbs::cmd::CmdStatus;

@@ -2,7 +2,7 @@
 //! PMTU registers.
 
 use super::handler::{ok, require, Cmd, Outcome};
-use super::syndrome::reason;
+use super::status::reason;
 use super::SimFirmware;
 use bareverbs::cmd::bits::{get16, get_bits, set_bits};
 use bareverbs::cmd::ops;

@@ -2,7 +2,7 @@
 //! DEALLOC_UAR frees one no queue uses.
 
 use super::handler::{ok, require, Cmd, Outcome};
-use super::syndrome::reason;
+use super::status::reason;
 use super::{SimFirmware, BAR0_SIZE, FIRST_UAR};
 use bareverbs::cmd::bits::set_bits;
 use bareverbs::cmd::CmdStatus;

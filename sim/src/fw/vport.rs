@@ -3,7 +3,7 @@
 //! state, GUIDs, LIDs) and QUERY_ADAPTER (vendor id, PSID).
 
 use super::handler::{ok, require, Cmd, Outcome};
-use super::syndrome::reason;
+use super::status::reason;
 use super::SimFirmware;
 use bareverbs::cmd::bits::get32;
 use bareverbs::cmd::ops;
