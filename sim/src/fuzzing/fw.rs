@@ -24,9 +24,11 @@
 use crate::device::Fabric;
 use crate::fw::{bring_up_on, FwConfig, SimDevice};
 use bareverbs::cmd::op;
-use bareverbs::cmd::ops::Req;
-use bareverbs::device::DeviceConfig;
+use bareverbs::cmd::ops::{self, CqParams, MkeyParams, QpParams, Req};
+use bareverbs::device::{AddressPath, DeviceConfig, Init2Rtr, Rst2Init, Rtr2Rts};
+use bareverbs::mr::Access;
 use bareverbs::platform::{DmaAllocator, DmaBuf, Uar, BF_OFFSET, CQ_DOORBELL};
+use bareverbs::qp::QpType;
 
 /// The marker of an address word (top 32 bits).
 pub const MARK: u32 = 0xA5A5_A5A5;
@@ -245,16 +247,41 @@ pub fn fw_commands_run(mut data: &[u8]) -> FwRun {
 /// reset, destroys), built with the core's command builders against a
 /// live run of [`setup`] so the object numbers match.
 pub fn seeds() -> Vec<Vec<u8>> {
-    use bareverbs::cmd::ops::{self, CqParams, MkeyParams, QpParams};
-    use bareverbs::device::{AddressPath, Init2Rtr, Rst2Init, Rtr2Rts};
-    use bareverbs::mr::Access;
-    use bareverbs::qp::QpType;
-    let Some((_f, mut d, scratch)) = setup() else {
+    let Some((_f, d, scratch)) = setup() else {
         return Vec::new();
     };
-    let mut out = vec![0u8; 256];
-    // A record for command `opcode` built into the input buffer by `build`.
-    let cmd = |d: &mut SimDevice, out: &mut Vec<u8>, build: &dyn Fn(&mut [u8]) -> Req| -> u32 {
+    let mut s = Seeder {
+        d,
+        scratch,
+        out: vec![0u8; 256],
+    };
+    let uar = s.d.uar_index();
+    let (cq, qp) = s.create_objects(uar);
+    s.connect(qp);
+    s.use_and_destroy(qp, cq);
+    let _ = s.d.teardown();
+    let out = s.out;
+    let second = with_wqe_pattern(&out);
+    vec![out, second]
+}
+
+/// A seed being written: the live function its commands run on (so later
+/// records can name earlier results), its scratch buffer, the bytes so far.
+struct Seeder {
+    d: SimDevice,
+    scratch: DmaBuf,
+    out: Vec<u8>,
+}
+
+/// An address word naming scratch offset `off` (see [`MARK`]).
+fn mark(off: u64) -> u64 {
+    (MARK as u64) << 32 | off
+}
+
+impl Seeder {
+    /// A record for command `opcode` built into the input buffer by `build`.
+    fn cmd(&mut self, build: &dyn Fn(&mut [u8]) -> Req) -> u32 {
+        let Seeder { d, scratch, out } = self;
         let r = build(d.input());
         let Some(k) = OPCODES.iter().position(|&o| o == r.opcode) else {
             return 0;
@@ -271,102 +298,115 @@ pub fn seeds() -> Vec<Vec<u8>> {
         out.extend_from_slice(&payload);
         // Run it for real so later records can name its result.
         let mut inb = d.input()[..r.in_len].to_vec();
-        patch_addresses(&mut inb, &scratch);
+        patch_addresses(&mut inb, scratch);
         d.input()[..r.in_len].copy_from_slice(&inb);
         // SAFETY: the seed commands build a well-formed object life cycle
         // over `scratch` (addresses patched above), which outlives the
         // device; the model reaches memory only through HeapDma::translate.
         unsafe { d.run(r) }.map(ops::parse_obj_id).unwrap_or(0)
-    };
-    let m = |off: u64| (MARK as u64) << 32 | off;
-    let uar = d.uar_index();
-    let pd = cmd(&mut d, &mut out, &|b| ops::alloc_pd(b));
-    let all = Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ;
-    let _mk = cmd(&mut d, &mut out, &|b| {
-        ops::create_mkey(
-            b,
-            &MkeyParams {
-                pd,
-                access: all,
-                start_addr: 0x1000,
-                len: 0x4000,
-                pages_iova: m(0x8000),
-                npages: 4,
-                log_page_size: 12,
-                variant: 0,
-            },
-        )
-    });
-    let cq = cmd(&mut d, &mut out, &|b| {
-        ops::create_cq(
-            b,
-            &CqParams {
-                log_cq_size: 4,
-                cqe_sz: 0,
-                uar_page: uar,
-                c_eqn: 0,
-                dbr_addr: m(0xF000),
-                pages_iova: m(0x0000),
-                npages: 1,
-            },
-        )
-    });
-    let qp = cmd(&mut d, &mut out, &|b| {
-        ops::create_qp(
-            b,
-            &QpParams {
-                qp_type: QpType::Rc,
-                pd,
-                uar_page: uar,
-                log_sq_size: 2,
-                no_sq: false,
-                log_rq_size: 2,
-                log_rq_stride: 0,
-                srqn: None,
-                cqn_snd: cq,
-                cqn_rcv: cq,
-                dbr_addr: m(0xF040),
-                user_index: 0,
-                pages_iova: m(0x2000),
-                npages: 1,
-            },
-        )
-    });
-    let r2i = Rst2Init {
-        port: 1,
-        remote_read: true,
-        remote_write: true,
-        ..Default::default()
-    };
-    cmd(&mut d, &mut out, &|b| ops::rst2init(b, qp, &r2i));
-    let i2r = Init2Rtr {
-        mtu: 3,
-        log_msg_max: 30,
-        remote_qpn: qp,
-        path: AddressPath {
-            fl: true,
+    }
+
+    /// PD, memory key, CQ and QP (RC, on the CQ, over scratch pages, UAR
+    /// `uar`); returns (CQ number, QP number).
+    fn create_objects(&mut self, uar: u32) -> (u32, u32) {
+        let pd = self.cmd(&|b| ops::alloc_pd(b));
+        let all = Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ;
+        let _mk = self.cmd(&|b| {
+            ops::create_mkey(
+                b,
+                &MkeyParams {
+                    pd,
+                    access: all,
+                    start_addr: 0x1000,
+                    len: 0x4000,
+                    pages_iova: mark(0x8000),
+                    npages: 4,
+                    log_page_size: 12,
+                    variant: 0,
+                },
+            )
+        });
+        let cq = self.cmd(&|b| {
+            ops::create_cq(
+                b,
+                &CqParams {
+                    log_cq_size: 4,
+                    cqe_sz: 0,
+                    uar_page: uar,
+                    c_eqn: 0,
+                    dbr_addr: mark(0xF000),
+                    pages_iova: mark(0x0000),
+                    npages: 1,
+                },
+            )
+        });
+        let qp = self.cmd(&|b| {
+            ops::create_qp(
+                b,
+                &QpParams {
+                    qp_type: QpType::Rc,
+                    pd,
+                    uar_page: uar,
+                    log_sq_size: 2,
+                    no_sq: false,
+                    log_rq_size: 2,
+                    log_rq_stride: 0,
+                    srqn: None,
+                    cqn_snd: cq,
+                    cqn_rcv: cq,
+                    dbr_addr: mark(0xF040),
+                    user_index: 0,
+                    pages_iova: mark(0x2000),
+                    npages: 1,
+                },
+            )
+        });
+        (cq, qp)
+    }
+
+    /// RST2INIT, INIT2RTR (to itself) and RTR2RTS of QP `qp`.
+    fn connect(&mut self, qp: u32) {
+        let r2i = Rst2Init {
             port: 1,
+            remote_read: true,
+            remote_write: true,
             ..Default::default()
-        },
-        ..Default::default()
-    };
-    cmd(&mut d, &mut out, &|b| ops::init2rtr(b, qp, &i2r));
-    cmd(&mut d, &mut out, &|b| {
-        ops::rtr2rts(b, qp, &Rtr2Rts::default())
-    });
-    // Send doorbell naming the QP, WQE index 1.
-    out.extend_from_slice(&[0xF0, 8, 0, 0]);
-    out.extend_from_slice(&0x0000_0100u32.to_be_bytes());
-    out.extend_from_slice(&(qp << 8).to_be_bytes());
-    cmd(&mut d, &mut out, &|b| ops::query_qp(b, qp));
-    cmd(&mut d, &mut out, &|b| ops::qp_2err(b, qp));
-    cmd(&mut d, &mut out, &|b| ops::qp_2rst(b, qp));
-    cmd(&mut d, &mut out, &|b| ops::with_obj(b, op::DESTROY_QP, qp));
-    cmd(&mut d, &mut out, &|b| ops::with_obj(b, op::DESTROY_CQ, cq));
-    let _ = d.teardown();
-    // A second seed: the same, with the scratch pattern a ring of WRITE
-    // WQE-like bytes (ctrl opcode 0x08, DS 3).
-    let mut second = out.clone();
+        };
+        self.cmd(&|b| ops::rst2init(b, qp, &r2i));
+        let i2r = Init2Rtr {
+            mtu: 3,
+            log_msg_max: 30,
+            remote_qpn: qp,
+            path: AddressPath {
+                fl: true,
+                port: 1,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        self.cmd(&|b| ops::init2rtr(b, qp, &i2r));
+        self.cmd(&|b| ops::rtr2rts(b, qp, &Rtr2Rts::default()));
+    }
+
+    /// A send doorbell naming QP `qp`, QUERY_QP, error and reset, then the
+    /// QP's and CQ `cq`'s destroys.
+    fn use_and_destroy(&mut self, qp: u32, cq: u32) {
+        // Send doorbell naming the QP, WQE index 1.
+        self.out.extend_from_slice(&[0xF0, 8, 0, 0]);
+        self.out.extend_from_slice(&0x0000_0100u32.to_be_bytes());
+        self.out.extend_from_slice(&(qp << 8).to_be_bytes());
+        self.cmd(&|b| ops::query_qp(b, qp));
+        self.cmd(&|b| ops::qp_2err(b, qp));
+        self.cmd(&|b| ops::qp_2rst(b, qp));
+        self.cmd(&|b| ops::with_obj(b, op::DESTROY_QP, qp));
+        self.cmd(&|b| ops::with_obj(b, op::DESTROY_CQ, cq));
+    }
+}
+
+/// A second seed: `out`, with the scratch pattern a ring of WRITE
+/// WQE-like bytes (ctrl opcode 0x08, DS 3).
+fn with_wqe_pattern(out: &[u8]) -> Vec<u8> {
+    let mut second = out.to_vec();
     for (i, b) in second[..256].iter_mut().enumerate() {
         *b = match i % 64 {
             3 => 0x08,
@@ -375,7 +415,7 @@ pub fn seeds() -> Vec<Vec<u8>> {
             _ => (i as u8).wrapping_mul(13),
         };
     }
-    vec![out, second]
+    second
 }
 
 #[cfg(test)]

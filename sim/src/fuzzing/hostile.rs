@@ -192,6 +192,414 @@ pub fn hostile_cq(data: &[u8]) {
     assert_eq!(t.n, polls, "lean run polled a different number of times");
 }
 
+/// Raw pointers to the fields of one [`Mem`], taken once: `Mem` is only
+/// read through `peek`/raw pointers from then on.
+#[derive(Clone, Copy)]
+struct Ptrs {
+    cq: *mut u8,
+    cq_db: *mut u8,
+    sq: *mut u8,
+    qp_db: *mut u8,
+    rq: *mut u8,
+    srq: *mut u8,
+    srq_db: *mut u8,
+}
+
+impl Mem {
+    /// All of it zeroed.
+    fn zeroed() -> Mem {
+        Mem {
+            cq: [0; NCQE * 64],
+            cq_db: [0; 8],
+            sq: [[0; SQ * 64]; 2],
+            qp_db: [[0; 8]; 2],
+            rq: [0; RQ * 16],
+            srq: [0; SRQ * 32],
+            srq_db: [0; 8],
+        }
+    }
+
+    /// Raw pointers into `self`; see [`Ptrs`].
+    fn ptrs(&mut self) -> Ptrs {
+        let mp: *mut Mem = self;
+        // SAFETY: field projections of a live `Mem`, no reference created.
+        unsafe {
+            Ptrs {
+                cq: core::ptr::addr_of_mut!((*mp).cq).cast::<u8>(),
+                cq_db: core::ptr::addr_of_mut!((*mp).cq_db).cast::<u8>(),
+                sq: core::ptr::addr_of_mut!((*mp).sq).cast::<u8>(),
+                qp_db: core::ptr::addr_of_mut!((*mp).qp_db).cast::<u8>(),
+                rq: core::ptr::addr_of_mut!((*mp).rq).cast::<u8>(),
+                srq: core::ptr::addr_of_mut!((*mp).srq).cast::<u8>(),
+                srq_db: core::ptr::addr_of_mut!((*mp).srq_db).cast::<u8>(),
+            }
+        }
+    }
+}
+
+/// The SGE every posted WR carries (never dereferenced: no device).
+const SGE: Sge = Sge {
+    addr: 0x4000,
+    length: 16,
+    lkey: 5,
+};
+
+/// The send queue configuration of the QP numbered `qpn`.
+fn sq_cfg(qpn: u32) -> SqConfig {
+    SqConfig {
+        qpn,
+        qp_type: QpType::Rc,
+        max_post: 4,
+        max_gs: 4,
+        max_inline_data: 0,
+        sig_all: false,
+        atomics: false,
+        bf: BlueFlame::doorbell_only(0x800),
+    }
+}
+
+/// QP `k` over `p`'s rings, enabled; `with_rq` gives it QP 0's RQ.
+///
+/// # Safety
+/// `p` points into a [`Mem`] that outlives the QP and is accessed only
+/// through raw pointers while the QP lives.
+unsafe fn mk_qp(p: Ptrs, k: usize, with_rq: bool, version: u8) -> Qp {
+    // SAFETY: the caller's contract; each QP has its own SQ ring and
+    // record.
+    let sq = unsafe {
+        SendQueue::new(
+            dma(p.sq.wrapping_add(k * SQ * 64), SQ * 64),
+            dma(p.qp_db.wrapping_add(k * 8), 8),
+            MemUar::default(),
+            sq_cfg(QPN[k]),
+            [SqSlot::default(); SQ],
+        )
+    }
+    .expect("sq");
+    let rq = with_rq.then(|| {
+        let cfg = RqConfig {
+            wqe_shift: 4,
+            max_gs: 1,
+            max_post: 4,
+        };
+        // SAFETY: the caller's contract (record word 0 of QP 0).
+        unsafe {
+            RecvQueue::new(
+                dma(p.rq, RQ * 16),
+                dma(p.qp_db, 8),
+                cfg,
+                [RqSlot::default(); RQ],
+            )
+        }
+        .expect("rq")
+    });
+    let mut q = QueuePair::new(QPN[k], UIDX[k], version, sq, rq);
+    q.sq.enable();
+    if let Some(r) = q.rq.as_mut() {
+        r.enable();
+    }
+    q
+}
+
+/// One script's queues (a CQ, two QPs, an SRQ) over one [`Mem`], and the
+/// model of what they hold. Fields drop in the order the original locals
+/// did (model first, CQ last).
+struct Scene {
+    m: Model,
+    srq: SharedReceiveQueue<[SrqSlot; SRQ]>,
+    qps: [Qp; 2],
+    cq: CompletionQueue<NCQE>,
+    p: Ptrs,
+    version: u8,
+}
+
+impl Scene {
+    /// The queues over `p`: CQE `version`, mini-CQE format `mini`.
+    ///
+    /// # Safety
+    /// `p` points into a [`Mem`] that outlives the scene and is accessed
+    /// only through raw pointers while the scene lives.
+    unsafe fn new(p: Ptrs, version: u8, mini: MiniCqeFormat) -> Scene {
+        // SAFETY: the caller's contract.
+        let mut cq = unsafe {
+            CompletionQueue::<NCQE>::new(
+                dma(p.cq, NCQE * 64),
+                dma(p.cq_db, 8),
+                7,
+                CqeSize::B64,
+                version,
+            )
+        }
+        .expect("cq");
+        cq.init_ring();
+        cq.set_mini_cqe_format(mini);
+        // SAFETY: the caller's contract.
+        let qps = unsafe { [mk_qp(p, 0, true, version), mk_qp(p, 1, false, version)] };
+        let srq_cfg = SrqConfig {
+            wqe_shift: 5,
+            max_gs: 1,
+            nwqes: SRQ as u32,
+            wait_queue: false,
+        };
+        // SAFETY: the caller's contract.
+        let srq = unsafe {
+            SharedReceiveQueue::new(
+                dma(p.srq, SRQ * 32),
+                dma(p.srq_db, 8),
+                srq_cfg,
+                [SrqSlot::default(); SRQ],
+            )
+        }
+        .expect("srq");
+        let m = Model {
+            sends: [Fifo::new(), Fifo::new()],
+            recvs: Fifo::new(),
+            srq: Fifo::new(),
+            next_id: 1,
+            dev_rq: 0,
+            pi: 0,
+            recent: [0; 4],
+        };
+        Scene {
+            m,
+            srq,
+            qps,
+            cq,
+            p,
+            version,
+        }
+    }
+
+    /// One script step: op `op`, further bytes from `b`.
+    fn step(&mut self, op: u8, b: &mut Bytes<'_>, trace: &mut Trace) {
+        match op % 9 {
+            0 => self.post_sends(op, b),
+            1 => self.post_recv(),
+            2 => self.post_srq_recv(),
+            3 => self.honest_send_cqe(op, b),
+            4 => self.honest_recv_cqe(op, b),
+            5 => self.hostile_cqe(op, b),
+            6 => self.compressed_session(op, b),
+            7 => self.reset_qp0(op),
+            _ => {
+                let ne = 1 + (op >> 4) as usize % 4;
+                self.poll(ne, trace);
+            }
+        }
+    }
+
+    /// Polls up to `ne` completions; see [`poll`].
+    fn poll(&mut self, ne: usize, trace: &mut Trace) {
+        let Scene {
+            cq,
+            qps,
+            srq,
+            m,
+            version,
+            ..
+        } = self;
+        poll(cq, qps, srq, m, ne, *version, trace);
+    }
+
+    /// The invariants; see [`check`].
+    fn check(&self) {
+        let p = self.p;
+        check(&self.qps, &self.srq, &self.m, p.sq, p.rq, p.srq);
+    }
+
+    /// Op 0: post 1..3 sends on QP k (`op >> 4 & 1`), each 1 or 2 WQEBBs.
+    fn post_sends(&mut self, op: u8, b: &mut Bytes<'_>) {
+        let Scene { qps, m, p, .. } = self;
+        let sq_p = p.sq;
+        let k = (op >> 4) as usize & 1;
+        let n = 1 + (b.u8() % 3) as usize;
+        for _ in 0..n {
+            let shape = b.u8();
+            let sgl = [SGE; 4];
+            let nsge = if shape & 1 != 0 { 4 } else { 1 };
+            let mut wr = SendWr::new(m.next_id, SendOp::Send, &sgl[..nsge]);
+            if shape & 2 != 0 {
+                wr = wr.with_flags(SendFlags::SIGNALED);
+            }
+            let q = &mut qps[k];
+            let (ctr, seq) = (q.sq.cur_post() as u16, q.sq.head());
+            // SAFETY: memory-only ring; the SGEs are never
+            // dereferenced (not inline, no device).
+            match unsafe { q.sq.post_send_raw(&[wr]) } {
+                Ok(()) => {
+                    m.sends[k].push(SendRec {
+                        id: m.next_id,
+                        seq,
+                        ctr,
+                        ctrl: sq_ctrl(sq_p, k, ctr),
+                    });
+                    m.next_id += 1;
+                }
+                Err(_) => assert_eq!(m.sends[k].n, 4, "refused with room"),
+            }
+        }
+    }
+
+    /// Op 1: post a receive on QP 0's RQ.
+    fn post_recv(&mut self) {
+        let Scene { qps, m, p, .. } = self;
+        let rq_p = p.rq;
+        let rq = qps[0].rq.as_mut().expect("rq");
+        let slot = (rq.head() as usize & (RQ - 1)) as u16;
+        let sgl = [SGE];
+        // SAFETY: memory-only ring; the SGE is never dereferenced (no
+        // device).
+        match unsafe {
+            rq.post_recv_raw(&[RecvWr {
+                wr_id: m.next_id,
+                sgl: &sgl,
+            }])
+        } {
+            Ok(()) => {
+                m.recvs.push(RecvRec {
+                    id: m.next_id,
+                    slot,
+                    seg: peek::<16>(rq_p.wrapping_add(slot as usize * 16)),
+                });
+                m.next_id += 1;
+            }
+            Err(_) => assert_eq!(m.recvs.n, 4, "RQ refused with room"),
+        }
+    }
+
+    /// Op 2: post a receive on the SRQ.
+    fn post_srq_recv(&mut self) {
+        let Scene { srq, m, p, .. } = self;
+        let srq_p = p.srq;
+        let slot = srq.head() as u16;
+        let sgl = [SGE];
+        // SAFETY: memory-only ring; the SGE is never dereferenced (no
+        // device).
+        match unsafe {
+            srq.post_recv_raw(&[RecvWr {
+                wr_id: m.next_id,
+                sgl: &sgl,
+            }])
+        } {
+            Ok(()) => {
+                m.srq.push(RecvRec {
+                    id: m.next_id,
+                    slot,
+                    seg: peek::<16>(srq_p.wrapping_add(slot as usize * 32 + 16)),
+                });
+                m.next_id += 1;
+            }
+            Err(_) => assert_eq!(m.srq.n, 3, "SRQ refused with room"),
+        }
+    }
+
+    /// Op 3: honest send completion (or flush) of a WR in flight.
+    fn honest_send_cqe(&mut self, op: u8, b: &mut Bytes<'_>) {
+        let Scene { cq, m, p, .. } = self;
+        let cq_p = p.cq;
+        let k = (op >> 4) as usize & 1;
+        let it = m.sends[k].items();
+        if !it.is_empty() {
+            let r = it[b.u8() as usize % it.len()];
+            let opc = if op & 0x20 != 0 { 13 } else { 0 };
+            m.recent[(r.ctr & 3) as usize] = r.ctr;
+            device_cqe(cq_p, &mut m.pi, cq.consumer_index(), opc, k, r.ctr);
+        }
+    }
+
+    /// Op 4: honest receive completion (RQ in order, or an SRQ slot).
+    fn honest_recv_cqe(&mut self, op: u8, b: &mut Bytes<'_>) {
+        let Scene { cq, qps, m, p, .. } = self;
+        let cq_p = p.cq;
+        if op & 0x10 == 0 {
+            let tail = qps[0].rq.as_ref().expect("rq").tail() as u16;
+            if m.dev_rq.wrapping_sub(tail) > 8 {
+                m.dev_rq = tail;
+            }
+            let c = m.dev_rq;
+            m.dev_rq = m.dev_rq.wrapping_add(1);
+            let opc = if op & 0x20 != 0 { 14 } else { 2 };
+            device_cqe(cq_p, &mut m.pi, cq.consumer_index(), opc, 0, c);
+        } else if m.srq.n > 0 {
+            let r = m.srq.items()[b.u8() as usize % m.srq.n];
+            device_cqe(cq_p, &mut m.pi, cq.consumer_index(), 2, 1, r.slot);
+        }
+    }
+
+    /// Op 5: hostile CQE: any opcode, any QP, any counter.
+    fn hostile_cqe(&mut self, op: u8, b: &mut Bytes<'_>) {
+        let Scene { cq, qps, m, p, .. } = self;
+        let cq_p = p.cq;
+        let opc = match b.u8() % 6 {
+            0 | 1 => 0,
+            2 => 2,
+            3 => 13,
+            4 => 14,
+            _ => b.u8() >> 4,
+        };
+        let k = b.u8() as usize % 3;
+        let ctr = match b.u8() % 4 {
+            0 => b.u16(),
+            1 => m.recent[(op >> 4) as usize & 3],
+            2 => qps[k & 1].sq.cur_post() as u16,
+            _ => (qps[k & 1].sq.cur_post() as u16).wrapping_sub(1 + (op >> 5) as u16),
+        };
+        device_cqe(cq_p, &mut m.pi, cq.consumer_index(), opc, k, ctr);
+    }
+
+    /// Op 6: compressed session of any count, send or receive.
+    fn compressed_session(&mut self, op: u8, b: &mut Bytes<'_>) {
+        let Scene { cq, qps, m, p, .. } = self;
+        let cq_p = p.cq;
+        let count = 1 + (b.u8() as u32 % 12);
+        let k = b.u8() as usize % 3;
+        let opc = [0u8, 2, 13, 14, 5][(op >> 4) as usize % 5];
+        let first = match b.u8() % 3 {
+            0 => b.u16(),
+            1 => qps[0].rq.as_ref().expect("rq").tail() as u16,
+            _ => m.sends[k & 1].items().first().map_or(0, |r| r.ctr),
+        };
+        let mut arr = [0u8; 64];
+        for (i, x) in arr.iter_mut().enumerate() {
+            *x = if i % 8 < 2 && b.u8() & 1 == 0 {
+                // SendInfo counters near the first one.
+                (first.wrapping_add((i / 8) as u16).to_be_bytes())[i % 8]
+            } else {
+                b.u8()
+            };
+        }
+        device_session(
+            cq_p,
+            &mut m.pi,
+            cq.consumer_index(),
+            opc,
+            k,
+            first,
+            count,
+            &arr,
+        );
+    }
+
+    /// Op 7: reset QP 0 (clean the CQ), then reuse it.
+    fn reset_qp0(&mut self, op: u8) {
+        let Scene { cq, qps, m, .. } = self;
+        if op & 0x30 == 0 {
+            // SAFETY: memory-only queues; no device executes them.
+            unsafe { qps[0].reset(&mut [&mut *cq]) };
+            qps[0].sq.enable();
+            qps[0].rq.as_mut().expect("rq").enable();
+            m.sends[0].n = 0;
+            m.recvs.n = 0;
+            m.dev_rq = 0;
+            assert_eq!(cq.read_dbrec(0), cq.consumer_index() & 0xff_ffff);
+            // The device continues behind the cleaned entries.
+            if m.pi.wrapping_sub(cq.consumer_index()) > NCQE as u32 {
+                m.pi = cq.consumer_index();
+            }
+        }
+    }
+}
+
 fn run(data: &[u8], trace: &mut Trace) {
     let mut b = Bytes(data);
     let sel = b.u8();
@@ -201,307 +609,24 @@ fn run(data: &[u8], trace: &mut Trace) {
         1 => MiniCqeFormat::Csum,
         _ => MiniCqeFormat::SendInfo,
     };
-    let mut mem = Mem {
-        cq: [0; NCQE * 64],
-        cq_db: [0; 8],
-        sq: [[0; SQ * 64]; 2],
-        qp_db: [[0; 8]; 2],
-        rq: [0; RQ * 16],
-        srq: [0; SRQ * 32],
-        srq_db: [0; 8],
-    };
-    let mp: *mut Mem = &mut mem;
-    // Raw pointers into `mem`, taken once; `mem` is only read through
-    // `peek`/raw pointers from here on.
-    // SAFETY: field projections of a live local, no reference created.
-    let (cq_p, cqdb_p, sq_p, qpdb_p, rq_p, srq_p, srqdb_p) = unsafe {
-        (
-            core::ptr::addr_of_mut!((*mp).cq).cast::<u8>(),
-            core::ptr::addr_of_mut!((*mp).cq_db).cast::<u8>(),
-            core::ptr::addr_of_mut!((*mp).sq).cast::<u8>(),
-            core::ptr::addr_of_mut!((*mp).qp_db).cast::<u8>(),
-            core::ptr::addr_of_mut!((*mp).rq).cast::<u8>(),
-            core::ptr::addr_of_mut!((*mp).srq).cast::<u8>(),
-            core::ptr::addr_of_mut!((*mp).srq_db).cast::<u8>(),
-        )
-    };
-    // SAFETY: `mem` outlives every queue below (declared before them) and
-    // is accessed only through these raw pointers while they live.
-    let mut cq = unsafe {
-        CompletionQueue::<NCQE>::new(
-            dma(cq_p, NCQE * 64),
-            dma(cqdb_p, 8),
-            7,
-            CqeSize::B64,
-            version,
-        )
-    }
-    .expect("cq");
-    cq.init_ring();
-    cq.set_mini_cqe_format(mini);
-    let sq_cfg = |qpn| SqConfig {
-        qpn,
-        qp_type: QpType::Rc,
-        max_post: 4,
-        max_gs: 4,
-        max_inline_data: 0,
-        sig_all: false,
-        atomics: false,
-        bf: BlueFlame::doorbell_only(0x800),
-    };
-    let mk_qp = |k: usize, with_rq: bool| -> Qp {
-        // SAFETY: as above; each QP has its own SQ ring and record.
-        let sq = unsafe {
-            SendQueue::new(
-                dma(sq_p.wrapping_add(k * SQ * 64), SQ * 64),
-                dma(qpdb_p.wrapping_add(k * 8), 8),
-                MemUar::default(),
-                sq_cfg(QPN[k]),
-                [SqSlot::default(); SQ],
-            )
-        }
-        .expect("sq");
-        let rq = with_rq.then(|| {
-            let cfg = RqConfig {
-                wqe_shift: 4,
-                max_gs: 1,
-                max_post: 4,
-            };
-            // SAFETY: as above (record word 0 of QP 0).
-            unsafe {
-                RecvQueue::new(
-                    dma(rq_p, RQ * 16),
-                    dma(qpdb_p, 8),
-                    cfg,
-                    [RqSlot::default(); RQ],
-                )
-            }
-            .expect("rq")
-        });
-        let mut q = QueuePair::new(QPN[k], UIDX[k], version, sq, rq);
-        q.sq.enable();
-        if let Some(r) = q.rq.as_mut() {
-            r.enable();
-        }
-        q
-    };
-    let mut qps = [mk_qp(0, true), mk_qp(1, false)];
-    let srq_cfg = SrqConfig {
-        wqe_shift: 5,
-        max_gs: 1,
-        nwqes: SRQ as u32,
-        wait_queue: false,
-    };
-    // SAFETY: as above.
-    let mut srq = unsafe {
-        SharedReceiveQueue::new(
-            dma(srq_p, SRQ * 32),
-            dma(srqdb_p, 8),
-            srq_cfg,
-            [SrqSlot::default(); SRQ],
-        )
-    }
-    .expect("srq");
-    let mut m = Model {
-        sends: [Fifo::new(), Fifo::new()],
-        recvs: Fifo::new(),
-        srq: Fifo::new(),
-        next_id: 1,
-        dev_rq: 0,
-        pi: 0,
-        recent: [0; 4],
-    };
-    let sge = Sge {
-        addr: 0x4000,
-        length: 16,
-        lkey: 5,
-    };
-
+    let mut mem = Mem::zeroed();
+    let p = mem.ptrs();
+    // SAFETY: `mem` outlives the scene (declared before it) and is
+    // accessed only through these raw pointers while it lives.
+    let mut s = unsafe { Scene::new(p, version, mini) };
     for _ in 0..200 {
         if b.0.is_empty() {
             break;
         }
         let op = b.u8();
-        match op % 9 {
-            0 => {
-                // Post 1..3 sends on QP k, each 1 or 2 WQEBBs.
-                let k = (op >> 4) as usize & 1;
-                let n = 1 + (b.u8() % 3) as usize;
-                for _ in 0..n {
-                    let shape = b.u8();
-                    let sgl = [sge; 4];
-                    let nsge = if shape & 1 != 0 { 4 } else { 1 };
-                    let mut wr = SendWr::new(m.next_id, SendOp::Send, &sgl[..nsge]);
-                    if shape & 2 != 0 {
-                        wr = wr.with_flags(SendFlags::SIGNALED);
-                    }
-                    let q = &mut qps[k];
-                    let (ctr, seq) = (q.sq.cur_post() as u16, q.sq.head());
-                    // SAFETY: memory-only ring; the SGEs are never
-                    // dereferenced (not inline, no device).
-                    match unsafe { q.sq.post_send_raw(&[wr]) } {
-                        Ok(()) => {
-                            m.sends[k].push(SendRec {
-                                id: m.next_id,
-                                seq,
-                                ctr,
-                                ctrl: sq_ctrl(sq_p, k, ctr),
-                            });
-                            m.next_id += 1;
-                        }
-                        Err(_) => assert_eq!(m.sends[k].n, 4, "refused with room"),
-                    }
-                }
-            }
-            1 => {
-                // Post a receive on QP 0's RQ.
-                let rq = qps[0].rq.as_mut().expect("rq");
-                let slot = (rq.head() as usize & (RQ - 1)) as u16;
-                let sgl = [sge];
-                // SAFETY: as above.
-                match unsafe {
-                    rq.post_recv_raw(&[RecvWr {
-                        wr_id: m.next_id,
-                        sgl: &sgl,
-                    }])
-                } {
-                    Ok(()) => {
-                        m.recvs.push(RecvRec {
-                            id: m.next_id,
-                            slot,
-                            seg: peek::<16>(rq_p.wrapping_add(slot as usize * 16)),
-                        });
-                        m.next_id += 1;
-                    }
-                    Err(_) => assert_eq!(m.recvs.n, 4, "RQ refused with room"),
-                }
-            }
-            2 => {
-                // Post a receive on the SRQ.
-                let slot = srq.head() as u16;
-                let sgl = [sge];
-                // SAFETY: as above.
-                match unsafe {
-                    srq.post_recv_raw(&[RecvWr {
-                        wr_id: m.next_id,
-                        sgl: &sgl,
-                    }])
-                } {
-                    Ok(()) => {
-                        m.srq.push(RecvRec {
-                            id: m.next_id,
-                            slot,
-                            seg: peek::<16>(srq_p.wrapping_add(slot as usize * 32 + 16)),
-                        });
-                        m.next_id += 1;
-                    }
-                    Err(_) => assert_eq!(m.srq.n, 3, "SRQ refused with room"),
-                }
-            }
-            3 => {
-                // Honest send completion (or flush) of a WR in flight.
-                let k = (op >> 4) as usize & 1;
-                let it = m.sends[k].items();
-                if !it.is_empty() {
-                    let r = it[b.u8() as usize % it.len()];
-                    let opc = if op & 0x20 != 0 { 13 } else { 0 };
-                    m.recent[(r.ctr & 3) as usize] = r.ctr;
-                    device_cqe(cq_p, &mut m.pi, cq.consumer_index(), opc, k, r.ctr);
-                }
-            }
-            4 => {
-                // Honest receive completion (RQ in order, or an SRQ slot).
-                if op & 0x10 == 0 {
-                    let tail = qps[0].rq.as_ref().expect("rq").tail() as u16;
-                    if m.dev_rq.wrapping_sub(tail) > 8 {
-                        m.dev_rq = tail;
-                    }
-                    let c = m.dev_rq;
-                    m.dev_rq = m.dev_rq.wrapping_add(1);
-                    let opc = if op & 0x20 != 0 { 14 } else { 2 };
-                    device_cqe(cq_p, &mut m.pi, cq.consumer_index(), opc, 0, c);
-                } else if m.srq.n > 0 {
-                    let r = m.srq.items()[b.u8() as usize % m.srq.n];
-                    device_cqe(cq_p, &mut m.pi, cq.consumer_index(), 2, 1, r.slot);
-                }
-            }
-            5 => {
-                // Hostile CQE: any opcode, any QP, any counter.
-                let opc = match b.u8() % 6 {
-                    0 | 1 => 0,
-                    2 => 2,
-                    3 => 13,
-                    4 => 14,
-                    _ => b.u8() >> 4,
-                };
-                let k = b.u8() as usize % 3;
-                let ctr = match b.u8() % 4 {
-                    0 => b.u16(),
-                    1 => m.recent[(op >> 4) as usize & 3],
-                    2 => qps[k & 1].sq.cur_post() as u16,
-                    _ => (qps[k & 1].sq.cur_post() as u16).wrapping_sub(1 + (op >> 5) as u16),
-                };
-                device_cqe(cq_p, &mut m.pi, cq.consumer_index(), opc, k, ctr);
-            }
-            6 => {
-                // Compressed session of any count, send or receive.
-                let count = 1 + (b.u8() as u32 % 12);
-                let k = b.u8() as usize % 3;
-                let opc = [0u8, 2, 13, 14, 5][(op >> 4) as usize % 5];
-                let first = match b.u8() % 3 {
-                    0 => b.u16(),
-                    1 => qps[0].rq.as_ref().expect("rq").tail() as u16,
-                    _ => m.sends[k & 1].items().first().map_or(0, |r| r.ctr),
-                };
-                let mut arr = [0u8; 64];
-                for (i, x) in arr.iter_mut().enumerate() {
-                    *x = if i % 8 < 2 && b.u8() & 1 == 0 {
-                        // SendInfo counters near the first one.
-                        (first.wrapping_add((i / 8) as u16).to_be_bytes())[i % 8]
-                    } else {
-                        b.u8()
-                    };
-                }
-                device_session(
-                    cq_p,
-                    &mut m.pi,
-                    cq.consumer_index(),
-                    opc,
-                    k,
-                    first,
-                    count,
-                    &arr,
-                );
-            }
-            7 => {
-                // Reset QP 0 (clean the CQ), then reuse it.
-                if op & 0x30 == 0 {
-                    // SAFETY: memory-only queues; no device executes them.
-                    unsafe { qps[0].reset(&mut [&mut cq]) };
-                    qps[0].sq.enable();
-                    qps[0].rq.as_mut().expect("rq").enable();
-                    m.sends[0].n = 0;
-                    m.recvs.n = 0;
-                    m.dev_rq = 0;
-                    assert_eq!(cq.read_dbrec(0), cq.consumer_index() & 0xff_ffff);
-                    // The device continues behind the cleaned entries.
-                    if m.pi.wrapping_sub(cq.consumer_index()) > NCQE as u32 {
-                        m.pi = cq.consumer_index();
-                    }
-                }
-            }
-            _ => {
-                let ne = 1 + (op >> 4) as usize % 4;
-                poll(&mut cq, &mut qps, &mut srq, &mut m, ne, version, trace);
-            }
-        }
-        check(&qps, &srq, &m, sq_p, rq_p, srq_p);
+        s.step(op, &mut b, trace);
+        s.check();
     }
     // Drain what is left; the invariants hold to the end.
     for _ in 0..2 * NCQE {
-        poll(&mut cq, &mut qps, &mut srq, &mut m, 4, version, trace);
+        s.poll(4, trace);
     }
-    check(&qps, &srq, &m, sq_p, rq_p, srq_p);
+    s.check();
 }
 
 /// Writes one CQE at the device producer index (if the ring has room).

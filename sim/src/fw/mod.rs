@@ -23,10 +23,28 @@
 //! [`Fabric`](crate::Fabric), and [`bring_up_on`] assembles the whole
 //! function (firmware, BAR0, data path, the core's bring-up).
 
+mod cmdq;
+mod cq;
 pub mod datapath;
+mod dispatch;
+mod eq;
 mod exec;
 pub mod fuzz;
+mod guest;
+mod handler;
+mod hca;
+mod hca_cap;
+mod hook;
+mod mkey;
 pub mod objects;
+mod pages;
+mod pd;
+mod qp;
+mod reg;
+mod srq;
+mod status;
+mod uar;
+mod vport;
 
 use bareverbs::cmd::caps::HcaCaps;
 use bareverbs::cmd::initseg;
@@ -39,7 +57,7 @@ use std::sync::Arc;
 
 use crate::dma::HeapDma;
 pub use datapath::{bring_up_on, FabricPath};
-pub use exec::{reason, syndrome};
+pub use status::{reason, syndrome};
 
 /// The error the driver reports when this model fails `opcode` with
 /// `status` for `reason` (the syndrome is [`syndrome`]`(opcode, reason)`):

@@ -1,0 +1,113 @@
+//! Event queues ([ref §7.9](bareverbs::reference)): CREATE_EQ,
+//! DESTROY_EQ, and the EQEs the model posts on the EQ subscribed to
+//! PAGE_REQUEST.
+
+use super::handler::{ok, require, Cmd, Outcome};
+use super::objects::EqObj;
+use super::status::reason;
+use super::SimFirmware;
+use bareverbs::cmd::bits::{get64, get_bits};
+use bareverbs::cmd::ops::EQC;
+use bareverbs::cmd::CmdStatus;
+use Outcome::Fail;
+
+impl SimFirmware {
+    /// CREATE_EQ: the lowest free EQ number.
+    pub(super) fn create_eq(&mut self, c: &Cmd) -> Outcome {
+        let Cmd { input, cur, .. } = *c;
+        let log = get_bits(input, EQC, 3, 28, 24) as u8;
+        let uar = get_bits(input, EQC, 3, 23, 0);
+        if !self.objects.uars.contains_key(&uar) {
+            return Fail(CmdStatus::BadParam, reason::UNKNOWN_OBJECT);
+        }
+        if log > cur.log_max_eq_sz || log > 20 {
+            return Fail(CmdStatus::BadParam, reason::SIZE);
+        }
+        let npages = ((1usize << log) * 64).div_ceil(4096);
+        let pages = match self.check_pas(input, npages) {
+            Ok(p) => p,
+            Err((s, r)) => return Fail(s, r),
+        };
+        if self.objects.eqs.len() as u64 >= 1u64 << cur.log_max_eq {
+            return Fail(CmdStatus::ExceedLimit, reason::LIMIT);
+        }
+        let Some(eqn) = (0..=255u8).find(|n| !self.objects.eqs.contains_key(n)) else {
+            return Fail(CmdStatus::ExceedLimit, reason::LIMIT);
+        };
+        self.objects.eqs.insert(
+            eqn,
+            EqObj {
+                eqn,
+                log_size: log,
+                uar,
+                mask: get64(input, 0x58),
+                pages,
+                pi: 0,
+                ci: 0,
+                overruns: 0,
+            },
+        );
+        let mut o = ok(16);
+        o[0x0b] = eqn;
+        Outcome::Ok(o)
+    }
+
+    /// DESTROY_EQ.
+    pub(super) fn destroy_eq(&mut self, c: &Cmd) -> Outcome {
+        let Cmd { input, .. } = *c;
+        let eqn = input.get(0x0b).copied().unwrap_or(0);
+        require!(
+            self.objects.eqs.remove(&eqn).is_some(),
+            CmdStatus::BadResource,
+            reason::UNKNOWN_OBJECT
+        );
+        Outcome::Ok(ok(16))
+    }
+
+    /// Posts one EQE of `event_type` (event data zero) on the EQ that takes
+    /// page requests, as a device reporting an event would ([ref §7.9](bareverbs::reference)).
+    /// False when there is no such EQ or it is full (counted as overrun).
+    pub fn post_event(&mut self, event_type: u8) -> bool {
+        let mut eqe = [0u8; 64];
+        eqe[1] = event_type;
+        self.post_eqe(eqe)
+    }
+
+    /// Writes `eqe` (owner byte set by the model) at the producer index of
+    /// the EQ subscribed to PAGE_REQUEST and advances it.
+    pub(super) fn post_eqe(&mut self, eqe: [u8; 64]) -> bool {
+        let Some(eq) = self
+            .objects
+            .eqs
+            .values()
+            .find(|e| e.mask & (1 << 0x0b) != 0)
+            .cloned()
+        else {
+            return false;
+        };
+        let nent = 1u32 << eq.log_size;
+        if eq.pi.wrapping_sub(eq.ci) >= nent {
+            if let Some(e) = self.objects.eqs.get_mut(&eq.eqn) {
+                e.overruns += 1;
+            }
+            return false;
+        }
+        let off = ((eq.pi & (nent - 1)) as usize) * 64;
+        let Some(&page) = eq.pages.get(off / 4096) else {
+            return false;
+        };
+        // `page` is a guest PAS entry: never let the offset wrap it.
+        let Some(addr) = page.checked_add((off % 4096) as u64) else {
+            return false;
+        };
+        if !self.wr(addr, &eqe[..63]) {
+            return false;
+        }
+        // `addr + 63` cannot overflow: `[addr, addr + 63)` was just written.
+        self.wr(addr + 63, &[((eq.pi & nent) != 0) as u8]);
+        if let Some(e) = self.objects.eqs.get_mut(&eq.eqn) {
+            e.pi = e.pi.wrapping_add(1);
+        }
+        true
+    }
+}

@@ -1,0 +1,148 @@
+//! Firmware pages ([ref §7.7](bareverbs::reference)): QUERY_PAGES,
+//! MANAGE_PAGES (give, take, cannot give), what the HCA state and the
+//! objects require, per-object charging, and PAGE_REQUEST events.
+
+use super::cmdq::MAX_FW_MSG;
+use super::handler::{ok, require, Cmd, Outcome};
+use super::status::{reason, syndrome};
+use super::{HcaState, SimFirmware};
+use bareverbs::cmd::bits::{get32, get64, put16, put32, put64};
+use bareverbs::cmd::queue::layout;
+use bareverbs::cmd::CmdStatus;
+use Outcome::Fail;
+
+impl SimFirmware {
+    /// QUERY_PAGES: boot, init or regular pages still needed.
+    pub(super) fn query_pages(&mut self, c: &Cmd) -> Outcome {
+        let Cmd { op_mod, .. } = *c;
+        require!(
+            self.hca_enabled(),
+            CmdStatus::BadSysState,
+            reason::HCA_STATE
+        );
+        let held = self.pages.len() as u32;
+        let n = match op_mod {
+            1 => self.cfg.boot_pages.saturating_sub(held),
+            2 => match self.cfg.init_pages_reported {
+                Some(n) => n,
+                None => (self.cfg.boot_pages + self.cfg.init_pages).saturating_sub(held),
+            },
+            3 => 0,
+            _ => return Fail(CmdStatus::BadParam, reason::FIELD),
+        };
+        let mut o = ok(16);
+        put32(&mut o, 0x0c, n);
+        Outcome::Ok(o)
+    }
+
+    /// MANAGE_PAGES: take the pages the driver gives (op_mod 1), return
+    /// releasable ones (2), or fail what waits for pages (0).
+    pub(super) fn manage_pages(&mut self, c: &Cmd) -> Outcome {
+        let Cmd {
+            input,
+            outlen,
+            opcode,
+            op_mod,
+            ..
+        } = *c;
+        require!(
+            self.hca_enabled() || !self.pages.is_empty(),
+            CmdStatus::BadSysState,
+            reason::HCA_STATE
+        );
+        let n = get32(input, 0x0c) as usize;
+        match op_mod {
+            1 => {
+                require!(
+                    n <= MAX_FW_MSG / 8 && c.need_in(16 + 8 * n),
+                    CmdStatus::BadInputLen,
+                    reason::INPUT_LEN
+                );
+                let mut new = Vec::with_capacity(n);
+                for i in 0..n {
+                    let p = get64(input, 16 + 8 * i);
+                    require!(
+                        p & 0xfff == 0
+                            && self.mapped(p, 4096)
+                            && !self.pages.contains(&p)
+                            && !new.contains(&p),
+                        CmdStatus::BadParam,
+                        reason::ADDRESS
+                    );
+                    new.push(p);
+                }
+                self.pages.extend(new);
+                Outcome::Ok(ok(16))
+            }
+            2 => {
+                let releasable = match self.hca {
+                    HcaState::Initialized | HcaState::Enabled => {
+                        (self.pages.len() as u32).saturating_sub(self.required_pages()) as usize
+                    }
+                    _ => self.pages.len(),
+                };
+                let room = outlen.saturating_sub(16) / 8;
+                let k = n.min(releasable).min(room);
+                let mut o = ok(16 + 8 * k);
+                put32(&mut o, 0x08, k as u32);
+                for i in 0..k {
+                    let p = self.pages.pop().unwrap_or(0);
+                    put64(&mut o, 16 + 8 * i, p);
+                }
+                Outcome::Ok(o)
+            }
+            0 => {
+                // Driver cannot give pages: fail whatever waits for them.
+                for s in std::mem::take(&mut self.pending) {
+                    let mut o = ok(16);
+                    o[0] = CmdStatus::NoResources.code();
+                    put32(&mut o, 4, syndrome(opcode, reason::CANT_GIVE));
+                    if let Some(a) = self
+                        .entry_addr(s)
+                        .and_then(|b| b.checked_add(layout::OUT as u64))
+                    {
+                        self.wr(a, &o);
+                    }
+                    self.finish(s, 0);
+                }
+                Outcome::Ok(ok(16))
+            }
+            _ => Fail(CmdStatus::BadParam, reason::FIELD),
+        }
+    }
+
+    /// Posts a PAGE_REQUEST EQE ([ref §7.7](bareverbs::reference)) on an EQ subscribed to it.
+    pub(super) fn request_pages(&mut self, num_pages: i32) -> bool {
+        let mut eqe = [0u8; 64];
+        eqe[1] = 0x0b;
+        put16(&mut eqe, 34, 0);
+        put32(&mut eqe, 36, num_pages as u32);
+        self.post_eqe(eqe)
+    }
+
+    fn required_pages(&self) -> u32 {
+        let mut need = self.cfg.boot_pages;
+        if matches!(self.hca, HcaState::Initialized) {
+            need += self.cfg.init_pages;
+        }
+        let charged = self.charged_objects.saturating_sub(self.cfg.free_objects);
+        need + charged * self.cfg.pages_per_object
+    }
+
+    /// Charges one object's pages; `Err(shortfall)` when firmware lacks pages.
+    pub(super) fn charge(&mut self) -> Result<(), u32> {
+        self.charged_objects += 1;
+        let need = self.required_pages();
+        let held = self.pages.len() as u32;
+        if held < need {
+            self.charged_objects -= 1;
+            return Err(need - held);
+        }
+        Ok(())
+    }
+
+    /// Gives back one charged object (a destroy or a refused create).
+    pub(super) fn uncharge(&mut self) {
+        self.charged_objects = self.charged_objects.saturating_sub(1);
+    }
+}
