@@ -19,7 +19,7 @@
 //! | [`transport`] | SQ fetch/execute, RC/UC/UD, ACK/NAK/RNR, timers, flush |
 //! | [`world`] | the event queue, fabric delivery, CQE writer, syndromes |
 //! | [`fault`] | seeded fault plans |
-//! | [`cost`] | cost-model parameters and counters |
+//! | [`cost`] | the cost model: parameters, formula, the closed-form cost of a posted WQE ([`cost::nic`]), counters |
 //! | [`harness`] | endpoints over the core's queues, connection helpers |
 //! | [`perf`] | perftest-like runs and the loopback rate |
 //! | [`fw`] | firmware behind an emulated BAR0: the command interface, pages, EQs; [`fw::bring_up_on`] puts command-created objects on the data path |
