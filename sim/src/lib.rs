@@ -20,7 +20,7 @@
 //! | `wire` | the messages between requester and responder (crate-internal) |
 //! | [`world`] | the event queue, fabric delivery, CQE writer, syndromes |
 //! | [`fault`] | seeded fault plans |
-//! | [`cost`] | cost-model parameters and counters |
+//! | [`cost`] | the cost model: parameters, formula, the closed-form cost of a posted WQE ([`cost::nic`]), counters |
 //! | [`harness`] | endpoints over the core's queues, connection helpers |
 //! | [`perf`] | perftest-like runs and the loopback rate |
 //! | [`fw`] | firmware behind an emulated BAR0: the command interface, pages, EQs; [`fw::bring_up_on`] puts command-created objects on the data path |
