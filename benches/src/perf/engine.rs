@@ -31,7 +31,10 @@
 //! Each busy-wait has a time limit and fails with an error naming what
 //! never completed.
 
-use super::run::{qp_request, Conn, PerfArgs, PerfBackend, PerfRunConfig, PerfRunReport, PerfTest};
+use super::backend::PerfBackend;
+use super::config::{qp_request, PerfRunConfig};
+use super::flags::{Conn, PerfArgs, PerfTest};
+use super::report::PerfRunReport;
 use crate::perftest::format::{Endpoint, Verb};
 use anyhow::{anyhow, bail};
 use bareverbs::cq::PollError;

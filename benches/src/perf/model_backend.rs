@@ -13,8 +13,10 @@
 //! tests) and then completes with RETRY_EXC_ERR; UC/UD complete on
 //! sending and the data never arrives.
 
+use super::config::{qp_request, PerfRunConfig};
 use super::engine::{Pair, PerfDevice, Plan, SideOps, Slot, Timer};
-use super::run::{qp_request, Conn, PerfRunConfig, PerfRunReport};
+use super::flags::Conn;
+use super::report::PerfRunReport;
 use crate::model::{NicCost, NicModel, PcieModel, WqeOp, WqeShape};
 use crate::perf::probe::{post_samples, probe, ProbeSpec};
 use crate::perftest::format::{Endpoint, Verb};

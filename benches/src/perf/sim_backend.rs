@@ -8,8 +8,9 @@
 //! are the simulator's modeled (virtual) times.
 
 use super::cmd_backend::{FabricTimer, Side};
+use super::config::PerfRunConfig;
 use super::engine::{Pair, PerfDevice, Plan, SideOps, Slot, Timer, QKEY, RQ_WQES};
-use super::run::{Conn, PerfArgs, PerfRunConfig};
+use super::flags::{Conn, PerfArgs};
 use crate::perftest::format::Endpoint;
 use anyhow::anyhow;
 use bareverbs::cq::DynCompletionQueue;
@@ -410,7 +411,10 @@ mod tests {
     //! engine (these were the simulator's own perf-loop tests). Expected
     //! costs come from the cost model's rules (perf ref §2.3).
     use super::*;
-    use crate::perf::run::{configs, PerfBackend, PerfRunReport, PerfTest};
+    use crate::perf::backend::PerfBackend;
+    use crate::perf::flags::PerfTest;
+    use crate::perf::report::PerfRunReport;
+    use crate::perf::rules::configs;
     use clap::Parser;
 
     #[derive(Parser)]
