@@ -22,7 +22,7 @@ pub use super::rules::{
     QP_RANGE, TX_RANGE,
 };
 use crate::model::load_model;
-use crate::perftest::format::{self as pf, Endpoint, HeaderInfo};
+use crate::perftest::format::{self as pf, Endpoint, HeaderInfo, Verb};
 use crate::perftest::stats::{bw_average, bw_stats, lat_stats_from_posted, BwUnit, GBS_DIVISOR};
 use anyhow::bail;
 
@@ -306,9 +306,88 @@ fn stream_on(
     };
     let verb = test.verb();
     let mut text = String::new();
+    let h = header_info(test, args, port, cfgs, be);
+    let mut emit = |text: &mut String, s: &str| {
+        text.push_str(s);
+        if !args.json {
+            out(s);
+        }
+    };
+    emit(&mut text, &pf::header(&h));
+    let mut results = Vec::new();
+    let mut failure = None;
+    let columns = result_columns(test, unit, args.duration.is_some());
+    for (n, cfg) in cfgs.iter().enumerate() {
+        let rep = match be.run(cfg) {
+            Ok(r) => r,
+            Err(e) => {
+                let f = format!("{e:#}");
+                results.push(result_json(
+                    cfg,
+                    None,
+                    0,
+                    &Figures::default(),
+                    unit,
+                    Some(&f),
+                ));
+                failure = Some(f);
+                break;
+            }
+        };
+        if n == 0 {
+            emit(&mut text, &addresses(verb, &h, &rep, columns));
+        }
+        let iters = if test.is_bw() {
+            rep.completions()
+        } else {
+            rep.latency_samples_ns.len() as u64 + rep.beyond.samples
+        };
+        let row = result_row(test, args, cfg, &rep, iters, unit)?;
+        failure = row.failure;
+        if failure.is_none() {
+            failure = verdict(cfg, &rep, &row.bw_gbps);
+        }
+        let r = result_json(cfg, Some(&rep), iters, &row.fig, unit, failure.as_deref());
+        results.push(r);
+        if failure.is_some() {
+            // No figure of a failed run is printed as a result.
+            break;
+        }
+        emit(&mut text, &row.text);
+    }
+    emit(&mut text, pf::RESULT_LINE);
+    if args.json {
+        let top = perf_json(
+            test,
+            args,
+            Some((&be.name(), be_modeled(&results))),
+            Some(serde_json::to_value(&h)?),
+            results,
+            failure.as_deref(),
+        );
+        return Ok(PerfOutcome {
+            output: serde_json::to_string(&top)?,
+            failure,
+        });
+    }
+    Ok(PerfOutcome {
+        output: text,
+        failure,
+    })
+}
+
+/// perftest's header of the run: the test, the first configuration's
+/// settings, the port, and the backend's note lines.
+fn header_info(
+    test: PerfTest,
+    args: &PerfArgs,
+    port: Option<PortAttrs>,
+    cfgs: &[PerfRunConfig],
+    be: &dyn PerfBackend,
+) -> HeaderInfo {
     let first = &cfgs[0];
-    let h = HeaderInfo {
-        verb,
+    HeaderInfo {
+        verb: test.verb(),
         bw: test.is_bw(),
         post_list: first.post_list,
         device: format!("bareverbs-{}", args.device),
@@ -344,132 +423,107 @@ fn stream_on(
         .into_iter()
         .chain(be.notes(first))
         .collect(),
-    };
-    let mut emit = |text: &mut String, s: &str| {
-        text.push_str(s);
-        if !args.json {
-            out(s);
-        }
-    };
-    emit(&mut text, &pf::header(&h));
-    let mut results = Vec::new();
-    let mut failure = None;
-    let dur = args.duration.is_some();
-    let columns = if test.is_bw() {
+    }
+}
+
+/// The result columns' heading line of `test` (`dur`: a `-D` run).
+fn result_columns(test: PerfTest, unit: BwUnit, dur: bool) -> &'static str {
+    if test.is_bw() {
         pf::bw_columns(unit)
     } else if dur {
         pf::RESULT_FMT_LAT_DUR
     } else {
         pf::RESULT_FMT_LAT
+    }
+}
+
+/// What perftest prints before the first row: both QPs' address lines
+/// (the zero state for a backend without QPs), then the columns.
+fn addresses(verb: Verb, h: &HeaderInfo, rep: &PerfRunReport, columns: &str) -> String {
+    // perftest prints both QPs, then the columns.
+    let gid = h.gid_index.is_some();
+    let zero = Endpoint {
+        out_reads: h.out_reads,
+        ..Default::default()
     };
-    for (n, cfg) in cfgs.iter().enumerate() {
-        let rep = match be.run(cfg) {
-            Ok(r) => r,
-            Err(e) => {
-                let f = format!("{e:#}");
-                results.push(result_json(
-                    cfg,
-                    None,
-                    0,
-                    &Figures::default(),
-                    unit,
-                    Some(&f),
-                ));
-                failure = Some(f);
-                break;
-            }
-        };
-        if n == 0 {
-            // perftest prints both QPs, then the columns.
-            let gid = h.gid_index.is_some();
-            let zero = Endpoint {
-                out_reads: h.out_reads,
-                ..Default::default()
-            };
-            let l = rep.local.clone().unwrap_or_else(|| zero.clone());
-            let r = rep.remote.clone().unwrap_or(zero);
-            let mut s = pf::address(verb, false, &l, gid);
-            s.push_str(&pf::address(verb, true, &r, gid));
-            s.push_str(pf::RESULT_LINE);
-            s.push_str(columns);
-            s.push('\n');
-            emit(&mut text, &s);
-        }
-        let iters = if test.is_bw() {
-            rep.completions()
+    let l = rep.local.clone().unwrap_or_else(|| zero.clone());
+    let r = rep.remote.clone().unwrap_or(zero);
+    let mut s = pf::address(verb, false, &l, gid);
+    s.push_str(&pf::address(verb, true, &r, gid));
+    s.push_str(pf::RESULT_LINE);
+    s.push_str(columns);
+    s.push('\n');
+    s
+}
+
+/// One result row: its text, the bandwidths it shows (Gb/s), its
+/// statistics, and the failure of a run without enough stamps.
+struct ResultRow {
+    text: String,
+    bw_gbps: Vec<f64>,
+    fig: Figures,
+    failure: Option<String>,
+}
+
+/// The row of one run `rep` of `cfg` over `iters` iterations: bandwidth,
+/// `-D` latency or latency statistics, as perftest computes them.
+fn result_row(
+    test: PerfTest,
+    args: &PerfArgs,
+    cfg: &PerfRunConfig,
+    rep: &PerfRunReport,
+    iters: u64,
+    unit: BwUnit,
+) -> anyhow::Result<ResultRow> {
+    let verb = test.verb();
+    let dur = args.duration.is_some();
+    let mut row = String::new();
+    let mut bw_gbps = Vec::new();
+    let mut fig = Figures::default();
+    let mut failure = None;
+    if rep.tposted.len() < 2 || (test.is_bw() && rep.tcompleted.is_empty()) {
+        failure = verdict(cfg, rep, &[]).or(Some("no completions".into()));
+    } else if test.is_bw() {
+        let s = if dur {
+            // No peak in duration mode (perftest's noPeak): the
+            // average from the first post, the last completion and
+            // the count, which a -D run keeps whatever its length.
+            let (first, last) = (rep.tposted[0], rep.last_completion().unwrap_or(0));
+            bw_average(first, last, iters, cfg.size, rep.tick_hz, unit)
         } else {
-            rep.latency_samples_ns.len() as u64 + rep.beyond.samples
-        };
-        let mut row = String::new();
-        let mut bw_gbps = Vec::new();
-        let mut fig = Figures::default();
-        if rep.tposted.len() < 2 || (test.is_bw() && rep.tcompleted.is_empty()) {
-            failure = verdict(cfg, &rep, &[]).or(Some("no completions".into()));
-        } else if test.is_bw() {
-            let s = if dur {
-                // No peak in duration mode (perftest's noPeak): the
-                // average from the first post, the last completion and
-                // the count, which a -D run keeps whatever its length.
-                let (first, last) = (rep.tposted[0], rep.last_completion().unwrap_or(0));
-                bw_average(first, last, iters, cfg.size, rep.tick_hz, unit)
-            } else {
-                bw_stats(
-                    &rep.tposted,
-                    &rep.tcompleted,
-                    cfg.size,
-                    rep.tick_hz,
-                    unit,
-                    cfg.post_list as usize,
-                    cfg.cq_mod as usize,
-                    args.no_peak || iters > 20_000,
-                )
-            }
-            .ok_or_else(|| anyhow::anyhow!("no completions"))?;
-            row.push_str(&pf::bw_row(cfg.size, iters, &s));
-            let to_gbps = unit.divisor() / GBS_DIVISOR;
-            bw_gbps = vec![s.bw_peak * to_gbps, s.bw_avg * to_gbps];
-            fig.bw = Some(s);
-        } else if dur {
-            let n = rep.posts().saturating_sub(1).max(1);
-            let last = rep.last_post().unwrap_or(rep.tposted[0]);
-            let span = last.saturating_sub(rep.tposted[0]) as f64 / rep.tick_hz;
-            let t_avg = span * 1e6 / n as f64 / verb.rtt_factor() as f64;
-            row.push_str(&pf::lat_dur_row(cfg.size, n, t_avg, n as f64 / span));
-            fig.dur = Some((t_avg, n as f64 / span));
-        } else {
-            let s = lat_stats_from_posted(&rep.tposted, rep.tick_hz / 1e6, verb.rtt_factor())
-                .ok_or_else(|| anyhow::anyhow!("too few samples"))?;
-            row.push_str(&pf::lat_row(cfg.size, iters, &s));
-            fig.lat = Some(s);
+            bw_stats(
+                &rep.tposted,
+                &rep.tcompleted,
+                cfg.size,
+                rep.tick_hz,
+                unit,
+                cfg.post_list as usize,
+                cfg.cq_mod as usize,
+                args.no_peak || iters > 20_000,
+            )
         }
-        if failure.is_none() {
-            failure = verdict(cfg, &rep, &bw_gbps);
-        }
-        let r = result_json(cfg, Some(&rep), iters, &fig, unit, failure.as_deref());
-        results.push(r);
-        if failure.is_some() {
-            // No figure of a failed run is printed as a result.
-            break;
-        }
-        emit(&mut text, &row);
+        .ok_or_else(|| anyhow::anyhow!("no completions"))?;
+        row.push_str(&pf::bw_row(cfg.size, iters, &s));
+        let to_gbps = unit.divisor() / GBS_DIVISOR;
+        bw_gbps = vec![s.bw_peak * to_gbps, s.bw_avg * to_gbps];
+        fig.bw = Some(s);
+    } else if dur {
+        let n = rep.posts().saturating_sub(1).max(1);
+        let last = rep.last_post().unwrap_or(rep.tposted[0]);
+        let span = last.saturating_sub(rep.tposted[0]) as f64 / rep.tick_hz;
+        let t_avg = span * 1e6 / n as f64 / verb.rtt_factor() as f64;
+        row.push_str(&pf::lat_dur_row(cfg.size, n, t_avg, n as f64 / span));
+        fig.dur = Some((t_avg, n as f64 / span));
+    } else {
+        let s = lat_stats_from_posted(&rep.tposted, rep.tick_hz / 1e6, verb.rtt_factor())
+            .ok_or_else(|| anyhow::anyhow!("too few samples"))?;
+        row.push_str(&pf::lat_row(cfg.size, iters, &s));
+        fig.lat = Some(s);
     }
-    emit(&mut text, pf::RESULT_LINE);
-    if args.json {
-        let top = perf_json(
-            test,
-            args,
-            Some((&be.name(), be_modeled(&results))),
-            Some(serde_json::to_value(&h)?),
-            results,
-            failure.as_deref(),
-        );
-        return Ok(PerfOutcome {
-            output: serde_json::to_string(&top)?,
-            failure,
-        });
-    }
-    Ok(PerfOutcome {
-        output: text,
+    Ok(ResultRow {
+        text: row,
+        bw_gbps,
+        fig,
         failure,
     })
 }

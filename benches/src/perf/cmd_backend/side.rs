@@ -14,7 +14,7 @@ use bareverbs::rq::{RecvError, RecvWr, RqConfig, RqSlot};
 use bareverbs::sq::{PostError, RdmaOp, RdmaWr, SendWr, Sge, SqConfig, SqSlot};
 
 /// One side's queues over runtime-sized storage (shared with the direct
-/// simulator device, [`super::sim_backend`]).
+/// simulator device, [`crate::perf::sim_backend`]).
 pub(in crate::perf) struct Side<U: Uar> {
     /// The QP's host queues.
     pub(in crate::perf) qp: QueuePair<U, Vec<SqSlot>, Vec<RqSlot>>,
