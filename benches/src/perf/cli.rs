@@ -2,7 +2,8 @@
 //! (kept out of `main.rs` so it stays a thin front end).
 
 use super::cpost::{compare, CASES};
-use super::run::{run_streaming, PerfArgs, PerfOutcome, PerfTest};
+use super::flags::{PerfArgs, PerfTest};
+use super::run::{run_streaming, PerfOutcome};
 use crate::args::is_usage;
 use std::io::Write as _;
 use std::process::ExitCode;

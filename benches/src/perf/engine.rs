@@ -31,7 +31,10 @@
 //! Each busy-wait has a time limit and fails with an error naming what
 //! never completed.
 
-use super::run::{qp_request, Conn, PerfArgs, PerfBackend, PerfRunConfig, PerfRunReport, PerfTest};
+use super::backend::PerfBackend;
+use super::config::{qp_request, PerfRunConfig};
+use super::flags::{Conn, PerfArgs, PerfTest};
+use super::report::PerfRunReport;
 use crate::perftest::format::{Endpoint, Verb};
 use anyhow::{anyhow, bail};
 use bareverbs::cq::PollError;
@@ -615,6 +618,89 @@ fn split(s: &Slot, size: usize, k: u32) -> Vec<Sge> {
             g
         })
         .collect()
+}
+
+/// One batch of a bandwidth run and how it posts: the verb, message size,
+/// slots per area, the fast path (`post_rdma`: neither inline nor UD),
+/// the flags of an unsignaled WR, UD and the peer's QPN, the batch's
+/// first iteration and each WR's signaled flag.
+struct Batch<'f> {
+    verb: Verb,
+    size: usize,
+    slots: u64,
+    fast: bool,
+    inline_flags: SendFlags,
+    ud: bool,
+    qpn_b: u32,
+    first: u64,
+    signaled: &'f [bool],
+}
+
+/// The WRs of batch `b` over the pair's slots (each source stamped with
+/// its iteration): RDMA WRs on the fast path, send WRs otherwise (the
+/// other list stays empty).
+#[inline(always)]
+fn build_batch<'a>(
+    b: &Batch<'_>,
+    a_src: &[Slot],
+    b_src: &[Slot],
+    b_dst: &[Slot],
+    sg: &'a Lists,
+    av: &'a AddressVector,
+) -> (Vec<RdmaWr<'a>>, Vec<SendWr<'a>>) {
+    let (verb, size, slots) = (b.verb, b.size, b.slots);
+    let m = b.signaled.len() as u64;
+    let mut rbatch: Vec<RdmaWr<'_>> = Vec::with_capacity(m as usize);
+    let mut sbatch: Vec<SendWr<'_>> = Vec::with_capacity(m as usize);
+    for (j, it) in (b.first..b.first + m).enumerate() {
+        let slot = (it % slots) as usize;
+        let sig = b.signaled[j];
+        let remote = match verb {
+            Verb::Read => {
+                stamp(&b_src[slot], size, it);
+                b_src[slot]
+            }
+            _ => {
+                stamp(&a_src[slot], size, it);
+                b_dst[slot]
+            }
+        };
+        let sgl = match verb {
+            Verb::Read => &sg.a_dst[slot][..],
+            _ => &sg.a_src[slot][..],
+        };
+        if b.fast {
+            rbatch.push(RdmaWr {
+                wr_id: it,
+                remote_addr: remote.addr,
+                rkey: remote.key,
+                sgl,
+                signaled: sig,
+            });
+        } else {
+            let op = match verb {
+                Verb::Send => SendOp::Send,
+                _ => SendOp::Write {
+                    remote_addr: remote.addr,
+                    rkey: remote.key,
+                },
+            };
+            let mut fl = b.inline_flags;
+            if sig {
+                fl |= SendFlags::SIGNALED;
+            }
+            let mut wr = SendWr::new(it, op, sgl).with_flags(fl);
+            if b.ud {
+                wr = wr.with_ud(UdDest {
+                    av,
+                    remote_qpn: b.qpn_b,
+                    remote_qkey: QKEY,
+                });
+            }
+            sbatch.push(wr);
+        }
+    }
+    (rbatch, sbatch)
 }
 
 /// The run state of one pair.
@@ -1249,20 +1335,7 @@ impl<'t> Engine<'t> {
             _ => RdmaOp::Send,
         };
         let mut any = false;
-        loop {
-            let pr = &self.pairs[q];
-            let (posted, completed) = (pr.posted, pr.completed);
-            if posted >= n {
-                break;
-            }
-            let m = (self.post_list as u64).min(n - posted);
-            let busy_rx = (posted + m).saturating_sub(pr.received + pr.lost);
-            if posted + m - completed > window || (send && busy_rx > rx_slots) {
-                break;
-            }
-            let flags: Vec<bool> = (posted..posted + m)
-                .map(|it| self.signal(it, it + 1 - completed, it + 1 == n))
-                .collect();
+        while let Some((posted, m, flags)) = self.next_batch(q, n, window, send, rx_slots) {
             let (inline_flags, ud) = (self.flags(false), self.ud);
             let test = self.test;
             let PairRun { p, sg, .. } = &mut self.pairs[q];
@@ -1275,57 +1348,18 @@ impl<'t> Engine<'t> {
                 av,
                 ..
             } = p;
-            let qpn_b = b.qpn();
-            let mut rbatch: Vec<RdmaWr<'_>> = Vec::with_capacity(m as usize);
-            let mut sbatch: Vec<SendWr<'_>> = Vec::with_capacity(m as usize);
-            for (j, it) in (posted..posted + m).enumerate() {
-                let slot = (it % slots) as usize;
-                let sig = flags[j];
-                let remote = match verb {
-                    Verb::Read => {
-                        stamp(&b_src[slot], size, it);
-                        b_src[slot]
-                    }
-                    _ => {
-                        stamp(&a_src[slot], size, it);
-                        b_dst[slot]
-                    }
-                };
-                let sgl = match verb {
-                    Verb::Read => &sg.a_dst[slot][..],
-                    _ => &sg.a_src[slot][..],
-                };
-                if fast {
-                    rbatch.push(RdmaWr {
-                        wr_id: it,
-                        remote_addr: remote.addr,
-                        rkey: remote.key,
-                        sgl,
-                        signaled: sig,
-                    });
-                } else {
-                    let op = match verb {
-                        Verb::Send => SendOp::Send,
-                        _ => SendOp::Write {
-                            remote_addr: remote.addr,
-                            rkey: remote.key,
-                        },
-                    };
-                    let mut fl = inline_flags;
-                    if sig {
-                        fl |= SendFlags::SIGNALED;
-                    }
-                    let mut wr = SendWr::new(it, op, sgl).with_flags(fl);
-                    if ud {
-                        wr = wr.with_ud(UdDest {
-                            av,
-                            remote_qpn: qpn_b,
-                            remote_qkey: QKEY,
-                        });
-                    }
-                    sbatch.push(wr);
-                }
-            }
+            let batch = Batch {
+                verb,
+                size,
+                slots,
+                fast,
+                inline_flags,
+                ud,
+                qpn_b: b.qpn(),
+                first: posted,
+                signaled: &flags,
+            };
+            let (rbatch, sbatch) = build_batch(&batch, a_src, b_src, b_dst, sg, av);
             let before = a.cur_post();
             let t = self.timer.now_ns();
             let r = if fast {
@@ -1352,39 +1386,66 @@ impl<'t> Engine<'t> {
             }
             drop(rbatch);
             drop(sbatch);
-            self.post_ns_total += t1.saturating_sub(t) as f64;
-            self.post_wrs += m;
-            self.doorbells += 1;
-            self.rep.posted += m;
-            self.pairs[q].a_posted += m;
-            let t0 = *t_first.get_or_insert(t);
-            for _ in 0..m {
-                self.push_posted(t - t0);
-            }
-            self.pairs[q].posted += m;
+            self.account_batch(q, m, (t, t1), t_first);
             any = true;
         }
         Ok(any)
+    }
+
+    /// The next batch pair `q` may post of its `n` WRs: (its first
+    /// iteration, its WR count, each WR's signaled flag); `None` when all
+    /// are posted or the `window` (for SEND: the `rx_slots` receives) is
+    /// full.
+    #[inline(always)]
+    fn next_batch(
+        &self,
+        q: usize,
+        n: u64,
+        window: u64,
+        send: bool,
+        rx_slots: u64,
+    ) -> Option<(u64, u64, Vec<bool>)> {
+        let pr = &self.pairs[q];
+        let (posted, completed) = (pr.posted, pr.completed);
+        if posted >= n {
+            return None;
+        }
+        let m = (self.post_list as u64).min(n - posted);
+        let busy_rx = (posted + m).saturating_sub(pr.received + pr.lost);
+        if posted + m - completed > window || (send && busy_rx > rx_slots) {
+            return None;
+        }
+        let flags: Vec<bool> = (posted..posted + m)
+            .map(|it| self.signal(it, it + 1 - completed, it + 1 == n))
+            .collect();
+        Some((posted, m, flags))
+    }
+
+    /// Books a batch of `m` WRs pair `q` posted in `timed` (the stamps
+    /// before and after the post call): the post cost, the counters, and
+    /// one post stamp per WR relative to the run's first post.
+    #[inline(always)]
+    fn account_batch(&mut self, q: usize, m: u64, timed: (u64, u64), t_first: &mut Option<u64>) {
+        let (t, t1) = timed;
+        self.post_ns_total += t1.saturating_sub(t) as f64;
+        self.post_wrs += m;
+        self.doorbells += 1;
+        self.rep.posted += m;
+        self.pairs[q].a_posted += m;
+        let t0 = *t_first.get_or_insert(t);
+        for _ in 0..m {
+            self.push_posted(t - t0);
+        }
+        self.pairs[q].posted += m;
     }
 
     /// write-bw / send-bw / read-bw: keep up to `window` WRs in flight on
     /// every pair.
     fn bw(&mut self) -> anyhow::Result<()> {
         let mut n = self.iters;
-        let size = self.size;
-        let slots = self.slots as u64;
-        let verb = self.verb;
-        let send = verb == Verb::Send;
+        let send = self.verb == Verb::Send;
         let nq = self.pairs.len();
-        let rx_slots = if send { slots.min(RQ_WQES as u64) } else { 0 };
-        for q in 0..nq {
-            for s in 0..rx_slots {
-                self.post_recv(q, Who::B, s as usize)?;
-            }
-        }
-        let total = n.saturating_mul(nq as u64).min(RESERVE_MAX);
-        self.rep.tposted.reserve(total as usize);
-        self.rep.tcompleted.reserve(total as usize);
+        self.bw_prepare(n)?;
         let mut t_first: Option<u64> = None;
         let mut last_progress = self.timer.now_ns();
         let reliable = self.reliable;
@@ -1413,88 +1474,155 @@ impl<'t> Engine<'t> {
             let mut progressed = false;
             for q in 0..nq {
                 progressed |= self.post_batches(q, n, &mut t_first)?;
-                // Requester completions: every WR through the CQE's retires.
-                if self.poll(q, Who::A)? > 0 && self.pairs[q].a_retired > self.pairs[q].completed {
-                    let now = self.timer.now_ns() - t_first.unwrap_or(0);
-                    let (from, to) = (self.pairs[q].completed, self.pairs[q].a_retired);
-                    for it in from..to {
-                        self.push_completed(now);
-                        // RC: completion means the data is in place. UC/UD
-                        // complete on sending; they are checked at the end.
-                        if reliable && verb != Verb::Send {
-                            let slot = (it % slots) as usize;
-                            let p = &self.pairs[q].p;
-                            let at = match verb {
-                                Verb::Read => p.a_dst[slot].cpu.as_ptr(),
-                                _ => p.b_dst[slot].cpu.as_ptr(),
-                            };
-                            let upto = self.pairs[q].posted;
-                            self.rep.mismatches +=
-                                mismatches(at, size, it, &self.body, slots, upto);
-                        }
-                    }
-                    self.pairs[q].completed = to;
-                    progressed = true;
-                }
-                // Responder receives (SEND): check and repost.
-                if send && (self.poll(q, Who::B)? > 0 || !self.pairs[q].b_recvs.is_empty()) {
-                    let k = self.consume_recvs(q)?;
-                    self.pairs[q].received += k;
-                    progressed = true;
+                progressed |= self.reap_sends(q, t_first)?;
+                if send {
+                    progressed |= self.reap_recvs(q)?;
                 }
             }
-            let now = self.timer.now_ns();
-            let idle = now.saturating_sub(last_progress);
-            let lost_any = send
-                && !reliable
-                && idle >= LOSS_GRACE_NS
-                && self
-                    .pairs
-                    .iter()
-                    .any(|p| p.posted.saturating_sub(p.received) > p.lost);
-            if progressed {
-                last_progress = now;
-            } else if lost_any {
-                // Unreliable SENDs that have not arrived by now are gone:
-                // their receives are free again.
-                for p in &mut self.pairs {
-                    p.lost = p.posted.saturating_sub(p.received);
-                }
-                last_progress = now;
-            } else if idle >= self.timeout_ns {
-                let p = &self.pairs[0];
-                return Err(self.timeout(&format!(
-                    "completions: {} of {n} WRs completed on QP {:#x}, {} posted{}",
-                    p.completed,
-                    p.p.a.qpn(),
-                    p.posted,
-                    if send {
-                        format!(", {} received on QP {:#x}", p.received, p.p.b.qpn())
-                    } else {
-                        String::new()
-                    }
-                )));
-            } else {
-                self.timer.relax();
-            }
+            self.after_pass(progressed, &mut last_progress, n)?;
         }
         if !reliable {
-            // Unreliable transports complete before the data lands: let it
-            // settle, then check what arrived.
-            self.timer.settle();
-            for q in 0..nq {
-                let n = self.pairs[q].posted;
+            self.settle_and_check()?;
+        }
+        Ok(())
+    }
+
+    /// Before a bandwidth run of `n` WRs per pair: every receive slot of
+    /// each responder posted (SEND), and room for the stamps reserved.
+    fn bw_prepare(&mut self, n: u64) -> anyhow::Result<()> {
+        let slots = self.slots as u64;
+        let send = self.verb == Verb::Send;
+        let nq = self.pairs.len();
+        let rx_slots = if send { slots.min(RQ_WQES as u64) } else { 0 };
+        for q in 0..nq {
+            for s in 0..rx_slots {
+                self.post_recv(q, Who::B, s as usize)?;
+            }
+        }
+        let total = n.saturating_mul(nq as u64).min(RESERVE_MAX);
+        self.rep.tposted.reserve(total as usize);
+        self.rep.tcompleted.reserve(total as usize);
+        Ok(())
+    }
+
+    /// Requester completions of pair `q`: every WR through the CQE's
+    /// retires, with a completion stamp (relative to `t_first`) and, on
+    /// RC, the check of its payload. Returns whether any retired.
+    #[inline(always)]
+    fn reap_sends(&mut self, q: usize, t_first: Option<u64>) -> anyhow::Result<bool> {
+        let size = self.size;
+        let slots = self.slots as u64;
+        let verb = self.verb;
+        let reliable = self.reliable;
+        // Requester completions: every WR through the CQE's retires.
+        if self.poll(q, Who::A)? > 0 && self.pairs[q].a_retired > self.pairs[q].completed {
+            let now = self.timer.now_ns() - t_first.unwrap_or(0);
+            let (from, to) = (self.pairs[q].completed, self.pairs[q].a_retired);
+            for it in from..to {
+                self.push_completed(now);
+                // RC: completion means the data is in place. UC/UD
+                // complete on sending; they are checked at the end.
+                if reliable && verb != Verb::Send {
+                    let slot = (it % slots) as usize;
+                    let p = &self.pairs[q].p;
+                    let at = match verb {
+                        Verb::Read => p.a_dst[slot].cpu.as_ptr(),
+                        _ => p.b_dst[slot].cpu.as_ptr(),
+                    };
+                    let upto = self.pairs[q].posted;
+                    self.rep.mismatches += mismatches(at, size, it, &self.body, slots, upto);
+                }
+            }
+            self.pairs[q].completed = to;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// Responder receives of pair `q` (SEND): check and repost. Returns
+    /// whether any were consumed.
+    #[inline(always)]
+    fn reap_recvs(&mut self, q: usize) -> anyhow::Result<bool> {
+        if self.poll(q, Who::B)? > 0 || !self.pairs[q].b_recvs.is_empty() {
+            let k = self.consume_recvs(q)?;
+            self.pairs[q].received += k;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// After a pass over the pairs (of `n` WRs each): progress resets the
+    /// idle time; without it, unreliable SENDs missing past the grace
+    /// period are presumed lost, a wait past the time limit fails, and
+    /// otherwise the timer relaxes.
+    #[inline(always)]
+    fn after_pass(
+        &mut self,
+        progressed: bool,
+        last_progress: &mut u64,
+        n: u64,
+    ) -> anyhow::Result<()> {
+        let send = self.verb == Verb::Send;
+        let reliable = self.reliable;
+        let now = self.timer.now_ns();
+        let idle = now.saturating_sub(*last_progress);
+        let lost_any = send
+            && !reliable
+            && idle >= LOSS_GRACE_NS
+            && self
+                .pairs
+                .iter()
+                .any(|p| p.posted.saturating_sub(p.received) > p.lost);
+        if progressed {
+            *last_progress = now;
+        } else if lost_any {
+            // Unreliable SENDs that have not arrived by now are gone:
+            // their receives are free again.
+            for p in &mut self.pairs {
+                p.lost = p.posted.saturating_sub(p.received);
+            }
+            *last_progress = now;
+        } else if idle >= self.timeout_ns {
+            let p = &self.pairs[0];
+            return Err(self.timeout(&format!(
+                "completions: {} of {n} WRs completed on QP {:#x}, {} posted{}",
+                p.completed,
+                p.p.a.qpn(),
+                p.posted,
                 if send {
-                    while self.poll(q, Who::B)? > 0 {}
-                    let k = self.consume_recvs(q)?;
-                    self.pairs[q].received += k;
-                    self.rep.mismatches += n.saturating_sub(self.pairs[q].received) * size as u64;
+                    format!(", {} received on QP {:#x}", p.received, p.p.b.qpn())
                 } else {
-                    for s in 0..slots.min(n) {
-                        let it = s + (n - 1 - s) / slots * slots;
-                        let at = self.pairs[q].p.b_dst[s as usize].cpu.as_ptr();
-                        self.rep.mismatches += mismatches(at, size, it, &self.body, 1, it + 1);
-                    }
+                    String::new()
+                }
+            )));
+        } else {
+            self.timer.relax();
+        }
+        Ok(())
+    }
+
+    /// The end of an unreliable bandwidth run: UC/UD complete before the
+    /// data lands, so let it settle, then check what arrived (SENDs not
+    /// received count `size` bytes each).
+    fn settle_and_check(&mut self) -> anyhow::Result<()> {
+        let size = self.size;
+        let slots = self.slots as u64;
+        let send = self.verb == Verb::Send;
+        // Unreliable transports complete before the data lands: let it
+        // settle, then check what arrived.
+        self.timer.settle();
+        for q in 0..self.pairs.len() {
+            let n = self.pairs[q].posted;
+            if send {
+                while self.poll(q, Who::B)? > 0 {}
+                let k = self.consume_recvs(q)?;
+                self.pairs[q].received += k;
+                self.rep.mismatches += n.saturating_sub(self.pairs[q].received) * size as u64;
+            } else {
+                for s in 0..slots.min(n) {
+                    let it = s + (n - 1 - s) / slots * slots;
+                    let at = self.pairs[q].p.b_dst[s as usize].cpu.as_ptr();
+                    self.rep.mismatches += mismatches(at, size, it, &self.body, 1, it + 1);
                 }
             }
         }

@@ -1,14 +1,19 @@
 //! `bareverbs perf`: CPU cost of the data path on memory-backed queues
 //! (`post`, `post-recv`, `poll`, `compare-c`), and perftest-style transfers.
 
+pub mod backend;
 pub mod cli;
 pub mod cmd_backend;
+pub mod config;
 pub mod cpost;
 pub mod engine;
+pub mod flags;
 pub mod model_backend;
 pub mod poll;
 pub mod post;
 pub mod probe;
 pub mod recv;
+pub mod report;
+pub mod rules;
 pub mod run;
 pub mod sim_backend;

@@ -13,8 +13,10 @@
 //! tests) and then completes with RETRY_EXC_ERR; UC/UD complete on
 //! sending and the data never arrives.
 
+use super::config::{qp_request, PerfRunConfig};
 use super::engine::{Pair, PerfDevice, Plan, SideOps, Slot, Timer};
-use super::run::{qp_request, Conn, PerfRunConfig, PerfRunReport};
+use super::flags::Conn;
+use super::report::PerfRunReport;
 use crate::model::{NicCost, NicModel, PcieModel, WqeOp, WqeShape};
 use crate::perf::probe::{post_samples, probe, ProbeSpec};
 use crate::perftest::format::{Endpoint, Verb};
@@ -22,7 +24,7 @@ use anyhow::Context as _;
 use bareverbs::cq::PollError;
 use bareverbs::cqe::{WcOpcode, WcStatus, WorkCompletion};
 use bareverbs::qp::QpType as SqQpType;
-use bareverbs::sizing::{sq_layout, DeviceCaps};
+use bareverbs::sizing::{sq_layout, DeviceCaps, SqLayout};
 use bareverbs::sq::{PostError, PostErrorKind, RdmaOp, RdmaWr, SendOp, SendWr, Sge};
 use bareverbs::wqe::AddressVector;
 use std::alloc::{alloc_zeroed, dealloc, Layout};
@@ -505,6 +507,76 @@ impl ModelBackend {
             })
             .collect())
     }
+
+    /// The sides (into `w`) and message areas of every pair of the run.
+    fn pair_parts(&mut self, w: &mut World, plan: &Plan) -> anyhow::Result<Vec<PairParts>> {
+        let mut pairs = Vec::with_capacity(plan.pairs);
+        let ar = plan.areas;
+        for q in 0..plan.pairs {
+            let (ia, ib) = (2 * q, 2 * q + 1);
+            let qa = 0x100 + ia as u32;
+            let qb = 0x100 + ib as u32;
+            w.sides.push(SideState {
+                peer: ib,
+                qpn: qa,
+                ..SideState::default()
+            });
+            w.sides.push(SideState {
+                peer: ia,
+                qpn: qb,
+                ..SideState::default()
+            });
+            let n = |on: bool| if on { plan.slots } else { 0 };
+            let sb = plan.slot_bytes;
+            let a_src = self.area(n(ar.a_src), sb, 0x1000 + 4 * q as u32)?;
+            let a_dst = self.area(n(ar.a_dst), sb, 0x1001 + 4 * q as u32)?;
+            let b_src = self.area(n(ar.b_src), sb, 0x1002 + 4 * q as u32)?;
+            let b_dst = self.area(n(ar.b_dst), sb, 0x1003 + 4 * q as u32)?;
+            let ep = |qpn: u32, s: Option<&Slot>| Endpoint {
+                lid: 0,
+                qpn,
+                psn: 0,
+                out_reads: 16,
+                rkey: s.map_or(0, |s| s.key),
+                vaddr: s.map_or(0, |s| s.addr),
+                gid: [0; 16],
+            };
+            let local = ep(qa, a_dst.first().or(a_src.first()));
+            let remote = ep(qb, b_dst.first().or(b_src.first()));
+            pairs.push(PairParts {
+                ia,
+                ib,
+                a_src,
+                a_dst,
+                b_src,
+                b_dst,
+                local,
+                remote,
+            });
+        }
+        Ok(pairs)
+    }
+
+    /// The engine's pair over parts `p`: two sides of the model device.
+    fn pair(&self, p: PairParts) -> Pair {
+        Pair {
+            a: Box::new(ModelSide {
+                w: self.timer.w.clone(),
+                id: p.ia,
+            }),
+            b: Box::new(ModelSide {
+                w: self.timer.w.clone(),
+                id: p.ib,
+            }),
+            a_src: p.a_src,
+            a_dst: p.a_dst,
+            b_src: p.b_src,
+            b_dst: p.b_dst,
+            av: AddressVector::datagram(0, 0, false, 0, 0, 0, [0; 6], 0, 0, 0, [0; 16]),
+            local: p.local,
+            remote: p.remote,
+        }
+    }
 }
 
 impl Drop for ModelBackend {
@@ -519,6 +591,70 @@ fn wqe_op(v: Verb) -> WqeOp {
         Verb::Send => WqeOp::Send,
         Verb::Read => WqeOp::Read,
         Verb::Atomic => WqeOp::Atomic,
+    }
+}
+
+/// One pair of a model run before its sides exist: the side indices in
+/// the world, the four message areas and the two endpoints.
+struct PairParts {
+    ia: usize,
+    ib: usize,
+    a_src: Vec<Slot>,
+    a_dst: Vec<Slot>,
+    b_src: Vec<Slot>,
+    b_dst: Vec<Slot>,
+    local: Endpoint,
+    remote: Endpoint,
+}
+
+/// What to post into the memory-backed SQ of the run's exact `layout`
+/// (batches of `batch` WRs), and the DS the probe leaves out: UD's
+/// datagram segment (3 DS) is added by the rule; the probe posts the
+/// RC-shaped remainder.
+fn probe_spec(cfg: &PerfRunConfig, plan: &Plan, layout: &SqLayout, batch: u32) -> (ProbeSpec, u32) {
+    let (probe_type, extra_ds) = match cfg.conn {
+        Conn::Rc => (SqQpType::Rc, 0),
+        Conn::Uc => (SqQpType::Uc, 0),
+        Conn::Ud => (SqQpType::Rc, 3),
+    };
+    let spec = ProbeSpec {
+        op: wqe_op(plan.verb),
+        qp_type: probe_type,
+        ring_bbs: layout.wqe_cnt,
+        max_post: layout.max_post,
+        max_gs: cfg.max_send_sge,
+        max_inline: layout.max_inline_data,
+        posted_sge: plan.k,
+        inline: plan.inline,
+        payload: plan.size as u32,
+        batch,
+        atomics: plan.atomics,
+        blueflame: true,
+    };
+    (spec, extra_ds)
+}
+
+/// The WQE the model costs: `ds` DS on `layout`, posted at `post_ns`.
+fn wqe_shape(
+    cfg: &PerfRunConfig,
+    plan: &Plan,
+    layout: &SqLayout,
+    ds: u32,
+    batch: u32,
+    post_ns: f64,
+) -> WqeShape {
+    WqeShape {
+        op: wqe_op(plan.verb),
+        ds,
+        wqebbs: (16 * ds).div_ceil(64),
+        posted_sge: if plan.inline { 0 } else { plan.k },
+        inline: plan.inline,
+        payload_bytes: plan.size as u32,
+        batch,
+        ring_bytes: layout.buf_bytes,
+        slot_bytes: layout.wqe_size,
+        active_qps: cfg.qps,
+        post_ns: Some(post_ns),
     }
 }
 
@@ -549,47 +685,14 @@ impl PerfDevice for ModelBackend {
     }
 
     fn open(&mut self, cfg: &PerfRunConfig, plan: &Plan) -> anyhow::Result<Vec<Pair>> {
-        let verb = plan.verb;
         let layout = sq_layout(&qp_request(cfg), &cfg.caps)
             .map_err(|e| anyhow::anyhow!("QP creation fails: {e}"))?;
         let bw = cfg.test.is_bw();
         let batch = if bw { cfg.post_list.max(1) } else { 1 };
-        // UD's datagram segment (3 DS) is added by the rule; the probe posts
-        // the RC-shaped remainder.
-        let (probe_type, extra_ds) = match cfg.conn {
-            Conn::Rc => (SqQpType::Rc, 0),
-            Conn::Uc => (SqQpType::Uc, 0),
-            Conn::Ud => (SqQpType::Rc, 3),
-        };
-        let spec = ProbeSpec {
-            op: wqe_op(verb),
-            qp_type: probe_type,
-            ring_bbs: layout.wqe_cnt,
-            max_post: layout.max_post,
-            max_gs: cfg.max_send_sge,
-            max_inline: layout.max_inline_data,
-            posted_sge: plan.k,
-            inline: plan.inline,
-            payload: plan.size as u32,
-            batch,
-            atomics: plan.atomics,
-            blueflame: true,
-        };
+        let (spec, extra_ds) = probe_spec(cfg, plan, &layout, batch);
         let pr = probe(&spec, 20_000, 3).context("posting into the memory-backed SQ")?;
         let ds = pr.ds + extra_ds;
-        let shape = WqeShape {
-            op: wqe_op(verb),
-            ds,
-            wqebbs: (16 * ds).div_ceil(64),
-            posted_sge: if plan.inline { 0 } else { plan.k },
-            inline: plan.inline,
-            payload_bytes: plan.size as u32,
-            batch,
-            ring_bytes: layout.buf_bytes,
-            slot_bytes: layout.wqe_size,
-            active_qps: cfg.qps,
-            post_ns: Some(pr.post_ns),
-        };
+        let shape = wqe_shape(cfg, plan, &layout, ds, batch, pr.post_ns);
         let nic = self.model.wqe(&shape);
         let gap_ns = {
             let mut s2 = shape;
@@ -627,63 +730,10 @@ impl PerfDevice for ModelBackend {
             },
             ..World::default()
         };
-        let mut pairs = Vec::with_capacity(plan.pairs);
-        let ar = plan.areas;
-        for q in 0..plan.pairs {
-            let (ia, ib) = (2 * q, 2 * q + 1);
-            let qa = 0x100 + ia as u32;
-            let qb = 0x100 + ib as u32;
-            w.sides.push(SideState {
-                peer: ib,
-                qpn: qa,
-                ..SideState::default()
-            });
-            w.sides.push(SideState {
-                peer: ia,
-                qpn: qb,
-                ..SideState::default()
-            });
-            let n = |on: bool| if on { plan.slots } else { 0 };
-            let sb = plan.slot_bytes;
-            let a_src = self.area(n(ar.a_src), sb, 0x1000 + 4 * q as u32)?;
-            let a_dst = self.area(n(ar.a_dst), sb, 0x1001 + 4 * q as u32)?;
-            let b_src = self.area(n(ar.b_src), sb, 0x1002 + 4 * q as u32)?;
-            let b_dst = self.area(n(ar.b_dst), sb, 0x1003 + 4 * q as u32)?;
-            let ep = |qpn: u32, s: Option<&Slot>| Endpoint {
-                lid: 0,
-                qpn,
-                psn: 0,
-                out_reads: 16,
-                rkey: s.map_or(0, |s| s.key),
-                vaddr: s.map_or(0, |s| s.addr),
-                gid: [0; 16],
-            };
-            let local = ep(qa, a_dst.first().or(a_src.first()));
-            let remote = ep(qb, b_dst.first().or(b_src.first()));
-            pairs.push((ia, ib, a_src, a_dst, b_src, b_dst, local, remote));
-        }
+        let pairs = self.pair_parts(&mut w, plan)?;
         *self.timer.w.borrow_mut() = w;
         self.nic = Some(nic);
-        Ok(pairs
-            .into_iter()
-            .map(|(ia, ib, a_src, a_dst, b_src, b_dst, local, remote)| Pair {
-                a: Box::new(ModelSide {
-                    w: self.timer.w.clone(),
-                    id: ia,
-                }),
-                b: Box::new(ModelSide {
-                    w: self.timer.w.clone(),
-                    id: ib,
-                }),
-                a_src,
-                a_dst,
-                b_src,
-                b_dst,
-                av: AddressVector::datagram(0, 0, false, 0, 0, 0, [0; 6], 0, 0, 0, [0; 16]),
-                local,
-                remote,
-            })
-            .collect())
+        Ok(pairs.into_iter().map(|p| self.pair(p)).collect())
     }
 
     fn close(&mut self) -> anyhow::Result<()> {

@@ -90,7 +90,58 @@ fn run(
         .alloc(n * 64, 4096)
         .ok_or_else(|| anyhow::anyhow!("dma"))?;
     let dbrec = dma.alloc(64, 64).ok_or_else(|| anyhow::anyhow!("dma"))?;
-    let cfg = SqConfig {
+    let cfg = sq_config(spec);
+    // SAFETY: ring and dbrec are fresh allocations owned by `dma`, which
+    // outlives the queue (both are dropped at the end of this function,
+    // the queue first: it is declared later).
+    let slots = vec![SqSlot::default(); n];
+    let sq = unsafe { SendQueue::new(ring, dbrec, MemUar::default(), cfg, slots) }
+        .ok_or_else(|| anyhow::anyhow!("bad SQ geometry"))?;
+    let mut sq = sq;
+    sq.enable();
+
+    let k = spec.posted_sge.max(1);
+    let payload = vec![0x5au8; (spec.payload as usize).max(64) + 64 * k as usize];
+    let sgl = sge_list(spec, k, &payload);
+    let base_flags = if spec.inline {
+        SendFlags::INLINE
+    } else {
+        SendFlags::empty()
+    };
+    let mut wrs = vec![
+        SendWr::new(0, send_op(spec.op), &sgl).with_flags(base_flags);
+        spec.batch.max(1) as usize
+    ];
+
+    // 1. One WR: read its control segment back from the ring.
+    let (ds, wqebbs) = read_back(&mut sq, &wrs, &ring, n)?;
+
+    // 2a. Per-batch samples.
+    if let Some((out, n)) = samples {
+        sample_posts(&mut sq, &mut wrs, base_flags, wqebbs, out, n);
+    }
+
+    // 2b. Timed loop.
+    let mut best = f64::INFINITY;
+    if iters > 0 {
+        best = time_posts(&mut sq, &mut wrs, base_flags, wqebbs, iters, reps);
+    }
+    drop(sq);
+    drop(payload);
+    Ok(ProbeResult {
+        ds,
+        wqebbs,
+        post_ns: if iters > 0 { best } else { 0.0 },
+    })
+}
+
+/// The memory-backed send queue a probe posts into.
+type ProbeSq = SendQueue<MemUar, Vec<SqSlot>>;
+
+/// The SQ configuration of `spec` (BlueFlame register at 0x800 of the RAM
+/// UAR page).
+fn sq_config(spec: &ProbeSpec) -> SqConfig {
+    SqConfig {
         qpn: 0x1234,
         qp_type: spec.qp_type,
         max_post: spec.max_post,
@@ -104,19 +155,13 @@ fn run(
             enabled: spec.blueflame,
             prefer: false,
         },
-    };
-    // SAFETY: ring and dbrec are fresh allocations owned by `dma`, which
-    // outlives the queue (both are dropped at the end of this function,
-    // the queue first: it is declared later).
-    let slots = vec![SqSlot::default(); n];
-    let sq = unsafe { SendQueue::new(ring, dbrec, MemUar::default(), cfg, slots) }
-        .ok_or_else(|| anyhow::anyhow!("bad SQ geometry"))?;
-    let mut sq = sq;
-    sq.enable();
+    }
+}
 
-    let k = spec.posted_sge.max(1);
-    let payload = vec![0x5au8; (spec.payload as usize).max(64) + 64 * k as usize];
-    let sgl: Vec<Sge> = (0..k)
+/// The `k` SGEs of each WR, splitting the payload: inline ones point into
+/// `payload` (64 bytes apart), the others name fake device addresses.
+fn sge_list(spec: &ProbeSpec, k: u32, payload: &[u8]) -> Vec<Sge> {
+    (0..k)
         .map(|i| {
             let len = spec.payload / k + u32::from(i < spec.payload % k);
             if spec.inline {
@@ -133,9 +178,13 @@ fn run(
                 }
             }
         })
-        .collect();
+        .collect()
+}
+
+/// The work request of `op` toward a fixed fake remote buffer.
+fn send_op(op: WqeOp) -> SendOp {
     let (raddr, rkey) = (0x2000_0000u64, 0x77u32);
-    let op = match spec.op {
+    match op {
         WqeOp::Write => SendOp::Write {
             remote_addr: raddr,
             rkey,
@@ -150,84 +199,102 @@ fn run(
             rkey,
             add: 1,
         },
-    };
-    let base_flags = if spec.inline {
-        SendFlags::INLINE
-    } else {
-        SendFlags::empty()
-    };
-    let mut wrs = vec![SendWr::new(0, op, &sgl).with_flags(base_flags); spec.batch.max(1) as usize];
+    }
+}
 
-    // 1. One WR: read its control segment back from the ring.
+/// Posts the first of `wrs` and reads its control segment back from the
+/// `n`-WQEBB `ring`: (DS count, WQEBBs the post took); then retires it.
+fn read_back(
+    sq: &mut ProbeSq,
+    wrs: &[SendWr<'_>],
+    ring: &DmaBuf,
+    n: usize,
+) -> anyhow::Result<(u32, u32)> {
     let before = sq.cur_post();
     // SAFETY: non-inline SGEs name fake device addresses that the RAM UAR
-    // never dereferences; inline SGEs point into `payload`, alive here.
+    // never dereferences; inline SGEs point into the caller's `payload`,
+    // alive for this call.
     unsafe { sq.post_send_raw(&wrs[..1]) }.map_err(|e| anyhow::anyhow!("post failed: {e}"))?;
     let wqebbs = sq.cur_post().wrapping_sub(before);
-    let ds = read_ds(&ring, before as usize % n);
+    let ds = read_ds(ring, before as usize % n);
     let last = sq.cur_post().wrapping_sub(wqebbs) as u16;
     // SAFETY: memory-backed ring that no device executes.
     let _ = unsafe { sq.retire(last) };
+    Ok((ds, wqebbs))
+}
 
-    // 2a. Per-batch samples.
-    if let Some((out, n)) = samples {
-        for i in 0..n {
-            for wr in wrs.iter_mut() {
-                wr.flags = base_flags | SendFlags::SIGNALED;
-                wr.wr_id = i as u64;
+/// Times `n` signaled batches of `wrs` one by one into `out` (ns each,
+/// including the clock read), retiring after each.
+#[inline(always)]
+fn sample_posts(
+    sq: &mut ProbeSq,
+    wrs: &mut [SendWr<'_>],
+    base_flags: SendFlags,
+    wqebbs: u32,
+    out: &mut Vec<u64>,
+    n: usize,
+) {
+    for i in 0..n {
+        for wr in wrs.iter_mut() {
+            wr.flags = base_flags | SendFlags::SIGNALED;
+            wr.wr_id = i as u64;
+        }
+        let t = Instant::now();
+        // SAFETY: the SGEs are the caller's: fake device addresses the
+        // RAM UAR never dereferences, or inline data alive while it runs.
+        let r = unsafe { sq.post_send_raw(wrs) };
+        out.push(t.elapsed().as_nanos() as u64);
+        if r.is_err() || sq.outstanding() > 0 {
+            let last = sq.cur_post().wrapping_sub(wqebbs) as u16;
+            // SAFETY: memory-backed ring that no device executes.
+            let _ = unsafe { sq.retire(last) };
+        }
+    }
+}
+
+/// The timed loop: posts `iters` WRs in batches of `wrs` (one signaled
+/// every 16), retiring as the ring fills; the best ns per WR of `reps`
+/// runs.
+#[inline(always)]
+fn time_posts(
+    sq: &mut ProbeSq,
+    wrs: &mut [SendWr<'_>],
+    base_flags: SendFlags,
+    wqebbs: u32,
+    iters: u64,
+    reps: u32,
+) -> f64 {
+    let mut best = f64::INFINITY;
+    let n = wrs.len();
+    for _ in 0..reps.max(1) {
+        let mut posted = 0u64;
+        let t = Instant::now();
+        while posted < iters {
+            for (j, wr) in wrs.iter_mut().enumerate() {
+                let seq = posted + j as u64;
+                wr.wr_id = seq;
+                wr.flags = if (seq + 1).is_multiple_of(16) {
+                    base_flags | SendFlags::SIGNALED
+                } else {
+                    base_flags
+                };
             }
-            let t = Instant::now();
-            // SAFETY: as above.
-            let r = unsafe { sq.post_send_raw(&wrs) };
-            out.push(t.elapsed().as_nanos() as u64);
-            if r.is_err() || sq.outstanding() > 0 {
+            // SAFETY: as in `sample_posts`.
+            let r = unsafe { sq.post_send_raw(wrs) };
+            let done = match r {
+                Ok(()) => n,
+                Err(e) => e.index,
+            };
+            posted += done as u64;
+            if done < n || sq.outstanding() * 2 >= sq.config().max_post {
                 let last = sq.cur_post().wrapping_sub(wqebbs) as u16;
-                // SAFETY: as above.
+                // SAFETY: memory-backed ring that no device executes.
                 let _ = unsafe { sq.retire(last) };
             }
         }
+        best = best.min(t.elapsed().as_nanos() as f64 / posted as f64);
     }
-
-    // 2b. Timed loop.
-    let mut best = f64::INFINITY;
-    if iters > 0 {
-        let n = wrs.len();
-        for _ in 0..reps.max(1) {
-            let mut posted = 0u64;
-            let t = Instant::now();
-            while posted < iters {
-                for (j, wr) in wrs.iter_mut().enumerate() {
-                    let seq = posted + j as u64;
-                    wr.wr_id = seq;
-                    wr.flags = if (seq + 1).is_multiple_of(16) {
-                        base_flags | SendFlags::SIGNALED
-                    } else {
-                        base_flags
-                    };
-                }
-                // SAFETY: as above.
-                let r = unsafe { sq.post_send_raw(&wrs) };
-                let done = match r {
-                    Ok(()) => n,
-                    Err(e) => e.index,
-                };
-                posted += done as u64;
-                if done < n || sq.outstanding() * 2 >= sq.config().max_post {
-                    let last = sq.cur_post().wrapping_sub(wqebbs) as u16;
-                    // SAFETY: as above.
-                    let _ = unsafe { sq.retire(last) };
-                }
-            }
-            best = best.min(t.elapsed().as_nanos() as f64 / posted as f64);
-        }
-    }
-    drop(sq);
-    drop(payload);
-    Ok(ProbeResult {
-        ds,
-        wqebbs,
-        post_ns: if iters > 0 { best } else { 0.0 },
-    })
+    best
 }
 
 /// DS count (low 6 bits of the big-endian `qpn_ds` word, bytes 4..8) of

@@ -12,609 +12,19 @@
 //! (the same command-path code on the simulator behind the firmware
 //! command interface, modeled time).
 
-use crate::budget::load_caps;
-use crate::model::{load_model, NicCost};
+pub use super::backend::PerfBackend;
+pub use super::config::{qp_request, PerfRunConfig};
+pub use super::flags::{Conn, PerfArgs, PerfTest};
+pub use super::report::{PerfRunReport, StampsBeyond};
+pub use super::rules::{
+    configs, configs_on_port, effective_mtu, perftest_rules, port_attrs, PortAttrs, CQ_MOD_RANGE,
+    DEF_CQ_MOD, ITERS_RANGE, MAX_INLINE, MAX_MSG_SIZE, MSG_SIZE_CQ_MOD_LIMIT, PERFTEST_MTUS,
+    QP_RANGE, TX_RANGE,
+};
+use crate::model::load_model;
 use crate::perftest::format::{self as pf, Endpoint, HeaderInfo, Verb};
 use crate::perftest::stats::{bw_average, bw_stats, lat_stats_from_posted, BwUnit, GBS_DIVISOR};
 use anyhow::bail;
-use bareverbs::sizing::{DeviceCaps, QpCaps, QpType, SendOps};
-use std::collections::BTreeMap;
-use std::path::PathBuf;
-
-/// Which perftest binary is imitated.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-pub enum PerfTest {
-    /// ib_write_lat.
-    WriteLat,
-    /// ib_write_bw.
-    WriteBw,
-    /// ib_send_lat.
-    SendLat,
-    /// ib_send_bw.
-    SendBw,
-    /// ib_read_lat.
-    ReadLat,
-    /// ib_read_bw.
-    ReadBw,
-    /// ib_atomic_lat.
-    AtomicLat,
-}
-
-impl PerfTest {
-    /// Verb.
-    pub fn verb(self) -> Verb {
-        match self {
-            PerfTest::WriteLat | PerfTest::WriteBw => Verb::Write,
-            PerfTest::SendLat | PerfTest::SendBw => Verb::Send,
-            PerfTest::ReadLat | PerfTest::ReadBw => Verb::Read,
-            PerfTest::AtomicLat => Verb::Atomic,
-        }
-    }
-    /// Bandwidth test.
-    pub fn is_bw(self) -> bool {
-        matches!(
-            self,
-            PerfTest::WriteBw | PerfTest::SendBw | PerfTest::ReadBw
-        )
-    }
-}
-
-/// Connection type (`-c`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
-#[value(rename_all = "UPPER")]
-pub enum Conn {
-    /// Reliable connected.
-    Rc,
-    /// Unreliable connected.
-    Uc,
-    /// Unreliable datagram.
-    Ud,
-}
-
-/// perftest flags (those that apply) plus bareverbs' own.
-#[derive(Clone, Debug, clap::Args)]
-pub struct PerfArgs {
-    /// Message size in bytes (default 2 for latency, 65536 for bandwidth, 8 atomic).
-    #[arg(short = 's', long = "size", value_parser = crate::args::perf_size)]
-    pub size: Option<u64>,
-    /// Run sizes from 2 till 2^23.
-    #[arg(short = 'a', long = "all")]
-    pub all: bool,
-    /// Iterations (default 1000 latency, 5000 bandwidth).
-    #[arg(short = 'n', long = "iters", allow_negative_numbers = true, value_parser = crate::args::count_u64)]
-    pub iters: Option<u64>,
-    /// Number of QPs.
-    #[arg(short = 'q', long = "qp", default_value_t = 1, allow_negative_numbers = true, value_parser = crate::args::count_u32)]
-    pub qps: u32,
-    /// TX depth (default 1 latency, 128 bandwidth).
-    #[arg(short = 't', long = "tx-depth", allow_negative_numbers = true, value_parser = crate::args::count_u32)]
-    pub tx_depth: Option<u32>,
-    /// Post list: WRs per doorbell.
-    #[arg(short = 'l', long = "post_list", default_value_t = 1, allow_negative_numbers = true, value_parser = crate::args::positive_u32)]
-    pub post_list: u32,
-    /// CQ moderation: one signaled WR every N (perftest default 100; 1 for
-    /// messages over 8192 B unless given; at most the TX depth).
-    #[arg(short = 'Q', long = "cq-mod", allow_negative_numbers = true, value_parser = crate::args::count_u32)]
-    pub cq_mod: Option<u32>,
-    /// Max inline size (perftest defaults: WRITE 220, SEND RC/UC 236, UD 188).
-    #[arg(short = 'I', long = "inline_size", allow_negative_numbers = true, value_parser = crate::args::byte_size_u32)]
-    pub inline_size: Option<u32>,
-    /// Connection type.
-    #[arg(short = 'c', long = "connection", value_enum, default_value = "RC")]
-    pub conn: Conn,
-    /// Report Gb/sec instead of MB/sec.
-    #[arg(long = "report_gbits")]
-    pub report_gbits: bool,
-    /// Run for this many seconds of wall-clock time instead of -n
-    /// iterations (on the simulator too; its figures stay in modeled time).
-    #[arg(short = 'D', long = "duration", allow_negative_numbers = true, value_parser = crate::args::count_u64)]
-    pub duration: Option<u64>,
-    /// Do not compute the peak bandwidth.
-    #[arg(short = 'N', long = "noPeak")]
-    pub no_peak: bool,
-    /// Path MTU (perftest default: the port's active MTU; a larger request
-    /// is lowered to it).
-    #[arg(short = 'm', long = "mtu")]
-    pub mtu: Option<u32>,
-    /// SGEs posted per WR (the message is split over them).
-    #[arg(long, default_value_t = 1)]
-    pub sge: u32,
-    /// max_send_sge of the QP (default: --sge).
-    #[arg(long = "max-send-sge")]
-    pub max_send_sge: Option<u32>,
-    /// max_send_wr of the QP (default: TX depth, as perftest).
-    #[arg(long = "max-send-wr")]
-    pub max_send_wr: Option<u32>,
-    /// Send-op set: `classic` (legacy create, 192 B overhead), `rdma`
-    /// (write,send,read) or a list like `write,send,atomic`. Default: what
-    /// perftest requests (rdma; +atomics for atomic-lat).
-    #[arg(long = "send-ops")]
-    pub send_ops: Option<String>,
-    /// Packet loss probability on the wire.
-    #[arg(long, default_value_t = 0.0)]
-    pub loss: f64,
-    /// Seed for the loss process.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Print one JSON object instead of perftest text.
-    #[arg(long)]
-    pub json: bool,
-    /// `sim` (default), `model`, `fw-sim` (the command path on the
-    /// simulator) or `vfio:BDF` (a ConnectX through VFIO).
-    #[arg(long, default_value = "sim")]
-    pub device: String,
-    /// With `vfio:BDF` / `fw-sim`: copy single inline WQEs through the
-    /// BlueFlame register (default: 8-byte doorbells only).
-    #[arg(long)]
-    pub blueflame: bool,
-    /// NIC model parameters (TOML).
-    #[arg(long)]
-    pub model: Option<PathBuf>,
-    /// Device capabilities (TOML, as `budget --caps`).
-    #[arg(long)]
-    pub caps: Option<PathBuf>,
-}
-
-/// A resolved run configuration (one message size).
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct PerfRunConfig {
-    /// Test.
-    pub test: PerfTest,
-    /// Message bytes.
-    pub size: u64,
-    /// Iterations (per QP).
-    pub iters: u64,
-    /// QPs.
-    pub qps: u32,
-    /// TX depth.
-    pub tx_depth: u32,
-    /// WRs per doorbell.
-    pub post_list: u32,
-    /// CQ moderation.
-    pub cq_mod: u32,
-    /// Max inline bytes requested for the QP.
-    pub inline_size: u32,
-    /// This message size is posted inline.
-    pub inline: bool,
-    /// Connection.
-    pub conn: Conn,
-    /// Posted SGEs.
-    pub sge: u32,
-    /// QP max_send_sge.
-    pub max_send_sge: u32,
-    /// QP max_send_wr.
-    pub max_send_wr: u32,
-    /// Send-op set (None = classic).
-    #[serde(skip)]
-    pub send_ops: Option<SendOps>,
-    /// Send-op set name.
-    pub send_ops_name: String,
-    /// Loss probability.
-    pub loss: f64,
-    /// Seed.
-    pub seed: u64,
-    /// Duration mode, seconds.
-    pub duration: Option<u64>,
-    /// MTU.
-    pub mtu: u32,
-    /// Device capabilities used for sizing.
-    #[serde(skip)]
-    pub caps: DeviceCaps,
-}
-
-/// What a backend returns.
-#[derive(Clone, Debug, Default, serde::Serialize)]
-pub struct PerfRunReport {
-    /// Backend name.
-    pub backend: String,
-    /// Times are modeled, not measured on a NIC.
-    pub modeled: bool,
-    /// WRs posted.
-    pub posted: u64,
-    /// Successful completions (incl. unsignaled ones retired by a later CQE).
-    pub completed_ok: u64,
-    /// Error completions (incl. flushed).
-    pub completed_err: u64,
-    /// Messages that did not arrive intact at the responder.
-    pub mismatches: u64,
-    /// Message rate (Mpps).
-    pub msg_rate_mpps: f64,
-    /// Average bandwidth (Gb/s, decimal).
-    pub bandwidth_gbps: f64,
-    /// Ticks per second of the timestamps below.
-    pub tick_hz: f64,
-    /// Post timestamp of each iteration (ticks).
-    #[serde(skip)]
-    pub tposted: Vec<u64>,
-    /// Completion timestamp of each iteration (ticks; BW tests).
-    #[serde(skip)]
-    pub tcompleted: Vec<u64>,
-    /// Latency samples, ns (successive post deltas / rtt factor).
-    #[serde(skip)]
-    pub latency_samples_ns: Vec<f64>,
-    /// Stamps past the ones kept above: a `-D` run keeps at most a fixed
-    /// number of each kind (memory stays bounded however long it runs)
-    /// and counts the rest here, with the last of each.
-    #[serde(skip)]
-    pub beyond: StampsBeyond,
-    /// Modeled one-way latency of an idle step, ns.
-    pub modeled_latency_ns: f64,
-    /// Measured CPU ns per posted WR.
-    pub post_ns: f64,
-    /// Posted WQE bytes (read back from the SQ).
-    pub wqe_bytes: u32,
-    /// WQEBBs per WQE.
-    pub wqebbs: u32,
-    /// SQ ring bytes.
-    pub ring_bytes: u64,
-    /// NIC-side cost per WQE.
-    pub nic: NicCost,
-    /// Rate of the modeled link the transfers cross (Gb/s, decimal); 0
-    /// when the backend does not know it (hardware).
-    pub link_gbps: f64,
-    /// Event counters.
-    pub counters: BTreeMap<String, f64>,
-    /// This side's QP (`local address` line); `None` when the backend has
-    /// no QP to show (the zero state is printed).
-    pub local: Option<Endpoint>,
-    /// The peer QP (`remote address` line); as `local`.
-    pub remote: Option<Endpoint>,
-}
-
-/// The stamps of a `-D` run past the kept ones ([`PerfRunReport::beyond`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct StampsBeyond {
-    /// Post stamps not kept.
-    pub posted: u64,
-    /// The last of them.
-    pub last_posted: u64,
-    /// Completion stamps not kept.
-    pub completed: u64,
-    /// The last of them.
-    pub last_completed: u64,
-    /// Latency samples not kept.
-    pub samples: u64,
-}
-
-impl PerfRunReport {
-    /// Completion stamps in all (kept and counted).
-    pub fn completions(&self) -> u64 {
-        self.tcompleted.len() as u64 + self.beyond.completed
-    }
-    /// The last completion stamp, if any.
-    pub fn last_completion(&self) -> Option<u64> {
-        if self.beyond.completed > 0 {
-            Some(self.beyond.last_completed)
-        } else {
-            self.tcompleted.last().copied()
-        }
-    }
-    /// Post stamps in all (kept and counted).
-    pub fn posts(&self) -> u64 {
-        self.tposted.len() as u64 + self.beyond.posted
-    }
-    /// The last post stamp, if any.
-    pub fn last_post(&self) -> Option<u64> {
-        if self.beyond.posted > 0 {
-            Some(self.beyond.last_posted)
-        } else {
-            self.tposted.last().copied()
-        }
-    }
-}
-
-/// A source of transfers: the model, the simulator, or a NIC (or the
-/// simulator) driven through the firmware command path.
-pub trait PerfBackend {
-    /// Name shown in the header.
-    fn name(&self) -> String;
-    /// What the header says about the times.
-    fn timing_note(&self) -> String {
-        "times are MODELED, not measured on a NIC".into()
-    }
-    /// Runs one configuration.
-    fn run(&mut self, cfg: &PerfRunConfig) -> anyhow::Result<PerfRunReport>;
-    /// Why this backend cannot honour `cfg` / `args` (a flag perftest
-    /// accepts but this backend does not implement), if it cannot.
-    fn refuse(&self, _cfg: &PerfRunConfig, _args: &PerfArgs) -> Option<String> {
-        None
-    }
-    /// Header note lines about how this backend runs `cfg` (what `-D`
-    /// means here, a lowered TX depth, what the figures' spread means).
-    fn notes(&self, _cfg: &PerfRunConfig) -> Vec<String> {
-        Vec::new()
-    }
-}
-
-fn sizing_type(c: Conn) -> QpType {
-    match c {
-        Conn::Rc => QpType::Rc,
-        Conn::Uc => QpType::Uc,
-        Conn::Ud => QpType::Ud,
-    }
-}
-
-/// The QP request perftest would make for `cfg`.
-pub fn qp_request(cfg: &PerfRunConfig) -> QpCaps {
-    let q =
-        QpCaps::new(sizing_type(cfg.conn)).send(cfg.max_send_wr, cfg.max_send_sge, cfg.inline_size);
-    match cfg.send_ops {
-        Some(o) => q.ops(o),
-        None => q,
-    }
-}
-
-/// perftest's path MTU values (`set_mtu`).
-pub const PERFTEST_MTUS: [u32; 5] = [256, 512, 1024, 2048, 4096];
-/// perftest `MIN_ITER` / `MAX_ITER` (`-n`).
-pub const ITERS_RANGE: (u64, u64) = (5, 4_294_967_296);
-/// perftest `MIN_TX` / `MAX_TX` (`-t`).
-pub const TX_RANGE: (u32, u32) = (1, 15000);
-/// perftest `MIN_QP_NUM` / `MAX_QP_NUM` (`-q`).
-pub const QP_RANGE: (u32, u32) = (1, 16384);
-/// perftest `MIN_CQ_MOD` / `MAX_CQ_MOD` (`-Q`).
-pub const CQ_MOD_RANGE: (u32, u32) = (1, 1024);
-/// perftest `MAX_INLINE` (`-I` is 0..=this).
-pub const MAX_INLINE: u32 = 1024;
-/// perftest's largest `-s`: `UINT_MAX / 2`.
-pub const MAX_MSG_SIZE: u64 = (u32::MAX / 2) as u64;
-/// perftest `MSG_SIZE_CQ_MOD_LIMIT`: above it CQ moderation defaults to 1.
-pub const MSG_SIZE_CQ_MOD_LIMIT: u64 = 8192;
-/// perftest `DEF_CQ_MOD`.
-pub const DEF_CQ_MOD: u32 = 100;
-
-/// Refuses what perftest refuses (`perftest_parameters.c`: the option
-/// parser, `change_conn_type`, `force_dependecies`, `set_mtu`), with
-/// perftest's message.
-pub fn perftest_rules(test: PerfTest, args: &PerfArgs) -> anyhow::Result<()> {
-    let verb = test.verb();
-    let bw = test.is_bw();
-    match (args.conn, verb) {
-        (Conn::Uc, Verb::Read | Verb::Atomic) => {
-            bail!("UC connection not possible in READ/ATOMIC verbs")
-        }
-        (Conn::Ud, v) if v != Verb::Send => bail!("UD connection only possible in SEND verb"),
-        _ => {}
-    }
-    if let Some(m) = args.mtu.filter(|m| !PERFTEST_MTUS.contains(m)) {
-        bail!(
-            "Invalid MTU - {}: please choose mtu from {{256,512,1024,2048,4096}}",
-            m
-        );
-    }
-    if let Some(n) = args.iters {
-        if !(ITERS_RANGE.0..=ITERS_RANGE.1).contains(&n) {
-            bail!(
-                "Iteration num should be between {} and {}",
-                ITERS_RANGE.0,
-                ITERS_RANGE.1
-            );
-        }
-    }
-    if let Some(t) = args.tx_depth {
-        if !(TX_RANGE.0..=TX_RANGE.1).contains(&t) {
-            bail!(
-                "Tx depth should be between {} and {}",
-                TX_RANGE.0,
-                TX_RANGE.1
-            );
-        }
-    }
-    if !(QP_RANGE.0..=QP_RANGE.1).contains(&args.qps) {
-        bail!(
-            "num of Qps should be between {} and {}",
-            QP_RANGE.0,
-            QP_RANGE.1
-        );
-    }
-    if !bw && args.qps > 1 {
-        bail!("Multiple QPs only available on bw tests");
-    }
-    if let Some(i) = args.inline_size {
-        if i > MAX_INLINE {
-            bail!("Max inline should be between 0 and {MAX_INLINE}");
-        }
-        if matches!(verb, Verb::Read | Verb::Atomic) {
-            bail!("Inline feature not available on READ/Atomic verbs");
-        }
-    }
-    if let Some(q) = args.cq_mod {
-        if !(CQ_MOD_RANGE.0..=CQ_MOD_RANGE.1).contains(&q) {
-            bail!(
-                "CQ moderation should be between {} and {}",
-                CQ_MOD_RANGE.0,
-                CQ_MOD_RANGE.1
-            );
-        }
-    }
-    if let Some(sz) = args.size {
-        if !(1..=MAX_MSG_SIZE).contains(&sz) {
-            bail!("Message Size should be between 1 and {MAX_MSG_SIZE}");
-        }
-    }
-    // -a sets the size to MAX_SIZE before this check in perftest.
-    if verb == Verb::Atomic && (args.all || args.size.is_some_and(|s| s != 8)) {
-        bail!("Message size cannot be changed for Atomic tests");
-    }
-    if args.post_list > 1 {
-        if !bw {
-            bail!("Post list is supported in BW tests only");
-        }
-        let iters = args.iters.unwrap_or(5000);
-        if args.duration.is_none() && !iters.is_multiple_of(args.post_list as u64) {
-            bail!("Number of iterations must be a multiple of post list size");
-        }
-        if let Some(q) = args.cq_mod {
-            if !args.post_list.is_multiple_of(q) {
-                bail!("Post list size must be a multiple of CQ moderation");
-            }
-        }
-    }
-    if let Some(d) = args.duration {
-        if d == 0 {
-            bail!("Duration period must be positive");
-        }
-        if args.all {
-            bail!("Duration mode currently doesn't support running on all sizes.");
-        }
-    }
-    Ok(())
-}
-
-/// Resolves `args` into one config per message size, with perftest's
-/// rules ([`perftest_rules`]) and adjustments (TX depth at most the
-/// iterations, CQ moderation 1 above 8192 B unless given and at most the
-/// TX depth, the post list as CQ moderation, UD sizes capped at the MTU).
-pub fn configs(test: PerfTest, args: &PerfArgs) -> anyhow::Result<Vec<PerfRunConfig>> {
-    configs_on_port(test, args, None)
-}
-
-/// The port a perf run uses, from the same source as `bareverbs devinfo`
-/// ([`crate::devinfo::query`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PortAttrs {
-    /// Active MTU, bytes.
-    pub active_mtu: u32,
-    /// The link layer is Ethernet (RoCE); else InfiniBand.
-    pub ethernet: bool,
-}
-
-/// The port `bareverbs devinfo --device` reports for this perf device
-/// (`sim` and `fw-sim` share the simulated firmware's port), or `None`
-/// for `--device model`, which has no port.
-pub fn port_attrs(device: &str) -> anyhow::Result<Option<PortAttrs>> {
-    let name = match device {
-        "sim" | "fw-sim" => "sim",
-        d if d.starts_with("vfio:") => d,
-        _ => return Ok(None),
-    };
-    let d = crate::devinfo::query(name)?;
-    Ok(d.ports.first().map(|p| PortAttrs {
-        active_mtu: p.active_mtu.unwrap_or(DEFAULT_MTU),
-        ethernet: p.link_layer == bareverbs::device::LinkLayer::Ethernet,
-    }))
-}
-
-/// MTU without a port to take it from (`--device model`).
-const DEFAULT_MTU: u32 = 4096;
-
-/// perftest `set_mtu`: the requested MTU, else the port's active MTU; a
-/// request above the active MTU runs at the active MTU.
-pub fn effective_mtu(args: &PerfArgs, port: Option<PortAttrs>) -> u32 {
-    match (args.mtu, port) {
-        (Some(m), Some(p)) => m.min(p.active_mtu),
-        (Some(m), None) => m,
-        (None, Some(p)) => p.active_mtu,
-        (None, None) => DEFAULT_MTU,
-    }
-}
-
-/// [`configs`] on `port` (its active MTU, see [`effective_mtu`]).
-pub fn configs_on_port(
-    test: PerfTest,
-    args: &PerfArgs,
-    port: Option<PortAttrs>,
-) -> anyhow::Result<Vec<PerfRunConfig>> {
-    perftest_rules(test, args)?;
-    let eff_mtu = effective_mtu(args, port);
-    let verb = test.verb();
-    let bw = test.is_bw();
-    let caps = load_caps(args.caps.as_deref())?;
-    let ud = args.conn == Conn::Ud;
-    let mtu = eff_mtu as u64;
-    let sizes: Vec<u64> = if verb == Verb::Atomic {
-        vec![8]
-    } else if args.all {
-        // perftest: UD runs the sizes up to the MTU.
-        (1..=23)
-            .map(|e| 1u64 << e)
-            .filter(|&s| !ud || s <= mtu)
-            .collect()
-    } else {
-        let s = args.size.unwrap_or(if bw { 65536 } else { 2 });
-        // perftest check_link_and_mtu: a UD message is at most one MTU.
-        vec![if ud { s.min(mtu) } else { s }]
-    };
-    // perftest ctx_set_max_inline: without -I, latency tests default to
-    // 220 (WRITE), 236 (SEND RC/UC), 188 (SEND UD); bandwidth tests to 0.
-    let inline_size = match verb {
-        Verb::Read | Verb::Atomic => 0,
-        _ => args.inline_size.unwrap_or(match (verb, args.conn) {
-            _ if bw => 0,
-            (Verb::Write, _) => 220,
-            (_, Conn::Ud) => 188,
-            _ => 236,
-        }),
-    };
-    let (send_ops, send_ops_name) = match args.send_ops.as_deref() {
-        Some("classic") => (None, "classic".to_string()),
-        Some(list) => {
-            let l = if list == "rdma" {
-                "write,send,read"
-            } else {
-                list
-            };
-            let o = SendOps::parse(l).map_err(|b| anyhow::anyhow!("unknown send op {b:?}"))?;
-            (Some(o), list.to_string())
-        }
-        None => {
-            if verb == Verb::Atomic {
-                (
-                    Some(SendOps::RDMA_ONLY | SendOps::ATOMIC_FA | SendOps::ATOMIC_CS),
-                    "write,send,read,atomic".into(),
-                )
-            } else {
-                (Some(SendOps::RDMA_ONLY), "rdma".into())
-            }
-        }
-    };
-    anyhow::ensure!(args.sge >= 1, "--sge must be >= 1");
-    anyhow::ensure!(args.post_list >= 1, "-l must be >= 1");
-    let iters_default = if bw { 5000 } else { 1000 };
-    let mut out = Vec::new();
-    for size in sizes {
-        let mut iters = args.iters.unwrap_or(iters_default);
-        let mut tx_depth = args.tx_depth.unwrap_or(if bw { 128 } else { 1 });
-        if let Some(d) = args.duration {
-            // Rough count: the engine stops posting after D wall-clock seconds.
-            iters = (d.saturating_mul(1_000_000)).clamp(5, 2_000_000);
-        } else if tx_depth as u64 > iters {
-            // perftest: the TX depth is at most the iteration count.
-            tx_depth = iters as u32;
-        }
-        let mut cq_mod = args.cq_mod.unwrap_or(DEF_CQ_MOD);
-        if size > MSG_SIZE_CQ_MOD_LIMIT && !ud && !args.all && args.cq_mod.is_none() {
-            cq_mod = 1;
-        }
-        cq_mod = cq_mod.min(tx_depth);
-        if args.post_list > 1 && args.cq_mod.is_none() {
-            cq_mod = args.post_list;
-        }
-        out.push(PerfRunConfig {
-            test,
-            size,
-            iters,
-            qps: args.qps,
-            tx_depth,
-            post_list: args.post_list,
-            cq_mod,
-            inline_size,
-            inline: inline_size > 0 && size <= inline_size as u64,
-            conn: args.conn,
-            sge: args.sge,
-            max_send_sge: args.max_send_sge.unwrap_or(args.sge),
-            max_send_wr: args.max_send_wr.unwrap_or(tx_depth.max(args.post_list)),
-            send_ops,
-            send_ops_name: send_ops_name.clone(),
-            loss: args.loss,
-            seed: args.seed,
-            duration: args.duration,
-            mtu: eff_mtu,
-            caps,
-        });
-    }
-    Ok(out)
-}
 
 /// Why a finished run's figures cannot be trusted: not all of its work
 /// completed successfully, payload arrived corrupted, or a bandwidth
@@ -896,9 +306,88 @@ fn stream_on(
     };
     let verb = test.verb();
     let mut text = String::new();
+    let h = header_info(test, args, port, cfgs, be);
+    let mut emit = |text: &mut String, s: &str| {
+        text.push_str(s);
+        if !args.json {
+            out(s);
+        }
+    };
+    emit(&mut text, &pf::header(&h));
+    let mut results = Vec::new();
+    let mut failure = None;
+    let columns = result_columns(test, unit, args.duration.is_some());
+    for (n, cfg) in cfgs.iter().enumerate() {
+        let rep = match be.run(cfg) {
+            Ok(r) => r,
+            Err(e) => {
+                let f = format!("{e:#}");
+                results.push(result_json(
+                    cfg,
+                    None,
+                    0,
+                    &Figures::default(),
+                    unit,
+                    Some(&f),
+                ));
+                failure = Some(f);
+                break;
+            }
+        };
+        if n == 0 {
+            emit(&mut text, &addresses(verb, &h, &rep, columns));
+        }
+        let iters = if test.is_bw() {
+            rep.completions()
+        } else {
+            rep.latency_samples_ns.len() as u64 + rep.beyond.samples
+        };
+        let row = result_row(test, args, cfg, &rep, iters, unit)?;
+        failure = row.failure;
+        if failure.is_none() {
+            failure = verdict(cfg, &rep, &row.bw_gbps);
+        }
+        let r = result_json(cfg, Some(&rep), iters, &row.fig, unit, failure.as_deref());
+        results.push(r);
+        if failure.is_some() {
+            // No figure of a failed run is printed as a result.
+            break;
+        }
+        emit(&mut text, &row.text);
+    }
+    emit(&mut text, pf::RESULT_LINE);
+    if args.json {
+        let top = perf_json(
+            test,
+            args,
+            Some((&be.name(), be_modeled(&results))),
+            Some(serde_json::to_value(&h)?),
+            results,
+            failure.as_deref(),
+        );
+        return Ok(PerfOutcome {
+            output: serde_json::to_string(&top)?,
+            failure,
+        });
+    }
+    Ok(PerfOutcome {
+        output: text,
+        failure,
+    })
+}
+
+/// perftest's header of the run: the test, the first configuration's
+/// settings, the port, and the backend's note lines.
+fn header_info(
+    test: PerfTest,
+    args: &PerfArgs,
+    port: Option<PortAttrs>,
+    cfgs: &[PerfRunConfig],
+    be: &dyn PerfBackend,
+) -> HeaderInfo {
     let first = &cfgs[0];
-    let h = HeaderInfo {
-        verb,
+    HeaderInfo {
+        verb: test.verb(),
         bw: test.is_bw(),
         post_list: first.post_list,
         device: format!("bareverbs-{}", args.device),
@@ -934,132 +423,107 @@ fn stream_on(
         .into_iter()
         .chain(be.notes(first))
         .collect(),
-    };
-    let mut emit = |text: &mut String, s: &str| {
-        text.push_str(s);
-        if !args.json {
-            out(s);
-        }
-    };
-    emit(&mut text, &pf::header(&h));
-    let mut results = Vec::new();
-    let mut failure = None;
-    let dur = args.duration.is_some();
-    let columns = if test.is_bw() {
+    }
+}
+
+/// The result columns' heading line of `test` (`dur`: a `-D` run).
+fn result_columns(test: PerfTest, unit: BwUnit, dur: bool) -> &'static str {
+    if test.is_bw() {
         pf::bw_columns(unit)
     } else if dur {
         pf::RESULT_FMT_LAT_DUR
     } else {
         pf::RESULT_FMT_LAT
+    }
+}
+
+/// What perftest prints before the first row: both QPs' address lines
+/// (the zero state for a backend without QPs), then the columns.
+fn addresses(verb: Verb, h: &HeaderInfo, rep: &PerfRunReport, columns: &str) -> String {
+    // perftest prints both QPs, then the columns.
+    let gid = h.gid_index.is_some();
+    let zero = Endpoint {
+        out_reads: h.out_reads,
+        ..Default::default()
     };
-    for (n, cfg) in cfgs.iter().enumerate() {
-        let rep = match be.run(cfg) {
-            Ok(r) => r,
-            Err(e) => {
-                let f = format!("{e:#}");
-                results.push(result_json(
-                    cfg,
-                    None,
-                    0,
-                    &Figures::default(),
-                    unit,
-                    Some(&f),
-                ));
-                failure = Some(f);
-                break;
-            }
-        };
-        if n == 0 {
-            // perftest prints both QPs, then the columns.
-            let gid = h.gid_index.is_some();
-            let zero = Endpoint {
-                out_reads: h.out_reads,
-                ..Default::default()
-            };
-            let l = rep.local.clone().unwrap_or_else(|| zero.clone());
-            let r = rep.remote.clone().unwrap_or(zero);
-            let mut s = pf::address(verb, false, &l, gid);
-            s.push_str(&pf::address(verb, true, &r, gid));
-            s.push_str(pf::RESULT_LINE);
-            s.push_str(columns);
-            s.push('\n');
-            emit(&mut text, &s);
-        }
-        let iters = if test.is_bw() {
-            rep.completions()
+    let l = rep.local.clone().unwrap_or_else(|| zero.clone());
+    let r = rep.remote.clone().unwrap_or(zero);
+    let mut s = pf::address(verb, false, &l, gid);
+    s.push_str(&pf::address(verb, true, &r, gid));
+    s.push_str(pf::RESULT_LINE);
+    s.push_str(columns);
+    s.push('\n');
+    s
+}
+
+/// One result row: its text, the bandwidths it shows (Gb/s), its
+/// statistics, and the failure of a run without enough stamps.
+struct ResultRow {
+    text: String,
+    bw_gbps: Vec<f64>,
+    fig: Figures,
+    failure: Option<String>,
+}
+
+/// The row of one run `rep` of `cfg` over `iters` iterations: bandwidth,
+/// `-D` latency or latency statistics, as perftest computes them.
+fn result_row(
+    test: PerfTest,
+    args: &PerfArgs,
+    cfg: &PerfRunConfig,
+    rep: &PerfRunReport,
+    iters: u64,
+    unit: BwUnit,
+) -> anyhow::Result<ResultRow> {
+    let verb = test.verb();
+    let dur = args.duration.is_some();
+    let mut row = String::new();
+    let mut bw_gbps = Vec::new();
+    let mut fig = Figures::default();
+    let mut failure = None;
+    if rep.tposted.len() < 2 || (test.is_bw() && rep.tcompleted.is_empty()) {
+        failure = verdict(cfg, rep, &[]).or(Some("no completions".into()));
+    } else if test.is_bw() {
+        let s = if dur {
+            // No peak in duration mode (perftest's noPeak): the
+            // average from the first post, the last completion and
+            // the count, which a -D run keeps whatever its length.
+            let (first, last) = (rep.tposted[0], rep.last_completion().unwrap_or(0));
+            bw_average(first, last, iters, cfg.size, rep.tick_hz, unit)
         } else {
-            rep.latency_samples_ns.len() as u64 + rep.beyond.samples
-        };
-        let mut row = String::new();
-        let mut bw_gbps = Vec::new();
-        let mut fig = Figures::default();
-        if rep.tposted.len() < 2 || (test.is_bw() && rep.tcompleted.is_empty()) {
-            failure = verdict(cfg, &rep, &[]).or(Some("no completions".into()));
-        } else if test.is_bw() {
-            let s = if dur {
-                // No peak in duration mode (perftest's noPeak): the
-                // average from the first post, the last completion and
-                // the count, which a -D run keeps whatever its length.
-                let (first, last) = (rep.tposted[0], rep.last_completion().unwrap_or(0));
-                bw_average(first, last, iters, cfg.size, rep.tick_hz, unit)
-            } else {
-                bw_stats(
-                    &rep.tposted,
-                    &rep.tcompleted,
-                    cfg.size,
-                    rep.tick_hz,
-                    unit,
-                    cfg.post_list as usize,
-                    cfg.cq_mod as usize,
-                    args.no_peak || iters > 20_000,
-                )
-            }
-            .ok_or_else(|| anyhow::anyhow!("no completions"))?;
-            row.push_str(&pf::bw_row(cfg.size, iters, &s));
-            let to_gbps = unit.divisor() / GBS_DIVISOR;
-            bw_gbps = vec![s.bw_peak * to_gbps, s.bw_avg * to_gbps];
-            fig.bw = Some(s);
-        } else if dur {
-            let n = rep.posts().saturating_sub(1).max(1);
-            let last = rep.last_post().unwrap_or(rep.tposted[0]);
-            let span = last.saturating_sub(rep.tposted[0]) as f64 / rep.tick_hz;
-            let t_avg = span * 1e6 / n as f64 / verb.rtt_factor() as f64;
-            row.push_str(&pf::lat_dur_row(cfg.size, n, t_avg, n as f64 / span));
-            fig.dur = Some((t_avg, n as f64 / span));
-        } else {
-            let s = lat_stats_from_posted(&rep.tposted, rep.tick_hz / 1e6, verb.rtt_factor())
-                .ok_or_else(|| anyhow::anyhow!("too few samples"))?;
-            row.push_str(&pf::lat_row(cfg.size, iters, &s));
-            fig.lat = Some(s);
+            bw_stats(
+                &rep.tposted,
+                &rep.tcompleted,
+                cfg.size,
+                rep.tick_hz,
+                unit,
+                cfg.post_list as usize,
+                cfg.cq_mod as usize,
+                args.no_peak || iters > 20_000,
+            )
         }
-        if failure.is_none() {
-            failure = verdict(cfg, &rep, &bw_gbps);
-        }
-        let r = result_json(cfg, Some(&rep), iters, &fig, unit, failure.as_deref());
-        results.push(r);
-        if failure.is_some() {
-            // No figure of a failed run is printed as a result.
-            break;
-        }
-        emit(&mut text, &row);
+        .ok_or_else(|| anyhow::anyhow!("no completions"))?;
+        row.push_str(&pf::bw_row(cfg.size, iters, &s));
+        let to_gbps = unit.divisor() / GBS_DIVISOR;
+        bw_gbps = vec![s.bw_peak * to_gbps, s.bw_avg * to_gbps];
+        fig.bw = Some(s);
+    } else if dur {
+        let n = rep.posts().saturating_sub(1).max(1);
+        let last = rep.last_post().unwrap_or(rep.tposted[0]);
+        let span = last.saturating_sub(rep.tposted[0]) as f64 / rep.tick_hz;
+        let t_avg = span * 1e6 / n as f64 / verb.rtt_factor() as f64;
+        row.push_str(&pf::lat_dur_row(cfg.size, n, t_avg, n as f64 / span));
+        fig.dur = Some((t_avg, n as f64 / span));
+    } else {
+        let s = lat_stats_from_posted(&rep.tposted, rep.tick_hz / 1e6, verb.rtt_factor())
+            .ok_or_else(|| anyhow::anyhow!("too few samples"))?;
+        row.push_str(&pf::lat_row(cfg.size, iters, &s));
+        fig.lat = Some(s);
     }
-    emit(&mut text, pf::RESULT_LINE);
-    if args.json {
-        let top = perf_json(
-            test,
-            args,
-            Some((&be.name(), be_modeled(&results))),
-            Some(serde_json::to_value(&h)?),
-            results,
-            failure.as_deref(),
-        );
-        return Ok(PerfOutcome {
-            output: serde_json::to_string(&top)?,
-            failure,
-        });
-    }
-    Ok(PerfOutcome {
-        output: text,
+    Ok(ResultRow {
+        text: row,
+        bw_gbps,
+        fig,
         failure,
     })
 }

@@ -8,15 +8,16 @@
 //! are the simulator's modeled (virtual) times.
 
 use super::cmd_backend::{FabricTimer, Side};
+use super::config::PerfRunConfig;
 use super::engine::{Pair, PerfDevice, Plan, SideOps, Slot, Timer, QKEY, RQ_WQES};
-use super::run::{Conn, PerfArgs, PerfRunConfig};
+use super::flags::{Conn, PerfArgs};
 use crate::perftest::format::Endpoint;
 use anyhow::anyhow;
 use bareverbs::cq::DynCompletionQueue;
 use bareverbs::cqe::CqeSize;
 use bareverbs::mr::Access;
 use bareverbs::mr::MemoryRegion;
-use bareverbs::platform::BF_OFFSET;
+use bareverbs::platform::{DmaBuf, BF_OFFSET};
 use bareverbs::qp::QpType;
 use bareverbs::qp::{QpAttrMask, QpState};
 use bareverbs::queue_pair::QueuePair;
@@ -25,7 +26,9 @@ use bareverbs::sizing::DeviceCaps;
 use bareverbs::sq::{BlueFlame, SendQueue, SqConfig, SqSlot};
 use bareverbs::wqe::AddressVector;
 use bareverbs_sim::objects::QpAttr;
-use bareverbs_sim::{Device, Fabric, ModelParams, QpInit, SimError};
+use bareverbs_sim::{
+    CqHandle, Device, Fabric, ModelParams, Pd, QpHandle, QpInit, SimError, SimUar,
+};
 
 /// The direct simulator device.
 pub struct SimBackend {
@@ -173,6 +176,34 @@ fn side(
         .map_err(sim_err("creating the QP"))?;
     let qpn = h.qpn;
     dev.set_uidx(qpn, qpn);
+    let (qp, sq_ring) = queue_pair(h, cfg, plan, qp_type)?;
+    let cq = completion_queue(&cqh)?;
+    let (mrs, out) = message_areas(dev, pd, plan, areas)?;
+    Ok((
+        Box::new(Side {
+            qp,
+            cq,
+            mrs,
+            ring: sq_ring,
+        }),
+        qpn,
+        out,
+    ))
+}
+
+/// The core's queues of one simulated QP.
+type SimQueuePair = QueuePair<SimUar, Vec<SqSlot>, Vec<RqSlot>>;
+
+/// The core's queues over the simulated QP `h` (CQE version 1, the QPN as
+/// user index), and its send ring.
+fn queue_pair(
+    h: QpHandle,
+    cfg: &PerfRunConfig,
+    plan: &Plan,
+    qp_type: QpType,
+) -> anyhow::Result<(SimQueuePair, DmaBuf)> {
+    let l = &plan.layout;
+    let qpn = h.qpn;
     let sq_ring = h
         .sq_ring
         .ok_or_else(|| anyhow!("the simulated QP has no send ring"))?;
@@ -223,6 +254,18 @@ fn side(
         )
     }
     .ok_or_else(|| anyhow!("receive queue geometry refused by the core"))?;
+    let qp = QueuePair {
+        qpn,
+        uidx: qpn,
+        cqe_version: 1,
+        sq,
+        rq: Some(rq),
+    };
+    Ok((qp, sq_ring))
+}
+
+/// The core's CQ over the simulated CQ `cqh`, its ring initialised.
+fn completion_queue(cqh: &CqHandle) -> anyhow::Result<DynCompletionQueue> {
     // SAFETY: ring and record come from the device's CQ creation and are
     // only written by the device under the CQ protocol.
     let mut cq = unsafe {
@@ -237,6 +280,17 @@ fn side(
     }
     .map_err(|e| anyhow!("CQ: {e}"))?;
     cq.init_ring();
+    Ok(cq)
+}
+
+/// The side's message areas (`areas`: which of its two to make), each
+/// one buffer registered in one region: (the regions, each area's slots).
+fn message_areas(
+    dev: &Device,
+    pd: Pd,
+    plan: &Plan,
+    areas: [bool; 2],
+) -> anyhow::Result<(Vec<MemoryRegion>, [Vec<Slot>; 2])> {
     let mut mrs: Vec<MemoryRegion> = Vec::new();
     let mut out: [Vec<Slot>; 2] = [Vec::new(), Vec::new()];
     for (k, on) in areas.into_iter().enumerate() {
@@ -268,23 +322,7 @@ fn side(
         }
         mrs.push(mr);
     }
-    let qp = QueuePair {
-        qpn,
-        uidx: qpn,
-        cqe_version: 1,
-        sq,
-        rq: Some(rq),
-    };
-    Ok((
-        Box::new(Side {
-            qp,
-            cq,
-            mrs,
-            ring: sq_ring,
-        }),
-        qpn,
-        out,
-    ))
+    Ok((mrs, out))
 }
 
 impl PerfDevice for SimBackend {
@@ -410,7 +448,10 @@ mod tests {
     //! engine (these were the simulator's own perf-loop tests). Expected
     //! costs come from the cost model's rules (perf ref §2.3).
     use super::*;
-    use crate::perf::run::{configs, PerfBackend, PerfRunReport, PerfTest};
+    use crate::perf::backend::PerfBackend;
+    use crate::perf::flags::PerfTest;
+    use crate::perf::report::PerfRunReport;
+    use crate::perf::rules::configs;
     use clap::Parser;
 
     #[derive(Parser)]

@@ -1,0 +1,156 @@
+//! [`CmdBackend`]: the command-path device of the perftest engine. It owns
+//! the brought-up core [`Device`], the clock and what each run created,
+//! and implements [`PerfDevice`] (open a run's QP pairs, close them).
+
+use super::connect::{mtu_enum, Link};
+use super::objects::Objects;
+use super::options::CmdOptions;
+use super::pair::open_pair;
+use crate::perf::config::PerfRunConfig;
+use crate::perf::engine::{Pair, PerfDevice, Plan, Timer};
+use crate::perf::flags::Conn;
+use anyhow::anyhow;
+use bareverbs::cmd::{Bar0, Clock};
+use bareverbs::device::{Device, UarMap};
+use bareverbs::platform::DmaAllocator;
+use bareverbs::qp::QpType;
+use bareverbs::sizing::DeviceCaps;
+
+/// perftest's tests on a core [`Device`] through its command interface.
+pub struct CmdBackend<B: Bar0 + UarMap, C: Clock, A: DmaAllocator, T: Timer> {
+    dev: Option<Device<B, C, A>>,
+    timer: T,
+    opts: CmdOptions,
+    /// Kept alive until after teardown (the VFIO mappings).
+    keep: Option<Box<dyn std::any::Any>>,
+    /// What the current run created.
+    objs: Objects,
+}
+
+impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator, T: Timer> CmdBackend<B, C, A, T> {
+    /// A backend over the brought-up `dev`; `keep` is dropped after the
+    /// device is torn down.
+    pub fn new(
+        dev: Device<B, C, A>,
+        timer: T,
+        opts: CmdOptions,
+        keep: Option<Box<dyn std::any::Any>>,
+    ) -> Self {
+        CmdBackend {
+            dev: Some(dev),
+            timer,
+            opts,
+            keep,
+            objs: Objects::default(),
+        }
+    }
+}
+
+impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator, T: Timer> Drop for CmdBackend<B, C, A, T> {
+    fn drop(&mut self) {
+        let objs = std::mem::take(&mut self.objs);
+        if let Some(d) = self.dev.as_mut() {
+            let _ = objs.destroy(d);
+        }
+        if let Some(d) = self.dev.take() {
+            let _ = d.teardown();
+        }
+        self.keep.take();
+    }
+}
+
+impl<B, C, A, T> PerfDevice for CmdBackend<B, C, A, T>
+where
+    B: Bar0 + UarMap,
+    B::Uar: 'static,
+    C: Clock,
+    A: DmaAllocator,
+    T: Timer,
+{
+    fn name(&self) -> String {
+        format!(
+            "bareverbs-cmd on {} ({}, objects and QPs by firmware command, {})",
+            self.opts.label,
+            if self.timer.modeled() {
+                "simulated ConnectX"
+            } else {
+                "ConnectX through VFIO"
+            },
+            if self.opts.blueflame {
+                "BlueFlame for single inline WQEs"
+            } else {
+                "8-byte doorbells"
+            }
+        )
+    }
+
+    fn timing_note(&self) -> String {
+        self.timer.note()
+    }
+
+    fn caps(&self, cfg: &PerfRunConfig) -> DeviceCaps {
+        self.dev
+            .as_ref()
+            .map(|d| d.device_caps())
+            .unwrap_or(cfg.caps)
+    }
+
+    fn memory_limit(&self) -> Option<u64> {
+        // The simulator's DMA memory is this process's heap; on hardware
+        // the registered buffers are what the host must provide anyway.
+        self.timer.modeled().then_some(1 << 30)
+    }
+
+    fn variance_note(&self) -> Option<String> {
+        self.timer.modeled().then(|| {
+            "none modeled: the simulator's cost model is deterministic (no jitter), so latency \
+             varies only with loss and retransmission, completions in steady state are evenly \
+             spaced and BW peak ~ BW average -- a property of the model, not a measured peak"
+                .into()
+        })
+    }
+
+    fn inflight_bytes(&self) -> Option<u64> {
+        self.timer
+            .modeled()
+            .then_some(crate::perf::engine::SIM_INFLIGHT_BYTES)
+    }
+
+    fn timer(&mut self) -> &mut dyn Timer {
+        &mut self.timer
+    }
+
+    fn open(&mut self, cfg: &PerfRunConfig, plan: &Plan) -> anyhow::Result<Vec<Pair>> {
+        let dev = self
+            .dev
+            .as_mut()
+            .ok_or_else(|| anyhow!("the device was torn down"))?;
+        let st = match cfg.conn {
+            Conn::Rc => QpType::Rc,
+            Conn::Uc => QpType::Uc,
+            Conn::Ud => QpType::Ud,
+        };
+        let hca = dev.hca_caps();
+        let link = Link {
+            qp_type: st,
+            mtu: mtu_enum(cfg.mtu)?,
+            log_ra: hca.log_max_ra_req_qp.min(hca.log_max_ra_res_qp).min(4),
+        };
+        let objs = &mut self.objs;
+        let pd = dev.alloc_pd().map_err(|e| anyhow!("ALLOC_PD: {e}"))?;
+        objs.pd = Some(pd);
+        let mut pairs = Vec::with_capacity(plan.pairs);
+        for q in 0..plan.pairs {
+            pairs.push(open_pair(dev, objs, &self.opts, cfg, plan, &link, pd, q)?);
+        }
+        Ok(pairs)
+    }
+
+    fn close(&mut self) -> anyhow::Result<()> {
+        let objs = std::mem::take(&mut self.objs);
+        match self.dev.as_mut() {
+            Some(dev) => objs.destroy(dev),
+            None => Ok(()),
+        }
+    }
+}

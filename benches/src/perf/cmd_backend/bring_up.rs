@@ -1,0 +1,56 @@
+//! The two ways to a [`CmdBackend`]: `--device fw-sim` ([`fw_sim`], the
+//! simulator behind the firmware command interface) and `--device
+//! vfio:BDF` ([`vfio`], a ConnectX through VFIO).
+
+use super::backend::CmdBackend;
+use super::fabric_timer::FabricTimer;
+use super::options::CmdOptions;
+use crate::perf::backend::PerfBackend;
+#[cfg(target_os = "linux")]
+use crate::perf::engine::WallTimer;
+use anyhow::anyhow;
+use bareverbs::device::DeviceConfig;
+
+/// `--device fw-sim`: a simulated ConnectX brought up through the core's
+/// command interface ([`bareverbs_sim::fw::bring_up_on`]) on a fabric
+/// seeded with `seed`.
+pub fn fw_sim(seed: u64, mut opts: CmdOptions) -> anyhow::Result<Box<dyn PerfBackend>> {
+    let fabric = bareverbs_sim::Fabric::new(seed);
+    let (dev, nic) = bareverbs_sim::fw::bring_up_on(
+        &fabric,
+        bareverbs_sim::fw::FwConfig::default(),
+        DeviceConfig::default(),
+    )
+    .map_err(|e| anyhow!("simulated bring-up failed: {e}"))?;
+    // The backend drives time itself (FabricTimer::relax).
+    fabric.set_auto_progress(false);
+    opts.loopback_lid = nic.lid();
+    let timer = FabricTimer::new(fabric, nic);
+    Ok(Box::new(CmdBackend::new(dev, timer, opts, None)))
+}
+
+/// `--device vfio:BDF`: the ConnectX at `bdf` through VFIO
+/// ([`bareverbs_vfio::bring_up_vfio`]). Errors are the VFIO host's own
+/// (e.g. how to bind the function to vfio-pci).
+#[cfg(target_os = "linux")]
+pub fn vfio(bdf: &str, opts: CmdOptions) -> anyhow::Result<Box<dyn PerfBackend>> {
+    let (nic, mut dev) =
+        bareverbs_vfio::bring_up_vfio(bdf, DeviceConfig::default()).map_err(|e| anyhow!("{e}"))?;
+    // UARs mapped from now on copy whole BlueFlame chunks when asked to.
+    // SAFETY: the BlueFlame switch only chooses how the host copies its own
+    // stores into UAR pages mapped later; it touches no BAR register, and
+    // the device's DMA targets stay those the driver programmed.
+    unsafe { dev.bar_mut() }.blueflame = opts.blueflame;
+    Ok(Box::new(CmdBackend::new(
+        dev,
+        WallTimer::default(),
+        opts,
+        Some(Box::new(nic)),
+    )))
+}
+
+/// `--device vfio:BDF` (VFIO is Linux-only).
+#[cfg(not(target_os = "linux"))]
+pub fn vfio(_bdf: &str, _opts: CmdOptions) -> anyhow::Result<Box<dyn PerfBackend>> {
+    Err(anyhow!("{}", bareverbs_vfio::VfioHostError::Unsupported))
+}
