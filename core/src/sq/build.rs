@@ -1,0 +1,332 @@
+//! The WQE builder: [`SqRing`], the send ring as the builder sees it, and
+//! the one builder every post path uses ([`SqRing::build`]), with its
+//! segment stores and the ring-end wrap rule. [ref §1.5, §1.7, §1.8](crate::reference).
+
+use super::{MwBind, SendFlags, SendOp, SendWr};
+use crate::sge::{len_key, len_of, with_len, Sge};
+use crate::wqe::{
+    AtomicSeg, Be32, Be64, CtrlSeg, InlineHdr, RaddrSeg, Segment, ATOMIC_SIZE, EXTENDED_UD_AV,
+};
+use core::ptr::NonNull;
+
+/// The send ring as the builder sees it: base, size and the QP number
+/// stamped into control segments. Every store into the ring goes through
+/// it, with the explicit wrap rule of [`SqRing::wrap`].
+#[derive(Clone, Copy)]
+pub(super) struct SqRing {
+    pub(super) base: NonNull<u8>,
+    /// Ring bytes (WQEBBs × 64, a power of two).
+    pub(super) bytes: usize,
+    pub(super) qpn: u32,
+    /// The QPN part of every control segment's bytes 4..8
+    /// ([`CtrlSeg::qpn_ds_image`] with DS 0).
+    pub(super) qpn_image: u32,
+    /// WQEBBs − 1.
+    pub(super) mask: u32,
+    /// A UD QP: WQEs carry the datagram segment.
+    pub(super) datagram: bool,
+}
+
+impl SqRing {
+    /// Ring byte offset after `off`, wrapping at the end ("wrap exact",
+    /// [ref §1.8](crate::reference)): a segment never straddles the end, and one that
+    /// would start at the end starts at 0.
+    #[inline(always)]
+    pub(super) fn wrap(self, off: usize) -> usize {
+        wrap_at(off, self.bytes)
+    }
+
+    /// Stores a segment at ring offset `off`.
+    ///
+    /// # Safety
+    /// `off + G::SIZE <= ring bytes`.
+    #[inline(always)]
+    pub(super) unsafe fn put<G: Segment>(self, off: usize, seg: G) {
+        // SAFETY: the caller keeps the segment inside the ring, which this
+        // queue exclusively owns (contract of `SendQueue::new`).
+        unsafe { seg.write_to(self.base.as_ptr().add(off)) }
+    }
+
+    /// Stores raw bytes at ring offset `off` (within the ring).
+    ///
+    /// # Safety
+    /// `off + bytes.len() <= ring bytes`.
+    #[inline(always)]
+    pub(super) unsafe fn put_bytes(self, off: usize, bytes: &[u8]) {
+        // SAFETY: as `put`; `bytes` is ordinary memory, not the ring.
+        unsafe {
+            core::ptr::copy_nonoverlapping(bytes.as_ptr(), self.base.as_ptr().add(off), bytes.len())
+        }
+    }
+
+    /// Stores the data segment naming an SGE (its [`len_key`] word and
+    /// address) at ring offset `off`; the byte count is 8 for an atomic's
+    /// result ([ref §1.5](crate::reference)).
+    ///
+    /// # Safety
+    /// `off + 16 <= ring bytes`.
+    #[inline(always)]
+    unsafe fn put_sge(self, off: usize, lk: u64, addr: u64, atomic: bool) {
+        let w0 = data_seg_word0(if atomic {
+            with_len(lk, ATOMIC_SIZE)
+        } else {
+            lk
+        });
+        // SAFETY: forwarded: 16 bytes at `off` inside the ring.
+        unsafe {
+            let p = self.base.as_ptr().add(off).cast::<u64>();
+            p.write_unaligned(w0);
+            p.add(1)
+                .write_unaligned(u64::from_ne_bytes(addr.to_be_bytes()));
+        }
+    }
+
+    /// Builds the WQE of `wr` at WQEBB counter `cur` — the one builder
+    /// every post path uses — and returns the WQEBBs it takes.
+    ///
+    /// # Safety
+    /// As `SendQueue::post_send_raw`; the checks of `post_engine` passed
+    /// for `wr` (its WQE fits the slot the geometry reserves per WR) and
+    /// the queue has room for it.
+    #[inline(always)]
+    pub(super) unsafe fn build<F: Fn(&Sge) -> *const u8>(
+        self,
+        wr: &SendWr<'_>,
+        opcode: u8,
+        fm_base: u8,
+        cur: u32,
+        cpu_of: &F,
+    ) -> u32 {
+        // The fence and CQ_UPDATE bits the engine decided, plus the WR's
+        // own CE and SE (formed here, where the segment is stored).
+        let fm_ce_se = fm_base
+            | ((wr.flags.bits() & SendFlags::SIGNALED.bits()) << 2) as u8
+            | ((wr.flags.bits() & SendFlags::SOLICITED.bits()) >> 1) as u8;
+        let ctrl_off = ((cur & self.mask) as usize) << 6;
+        let mut off = ctrl_off + 16;
+        let mut ds: u32 = 1;
+        let mut imm = 0u32;
+
+        // SAFETY: every store below stays inside the ring: segments are
+        // 16-byte multiples written at 16-aligned offsets and wrapped at the
+        // ring end, and the WQE is at most `max_ds` units, which fit the
+        // slot the geometry reserves per WR (checked before `build`). The
+        // remote-address and atomic segments start inside the WQE's first
+        // WQEBB (at most 48 bytes after the control segment), so they need
+        // no wrap; the datagram segment and the UMR segments are followed
+        // by an explicit wrap, and every data segment is wrapped (masked)
+        // where it could reach the ring end.
+        unsafe {
+            if self.datagram {
+                if let Some(ud) = wr.ud {
+                    let mut av = *ud.av;
+                    av.dqp_dct = Be32::new(ud.remote_qpn | EXTENDED_UD_AV);
+                    av.key[..4].copy_from_slice(&ud.remote_qkey.to_be_bytes());
+                    self.put(off, av);
+                    off = self.wrap(off + 48);
+                    ds += 3;
+                }
+            }
+            match wr.op {
+                SendOp::Send => {}
+                SendOp::SendImm { imm: v } => imm = v,
+                SendOp::SendInv { invalidate_rkey } => imm = invalidate_rkey,
+                SendOp::Write { remote_addr, rkey } | SendOp::Read { remote_addr, rkey } => {
+                    self.put(off, RaddrSeg::new(remote_addr, rkey));
+                    off += 16;
+                    ds += 1;
+                }
+                SendOp::WriteImm {
+                    remote_addr,
+                    rkey,
+                    imm: v,
+                } => {
+                    imm = v;
+                    self.put(off, RaddrSeg::new(remote_addr, rkey));
+                    off += 16;
+                    ds += 1;
+                }
+                SendOp::CompSwap {
+                    remote_addr,
+                    rkey,
+                    compare,
+                    swap,
+                } => {
+                    self.put(off, RaddrSeg::new(remote_addr, rkey));
+                    self.put(
+                        off + 16,
+                        AtomicSeg {
+                            swap_add: Be64::new(swap),
+                            compare: Be64::new(compare),
+                        },
+                    );
+                    off += 32;
+                    ds += 2;
+                }
+                SendOp::FetchAdd {
+                    remote_addr,
+                    rkey,
+                    add,
+                } => {
+                    self.put(off, RaddrSeg::new(remote_addr, rkey));
+                    // compare is not written for fetch-and-add (ref §1.5)
+                    self.put(off + 16, Be64::new(add));
+                    off += 32;
+                    ds += 2;
+                }
+                SendOp::LocalInv { invalidate_rkey } => {
+                    imm = invalidate_rkey;
+                    self.umr(&mut off, &mut ds, &MwBind::UNBIND);
+                }
+                SendOp::BindMw { mw_rkey, bind } => {
+                    imm = mw_rkey;
+                    self.umr(&mut off, &mut ds, &bind);
+                }
+            }
+
+            if wr.flags.contains(SendFlags::INLINE) && !wr.sgl.is_empty() {
+                ds += self.copy_inline(off, wr.sgl, cpu_of);
+            } else {
+                let atomic = opcode == 0x11 || opcode == 0x12;
+                // The ring is a power of two: masking the offset is the
+                // wrap rule (an offset at the end becomes 0).
+                let end_mask = self.bytes - 1;
+                if let [s] = wr.sgl {
+                    // One SGE: no loop; no wrap when it starts in the
+                    // WQE's first WQEBB (the common shapes).
+                    let lk = len_key(s);
+                    if len_of(lk) != 0 {
+                        // (`off` may have wrapped below `ctrl_off` after a
+                        // datagram segment: then it is masked, harmlessly.)
+                        if off.wrapping_sub(ctrl_off) >= 64 {
+                            off &= end_mask;
+                        }
+                        self.put_sge(off, lk, s.addr, atomic);
+                        ds += 1;
+                        // Finished here, so the DS count (and the WQEBBs
+                        // it takes) stay constants for a fixed operation.
+                        self.put_ctrl(ctrl_off, cur, opcode, ds, fm_ce_se, imm);
+                        return (ds + 3) >> 2;
+                    }
+                } else if wr.sgl.len() * 16 <= self.bytes.saturating_sub(off) {
+                    // The data segments end at or before the ring end:
+                    // no wrap between them, and the DS count follows from
+                    // how far they reach.
+                    let start = off;
+                    for s in wr.sgl {
+                        let lk = len_key(s);
+                        if len_of(lk) != 0 {
+                            self.put_sge(off, lk, s.addr, atomic);
+                            off += 16;
+                        }
+                    }
+                    ds += ((off - start) >> 4) as u32;
+                } else {
+                    for s in wr.sgl {
+                        let lk = len_key(s);
+                        if len_of(lk) != 0 {
+                            off &= end_mask;
+                            self.put_sge(off, lk, s.addr, atomic);
+                            off += 16;
+                            ds += 1;
+                        }
+                    }
+                }
+            }
+
+            self.put_ctrl(ctrl_off, cur, opcode, ds, fm_ce_se, imm);
+        }
+        (ds + 3) >> 2
+    }
+
+    /// Stores the control segment of the WQE at `ctrl_off` as two words
+    /// (its QPN part was formed once, at queue creation).
+    ///
+    /// # Safety
+    /// `ctrl_off` is a WQE's 64-aligned offset inside the ring.
+    #[inline(always)]
+    unsafe fn put_ctrl(
+        self,
+        ctrl_off: usize,
+        cur: u32,
+        opcode: u8,
+        ds: u32,
+        fm_ce_se: u8,
+        imm: u32,
+    ) {
+        let qpn_ds = self.qpn_image | CtrlSeg::ds_image(ds as u8);
+        let w0 = CtrlSeg::word0(cur as u16, opcode, qpn_ds);
+        // SAFETY: forwarded: 16 bytes at a WQEBB boundary inside the ring.
+        unsafe {
+            let p = self.base.as_ptr().add(ctrl_off).cast::<u64>();
+            p.write_unaligned(w0);
+            p.add(1)
+                .write_unaligned(CtrlSeg::word1(fm_ce_se, Be32::new(imm)));
+        }
+    }
+
+    /// Copies an inline payload after its 4-byte header at `off`, splitting
+    /// at the ring end; returns the DS units used (0 for an empty payload).
+    ///
+    /// # Safety
+    /// As `build`: the payload fits the slot; `cpu_of(s)` is readable.
+    #[inline(never)]
+    unsafe fn copy_inline<F: Fn(&Sge) -> *const u8>(
+        self,
+        off: usize,
+        sgl: &[Sge],
+        cpu_of: &F,
+    ) -> u32 {
+        let mut p = off + 4;
+        let mut total = 0u32;
+        // SAFETY: the caller guarantees room for the payload in the ring
+        // (split at the end) and readable sources.
+        unsafe {
+            for s in sgl {
+                if s.length == 0 {
+                    continue;
+                }
+                let mut src = cpu_of(s);
+                let mut len = s.length as usize;
+                total += s.length;
+                let room = self.bytes - p;
+                if len > room {
+                    core::ptr::copy_nonoverlapping(src, self.base.as_ptr().add(p), room);
+                    src = src.add(room);
+                    len -= room;
+                    p = 0;
+                }
+                core::ptr::copy_nonoverlapping(src, self.base.as_ptr().add(p), len);
+                p += len;
+            }
+            if total == 0 {
+                return 0;
+            }
+            self.put(off, InlineHdr::new(total));
+        }
+        (total + 4).div_ceil(16)
+    }
+}
+
+/// The memory image of a data segment's first 8 bytes (`BE32(length)`,
+/// `BE32(lkey)`, [ref §1.5](crate::reference)) from a [`len_key`] word: on little-endian
+/// hosts a swap and a rotate, on big-endian ones the word itself.
+#[inline(always)]
+pub(super) const fn data_seg_word0(lk: u64) -> u64 {
+    if cfg!(target_endian = "little") {
+        lk.swap_bytes().rotate_left(32)
+    } else {
+        lk
+    }
+}
+
+/// Ring byte offset after `off`, wrapping at the end of a ring of
+/// `ring_bytes` ("wrap exact", [ref §1.8](crate::reference)).
+#[inline(always)]
+fn wrap_at(off: usize, ring_bytes: usize) -> usize {
+    if off == ring_bytes {
+        0
+    } else {
+        off
+    }
+}
