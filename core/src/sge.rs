@@ -1,7 +1,7 @@
 //! Scatter/gather elements: [`Sge`] (device address, length, local key)
 //! and the 8-byte length/key word that builders read out of one. A leaf
-//! module: the memory-region checks ([`mr`](crate::mr)) and the queues
-//! ([`sq`](crate::sq), [`rq`](crate::rq)) build on it.
+//! module: the memory-region checks (`mr`) and the send and receive
+//! queues build on it.
 
 use static_assertions::const_assert_eq;
 

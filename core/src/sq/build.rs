@@ -5,9 +5,22 @@
 use super::{MwBind, SendFlags, SendOp, SendWr};
 use crate::sge::{len_key, len_of, with_len, Sge};
 use crate::wqe::{
-    AtomicSeg, Be32, Be64, CtrlSeg, InlineHdr, RaddrSeg, Segment, ATOMIC_SIZE, EXTENDED_UD_AV,
+    AtomicSeg, Be32, Be64, CtrlSeg, FmCeSe, InlineHdr, Opcode, RaddrSeg, Segment, ATOMIC_SIZE,
+    EXTENDED_UD_AV,
 };
 use core::ptr::NonNull;
+use static_assertions::const_assert_eq;
+
+// `build` moves the WR's SIGNALED and SOLICITED flags into the `fm_ce_se`
+// bits they stand for with one shift each.
+const_assert_eq!(
+    (SendFlags::SIGNALED.bits() << 2) as u8,
+    FmCeSe::CQ_UPDATE.bits()
+);
+const_assert_eq!(
+    (SendFlags::SOLICITED.bits() >> 1) as u8,
+    FmCeSe::SOLICITED.bits()
+);
 
 /// The send ring as the builder sees it: base, size and the QP number
 /// stamped into control segments. Every store into the ring goes through
@@ -187,7 +200,7 @@ impl SqRing {
             if wr.flags.contains(SendFlags::INLINE) && !wr.sgl.is_empty() {
                 ds += self.copy_inline(off, wr.sgl, cpu_of);
             } else {
-                let atomic = opcode == 0x11 || opcode == 0x12;
+                let atomic = opcode == Opcode::AtomicCs.bits() || opcode == Opcode::AtomicFa.bits();
                 // The ring is a power of two: masking the offset is the
                 // wrap rule (an offset at the end becomes 0).
                 let end_mask = self.bytes - 1;

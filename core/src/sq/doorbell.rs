@@ -3,6 +3,11 @@
 
 use super::{SendQueue, SqSlots};
 use crate::platform::{self, Uar};
+use crate::wqe::{CtrlSeg, MAX_DS};
+
+/// Offset of the DS byte (bits 5:0 of `qpn_ds`, its last byte) in a
+/// control segment. [ref §1.2](crate::reference).
+const DS_BYTE: usize = core::mem::offset_of!(CtrlSeg, qpn_ds) + 3;
 
 impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     #[inline(always)]
@@ -38,7 +43,8 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
         if bf.enabled && bf.buf_size != 0 && nreq == 1 && (bf.prefer || single_inline()) {
             // SAFETY: byte 7 of the control segment at `ctrl_off`, inside
             // the ring this queue owns; a raw read, no reference.
-            let ds = unsafe { self.ring.base.as_ptr().add(ctrl_off + 7).read() } as u32 & 0x3f;
+            let ds =
+                unsafe { self.ring.base.as_ptr().add(ctrl_off + DS_BYTE).read() } as u32 & MAX_DS;
             if ds > 1 && (ds as usize) <= bf.buf_size / 16 {
                 self.blueflame_copy(reg, ctrl_off, ds);
                 self.uar.flush();

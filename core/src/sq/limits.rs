@@ -1,19 +1,20 @@
 //! The checks a send WR passes before anything is written: [`Limits`]
 //! (copied out of the queue once per post call) and the DS table they use.
 
-use super::{PostErrorKind, SendFlags, SendOp, SendWr};
+use super::{PostErrorKind, SendFlags, SendOp, SendWr, SqConfig};
 use crate::qp::QpType;
+use crate::wqe::{Opcode, MAX_DS};
 
 /// DS units of the control and operation segments, by mlx5 opcode (UMR
 /// counts the LOCAL_INV shape; a bind adds its KLM in `check_rare`).
 const BASE_DS: [u8; 64] = {
     let mut t = [1u8; 64];
-    t[0x08] = 2;
-    t[0x09] = 2;
-    t[0x10] = 2;
-    t[0x11] = 3;
-    t[0x12] = 3;
-    t[0x25] = 8;
+    t[Opcode::RdmaWrite as usize] = 2;
+    t[Opcode::RdmaWriteImm as usize] = 2;
+    t[Opcode::RdmaRead as usize] = 2;
+    t[Opcode::AtomicCs as usize] = 3;
+    t[Opcode::AtomicFa as usize] = 3;
+    t[Opcode::Umr as usize] = 8;
     t
 };
 
@@ -39,6 +40,53 @@ pub(super) struct Limits {
 }
 
 impl Limits {
+    /// The limits of a queue of `ring_bytes` configured with `cfg`, posting
+    /// disabled: the slot the geometry reserves per WR (ring bytes /
+    /// `max_post`, whole WQEBBs, at most 1 KiB) bounds the DS count, the QP
+    /// type (and `atomics`) the allowed opcodes.
+    pub(super) fn new(cfg: &SqConfig, ring_bytes: usize) -> Self {
+        let slot_bytes = ((ring_bytes / cfg.max_post as usize) & !63).min(1024) as u32;
+        let max_ds = (slot_bytes / 16).min(MAX_DS);
+        let bit = |op: Opcode| 1u64 << op.bits();
+        let sends = bit(Opcode::Send) | bit(Opcode::SendImm);
+        let allowed = match cfg.qp_type {
+            QpType::Ud => sends,
+            QpType::RawPacket => bit(Opcode::Send),
+            QpType::Uc => {
+                sends
+                    | bit(Opcode::SendInval)
+                    | bit(Opcode::RdmaWrite)
+                    | bit(Opcode::RdmaWriteImm)
+                    | bit(Opcode::Umr)
+            }
+            QpType::Rc | QpType::XrcSend => {
+                sends
+                    | bit(Opcode::SendInval)
+                    | bit(Opcode::RdmaWrite)
+                    | bit(Opcode::RdmaWriteImm)
+                    | bit(Opcode::RdmaRead)
+                    | bit(Opcode::Umr)
+                    | if cfg.atomics {
+                        bit(Opcode::AtomicCs) | bit(Opcode::AtomicFa)
+                    } else {
+                        0
+                    }
+            }
+            QpType::XrcRecv => 0,
+        };
+        Limits {
+            sge_lim: 0,
+            quick: [0; 64],
+            max_gs: cfg.max_gs,
+            max_ds,
+            transport_ds: if cfg.qp_type == QpType::Ud { 3 } else { 0 },
+            allowed,
+            max_inline: cfg.max_inline_data,
+            qp_type: cfg.qp_type,
+            atomics: cfg.atomics,
+        }
+    }
+
     /// Posting enabled (RTS and later) or disabled (RESET/INIT/RTR): sets
     /// the SGE limit and the one-compare bounds derived from it.
     pub(super) fn set_enabled(&mut self, on: bool) {
@@ -46,7 +94,7 @@ impl Limits {
         let (sge_lim, max_ds, udp) = (self.sge_lim, self.max_ds as usize, self.transport_ds != 0);
         let allowed = self.allowed;
         self.quick = core::array::from_fn(|op| {
-            if udp || op == 0x25 || allowed & (1 << op) == 0 {
+            if udp || op == Opcode::Umr as usize || allowed & (1 << op) == 0 {
                 0
             } else {
                 // At most 64: max_ds <= 63.
@@ -86,7 +134,8 @@ impl Limits {
         } else {
             wr.sgl.len() as u32
         };
-        if base_ds + data_ds > self.max_ds || opcode == 0x25 || self.transport_ds != 0 {
+        if base_ds + data_ds > self.max_ds || opcode == Opcode::Umr.bits() || self.transport_ds != 0
+        {
             let bind_len = match wr.op {
                 SendOp::BindMw { bind, .. } => Some(bind.length),
                 _ => None,

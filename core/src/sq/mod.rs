@@ -39,7 +39,7 @@ pub use wr::{MwBind, MwType, RdmaOp, RdmaWr, SendFlags, SendOp, SendWr, UdDest};
 use crate::cq::CompletionReject;
 use crate::platform::{self, DmaBuf, Uar};
 use crate::qp::QpType;
-use crate::wqe::CtrlSeg;
+use crate::wqe::{CtrlSeg, FmCeSe};
 use build::SqRing;
 use core::ptr::NonNull;
 use limits::Limits;
@@ -119,29 +119,6 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
         let all = slots.as_mut();
         all.fill(SqSlot::default());
         forget(all);
-        let slot_bytes = ((ring_bytes / cfg.max_post as usize) & !63).min(1024) as u32;
-        let max_ds = (slot_bytes / 16).min(crate::wqe::MAX_DS);
-        let bit = |op: u8| 1u64 << op;
-        let sends = bit(0x0a) | bit(0x0b);
-        let allowed = match cfg.qp_type {
-            QpType::Ud => sends,
-            QpType::RawPacket => bit(0x0a),
-            QpType::Uc => sends | bit(0x01) | bit(0x08) | bit(0x09) | bit(0x25),
-            QpType::Rc | QpType::XrcSend => {
-                sends
-                    | bit(0x01)
-                    | bit(0x08)
-                    | bit(0x09)
-                    | bit(0x10)
-                    | bit(0x25)
-                    | if cfg.atomics {
-                        bit(0x11) | bit(0x12)
-                    } else {
-                        0
-                    }
-            }
-            QpType::XrcRecv => 0,
-        };
         let q = SendQueue {
             ring: SqRing {
                 base: ring.cpu,
@@ -153,18 +130,12 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
             },
             dbrec: dbrec.cpu,
             uar,
-            sig_bits: if cfg.sig_all { 0x08 } else { 0 },
-            lim: Limits {
-                sge_lim: 0,
-                quick: [0; 64],
-                max_gs: cfg.max_gs,
-                max_ds,
-                transport_ds: if cfg.qp_type == QpType::Ud { 3 } else { 0 },
-                allowed,
-                max_inline: cfg.max_inline_data,
-                qp_type: cfg.qp_type,
-                atomics: cfg.atomics,
+            sig_bits: if cfg.sig_all {
+                FmCeSe::CQ_UPDATE.bits()
+            } else {
+                0
             },
+            lim: Limits::new(&cfg, ring_bytes),
             cfg,
             cur_post: 0,
             head: 0,

@@ -7,10 +7,8 @@ use super::{
 };
 use crate::platform::Uar;
 use crate::sge::Sge;
-use crate::wqe::ATOMIC_SIZE;
-
-/// The fence-mode field of `fm_ce_se` (bits 7:5). [ref §1.3](crate::reference).
-const FENCE_BITS: u8 = 0xe0;
+use crate::wqe::{CtrlSeg, FmCeSe, Opcode, ATOMIC_SIZE};
+use core::mem::offset_of;
 
 impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     /// Posts `wrs` whose SGEs name raw device addresses, writing one WQE
@@ -289,7 +287,7 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
             // The provider consumes the cached fence once these checks
             // pass, even if a later check fails (ref §1.3).
             let mine = if wr.flags.contains(SendFlags::FENCE) {
-                (bits & !FENCE_BITS) | 0x80
+                (bits & !FmCeSe::FENCE_FIELD) | FmCeSe::SMALL_AND_FENCE.bits()
             } else {
                 bits
             };
@@ -300,8 +298,9 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
                     break;
                 }
             }
-            if opcode == 0x25 {
-                bits = sig_bits | 0x20; // LOCAL_INV / BIND_MW: next WQE small-fenced
+            if opcode == Opcode::Umr.bits() {
+                // LOCAL_INV / BIND_MW: next WQE small-fenced
+                bits = sig_bits | FmCeSe::INITIATOR_SMALL_FENCE.bits();
             }
             // The record first (it needs nothing the WQE decides), so the
             // WR's id is consumed at once.
@@ -336,11 +335,14 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
             // SAFETY: byte 11 (fm_ce_se) of the first WQE this call built,
             // inside the ring this queue owns; not yet rung.
             unsafe {
-                let p = ring.base.as_ptr().add(first_ctrl + 11);
+                let p = ring
+                    .base
+                    .as_ptr()
+                    .add(first_ctrl + offset_of!(CtrlSeg, fm_ce_se));
                 p.write(p.read() | cached);
             }
         }
-        self.fm_cache = bits & FENCE_BITS;
+        self.fm_cache = bits & FmCeSe::FENCE_FIELD;
         self.cur_post = cur;
         self.head = seq;
         // The doorbell needs, for a single-WR post, whether it was inline.
@@ -386,7 +388,7 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
         match refused {
             Some(kind) => {
                 if !matches!(kind, PostErrorKind::TooManySges { .. }) {
-                    self.fm_cache = bits & FENCE_BITS;
+                    self.fm_cache = bits & FmCeSe::FENCE_FIELD;
                 }
                 Err(PostError { index: 0, kind })
             }

@@ -4,7 +4,21 @@
 use super::build::SqRing;
 use super::{MwBind, MwType};
 use crate::mr::Access;
-use crate::wqe::MkeyAccess;
+use crate::wqe::{
+    KlmSeg, MkeyAccess, MkeyContextSeg, MkeyMask, Segment, UmrCtrlSeg, UmrFlags, DS_BYTES,
+    MKEY_CONTEXT_FREE,
+};
+use core::mem::offset_of;
+
+/// DS units of the UMR control and mkey context segments every UMR WQE
+/// carries.
+const UMR_DS: u32 = ((UmrCtrlSeg::SIZE + MkeyContextSeg::SIZE) / DS_BYTES) as u32;
+/// Bytes of a bind's inline KLM list: one [`KlmSeg`] padded to 64 bytes.
+const KLM_BYTES: usize = 64;
+/// DS units (octowords) of the inline KLM list.
+const KLM_DS: u32 = (KLM_BYTES / DS_BYTES) as u32;
+/// The `qpn_mkey` QPN field (bits 31:8) of an mkey no QP owns: all ones.
+const QPN_NONE: u32 = 0xff_ffff << 8;
 
 impl SqRing {
     /// Writes the UMR control, mkey context and (for a bind with a length)
@@ -24,71 +38,79 @@ impl SqRing {
         } = *b;
         let bind = length != 0;
         // UMR control segment (48 bytes, all written).
-        let mut flags: u8 = 0x80 | 0x10; // INLINE | TRANSLATION_OFFSET
-        let mut mask: u64 = (1 << 29) | (1 << 13); // FREE | MKEY
+        let mut flags = UmrFlags::INLINE | UmrFlags::TRANSLATION_OFFSET;
+        let mut mask = MkeyMask::FREE | MkeyMask::MKEY;
         if mw_type == MwType::Type2 {
-            mask |= 1 << 14; // QPN
+            mask |= MkeyMask::QPN;
         }
-        let klm_octowords: u16 = if bind {
+        let klm_octowords = if bind {
             if mw_type == MwType::Type2 {
-                flags |= 0x20; // CHECK_FREE
+                flags |= UmrFlags::CHECK_FREE;
             }
-            // LEN | START_ADDR | LOCAL_WRITE | REMOTE_READ | REMOTE_WRITE | ATOMIC
-            mask |= 1 | (1 << 6) | (0xf << 18);
-            4
+            mask |= MkeyMask::LEN
+                | MkeyMask::START_ADDR
+                | MkeyMask::ACCESS_LOCAL_WRITE
+                | MkeyMask::ACCESS_REMOTE_READ
+                | MkeyMask::ACCESS_REMOTE_WRITE
+                | MkeyMask::ACCESS_ATOMIC;
+            KLM_DS as u16
         } else {
             if mw_type == MwType::Type2 {
-                flags |= 0x08; // CHECK_QPN
+                flags |= UmrFlags::CHECK_QPN;
             }
             0
         };
-        let mut umr = [0u8; 48];
-        umr[0] = flags;
-        umr[4..6].copy_from_slice(&klm_octowords.to_be_bytes());
-        umr[8..16].copy_from_slice(&mask.to_be_bytes());
+        let umr: [u8; UmrCtrlSeg::SIZE] = UmrCtrlSeg::new(flags, klm_octowords, mask).to_bytes();
         // SAFETY: the caller guarantees room; each 16-byte piece is placed
         // with the wrap rule of the provider (segments never straddle).
         unsafe {
-            for chunk in umr.chunks_exact(16) {
+            for chunk in umr.chunks_exact(DS_BYTES) {
                 *off = self.wrap(*off);
                 self.put_bytes(*off, chunk);
-                *off += 16;
+                *off += DS_BYTES;
             }
             *off = self.wrap(*off);
             // Mkey context segment (64 bytes): only the fields below.
             let m = *off;
+            // The new key's variant byte (7:0) and the owning QPN (31:8).
             let qpn_mkey = (new_rkey & 0xff)
                 | if mw_type == MwType::Type1 || !bind {
-                    0xffff_ff00
+                    QPN_NONE
                 } else {
                     self.qpn << 8
                 };
             if bind {
                 let acc = MkeyAccess::from_ibv(access).bits();
-                self.put_bytes(m, &[0]);
-                self.put_bytes(m + 2, &[acc]);
+                self.put_bytes(m + offset_of!(MkeyContextSeg, free), &[0]);
+                self.put_bytes(m + offset_of!(MkeyContextSeg, access_flags), &[acc]);
                 let start = if access.contains(Access::ZERO_BASED) {
                     0
                 } else {
                     addr
                 };
-                self.put_bytes(m + 16, &start.to_be_bytes());
-                self.put_bytes(m + 24, &length.to_be_bytes());
+                self.put_bytes(
+                    m + offset_of!(MkeyContextSeg, start_addr),
+                    &start.to_be_bytes(),
+                );
+                self.put_bytes(m + offset_of!(MkeyContextSeg, len), &length.to_be_bytes());
             } else {
-                self.put_bytes(m, &[0x40]); // FREE
+                self.put_bytes(m + offset_of!(MkeyContextSeg, free), &[MKEY_CONTEXT_FREE]);
             }
-            self.put_bytes(m + 4, &qpn_mkey.to_be_bytes());
-            *off = m + 64;
-            *ds += 3 + 4;
+            self.put_bytes(
+                m + offset_of!(MkeyContextSeg, qpn_mkey),
+                &qpn_mkey.to_be_bytes(),
+            );
+            *off = m + MkeyContextSeg::SIZE;
+            *ds += UMR_DS;
             if bind {
                 *off = self.wrap(*off);
-                let mut klm = [0u8; 64];
-                klm[0..4].copy_from_slice(&(length as u32).to_be_bytes());
-                klm[4..8].copy_from_slice(&mr_lkey.to_be_bytes());
-                klm[8..16].copy_from_slice(&addr.to_be_bytes());
+                let entry: [u8; KlmSeg::SIZE] =
+                    KlmSeg::new(length as u32, mr_lkey, addr).to_bytes();
+                let mut klm = [0u8; KLM_BYTES];
+                klm[..KlmSeg::SIZE].copy_from_slice(&entry);
                 self.put_bytes(*off, &klm);
-                *off += 64;
-                *ds += 4;
+                *off += KLM_BYTES;
+                *ds += KLM_DS;
             }
             // A UMR ending exactly at the ring end: what follows (inline
             // data) starts at offset 0.

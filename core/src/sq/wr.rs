@@ -4,8 +4,9 @@
 
 use crate::mr::Access;
 use crate::sge::Sge;
-use crate::wqe::AddressVector;
+use crate::wqe::{AddressVector, Opcode};
 use bitflags::bitflags;
+use static_assertions::const_assert_eq;
 
 bitflags! {
     /// Send flags, with the `ibv_send_flags` values. [ref §1.3](crate::reference).
@@ -139,15 +140,15 @@ impl SendOp {
     /// The mlx5 opcode this operation is built with. [ref §1.6](crate::reference).
     pub const fn mlx5_opcode(&self) -> u8 {
         match self {
-            SendOp::Send => 0x0a,
-            SendOp::SendImm { .. } => 0x0b,
-            SendOp::SendInv { .. } => 0x01,
-            SendOp::Write { .. } => 0x08,
-            SendOp::WriteImm { .. } => 0x09,
-            SendOp::Read { .. } => 0x10,
-            SendOp::CompSwap { .. } => 0x11,
-            SendOp::FetchAdd { .. } => 0x12,
-            SendOp::LocalInv { .. } | SendOp::BindMw { .. } => 0x25,
+            SendOp::Send => Opcode::Send.bits(),
+            SendOp::SendImm { .. } => Opcode::SendImm.bits(),
+            SendOp::SendInv { .. } => Opcode::SendInval.bits(),
+            SendOp::Write { .. } => Opcode::RdmaWrite.bits(),
+            SendOp::WriteImm { .. } => Opcode::RdmaWriteImm.bits(),
+            SendOp::Read { .. } => Opcode::RdmaRead.bits(),
+            SendOp::CompSwap { .. } => Opcode::AtomicCs.bits(),
+            SendOp::FetchAdd { .. } => Opcode::AtomicFa.bits(),
+            SendOp::LocalInv { .. } | SendOp::BindMw { .. } => Opcode::Umr.bits(),
         }
     }
     /// The verbs name of the operation.
@@ -297,6 +298,9 @@ impl<'a> SendWr<'a> {
         self
     }
 }
+
+// `with_op` forms SIGNALED from the bool with a shift.
+const_assert_eq!(SendFlags::SIGNALED.bits(), 1 << 1);
 
 impl<'a> RdmaWr<'a> {
     /// This WR as the builder sees it, with operation `op`.
