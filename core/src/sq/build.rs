@@ -8,6 +8,7 @@ use crate::wqe::{
     AtomicSeg, Be32, Be64, CtrlSeg, FmCeSe, InlineHdr, Opcode, RaddrSeg, Segment, ATOMIC_SIZE,
     EXTENDED_UD_AV,
 };
+use core::mem::offset_of;
 use core::ptr::NonNull;
 use static_assertions::const_assert_eq;
 
@@ -250,6 +251,22 @@ impl SqRing {
             self.put_ctrl(ctrl_off, cur, opcode, ds, fm_ce_se, imm);
         }
         (ds + 3) >> 2
+    }
+
+    /// ORs `bits` into the `fm_ce_se` byte of the WQE that starts at WQEBB
+    /// counter `cur`.
+    ///
+    /// # Safety
+    /// A WQE was built at `cur` and not yet rung.
+    #[inline(always)]
+    pub(super) unsafe fn or_fm_ce_se(self, cur: u32, bits: u8) {
+        let ctrl = ((cur & self.mask) as usize) << 6;
+        // SAFETY: byte 11 (fm_ce_se) of that WQE's control segment, inside
+        // the ring this queue owns; not yet rung.
+        unsafe {
+            let p = self.base.as_ptr().add(ctrl + offset_of!(CtrlSeg, fm_ce_se));
+            p.write(p.read() | bits);
+        }
     }
 
     /// Stores the control segment of the WQE at `ctrl_off` as two words

@@ -7,8 +7,7 @@ use super::{
 };
 use crate::platform::Uar;
 use crate::sge::Sge;
-use crate::wqe::{CtrlSeg, FmCeSe, Opcode, ATOMIC_SIZE};
-use core::mem::offset_of;
+use crate::wqe::{FmCeSe, Opcode, ATOMIC_SIZE};
 
 impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     /// Posts `wrs` whose SGEs name raw device addresses, writing one WQE
@@ -233,13 +232,9 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
         F: Fn(&Sge) -> *const u8,
     {
         let seq0 = self.head;
-        let room = self
-            .cfg
-            .max_post
-            .saturating_sub(seq0.wrapping_sub(self.tail)) as usize;
         // WRs that fit; the one after them (if any) is refused as
         // QueueFull once the ones before it passed their checks.
-        let fits = wrs.len().min(room);
+        let fits = wrs.len().min(self.room());
         let lim = &self.lim;
         let quick_fixed = fixed.map_or(0, |op| lim.quick[(op & 63) as usize]);
         let ring = self.ring;
@@ -286,11 +281,7 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
             }
             // The provider consumes the cached fence once these checks
             // pass, even if a later check fails (ref §1.3).
-            let mine = if wr.flags.contains(SendFlags::FENCE) {
-                (bits & !FmCeSe::FENCE_FIELD) | FmCeSe::SMALL_AND_FENCE.bits()
-            } else {
-                bits
-            };
+            let mine = with_wr_fence(bits, wr.flags);
             bits = sig_bits;
             if !quick {
                 if let Err(kind) = lim.check_late(&wr, opcode) {
@@ -330,17 +321,9 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
         // the queue-full and SGE checks (ref §1.3): a WQE that took it
         // without FENCE of its own gets it.
         if cached != 0 && !view(&wrs[0]).flags.contains(SendFlags::FENCE) {
-            // The first WQE starts at the `cur_post` of before this call.
-            let first_ctrl = ((self.cur_post & mask) as usize) << 6;
-            // SAFETY: byte 11 (fm_ce_se) of the first WQE this call built,
-            // inside the ring this queue owns; not yet rung.
-            unsafe {
-                let p = ring
-                    .base
-                    .as_ptr()
-                    .add(first_ctrl + offset_of!(CtrlSeg, fm_ce_se));
-                p.write(p.read() | cached);
-            }
+            // SAFETY: the first WQE this call built starts at the
+            // `cur_post` of before it; not yet rung.
+            unsafe { ring.or_fm_ce_se(self.cur_post, cached) };
         }
         self.fm_cache = bits & FmCeSe::FENCE_FIELD;
         self.cur_post = cur;
@@ -355,6 +338,14 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
         } else {
             Err(self.refusal(nreq as usize, refused))
         }
+    }
+
+    /// WRs that can still be posted: `max_post` less those in flight.
+    #[inline(always)]
+    fn room(&self) -> usize {
+        self.cfg
+            .max_post
+            .saturating_sub(self.head.wrapping_sub(self.tail)) as usize
     }
 
     /// The error of a post that built some WRs but not all: the refused
@@ -395,5 +386,17 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
             None if len > fits => Err(self.refusal(0, None)),
             None => Ok(()),
         }
+    }
+}
+
+/// The `fm_ce_se` bits a WR's WQE starts from: `bits`, with the fence
+/// replaced by small-and-fence when the WR asks for [`SendFlags::FENCE`].
+/// [ref §1.3](crate::reference).
+#[inline(always)]
+fn with_wr_fence(bits: u8, flags: SendFlags) -> u8 {
+    if flags.contains(SendFlags::FENCE) {
+        (bits & !FmCeSe::FENCE_FIELD) | FmCeSe::SMALL_AND_FENCE.bits()
+    } else {
+        bits
     }
 }
