@@ -119,85 +119,23 @@ impl SqRing {
         let ctrl_off = ((cur & self.mask) as usize) << 6;
         let mut off = ctrl_off + 16;
         let mut ds: u32 = 1;
-        let mut imm = 0u32;
 
-        // SAFETY: every store below stays inside the ring: segments are
-        // 16-byte multiples written at 16-aligned offsets and wrapped at the
-        // ring end, and the WQE is at most `max_ds` units, which fit the
-        // slot the geometry reserves per WR (checked before `build`). The
-        // remote-address and atomic segments start inside the WQE's first
-        // WQEBB (at most 48 bytes after the control segment), so they need
-        // no wrap; the datagram segment and the UMR segments are followed
-        // by an explicit wrap, and every data segment is wrapped (masked)
-        // where it could reach the ring end.
+        // SAFETY: every store below (here and in `put_op_segments`) stays
+        // inside the ring: segments are 16-byte multiples written at
+        // 16-aligned offsets and wrapped at the ring end, and the WQE is at
+        // most `max_ds` units, which fit the slot the geometry reserves per
+        // WR (checked before `build`). The remote-address and atomic
+        // segments start inside the WQE's first WQEBB (at most 48 bytes
+        // after the control segment), so they need no wrap; the datagram
+        // segment and the UMR segments are followed by an explicit wrap, and
+        // every data segment is wrapped (masked) where it could reach the
+        // ring end.
         unsafe {
-            if self.datagram {
-                if let Some(ud) = wr.ud {
-                    let mut av = *ud.av;
-                    av.dqp_dct = Be32::new(ud.remote_qpn | EXTENDED_UD_AV);
-                    av.key[..4].copy_from_slice(&ud.remote_qkey.to_be_bytes());
-                    self.put(off, av);
-                    off = self.wrap(off + 48);
-                    ds += 3;
-                }
-            }
-            match wr.op {
-                SendOp::Send => {}
-                SendOp::SendImm { imm: v } => imm = v,
-                SendOp::SendInv { invalidate_rkey } => imm = invalidate_rkey,
-                SendOp::Write { remote_addr, rkey } | SendOp::Read { remote_addr, rkey } => {
-                    self.put(off, RaddrSeg::new(remote_addr, rkey));
-                    off += 16;
-                    ds += 1;
-                }
-                SendOp::WriteImm {
-                    remote_addr,
-                    rkey,
-                    imm: v,
-                } => {
-                    imm = v;
-                    self.put(off, RaddrSeg::new(remote_addr, rkey));
-                    off += 16;
-                    ds += 1;
-                }
-                SendOp::CompSwap {
-                    remote_addr,
-                    rkey,
-                    compare,
-                    swap,
-                } => {
-                    self.put(off, RaddrSeg::new(remote_addr, rkey));
-                    self.put(
-                        off + 16,
-                        AtomicSeg {
-                            swap_add: Be64::new(swap),
-                            compare: Be64::new(compare),
-                        },
-                    );
-                    off += 32;
-                    ds += 2;
-                }
-                SendOp::FetchAdd {
-                    remote_addr,
-                    rkey,
-                    add,
-                } => {
-                    self.put(off, RaddrSeg::new(remote_addr, rkey));
-                    // compare is not written for fetch-and-add (ref §1.5)
-                    self.put(off + 16, Be64::new(add));
-                    off += 32;
-                    ds += 2;
-                }
-                SendOp::LocalInv { invalidate_rkey } => {
-                    imm = invalidate_rkey;
-                    self.umr(&mut off, &mut ds, &MwBind::UNBIND);
-                }
-                SendOp::BindMw { mw_rkey, bind } => {
-                    imm = mw_rkey;
-                    self.umr(&mut off, &mut ds, &bind);
-                }
-            }
+            let imm = self.put_op_segments(wr, &mut off, &mut ds);
 
+            // The data part stays inline here (hot path, measured: moving
+            // the multi-SGE stores into a helper moved the callgrind post
+            // figures by 1-2 Ir).
             if wr.flags.contains(SendFlags::INLINE) && !wr.sgl.is_empty() {
                 ds += self.copy_inline(off, wr.sgl, cpu_of);
             } else {
@@ -251,6 +189,94 @@ impl SqRing {
             self.put_ctrl(ctrl_off, cur, opcode, ds, fm_ce_se, imm);
         }
         (ds + 3) >> 2
+    }
+
+    /// Stores the segments between the control segment and the data part
+    /// of `wr`'s WQE from ring offset `*off` (the datagram segment on a UD
+    /// QP, then the remote-address, atomic or UMR segments its operation
+    /// has), advancing `*off` and `*ds` past them; returns the control
+    /// segment's `imm` (immediate data, an rkey, or 0).
+    ///
+    /// # Safety
+    /// As `build`: `*off` is the offset right after the control segment of
+    /// a WQE that fits the slot the geometry reserves per WR.
+    #[inline(always)]
+    unsafe fn put_op_segments(self, wr: &SendWr<'_>, off: &mut usize, ds: &mut u32) -> u32 {
+        let mut imm = 0u32;
+        // SAFETY: the stores stay inside the ring (see `build`): the
+        // remote-address and atomic segments start inside the WQE's first
+        // WQEBB (at most 48 bytes after the control segment), so they need
+        // no wrap; the datagram segment and the UMR segments are followed
+        // by an explicit wrap.
+        unsafe {
+            if self.datagram {
+                if let Some(ud) = wr.ud {
+                    let mut av = *ud.av;
+                    av.dqp_dct = Be32::new(ud.remote_qpn | EXTENDED_UD_AV);
+                    av.key[..4].copy_from_slice(&ud.remote_qkey.to_be_bytes());
+                    self.put(*off, av);
+                    *off = self.wrap(*off + 48);
+                    *ds += 3;
+                }
+            }
+            match wr.op {
+                SendOp::Send => {}
+                SendOp::SendImm { imm: v } => imm = v,
+                SendOp::SendInv { invalidate_rkey } => imm = invalidate_rkey,
+                SendOp::Write { remote_addr, rkey } | SendOp::Read { remote_addr, rkey } => {
+                    self.put(*off, RaddrSeg::new(remote_addr, rkey));
+                    *off += 16;
+                    *ds += 1;
+                }
+                SendOp::WriteImm {
+                    remote_addr,
+                    rkey,
+                    imm: v,
+                } => {
+                    imm = v;
+                    self.put(*off, RaddrSeg::new(remote_addr, rkey));
+                    *off += 16;
+                    *ds += 1;
+                }
+                SendOp::CompSwap {
+                    remote_addr,
+                    rkey,
+                    compare,
+                    swap,
+                } => {
+                    self.put(*off, RaddrSeg::new(remote_addr, rkey));
+                    self.put(
+                        *off + 16,
+                        AtomicSeg {
+                            swap_add: Be64::new(swap),
+                            compare: Be64::new(compare),
+                        },
+                    );
+                    *off += 32;
+                    *ds += 2;
+                }
+                SendOp::FetchAdd {
+                    remote_addr,
+                    rkey,
+                    add,
+                } => {
+                    self.put(*off, RaddrSeg::new(remote_addr, rkey));
+                    // compare is not written for fetch-and-add (ref §1.5)
+                    self.put(*off + 16, Be64::new(add));
+                    *off += 32;
+                    *ds += 2;
+                }
+                SendOp::LocalInv { invalidate_rkey } => {
+                    imm = invalidate_rkey;
+                    self.umr(off, ds, &MwBind::UNBIND);
+                }
+                SendOp::BindMw { mw_rkey, bind } => {
+                    imm = mw_rkey;
+                    self.umr(off, ds, &bind);
+                }
+            }
+        }
+        imm
     }
 
     /// ORs `bits` into the `fm_ce_se` byte of the WQE that starts at WQEBB
