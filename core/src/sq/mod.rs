@@ -25,6 +25,7 @@ mod error;
 mod lane;
 mod limits;
 mod post;
+mod ring;
 mod slot;
 mod umr;
 mod wr;
@@ -40,9 +41,9 @@ use crate::cq::CompletionReject;
 use crate::platform::{self, DmaBuf, Uar};
 use crate::qp::QpType;
 use crate::wqe::{CtrlSeg, FmCeSe};
-use build::SqRing;
 use core::ptr::NonNull;
 use limits::Limits;
+use ring::SqRing;
 use slot::forget;
 
 /// A send queue with its records in a fixed array of `N` WQEBBs.

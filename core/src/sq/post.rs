@@ -152,8 +152,9 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     }
 
     /// The posting engine: checks each WR (`view` turns the caller's form
-    /// into a [`SendWr`]), builds its WQE with [`SqRing::build`](super::build::SqRing::build), records
-    /// its slot and rings one doorbell for the batch. `cpu_of` gives the
+    /// into a [`SendWr`]), builds its WQE with
+    /// [`SqRing::build`](super::ring::SqRing::build), records its slot and
+    /// rings one doorbell for the batch. `cpu_of` gives the
     /// CPU address inline payloads are copied from. `fixed` names the mlx5
     /// opcode every WR of a fixed-operation caller has (its one-compare
     /// limit is then read once per call, not once per WR); a WR with

@@ -1,7 +1,7 @@
 //! Tests of the send-queue post path: refusals the one-compare check must
 //! keep, the wrap rule after a datagram or UMR segment, the word stores of
 //! the segments, and slot storage whose length changes after `new`.
-use super::build::data_seg_word0;
+use super::ring::data_seg_word0;
 use super::*;
 use crate::platform::MemUar;
 use crate::sge::{len_key, len_of, with_len};

@@ -1,7 +1,7 @@
 //! The UMR segments of LOCAL_INV and BIND_MW WQEs (UMR control, mkey
 //! context, inline KLM), written by [`SqRing::umr`]. [ref §1.5, §1.7](crate::reference).
 
-use super::build::SqRing;
+use super::ring::SqRing;
 use super::{MwBind, MwType};
 use crate::mr::Access;
 use crate::wqe::{
