@@ -126,6 +126,7 @@ pub mod reference;
 pub mod ring;
 pub mod rq;
 pub mod selftest;
+pub mod sge;
 pub mod sizing;
 pub mod sq;
 pub mod verbs;

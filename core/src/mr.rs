@@ -3,7 +3,7 @@
 //! The rules are in `docs/architecture.md` in the repository, §4 and §5
 //! ("Memory safety at the boundary").
 
-use crate::sq::Sge;
+use crate::sge::Sge;
 use core::ptr::NonNull;
 
 bitflags::bitflags! {

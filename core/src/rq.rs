@@ -5,7 +5,7 @@
 
 use crate::cq::CompletionReject;
 use crate::platform::{self, DmaBuf};
-use crate::sq::Sge;
+use crate::sge::Sge;
 use core::fmt;
 use core::ptr::NonNull;
 

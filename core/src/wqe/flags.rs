@@ -109,6 +109,8 @@ impl TryFrom<u8> for CompletionMode {
 }
 
 impl FmCeSe {
+    /// The fence-mode field (bits 7:5) as a mask of the byte.
+    pub const FENCE_FIELD: u8 = 0b111 << 5;
     /// Builds the byte from its three fields.
     pub const fn new(fence: FenceMode, ce: CompletionMode, solicited: bool) -> Self {
         FmCeSe::from_bits_retain(
@@ -141,7 +143,7 @@ impl FmCeSe {
     }
     /// The same byte with the fence field replaced.
     pub const fn with_fence(self, fence: FenceMode) -> Self {
-        FmCeSe::from_bits_retain((self.bits() & 0x1f) | fence.byte())
+        FmCeSe::from_bits_retain((self.bits() & !Self::FENCE_FIELD) | fence.byte())
     }
 }
 

@@ -467,6 +467,9 @@ unsafe impl Segment for InlineHdr {}
 unsafe impl Segment for AtomicSeg {}
 // SAFETY: see above.
 unsafe impl Segment for AddressVector {}
+// SAFETY: `Be64` is `#[repr(transparent)]` over `[u8; 8]`: no padding,
+// every bit pattern valid; `SIZE` is left at its default.
+unsafe impl Segment for Be64 {}
 
 assert_eq_size!(CtrlSeg, [u8; 16]);
 assert_eq_size!(RaddrSeg, [u8; 16]);
