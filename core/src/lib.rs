@@ -123,6 +123,7 @@ pub mod queue_pair;
 /// The mlx5 hardware reference (WQE/CQE layouts, sizing, doorbells, QP states,
 /// command interface) that the `ref §N.M` citations in this crate point to.
 pub mod reference;
+pub mod retire;
 pub mod ring;
 pub mod rq;
 pub mod selftest;

@@ -3,8 +3,8 @@
 //! Receive queues have no MMIO doorbell: the doorbell record alone tells
 //! the device how many receive WQEs were posted ([ref §4.1](crate::reference)).
 
-use crate::cq::CompletionReject;
 use crate::platform::{self, DmaBuf};
+use crate::retire::CompletionReject;
 use crate::sge::Sge;
 use core::fmt;
 use core::ptr::NonNull;

@@ -8,9 +8,9 @@
 //! ([`in_flight`]) on its copies, and writes `tail` back when it is dropped.
 
 use super::{SendQueue, SqSlot, SqSlots};
-use crate::cq::{CompletionReject, SendDone};
 use crate::platform::Uar;
 use crate::queue_pair::wc_opcode_of;
+use crate::retire::{CompletionReject, SendDone};
 
 /// The in-flight rule of a requester completion ([ref §5.7](crate::reference)), in the
 /// terms both retirers keep: `last = head − 1` and `inflight = head −

@@ -37,9 +37,9 @@ pub use lane::SendLane;
 pub use slot::{SendRetired, SqSlot, SqSlots};
 pub use wr::{MwBind, MwType, RdmaOp, RdmaWr, SendFlags, SendOp, SendWr, UdDest};
 
-use crate::cq::CompletionReject;
 use crate::platform::{self, DmaBuf, Uar};
 use crate::qp::QpType;
+use crate::retire::CompletionReject;
 use crate::wqe::{CtrlSeg, FmCeSe};
 use core::ptr::NonNull;
 use limits::Limits;
