@@ -1,10 +1,10 @@
 //! `bareverbs decode wqe`: a send WQE as a human dump or one JSON object.
 //!
 //! The QP type selects the transport segments ([ref §1.7](bareverbs::reference)); without one it
-//! is guessed from the bytes ([`QpType::guess`]).
+//! is guessed from the bytes ([`SendLayout::guess`]).
 
 use anyhow::{anyhow, Context};
-use bareverbs::wqe::{DataEntry, QpType, SendWqe, WqeBytes, WqeDump};
+use bareverbs::wqe::{DataEntry, SendLayout, SendWqe, WqeBytes, WqeDump};
 use serde_json::{json, Value};
 
 fn hex(b: WqeBytes<'_>) -> String {
@@ -21,10 +21,10 @@ fn hex(b: WqeBytes<'_>) -> String {
 /// null).
 pub fn decode_wqe(bytes: &[u8], qp_type: Option<&str>, json: bool) -> anyhow::Result<String> {
     let qpt = match qp_type {
-        Some(s) => QpType::from_name(s).ok_or_else(|| {
+        Some(s) => SendLayout::from_name(s).ok_or_else(|| {
             anyhow!("unknown QP type {s:?} (expected RC, UC, UD, RAW, XRC or UD_UNDERLAY)")
         })?,
-        None => QpType::guess(bytes),
+        None => SendLayout::guess(bytes),
     };
     let w = SendWqe::parse(bytes, qpt)
         .map_err(|e| anyhow!("{e}"))
@@ -159,7 +159,7 @@ pub fn wqe_json(w: &SendWqe<'_>) -> Value {
         segs.push(json!({"type": "undecoded", "len": w.opaque.len(), "hex": hex(w.opaque)}));
     }
     json!({
-        "qp_type": w.qp_type.name(),
+        "qp_type": w.layout.name(),
         "bytes": w.len(),
         "wqebbs": w.wqebbs(),
         "ctrl": {
@@ -463,7 +463,7 @@ mod tests {
                 for (ro, b) in &w.lines {
                     ring[*ro..*ro + 16].copy_from_slice(b);
                 }
-                let qpt = QpType::from_name(&v.qp_type).unwrap();
+                let qpt = SendLayout::from_name(&v.qp_type).unwrap();
                 let r = SendWqe::parse_ring(&ring, w.sq_index, qpt).unwrap();
                 let lin = linear(w);
                 let l = SendWqe::parse(&lin, qpt).unwrap();

@@ -152,16 +152,6 @@ impl Drop for SqWorld {
 /// The send queue a case runs on: memory-backed UAR, slots on the heap.
 type Sq = SendQueue<MemUar, Vec<SqSlot>>;
 
-/// bareverbs' QP type for a vector's QP type.
-fn qp_type_of(t: &vw::QpType) -> QpType {
-    match t {
-        vw::QpType::Rc => QpType::Rc,
-        vw::QpType::Uc => QpType::Uc,
-        vw::QpType::Ud => QpType::Ud,
-        vw::QpType::Raw => QpType::RawPacket,
-    }
-}
-
 /// The send queue configuration of a case's QP, with BlueFlame buffers of
 /// `buf_size` bytes at [`BF_REG`].
 fn sq_config(case: &WqeCase, qp_type: QpType, buf_size: usize) -> SqConfig {
@@ -385,7 +375,7 @@ fn run_sq<const N: usize>(
     uar_fill: u8,
 ) -> Result<WqeOutcome> {
     let world = SqWorld::new(N * 64, header.payload_len.unwrap_or(8192))?;
-    let qp_type = qp_type_of(&case.qp.qp_type);
+    let qp_type = case.qp.qp_type;
     let buf_size = case.bf_buf_size.or(header.bf_buf_size).unwrap_or(256) as usize;
     let cfg = sq_config(case, qp_type, buf_size);
     let slots = vec![SqSlot::default(); N];
@@ -813,9 +803,7 @@ mod tests {
         let f = read_recv_file(&text).unwrap();
         let case = &f.cases[0];
         assert_eq!(case.wrs[0].num_sge, i32::MAX);
-        let o = RecvQueueExecutor
-            .execute(case, None)
-            .unwrap();
+        let o = RecvQueueExecutor.execute(case, None).unwrap();
         assert_eq!((o.ret, o.bad_wr), (bareverbs::errno::EINVAL, Some(0)));
     }
 }

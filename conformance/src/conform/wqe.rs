@@ -643,7 +643,7 @@ pub(crate) mod tests {
         let h = read_wqe_file(one).unwrap();
         assert_eq!(h.cases[0].wqes[0].lines[0].bytes.len(), 16);
         assert_eq!(h.cases[0].wqes[0].lines[1].bytes.len(), 4);
-        assert_eq!(h.cases[0].qp.qp_type, crate::vectors::wqe::QpType::Uc);
+        assert_eq!(h.cases[0].qp.qp_type, bareverbs::qp::QpType::Uc);
     }
 
     #[test]

@@ -7,11 +7,12 @@
 //! and keeps unrecognised lines in [`RecvCase::unknown_lines`].
 
 use anyhow::{anyhow, bail, Context, Result};
+use bareverbs::qp::QpType;
 
 use super::wqe::{
     after_word_num, before_after, bracket_kv, bracket_num, c_int_field, is_hex_line, kv, kv_num,
-    kv_req, parse_case_header, parse_hex_line, parse_num_prefix, parse_raw_bytes, parse_result,
-    parse_sge, split_cases, HexLine, PostResult, QpType, Sge,
+    kv_req, parse_case_header, parse_hex_line, parse_num_prefix, parse_qp_type, parse_raw_bytes,
+    parse_result, parse_sge, split_cases, HexLine, PostResult, Sge,
 };
 
 /// A whole recv vector file.
@@ -606,7 +607,7 @@ fn parse_rq_geometry(t: &str) -> Result<RqGeometry> {
         .map(|v| v as u32)
         .unwrap_or(wqe_cnt.saturating_mul(wqe_size));
     Ok(RqGeometry {
-        qp_type: QpType::parse(kv(req, "type").unwrap_or("RC"))?,
+        qp_type: parse_qp_type(kv(req, "type").unwrap_or("RC"))?,
         qpn: kv_num(req, "qpn").unwrap_or(0) as u32,
         max_recv_wr: kv_req(req, "max_recv_wr")? as u32,
         max_recv_sge: kv_req(req, "max_recv_sge")? as u32,

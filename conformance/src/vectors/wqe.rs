@@ -9,6 +9,7 @@
 //! reader.
 
 use anyhow::{anyhow, bail, Context, Result};
+use bareverbs::qp::QpType;
 
 /// A whole wqe vector file.
 #[derive(Debug, Clone, Default)]
@@ -60,29 +61,18 @@ pub struct Geometry {
     pub filler_wqebbs: Option<u32>,
 }
 
-/// Transport type of the QP.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum QpType {
-    /// Reliable connected.
-    Rc,
-    /// Unreliable connected.
-    Uc,
-    /// Unreliable datagram.
-    Ud,
-    /// Raw packet.
-    Raw,
-}
-
-impl QpType {
-    /// Parses `RC`/`UC`/`UD`/`RAW…`.
-    pub fn parse(s: &str) -> Result<Self> {
-        match s.to_ascii_uppercase().as_str() {
-            "RC" => Ok(Self::Rc),
-            "UC" => Ok(Self::Uc),
-            "UD" => Ok(Self::Ud),
-            "RAW" | "RAW_PACKET" | "RAW_PACKET_QP" => Ok(Self::Raw),
-            o => bail!("unknown QP type {o:?}"),
-        }
+/// The QP type of a vector case: the core's [`QpType`]. The vector files
+/// name RC, UC, UD and raw packet QPs (`RAW`, `RAW_PACKET`,
+/// `RAW_PACKET_QP`); any other name is refused.
+pub fn parse_qp_type(s: &str) -> Result<QpType> {
+    let t = if s.trim().eq_ignore_ascii_case("RAW_PACKET_QP") {
+        Some(QpType::RawPacket)
+    } else {
+        QpType::parse(s)
+    };
+    match t {
+        Some(t @ (QpType::Rc | QpType::Uc | QpType::Ud | QpType::RawPacket)) => Ok(t),
+        _ => bail!("unknown QP type {:?}", s.to_ascii_uppercase()),
     }
 }
 
@@ -768,7 +758,7 @@ pub(crate) fn parse_qp_spec(t: &str) -> Result<QpSpec> {
     let (req, res) = t
         .split_once("->")
         .ok_or_else(|| anyhow!("no '->' in QP line {t:?}"))?;
-    let qp_type = QpType::parse(kv(req, "type").ok_or_else(|| anyhow!("no type= in {t:?}"))?)?;
+    let qp_type = parse_qp_type(kv(req, "type").ok_or_else(|| anyhow!("no type= in {t:?}"))?)?;
     let qpn = kv_num(req, "qpn").unwrap_or(0) as u32;
     let wqe_cnt = kv_req(res, "sq.wqe_cnt")? as u32;
     let sq_bytes = res

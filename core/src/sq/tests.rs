@@ -128,7 +128,7 @@ fn write_then_parse_back() {
     // SAFETY: non-inline SGE; the memory UAR never dereferences it.
     unsafe { q.post_send_raw(&[wr]) }.unwrap();
     let r = ring_bytes(&f);
-    let w = SendWqe::parse(&r, crate::wqe::QpType::Rc).unwrap();
+    let w = SendWqe::parse(&r, crate::qp::QpType::Rc).unwrap();
     // ref §1.7: RC WRITE with 1 SGE = ctrl + raddr + data = 3 DS.
     assert_eq!(w.ctrl.ds(), 3);
     assert_eq!(w.ctrl.opcode(), 0x08);

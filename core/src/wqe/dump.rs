@@ -71,7 +71,7 @@ fn write_ctrl(f: &mut fmt::Formatter<'_>, w: &SendWqe<'_>) -> fmt::Result {
     write!(
         f,
         "{} WQE: opcode={:#04x} ({}) opmod={:#04x} wqe_index={} qpn={:#08x} ds={} ({} bytes, {} WQEBB)",
-        w.qp_type.name(),
+        w.layout.name(),
         c.opcode(),
         super::opcode_name(c.opcode()),
         c.opmod(),

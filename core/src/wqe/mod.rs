@@ -6,7 +6,7 @@
 //! device-visible memory); parsers copy a segment out of a byte slice with
 //! `parse`.
 //!
-//! On top of the segments: [`Opcode`] and [`QpType`], the `fm_ce_se` byte
+//! On top of the segments: [`Opcode`], the transport [`SendLayout`], the `fm_ce_se` byte
 //! as [`FmCeSe`], a no-panic parser ([`SendWqe`], ring-aware via
 //! [`SendWqe::parse_ring`]; [`RecvWqe`] for RQ/SRQ), an emitter for whole
 //! simple WQEs ([`SendWqeRepr`]) and a dump ([`WqeDump`]).
@@ -17,6 +17,7 @@ mod dump;
 mod emit;
 mod extra;
 mod flags;
+mod layout;
 mod opcode;
 mod parse;
 mod recv;
@@ -33,7 +34,8 @@ pub use flags::{
     CompletionMode, EthCsFlags, FenceMode, FmCeSe, MkeyAccess, MkeyMask, UmrFlags,
     MKEY_CONTEXT_FREE,
 };
-pub use opcode::{opcode_name, Opcode, QpType};
+pub use layout::SendLayout;
+pub use opcode::{opcode_name, Opcode};
 pub use parse::{
     ring_wqe_bytes, DataEntries, DataEntry, InlineData, SendWqe, WqeBytes, WqeParseError,
 };

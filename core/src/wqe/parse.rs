@@ -7,7 +7,8 @@ use super::extra::{
     eth_seg_len, EthPad, EthSeg, KlmSeg, MaskedAtomicSeg, MkeyContextSeg, UmrCtrlSeg, XrcSeg,
 };
 use super::flags::UmrFlags;
-use super::opcode::{Opcode, QpType};
+use super::layout::SendLayout;
+use super::opcode::Opcode;
 use super::seg::{AddressVector, AtomicSeg, CtrlSeg, DataSeg, RaddrSeg, Segment};
 use super::{DS_BYTES, INLINE_SEG, MAX_DS, SEND_WQE_BB};
 use core::fmt;
@@ -351,7 +352,7 @@ pub struct SendWqe<'a> {
     /// The control segment.
     pub ctrl: CtrlSeg,
     /// The QP type the WQE was parsed for.
-    pub qp_type: QpType,
+    pub layout: SendLayout,
     /// XRC segment (XRC QPs, except UMR WQEs).
     pub xrc: Option<XrcSeg>,
     /// Datagram segment / address vector (UD, underlay UD).
@@ -426,27 +427,35 @@ fn take<T: Segment>(
 impl<'a> SendWqe<'a> {
     /// Parses a WQE from a contiguous slice (at least DS·16 bytes; extra
     /// bytes are ignored).
-    pub fn parse(bytes: &'a [u8], qp_type: QpType) -> Result<Self, WqeParseError> {
-        Self::parse_split(WqeBytes::linear(bytes), qp_type)
+    pub fn parse(bytes: &'a [u8], layout: impl Into<SendLayout>) -> Result<Self, WqeParseError> {
+        Self::parse_split(WqeBytes::linear(bytes), layout)
     }
 
     /// Parses the WQE whose first WQEBB is `start` (reduced modulo the
     /// ring's WQEBB count, as the producer counter is masked) in `ring`,
     /// following the wrap at the ring end. `ring.len()` must be a non-zero
     /// multiple of 64. [ref §1.1, §1.8](crate::reference).
-    pub fn parse_ring(ring: &'a [u8], start: u32, qp_type: QpType) -> Result<Self, WqeParseError> {
+    pub fn parse_ring(
+        ring: &'a [u8],
+        start: u32,
+        layout: impl Into<SendLayout>,
+    ) -> Result<Self, WqeParseError> {
         let bytes = ring_wqe_bytes(ring, start)?;
-        Self::parse_split(bytes, qp_type)
+        Self::parse_split(bytes, layout)
     }
 
     /// Parses a WQE from a possibly split byte range.
-    pub fn parse_split(bytes: WqeBytes<'a>, qp_type: QpType) -> Result<Self, WqeParseError> {
+    pub fn parse_split(
+        bytes: WqeBytes<'a>,
+        layout: impl Into<SendLayout>,
+    ) -> Result<Self, WqeParseError> {
+        let layout = layout.into();
         let (ctrl, bytes) = ctrl_and_ds(bytes)?;
         let ds_bytes = bytes.len();
         let op = Opcode::from_u8(ctrl.opcode());
         let mut w = SendWqe {
             ctrl,
-            qp_type,
+            layout,
             xrc: None,
             av: None,
             eth_pad: None,
@@ -465,11 +474,11 @@ impl<'a> SendWqe<'a> {
         };
         let mut off = CtrlSeg::SIZE;
         w.take_transport(op, &mut off)?;
-        if matches!(qp_type, QpType::RawPacket | QpType::UdUnderlay) {
+        if layout.eth() {
             w.take_eth(&mut off)?;
         }
         // Opcode part (connected transports only). ref §1.7.
-        if matches!(qp_type, QpType::Rc | QpType::Uc | QpType::Xrc) {
+        if layout.connected() {
             if let Some(op) = op {
                 w.take_opcode_segments(op, &mut off)?;
             }
@@ -493,16 +502,15 @@ impl<'a> SendWqe<'a> {
     /// datagram, Ethernet padding. ref §1.7.
     fn take_transport(&mut self, op: Option<Opcode>, off: &mut usize) -> Result<(), WqeParseError> {
         let bytes = self.bytes;
-        match self.qp_type {
-            QpType::Xrc if op != Some(Opcode::Umr) => {
-                self.xrc = Some(take(&bytes, off, "xrc")?);
-            }
-            QpType::Ud => self.av = Some(take(&bytes, off, "datagram")?),
-            QpType::UdUnderlay => {
-                self.av = Some(take(&bytes, off, "datagram")?);
-                self.eth_pad = Some(take(&bytes, off, "eth_pad")?);
-            }
-            _ => {}
+        let layout = self.layout;
+        if layout.xrc() && op != Some(Opcode::Umr) {
+            self.xrc = Some(take(&bytes, off, "xrc")?);
+        }
+        if layout.datagram() {
+            self.av = Some(take(&bytes, off, "datagram")?);
+        }
+        if layout.eth_pad() {
+            self.eth_pad = Some(take(&bytes, off, "eth_pad")?);
         }
         Ok(())
     }

@@ -3,6 +3,7 @@
 //! and `recv_vectors.txt` (vector numbers cited); kept small for miri.
 
 use super::*;
+use crate::qp::QpType;
 
 fn hex(s: &str) -> [u8; 512] {
     let mut out = [0u8; 512];

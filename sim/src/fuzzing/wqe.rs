@@ -86,12 +86,12 @@ fn exercise(w: &SendWqe<'_>) {
 /// derived from them round-trip through emit → parse.
 pub fn wqe_parse(data: &[u8]) {
     // 1. Linear parse for every QP type.
-    for qpt in QpType::ALL {
+    for qpt in SendLayout::ALL {
         if let Ok(w) = SendWqe::parse(data, qpt) {
             exercise(&w);
         }
     }
-    let _ = QpType::guess(data);
+    let _ = SendLayout::guess(data);
 
     // 2. Ring-aware parse: first 4 bytes pick the start index, the rest
     //    (also unrounded, to hit BadRing) is the ring.
@@ -100,7 +100,7 @@ pub fn wqe_parse(data: &[u8]) {
         let ring = &data[4..];
         let _ = ring_wqe_bytes(ring, start);
         let rounded = &ring[..ring.len() / SEND_WQE_BB * SEND_WQE_BB];
-        for qpt in QpType::ALL {
+        for qpt in SendLayout::ALL {
             let _ = SendWqe::parse_ring(ring, start, qpt);
             if let Ok(w) = SendWqe::parse_ring(rounded, start, qpt) {
                 exercise(&w);
@@ -128,9 +128,19 @@ pub fn wqe_parse(data: &[u8]) {
 
 fn round_trip(data: &[u8]) {
     let mut c = Cursor { b: data, i: 0 };
-    let qpt = QpType::ALL[c.u8() as usize % QpType::ALL.len()];
+    let qpt = SendLayout::ALL[c.u8() as usize % SendLayout::ALL.len()];
+    // `qpt` is one of `SendLayout::ALL`; an XRC receive layout (never in
+    // the list) would take the connected set.
     let ops: &[Opcode] = match qpt {
-        QpType::Rc | QpType::Xrc => &[
+        SendLayout::UC => &[
+            Opcode::Send,
+            Opcode::SendImm,
+            Opcode::RdmaWrite,
+            Opcode::RdmaWriteImm,
+        ],
+        SendLayout::UD | SendLayout::UD_UNDERLAY => &[Opcode::Send, Opcode::SendImm],
+        SendLayout::RAW_PACKET => &[Opcode::Send, Opcode::Tso],
+        _ => &[
             Opcode::Send,
             Opcode::SendImm,
             Opcode::SendInval,
@@ -140,14 +150,6 @@ fn round_trip(data: &[u8]) {
             Opcode::AtomicCs,
             Opcode::AtomicFa,
         ],
-        QpType::Uc => &[
-            Opcode::Send,
-            Opcode::SendImm,
-            Opcode::RdmaWrite,
-            Opcode::RdmaWriteImm,
-        ],
-        QpType::Ud | QpType::UdUnderlay => &[Opcode::Send, Opcode::SendImm],
-        QpType::RawPacket => &[Opcode::Send, Opcode::Tso],
     };
     let op = ops[c.u8() as usize % ops.len()];
     let fm = FmCeSe::from_bits_retain(c.u8());
@@ -166,8 +168,8 @@ fn round_trip(data: &[u8]) {
         ..Default::default()
     };
     match qpt {
-        QpType::Xrc => repr.xrc = Some(XrcSeg::new(c.u32())),
-        QpType::Ud | QpType::UdUnderlay => {
+        SendLayout::XRC => repr.xrc = Some(XrcSeg::new(c.u32())),
+        SendLayout::UD | SendLayout::UD_UNDERLAY => {
             let av = AddressVector::datagram(
                 c.u64(),
                 c.u32() & 0xff_ffff,
@@ -182,7 +184,7 @@ fn round_trip(data: &[u8]) {
                 c.arr(),
             );
             repr.av = Some(av);
-            if qpt == QpType::UdUnderlay {
+            if qpt == SendLayout::UD_UNDERLAY {
                 repr.eth_pad = Some(EthPad::default());
             }
         }
@@ -192,14 +194,14 @@ fn round_trip(data: &[u8]) {
     let hdr_start = c.i.min(data.len());
     let hdr = &data[hdr_start..(hdr_start + hdr_len).min(data.len())];
     c.i += hdr_len;
-    if matches!(qpt, QpType::RawPacket | QpType::UdUnderlay) {
+    if qpt.eth() {
         repr.eth = Some(EthRepr {
             cs_flags: c.u8(),
             mss: c.u16(),
             hdr,
         });
     }
-    if matches!(qpt, QpType::Rc | QpType::Uc | QpType::Xrc) {
+    if qpt.connected() {
         if op.has_raddr() {
             repr.raddr = Some(RaddrSeg::new(c.u64(), c.u32()));
         }
@@ -244,12 +246,12 @@ fn round_trip(data: &[u8]) {
     assert!(r.bytes.iter().eq(w.bytes.iter()));
 }
 
-fn check(repr: &SendWqeRepr<'_, 16>, w: &SendWqe<'_>, qpt: QpType) {
+fn check(repr: &SendWqeRepr<'_, 16>, w: &SendWqe<'_>, qpt: SendLayout) {
     let ds = (repr.len() / DS_BYTES) as u8;
     let mut ctrl = repr.ctrl;
     ctrl.qpn_ds = Be32::new((ctrl.qpn_ds.get() & !0xff) | ds as u32);
     assert_eq!(w.ctrl, ctrl);
-    assert_eq!(w.qp_type, qpt);
+    assert_eq!(w.layout, qpt);
     assert_eq!(w.xrc, repr.xrc);
     assert_eq!(w.av, repr.av);
     assert_eq!(w.eth_pad, repr.eth_pad);

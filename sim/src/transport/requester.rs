@@ -12,18 +12,8 @@ use crate::world::{cnt2, Dev, Event, World};
 use bareverbs::cqe::Syndrome;
 use bareverbs::mr::Access;
 use bareverbs::qp::{QpState, QpType};
-use bareverbs::wqe::{DataEntry, QpType as WqeQpType, SendWqe};
+use bareverbs::wqe::{DataEntry, SendWqe};
 use std::rc::Rc;
-
-fn wqe_type(t: QpType) -> WqeQpType {
-    match t {
-        QpType::Rc => WqeQpType::Rc,
-        QpType::Uc => WqeQpType::Uc,
-        QpType::Ud => WqeQpType::Ud,
-        QpType::RawPacket => WqeQpType::RawPacket,
-        QpType::XrcSend | QpType::XrcRecv => WqeQpType::Xrc,
-    }
-}
 
 /// Whether the QP type allows mlx5 opcode `op` ([ref §1.7](bareverbs::reference)).
 fn op_allowed(t: QpType, op: u8) -> bool {
@@ -69,7 +59,7 @@ fn check_wqe(bytes: &[u8], ty: QpType, opcode: u8, ring: usize) -> Result<SendWq
     if ds_bytes > ring {
         return Err(Syndrome::LocalQpOpErr.as_u8());
     }
-    let wqe = match SendWqe::parse(bytes, wqe_type(ty)) {
+    let wqe = match SendWqe::parse(bytes, ty) {
         Ok(w) => w,
         Err(_) => {
             return Err(Syndrome::LocalQpOpErr.as_u8());
