@@ -12,7 +12,7 @@
 //! assert!(check_transition(QpType::Rc, QpState::Init, QpState::Rtr, QpAttrMask::STATE).is_err());
 //! ```
 
-pub use crate::sizing::QpType;
+pub use crate::sizing::{QpType, ServiceType};
 use bitflags::bitflags;
 use core::fmt;
 

@@ -164,27 +164,25 @@ impl QpType {
         }
     }
 
-    /// The `qpc.st` service-type code, for the types the firmware command
-    /// path creates: RC 0, UC 1, UD 2 ([ref §7.11](crate::reference)).
-    /// `None` for the others (XRC needs an XRC domain, raw packet QPs are
-    /// SQ/RQ objects), which `Device::create_qp` refuses.
-    pub const fn service_type(self) -> Option<u8> {
+    /// The `qpc.st` service type, for the types the firmware command path
+    /// creates: RC, UC, UD ([ref §7.11](crate::reference)). `None` for the
+    /// others (XRC needs an XRC domain, raw packet QPs are SQ/RQ objects),
+    /// which `Device::create_qp` refuses.
+    pub const fn service_type(self) -> Option<ServiceType> {
         match self {
-            QpType::Rc => Some(0),
-            QpType::Uc => Some(1),
-            QpType::Ud => Some(2),
+            QpType::Rc => Some(ServiceType::Rc),
+            QpType::Uc => Some(ServiceType::Uc),
+            QpType::Ud => Some(ServiceType::Ud),
             _ => None,
         }
     }
 
     /// The type of a `qpc.st` code the command path creates (the inverse
-    /// of [`QpType::service_type`]).
+    /// of [`QpType::service_type`], through [`ServiceType::from_code`]).
     pub const fn from_service_type(st: u8) -> Option<QpType> {
-        match st {
-            0 => Some(QpType::Rc),
-            1 => Some(QpType::Uc),
-            2 => Some(QpType::Ud),
-            _ => None,
+        match ServiceType::from_code(st) {
+            Some(s) => Some(s.qp_type()),
+            None => None,
         }
     }
 
@@ -224,6 +222,47 @@ impl QpType {
             Some(QpType::XrcRecv)
         } else {
             None
+        }
+    }
+}
+
+/// The `qpc.st` service type of a QP the firmware command path creates
+/// ([ref §7.11](crate::reference)): the subset of [`QpType`] with a code
+/// there, so a command cannot carry a type it cannot create.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum ServiceType {
+    /// Reliable connected (`st` 0).
+    Rc = 0,
+    /// Unreliable connected (`st` 1).
+    Uc = 1,
+    /// Unreliable datagram (`st` 2).
+    Ud = 2,
+}
+
+impl ServiceType {
+    /// The `qpc.st` code.
+    pub const fn code(self) -> u8 {
+        self as u8
+    }
+
+    /// The service type of `qpc.st` code `c`; `None` for a code the
+    /// command path does not create.
+    pub const fn from_code(c: u8) -> Option<Self> {
+        match c {
+            0 => Some(ServiceType::Rc),
+            1 => Some(ServiceType::Uc),
+            2 => Some(ServiceType::Ud),
+            _ => None,
+        }
+    }
+
+    /// The QP type of this service type.
+    pub const fn qp_type(self) -> QpType {
+        match self {
+            ServiceType::Rc => QpType::Rc,
+            ServiceType::Uc => QpType::Uc,
+            ServiceType::Ud => QpType::Ud,
         }
     }
 }

@@ -15,7 +15,7 @@ use bareverbs::device::{
 use bareverbs::mr::Access;
 use bareverbs::platform::DmaAllocator;
 use bareverbs::rq::RqConfig;
-use bareverbs::sizing::QpType;
+use bareverbs::sizing::{QpType, ServiceType};
 use bareverbs::sq::{BlueFlame, SqConfig};
 use bareverbs_sim::fw::objects::{DataPath, ObjectEvent};
 use bareverbs_sim::fw::{
@@ -59,7 +59,10 @@ fn only_rc_uc_and_ud_qps_are_created_through_commands() {
         );
     }
     for (t, st) in [(QpType::Rc, 0), (QpType::Uc, 1), (QpType::Ud, 2)] {
-        assert_eq!(t.service_type(), Some(st));
+        let s = t.service_type().unwrap();
+        assert_eq!(s.code(), st);
+        assert_eq!(s.qp_type(), t);
+        assert_eq!(ServiceType::from_code(st), Some(s));
         assert_eq!(QpType::from_service_type(st), Some(t));
         let spec = QpSpec {
             qp_type: t,

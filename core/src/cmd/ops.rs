@@ -6,9 +6,11 @@
 //! checked by [`super::queue::CmdQueue::complete`]) and never panics.
 
 use super::bits::{get16, get32, get64, put16, put32, put64, Field};
-use super::layout::{ads, cmd_in, cqc, eqc, hca_vport, mkc, nic_vport, pmtu, qpc, srqc};
+use super::layout::{
+    ads, cmd_in, cqc, create_eq_in, create_mkey_in, eqc, hca_vport, mkc, nic_vport, pmtu, qpc, srqc,
+};
 use super::{op, CmdError};
-use crate::qp::QpType;
+use crate::qp::ServiceType;
 use crate::wqe::MkeyAccess;
 
 /// A built command: opcode, input bytes to send, output bytes to expect.
@@ -446,7 +448,7 @@ pub fn create_mkey(b: &mut [u8], p: &MkeyParams) -> Req {
     let octwords = p.npages.div_ceil(2) as u32;
     mkc::TRANSLATIONS_OCTWORD_SIZE.set(b, MKC, octwords);
     mkc::LOG_PAGE_SIZE.set(b, MKC, p.log_page_size as u32);
-    put32(b, 0x60, octwords);
+    create_mkey_in::TRANSLATIONS_OCTWORD_ACTUAL_SIZE.set(b, 0, octwords);
     put_pas_sized(b, PAS_OFFSET, p.pages_iova, p.npages, p.log_page_size, 0x3);
     Req {
         opcode: op::CREATE_MKEY,
@@ -482,7 +484,7 @@ pub fn create_eq(b: &mut [u8], p: &EqParams) -> Req {
     eqc::UAR_PAGE.set(b, EQC, p.uar_page);
     eqc::INTR.set(b, EQC, p.intr as u32);
     eqc::LOG_PAGE_SIZE.set(b, EQC, 0);
-    put64(b, 0x58, p.event_bitmask);
+    create_eq_in::EVENT_BITMASK.set(b, 0, p.event_bitmask);
     put_pas(b, PAS_OFFSET, p.pages_iova, p.npages, 0);
     Req {
         opcode: op::CREATE_EQ,
@@ -492,12 +494,12 @@ pub fn create_eq(b: &mut [u8], p: &EqParams) -> Req {
 }
 /// CREATE_EQ output: eq number (byte 0x0b).
 pub fn parse_create_eq(out: &[u8]) -> u8 {
-    out.get(0x0b).copied().unwrap_or(0)
+    cmd_in::EQ_NUMBER.get(out, 0) as u8
 }
 /// DESTROY_EQ (0x302) of `eqn` (byte 0x0b).
 pub fn destroy_eq(b: &mut [u8], eqn: u8) -> Req {
     let r = simple(b, op::DESTROY_EQ, 0);
-    b[0x0b] = eqn;
+    cmd_in::EQ_NUMBER.set(b, 0, eqn as u32);
     r
 }
 
@@ -601,10 +603,10 @@ impl HwQpState {
 /// CREATE_QP parameters. [ref §7.11](crate::reference) ("Kernel create … fills").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct QpParams {
-    /// QP type; its `qpc.st` code is [`QpType::service_type`]. A type
-    /// without one is encoded as service type 0xff, which firmware refuses
-    /// (`Device::create_qp` refuses it before any command).
-    pub qp_type: QpType,
+    /// Service type (`qpc.st`): only the QP types the command path creates
+    /// have one ([`crate::qp::QpType::service_type`]; `Device::create_qp`
+    /// refuses the others before any command).
+    pub st: ServiceType,
     /// Protection domain.
     pub pd: u32,
     /// UAR index for the send doorbell.
@@ -637,8 +639,7 @@ pub struct QpParams {
 pub fn create_qp(b: &mut [u8], p: &QpParams) -> Req {
     let in_len = PAS_OFFSET + 8 * p.npages;
     hdr(b, op::CREATE_QP, 0, in_len);
-    let st = p.qp_type.service_type().unwrap_or(0xff);
-    qpc::ST.set(b, QPC, st as u32);
+    qpc::ST.set(b, QPC, p.st.code() as u32);
     qpc::PM_STATE.set(b, QPC, 3); // migrated
     qpc::PD.set(b, QPC, p.pd);
     qpc::LOG_RQ_SIZE.set(b, QPC, p.log_rq_size as u32);
@@ -751,7 +752,7 @@ pub fn rst2init(b: &mut [u8], qpn: u32, a: &Rst2Init) -> Req {
     qpc::RRE.set(b, QPC, a.remote_read as u32);
     qpc::RWE.set(b, QPC, a.remote_write as u32);
     qpc::RAE.set(b, QPC, a.remote_atomic as u32);
-    put32(b, QPC + 0xa8, a.qkey);
+    qpc::Q_KEY.set(b, QPC, a.qkey);
     r
 }
 
@@ -991,11 +992,6 @@ pub struct NicVportContext {
     /// Permanent MAC address (mac_47_32 at 0xF6, mac_31_0 at 0xF8).
     pub permanent_mac: [u8; 6],
 }
-
-/// Byte offset of `system_image_guid` in `nic_vport_context` (bit 0x140 of
-/// linux `mlx5_ifc.h` nic_vport_context: after the 16-bit `mtu` at bit
-/// 0x130); `port_guid` and `node_guid` follow at +8 and +16.
-pub const NIC_VPORT_SYSTEM_IMAGE_GUID: usize = nic_vport::SYSTEM_IMAGE_GUID.off;
 
 /// Parses a `nic_vport_context` (starting at byte 0 of `ctx`); short input
 /// reads as zeros.

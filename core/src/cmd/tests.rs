@@ -10,7 +10,7 @@ use super::queue::*;
 use super::*;
 use crate::mr::Access;
 use crate::platform::{DmaAllocator, DmaBuf};
-use crate::qp::QpType;
+use crate::qp::ServiceType;
 use core::cell::RefCell;
 use core::ptr::NonNull;
 
@@ -213,7 +213,7 @@ fn status_codes_roundtrip() {
 fn create_qp_layout_matches_facts_byte_offsets() {
     let mut b = [0u8; 0x200];
     let p = QpParams {
-        qp_type: QpType::Ud,
+        st: ServiceType::Ud,
         pd: 0x0a0b0c,
         uar_page: 0x000123,
         log_sq_size: 7,

@@ -194,9 +194,9 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
     /// CREATE_QP: allocates the buffer (RQ then SQ, [ref §3.6](crate::reference)) and the
     /// doorbell record, and creates the QP in RESET ([ref §7.11](crate::reference)).
     pub fn create_qp(&mut self, spec: QpSpec) -> Result<QpHandle, DeviceError> {
-        if spec.qp_type.service_type().is_none() {
+        let Some(st) = spec.qp_type.service_type() else {
             return Err(DeviceError::UnsupportedQpType(spec.qp_type));
-        }
+        };
         let lim = self.hca.log_max_qp_sz;
         for (what, v) in [
             ("log_sq_size", spec.log_sq_size),
@@ -249,7 +249,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
             }
         };
         let p = ops::QpParams {
-            qp_type: spec.qp_type,
+            st,
             pd: spec.pd.0,
             uar_page: self.uar,
             log_sq_size: spec.log_sq_size,

@@ -28,7 +28,7 @@ use bareverbs::cmd::ops::{self, CqParams, MkeyParams, QpParams, Req};
 use bareverbs::device::{AddressPath, DeviceConfig, Init2Rtr, Rst2Init, Rtr2Rts};
 use bareverbs::mr::Access;
 use bareverbs::platform::{DmaAllocator, DmaBuf, Uar, BF_OFFSET, CQ_DOORBELL};
-use bareverbs::qp::QpType;
+use bareverbs::qp::ServiceType;
 
 /// The marker of an address word (top 32 bits).
 pub const MARK: u32 = 0xA5A5_A5A5;
@@ -344,7 +344,7 @@ impl Seeder {
             ops::create_qp(
                 b,
                 &QpParams {
-                    qp_type: QpType::Rc,
+                    st: ServiceType::Rc,
                     pd,
                     uar_page: uar,
                     log_sq_size: 2,

@@ -5,7 +5,7 @@ use super::handler::{ok, require, Cmd, Outcome};
 use super::objects::{CqObj, ObjectEvent};
 use super::status::reason;
 use super::SimFirmware;
-use bareverbs::cmd::bits::{get64, get_bits, set_bits};
+use bareverbs::cmd::layout::{cmd_in, cqc};
 use bareverbs::cmd::ops::CQC;
 use bareverbs::cmd::CmdStatus;
 use Outcome::{Fail, NeedPages};
@@ -14,11 +14,11 @@ impl SimFirmware {
     /// CREATE_CQ.
     pub(super) fn create_cq(&mut self, c: &Cmd) -> Outcome {
         let Cmd { input, cur, .. } = *c;
-        let cqe_sz = get_bits(input, CQC, 0, 23, 21) as u8;
-        let log = get_bits(input, CQC, 3, 28, 24) as u8;
-        let uar = get_bits(input, CQC, 3, 23, 0);
-        let eqn = get_bits(input, CQC, 5, 7, 0) as u8;
-        let dbr = get64(input, CQC + 0x38);
+        let cqe_sz = cqc::CQE_SZ.get(input, CQC) as u8;
+        let log = cqc::LOG_CQ_SIZE.get(input, CQC) as u8;
+        let uar = cqc::UAR_PAGE.get(input, CQC);
+        let eqn = cqc::C_EQN.get(input, CQC) as u8;
+        let dbr = cqc::DBR_ADDR.get(input, CQC);
         if cqe_sz > 1 || log > cur.log_max_cq_sz || log == 0 {
             return Fail(CmdStatus::BadParam, reason::SIZE);
         }
@@ -58,7 +58,7 @@ impl SimFirmware {
         }
         self.objects.cqs.insert(cqn, c);
         let mut o = ok(16);
-        set_bits(&mut o, 0, 2, 23, 0, cqn);
+        cmd_in::OBJ_ID.set(&mut o, 0, cqn);
         Outcome::Ok(o)
     }
 

@@ -118,7 +118,7 @@ impl FabricPath {
     }
 
     fn qp(&mut self, q: &QpObj) -> Result<(), &'static str> {
-        let ty = QpType::from_service_type(q.st).ok_or("QP service type not simulated")?;
+        let ty = q.st.qp_type();
         let base = contiguous(&q.pages).ok_or("QP pages are not one contiguous device range")?;
         let rq_shift = q.log_rq_stride as u32 + 4;
         let rq_wqes = if q.srqn.is_some() {

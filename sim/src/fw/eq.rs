@@ -6,7 +6,7 @@ use super::handler::{ok, require, Cmd, Outcome};
 use super::objects::EqObj;
 use super::status::reason;
 use super::SimFirmware;
-use bareverbs::cmd::bits::{get64, get_bits};
+use bareverbs::cmd::layout::{cmd_in, create_eq_in, eqc};
 use bareverbs::cmd::ops::EQC;
 use bareverbs::cmd::CmdStatus;
 use Outcome::Fail;
@@ -15,8 +15,8 @@ impl SimFirmware {
     /// CREATE_EQ: the lowest free EQ number.
     pub(super) fn create_eq(&mut self, c: &Cmd) -> Outcome {
         let Cmd { input, cur, .. } = *c;
-        let log = get_bits(input, EQC, 3, 28, 24) as u8;
-        let uar = get_bits(input, EQC, 3, 23, 0);
+        let log = eqc::LOG_EQ_SIZE.get(input, EQC) as u8;
+        let uar = eqc::UAR_PAGE.get(input, EQC);
         if !self.objects.uars.contains_key(&uar) {
             return Fail(CmdStatus::BadParam, reason::UNKNOWN_OBJECT);
         }
@@ -40,7 +40,7 @@ impl SimFirmware {
                 eqn,
                 log_size: log,
                 uar,
-                mask: get64(input, 0x58),
+                mask: create_eq_in::EVENT_BITMASK.get(input, 0),
                 pages,
                 pi: 0,
                 ci: 0,
@@ -48,14 +48,14 @@ impl SimFirmware {
             },
         );
         let mut o = ok(16);
-        o[0x0b] = eqn;
+        cmd_in::EQ_NUMBER.set(&mut o, 0, eqn as u32);
         Outcome::Ok(o)
     }
 
     /// DESTROY_EQ.
     pub(super) fn destroy_eq(&mut self, c: &Cmd) -> Outcome {
         let Cmd { input, .. } = *c;
-        let eqn = input.get(0x0b).copied().unwrap_or(0);
+        let eqn = cmd_in::EQ_NUMBER.get(input, 0) as u8;
         require!(
             self.objects.eqs.remove(&eqn).is_some(),
             CmdStatus::BadResource,

@@ -6,7 +6,8 @@ use super::cmdq::MAX_FW_MSG;
 use super::handler::{ok, Outcome};
 use super::status::{reason, syndrome};
 use super::SimFirmware;
-use bareverbs::cmd::bits::{get16, get32, get64, put32};
+use bareverbs::cmd::bits::{get32, get64, put32};
+use bareverbs::cmd::layout::cmd_in;
 use bareverbs::cmd::op;
 use bareverbs::cmd::queue::layout;
 use bareverbs::cmd::CmdStatus;
@@ -51,7 +52,7 @@ impl SimFirmware {
         if let Some(d) = self.faults.delivery_next.take() {
             return self.finish(slot, d);
         }
-        let opcode = get16(&input, 0);
+        let opcode = cmd_in::OPCODE.get(&input, 0) as u16;
         let outcome = if let Some((s, syn)) = self.faults.fail_next.take() {
             let mut o = ok(16);
             o[0] = s;

@@ -2,8 +2,8 @@
 //! its result ([`Outcome`]), the zeroed output buffer ([`ok`]) and the
 //! `require!` check that fails the command.
 
-use bareverbs::cmd::bits::{get16, get_bits};
 use bareverbs::cmd::caps::HcaCaps;
+use bareverbs::cmd::layout::cmd_in;
 use bareverbs::cmd::CmdStatus;
 
 /// A command as its handler reads it: the input, the output length the
@@ -14,11 +14,12 @@ pub(super) struct Cmd<'a> {
     pub(super) input: &'a [u8],
     /// Output length of the entry.
     pub(super) outlen: usize,
-    /// Input bytes 0..2.
+    /// `opcode` ([`cmd_in::OPCODE`], input bytes 0..2).
     pub(super) opcode: u16,
-    /// Input bytes 6..8.
+    /// `op_mod` ([`cmd_in::OP_MOD`], input bytes 6..8).
     pub(super) op_mod: u16,
-    /// Input dword 2 bits 23..0: the object number most commands name.
+    /// The object number most commands name ([`cmd_in::OBJ_ID`], input
+    /// dword 2 bits 23..0).
     pub(super) id: u32,
     /// The current capabilities when the command arrived.
     pub(super) cur: HcaCaps,
@@ -31,9 +32,9 @@ impl<'a> Cmd<'a> {
         Cmd {
             input,
             outlen,
-            opcode: get16(input, 0),
-            op_mod: get16(input, 6),
-            id: get_bits(input, 0, 2, 23, 0),
+            opcode: cmd_in::OPCODE.get(input, 0) as u16,
+            op_mod: cmd_in::OP_MOD.get(input, 0) as u16,
+            id: cmd_in::OBJ_ID.get(input, 0),
             cur: HcaCaps::parse(cur_caps),
         }
     }

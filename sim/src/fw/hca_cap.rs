@@ -5,9 +5,14 @@
 use super::handler::{ok, require, Cmd, Outcome};
 use super::status::reason;
 use super::{HcaState, SimFirmware};
-use bareverbs::cmd::caps::{self, HcaCaps};
+use bareverbs::cmd::caps::{self, HcaCaps, GENERAL_CAP_LEN};
+use bareverbs::cmd::ops::{CAP_LEN, CAP_OFFSET};
 use bareverbs::cmd::CmdStatus;
 use Outcome::NeedPages;
+
+/// End of the general capability structure in QUERY_HCA_CAP's output and
+/// SET_HCA_CAP's input.
+const GENERAL: usize = CAP_OFFSET + GENERAL_CAP_LEN;
 
 impl SimFirmware {
     /// QUERY_HCA_CAP of the RoCE capability page.
@@ -19,9 +24,13 @@ impl SimFirmware {
             reason::HCA_STATE
         );
         require!(self.cfg.caps.roce, CmdStatus::BadParam, reason::FIELD);
-        require!(outlen >= 0x110, CmdStatus::BadOutputLen, reason::OUTPUT_LEN);
-        let mut o = ok(0x1010.min(outlen));
-        o[0x10] = self.cfg.roce_cap_byte0;
+        require!(
+            outlen >= GENERAL,
+            CmdStatus::BadOutputLen,
+            reason::OUTPUT_LEN
+        );
+        let mut o = ok((CAP_OFFSET + CAP_LEN).min(outlen));
+        o[CAP_OFFSET] = self.cfg.roce_cap_byte0;
         Outcome::Ok(o)
     }
 
@@ -36,17 +45,21 @@ impl SimFirmware {
             reason::HCA_STATE
         );
         require!(op_mod >> 1 == 0, CmdStatus::BadParam, reason::FIELD);
-        require!(outlen >= 0x110, CmdStatus::BadOutputLen, reason::OUTPUT_LEN);
+        require!(
+            outlen >= GENERAL,
+            CmdStatus::BadOutputLen,
+            reason::OUTPUT_LEN
+        );
         if (self.pages.len() as u32) < self.cfg.boot_pages {
             return NeedPages(self.cfg.boot_pages - self.pages.len() as u32);
         }
-        let mut o = ok(0x1010.min(outlen));
+        let mut o = ok((CAP_OFFSET + CAP_LEN).min(outlen));
         if op_mod & 1 == 1 {
-            o[0x10..0x110].copy_from_slice(&self.cur_caps);
+            o[CAP_OFFSET..GENERAL].copy_from_slice(&self.cur_caps);
         } else {
-            let mut m = [0u8; 256];
+            let mut m = [0u8; GENERAL_CAP_LEN];
             max_caps.write(&mut m);
-            o[0x10..0x110].copy_from_slice(&m);
+            o[CAP_OFFSET..GENERAL].copy_from_slice(&m);
         }
         Outcome::Ok(o)
     }
@@ -61,11 +74,15 @@ impl SimFirmware {
             reason::HCA_STATE
         );
         require!(op_mod >> 1 == 0, CmdStatus::BadParam, reason::FIELD);
-        require!(c.need_in(0x110), CmdStatus::BadInputLen, reason::INPUT_LEN);
+        require!(
+            c.need_in(GENERAL),
+            CmdStatus::BadInputLen,
+            reason::INPUT_LEN
+        );
         if (self.pages.len() as u32) < self.cfg.boot_pages {
             return NeedPages(self.cfg.boot_pages - self.pages.len() as u32);
         }
-        let new = HcaCaps::parse(&input[0x10..0x110]);
+        let new = HcaCaps::parse(&input[CAP_OFFSET..GENERAL]);
         require!(
             new.log_max_qp <= max_caps.log_max_qp
                 && new.log_max_qp_sz <= max_caps.log_max_qp_sz
@@ -88,7 +105,7 @@ impl SimFirmware {
             caps::field::MKEY_BY_NAME,
             caps::field::PKEY_TABLE_SIZE,
         ] {
-            caps::set(&mut c, f, caps::get(&input[0x10..0x110], f));
+            caps::set(&mut c, f, caps::get(&input[CAP_OFFSET..GENERAL], f));
         }
         self.cur_caps = c;
         Outcome::Ok(ok(16))

@@ -6,7 +6,8 @@ use super::handler::{ok, require, Cmd, Outcome};
 use super::objects::{MkeyObj, ObjectEvent};
 use super::status::reason;
 use super::SimFirmware;
-use bareverbs::cmd::bits::{get32, get64, get_bits, set_bits};
+use bareverbs::cmd::bits::get64;
+use bareverbs::cmd::layout::{cmd_in, create_mkey_in, mkc};
 use bareverbs::cmd::ops::{self, MKC, PAS_OFFSET};
 use bareverbs::cmd::CmdStatus;
 use bareverbs::wqe::MkeyAccess;
@@ -19,19 +20,19 @@ impl SimFirmware {
         if input.len() < PAS_OFFSET {
             return Fail(CmdStatus::BadInputLen, reason::INPUT_LEN);
         }
-        let pd = get_bits(input, MKC, 3, 23, 0);
+        let pd = mkc::PD.get(input, MKC);
         if !self.objects.pds.contains_key(&pd) {
             return Fail(CmdStatus::BadResource, reason::UNKNOWN_OBJECT);
         }
         // MTT access with an absolute page size from 4 KiB up to the
         // field's top value.
-        let log_page = get_bits(input, MKC, 14, 4, 0) as u8;
-        if get_bits(input, MKC, 0, 9, 8) != 1 || log_page < ops::MKEY_LOG_PAGE_MIN {
+        let log_page = mkc::LOG_PAGE_SIZE.get(input, MKC) as u8;
+        if mkc::ACCESS_MODE_1_0.get(input, MKC) != 1 || log_page < ops::MKEY_LOG_PAGE_MIN {
             return Fail(CmdStatus::BadParam, reason::FIELD);
         }
-        let len = get64(input, MKC + 0x18);
-        let start = get64(input, MKC + 0x10);
-        let npages = (get32(input, 0x60) as usize) * 2;
+        let len = mkc::LEN.get(input, MKC);
+        let start = mkc::START_ADDR.get(input, MKC);
+        let npages = (create_mkey_in::TRANSLATIONS_OCTWORD_ACTUAL_SIZE.get(input, 0) as usize) * 2;
         // `start` and `len` are guest-provided: a span that overflows 64
         // bits (or a page count beyond usize) is a bad size, not a panic.
         let Some(need) =
@@ -83,12 +84,12 @@ impl SimFirmware {
         };
         let m = MkeyObj {
             index,
-            variant: get_bits(input, MKC, 1, 7, 0) as u8,
+            variant: mkc::MKEY_7_0.get(input, MKC) as u8,
             pd,
             start,
             len,
-            // a, rw, rr, lw, lr: mkc byte 2 bits 6..2.
-            access: MkeyAccess::from_bits_truncate(input.get(MKC + 2).copied().unwrap_or(0)),
+            // a, rw, rr, lw, lr: mkc.access, held at bits 6..2 of the byte.
+            access: MkeyAccess::from_bits_truncate((mkc::ACCESS.get(input, MKC) << 2) as u8),
             pages: pas,
             log_page_size: log_page,
         };
@@ -98,7 +99,7 @@ impl SimFirmware {
         }
         self.objects.mkeys.insert(index, m);
         let mut o = ok(16);
-        set_bits(&mut o, 0, 2, 23, 0, index);
+        cmd_in::OBJ_ID.set(&mut o, 0, index);
         Outcome::Ok(o)
     }
 

@@ -14,6 +14,7 @@
 //! table itself is readable through [`super::SimFirmware::objects`].
 
 use bareverbs::cmd::ops::HwQpState;
+use bareverbs::qp::ServiceType;
 use bareverbs::wqe::MkeyAccess;
 use std::collections::BTreeMap;
 
@@ -84,7 +85,7 @@ pub struct QpObj {
     /// QP number.
     pub qpn: u32,
     /// Service type (qpc.st).
-    pub st: u8,
+    pub st: ServiceType,
     /// State.
     pub state: HwQpState,
     /// Protection domain.

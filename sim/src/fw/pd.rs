@@ -3,7 +3,7 @@
 use super::handler::{ok, require, Cmd, Outcome};
 use super::status::reason;
 use super::SimFirmware;
-use bareverbs::cmd::bits::set_bits;
+use bareverbs::cmd::layout::cmd_in;
 use bareverbs::cmd::CmdStatus;
 
 impl SimFirmware {
@@ -18,7 +18,7 @@ impl SimFirmware {
         let pd = self.objects.fresh();
         self.objects.pds.insert(pd, ());
         let mut o = ok(16);
-        set_bits(&mut o, 0, 2, 23, 0, pd);
+        cmd_in::OBJ_ID.set(&mut o, 0, pd);
         Outcome::Ok(o)
     }
 

@@ -6,10 +6,12 @@ use super::handler::{ok, require, Cmd, Outcome};
 use super::objects::{ObjectEvent, QpObj};
 use super::status::reason;
 use super::SimFirmware;
-use bareverbs::cmd::bits::{get32, get64, get_bits, put64, set_bits};
+use bareverbs::cmd::bits::Field;
+use bareverbs::cmd::layout::{ads, cmd_in, qpc};
 use bareverbs::cmd::op;
 use bareverbs::cmd::ops::{HwQpState, PAS_OFFSET, QPC, QPC_PATH};
 use bareverbs::cmd::CmdStatus;
+use bareverbs::qp::ServiceType;
 use Outcome::{Fail, NeedPages};
 
 impl SimFirmware {
@@ -19,22 +21,23 @@ impl SimFirmware {
         if input.len() < PAS_OFFSET {
             return Fail(CmdStatus::BadInputLen, reason::INPUT_LEN);
         }
-        let g = |dw, hi, lo| get_bits(input, QPC, dw, hi, lo);
-        let stype = g(0, 23, 16) as u8;
-        let pd = g(1, 23, 0);
-        let log_rq = g(2, 22, 19) as u8;
-        let log_stride = g(2, 18, 16) as u8;
-        let no_sq = g(2, 15, 15) != 0;
-        let log_sq = g(2, 14, 11) as u8;
-        let uar = g(3, 23, 0);
-        let cqn_snd = g(31, 23, 0);
-        let cqn_rcv = g(39, 23, 0);
-        let rq_type = g(43, 26, 24);
-        let srqn = g(43, 23, 0);
-        let dbr = get64(input, QPC + 0xa0);
-        if stype > 2 || rq_type > 1 {
-            return Fail(CmdStatus::BadParam, reason::FIELD);
-        }
+        let g = |f: Field| f.get(input, QPC);
+        let stype = ServiceType::from_code(g(qpc::ST) as u8);
+        let pd = g(qpc::PD);
+        let log_rq = g(qpc::LOG_RQ_SIZE) as u8;
+        let log_stride = g(qpc::LOG_RQ_STRIDE) as u8;
+        let no_sq = g(qpc::NO_SQ) != 0;
+        let log_sq = g(qpc::LOG_SQ_SIZE) as u8;
+        let uar = g(qpc::UAR_PAGE);
+        let cqn_snd = g(qpc::CQN_SND);
+        let cqn_rcv = g(qpc::CQN_RCV);
+        let rq_type = g(qpc::RQ_TYPE);
+        let srqn = g(qpc::SRQN_RMPN_XRQN);
+        let dbr = qpc::DBR_ADDR.get(input, QPC);
+        let stype = match (stype, rq_type) {
+            (Some(st), 0 | 1) => st,
+            _ => return Fail(CmdStatus::BadParam, reason::FIELD),
+        };
         if log_sq > cur.log_max_qp_sz || log_rq > cur.log_max_qp_sz {
             return Fail(CmdStatus::BadParam, reason::SIZE);
         }
@@ -82,7 +85,7 @@ impl SimFirmware {
             no_sq,
             srqn: (rq_type == 1).then_some(srqn),
             uar,
-            user_index: g(4, 23, 0),
+            user_index: g(qpc::USER_INDEX),
             dbr_addr: dbr,
             pages,
             port: 0,
@@ -112,7 +115,7 @@ impl SimFirmware {
         }
         self.objects.qps.insert(qpn, q);
         let mut o = ok(16);
-        set_bits(&mut o, 0, 2, 23, 0, qpn);
+        cmd_in::OBJ_ID.set(&mut o, 0, qpn);
         Outcome::Ok(o)
     }
 
@@ -123,7 +126,7 @@ impl SimFirmware {
             input, opcode, cur, ..
         } = *c;
         use HwQpState as S;
-        let qpn = get_bits(input, 0, 2, 23, 0);
+        let qpn = cmd_in::OBJ_ID.get(input, 0);
         let with_qpc = !matches!(opcode, op::QP_2ERR | op::QP_2RST);
         if with_qpc && input.len() < PAS_OFFSET {
             return Fail(CmdStatus::BadInputLen, reason::INPUT_LEN);
@@ -146,11 +149,11 @@ impl SimFirmware {
         if !from.is_empty() && !from.contains(&q.state) {
             return Fail(CmdStatus::BadQpState, reason::QP_STATE);
         }
-        let g = |dw, hi, lo| get_bits(input, QPC, dw, hi, lo);
-        let p = |dw, hi, lo| get_bits(input, QPC_PATH, dw, hi, lo);
+        let g = |f: Field| f.get(input, QPC);
+        let p = |f: Field| f.get(input, QPC_PATH);
         match opcode {
             op::RST2INIT_QP => {
-                let port = p(9, 23, 16) as u8;
+                let port = p(ads::VHCA_PORT_NUM) as u8;
                 if port == 0 || port > num_ports {
                     return Fail(CmdStatus::BadParam, reason::FIELD);
                 }
@@ -158,37 +161,38 @@ impl SimFirmware {
                     return Fail(CmdStatus::BadParam, reason::ROCE_DISABLED);
                 }
                 q.port = port;
-                q.pkey_index = p(0, 15, 0) as u16;
-                q.rre = g(36, 15, 15) != 0;
-                q.rwe = g(36, 14, 14) != 0;
-                q.rae = g(36, 13, 13) != 0;
-                q.qkey = get32(input, QPC + 0xa8);
+                q.pkey_index = p(ads::PKEY_INDEX) as u16;
+                q.rre = g(qpc::RRE) != 0;
+                q.rwe = g(qpc::RWE) != 0;
+                q.rae = g(qpc::RAE) != 0;
+                q.qkey = g(qpc::Q_KEY);
             }
             op::INIT2RTR_QP => {
-                let mtu = g(2, 31, 29) as u8;
+                let mtu = g(qpc::MTU) as u8;
                 if !(1..=5).contains(&mtu) {
                     return Fail(CmdStatus::BadParam, reason::FIELD);
                 }
                 q.mtu = mtu;
-                q.remote_qpn = g(5, 23, 0);
-                q.rq_psn = g(37, 23, 0);
-                q.min_rnr_nak = g(37, 28, 24) as u8;
-                q.log_rra_max = g(36, 23, 21) as u8;
-                q.fl = p(0, 31, 31) != 0;
-                q.grh = p(1, 23, 23) != 0;
-                q.rlid = p(1, 15, 0) as u16;
+                q.remote_qpn = g(qpc::REMOTE_QPN);
+                q.rq_psn = g(qpc::NEXT_RCV_PSN);
+                q.min_rnr_nak = g(qpc::MIN_RNR_NAK) as u8;
+                q.log_rra_max = g(qpc::LOG_RRA_MAX) as u8;
+                q.fl = p(ads::FL) != 0;
+                q.grh = p(ads::GRH) != 0;
+                q.rlid = p(ads::RLID) as u16;
+                let rgid = QPC_PATH + ads::RGID_RIP;
                 q.rgid.copy_from_slice(
                     input
-                        .get(QPC_PATH + 0x10..QPC_PATH + 0x20)
+                        .get(rgid..rgid + ads::RGID_RIP_LEN)
                         .unwrap_or(&[0; 16]),
                 );
             }
             op::RTR2RTS_QP => {
-                q.sq_psn = g(30, 23, 0);
-                q.retry_count = g(28, 18, 16) as u8;
-                q.rnr_retry = g(28, 15, 13) as u8;
-                q.ack_timeout = p(2, 31, 27) as u8;
-                q.log_sra_max = g(28, 23, 21) as u8;
+                q.sq_psn = g(qpc::NEXT_SEND_PSN);
+                q.retry_count = g(qpc::RETRY_COUNT) as u8;
+                q.rnr_retry = g(qpc::RNR_RETRY) as u8;
+                q.ack_timeout = p(ads::ACK_TIMEOUT) as u8;
+                q.log_sra_max = g(qpc::LOG_SRA_MAX) as u8;
             }
             _ => {}
         }
@@ -211,31 +215,43 @@ impl SimFirmware {
             return Fail(CmdStatus::BadResource, reason::UNKNOWN_OBJECT);
         };
         let mut o = ok(PAS_OFFSET);
-        set_bits(&mut o, QPC, 0, 31, 28, q.state.bits() as u32);
-        set_bits(&mut o, QPC, 0, 23, 16, q.st as u32);
-        set_bits(&mut o, QPC, 0, 12, 11, 3);
-        set_bits(&mut o, QPC, 1, 23, 0, q.pd);
-        set_bits(&mut o, QPC, 2, 31, 29, q.mtu as u32);
-        set_bits(&mut o, QPC, 2, 22, 19, q.log_rq_size as u32);
-        set_bits(&mut o, QPC, 2, 18, 16, q.log_rq_stride as u32);
-        set_bits(&mut o, QPC, 2, 14, 11, q.log_sq_size as u32);
-        set_bits(&mut o, QPC, 3, 23, 0, q.uar);
-        set_bits(&mut o, QPC, 5, 23, 0, q.remote_qpn);
-        set_bits(&mut o, QPC_PATH, 0, 31, 31, q.fl as u32);
-        set_bits(&mut o, QPC_PATH, 0, 15, 0, q.pkey_index as u32);
-        set_bits(&mut o, QPC_PATH, 2, 31, 27, q.ack_timeout as u32);
-        set_bits(&mut o, QPC_PATH, 9, 23, 16, q.port as u32);
-        set_bits(&mut o, QPC, 28, 18, 16, q.retry_count as u32);
-        set_bits(&mut o, QPC, 28, 15, 13, q.rnr_retry as u32);
-        set_bits(&mut o, QPC, 30, 23, 0, q.sq_psn);
-        set_bits(&mut o, QPC, 31, 23, 0, q.cqn_snd);
-        set_bits(&mut o, QPC, 36, 15, 15, q.rre as u32);
-        set_bits(&mut o, QPC, 36, 14, 14, q.rwe as u32);
-        set_bits(&mut o, QPC, 36, 13, 13, q.rae as u32);
-        set_bits(&mut o, QPC, 37, 28, 24, q.min_rnr_nak as u32);
-        set_bits(&mut o, QPC, 37, 23, 0, q.rq_psn);
-        set_bits(&mut o, QPC, 39, 23, 0, q.cqn_rcv);
-        put64(&mut o, QPC + 0xa0, q.dbr_addr);
+        for (f, v) in [
+            (qpc::STATE, q.state.bits() as u32),
+            (qpc::ST, q.st.code() as u32),
+            (qpc::PM_STATE, 3), // migrated
+            (qpc::PD, q.pd),
+            (qpc::MTU, q.mtu as u32),
+            (qpc::LOG_RQ_SIZE, q.log_rq_size as u32),
+            (qpc::LOG_RQ_STRIDE, q.log_rq_stride as u32),
+            (qpc::LOG_SQ_SIZE, q.log_sq_size as u32),
+            (qpc::UAR_PAGE, q.uar),
+            (qpc::REMOTE_QPN, q.remote_qpn),
+        ] {
+            f.set(&mut o, QPC, v);
+        }
+        for (f, v) in [
+            (ads::FL, q.fl as u32),
+            (ads::PKEY_INDEX, q.pkey_index as u32),
+            (ads::ACK_TIMEOUT, q.ack_timeout as u32),
+            (ads::VHCA_PORT_NUM, q.port as u32),
+        ] {
+            f.set(&mut o, QPC_PATH, v);
+        }
+        for (f, v) in [
+            (qpc::RETRY_COUNT, q.retry_count as u32),
+            (qpc::RNR_RETRY, q.rnr_retry as u32),
+            (qpc::NEXT_SEND_PSN, q.sq_psn),
+            (qpc::CQN_SND, q.cqn_snd),
+            (qpc::RRE, q.rre as u32),
+            (qpc::RWE, q.rwe as u32),
+            (qpc::RAE, q.rae as u32),
+            (qpc::MIN_RNR_NAK, q.min_rnr_nak as u32),
+            (qpc::NEXT_RCV_PSN, q.rq_psn),
+            (qpc::CQN_RCV, q.cqn_rcv),
+        ] {
+            f.set(&mut o, QPC, v);
+        }
+        qpc::DBR_ADDR.set(&mut o, QPC, q.dbr_addr);
         o.truncate(outlen.min(PAS_OFFSET));
         Outcome::Ok(o)
     }

@@ -4,7 +4,8 @@
 use super::handler::{ok, require, Cmd, Outcome};
 use super::status::reason;
 use super::SimFirmware;
-use bareverbs::cmd::bits::{get16, get_bits, set_bits};
+use bareverbs::cmd::bits::get16;
+use bareverbs::cmd::layout::pmtu;
 use bareverbs::cmd::ops;
 use bareverbs::cmd::CmdStatus;
 use Outcome::Fail;
@@ -32,12 +33,12 @@ impl SimFirmware {
         require!(c.need_in(0x20), CmdStatus::BadInputLen, reason::INPUT_LEN);
         match (get16(input, 0x0a), op_mod) {
             (ops::REG_HOST_ENDIANNESS, ops::ACCESS_REG_WRITE) => {
-                self.host_endianness = Some(input[0x10]);
+                self.host_endianness = Some(input[ops::REG_DATA]);
                 Outcome::Ok(ok(0x20.min(outlen)))
             }
             (ops::REG_PMTU, ops::ACCESS_REG_READ) if self.cfg.pmtu_supported => {
                 require!(outlen >= 0x20, CmdStatus::BadOutputLen, reason::OUTPUT_LEN);
-                let port = get_bits(input, ops::REG_DATA, 0, 23, 16);
+                let port = pmtu::LOCAL_PORT.get(input, ops::REG_DATA);
                 require!(
                     (1..=cur.num_ports.max(1) as u32).contains(&port),
                     CmdStatus::BadParam,
@@ -45,10 +46,10 @@ impl SimFirmware {
                 );
                 let mut o = ok(0x20);
                 let r = ops::REG_DATA;
-                set_bits(&mut o, r, 0, 23, 16, port);
-                set_bits(&mut o, r, 1, 31, 16, self.cfg.port_max_mtu as u32);
-                set_bits(&mut o, r, 2, 31, 16, self.cfg.port_mtu as u32);
-                set_bits(&mut o, r, 3, 31, 16, self.cfg.port_mtu as u32);
+                pmtu::LOCAL_PORT.set(&mut o, r, port);
+                pmtu::MAX_MTU.set(&mut o, r, self.cfg.port_max_mtu as u32);
+                pmtu::ADMIN_MTU.set(&mut o, r, self.cfg.port_mtu as u32);
+                pmtu::OPER_MTU.set(&mut o, r, self.cfg.port_mtu as u32);
                 Outcome::Ok(o)
             }
             _ => Fail(CmdStatus::BadParam, reason::FIELD),

@@ -5,7 +5,7 @@ use super::handler::{ok, require, Cmd, Outcome};
 use super::objects::{ObjectEvent, SrqObj};
 use super::status::reason;
 use super::SimFirmware;
-use bareverbs::cmd::bits::{get64, get_bits, set_bits};
+use bareverbs::cmd::layout::{cmd_in, srqc};
 use bareverbs::cmd::ops::{PAS_OFFSET, SRQC};
 use bareverbs::cmd::CmdStatus;
 use Outcome::{Fail, NeedPages};
@@ -17,10 +17,10 @@ impl SimFirmware {
         if input.len() < PAS_OFFSET {
             return Fail(CmdStatus::BadInputLen, reason::INPUT_LEN);
         }
-        let log = get_bits(input, SRQC, 0, 27, 24) as u8;
-        let stride = get_bits(input, SRQC, 1, 26, 24) as u8;
-        let pd = get_bits(input, SRQC, 6, 23, 0);
-        let dbr = get64(input, SRQC + 0x28);
+        let log = srqc::LOG_SRQ_SIZE.get(input, SRQC) as u8;
+        let stride = srqc::LOG_RQ_STRIDE.get(input, SRQC) as u8;
+        let pd = srqc::PD.get(input, SRQC);
+        let dbr = srqc::DBR_ADDR.get(input, SRQC);
         if log > cur.log_max_srq_sz {
             return Fail(CmdStatus::BadParam, reason::SIZE);
         }
@@ -56,7 +56,7 @@ impl SimFirmware {
         }
         self.objects.srqs.insert(srqn, s);
         let mut o = ok(16);
-        set_bits(&mut o, 0, 2, 23, 0, srqn);
+        cmd_in::OBJ_ID.set(&mut o, 0, srqn);
         Outcome::Ok(o)
     }
 

@@ -4,7 +4,7 @@
 use super::handler::{ok, require, Cmd, Outcome};
 use super::status::reason;
 use super::{SimFirmware, BAR0_SIZE, FIRST_UAR};
-use bareverbs::cmd::bits::set_bits;
+use bareverbs::cmd::layout::cmd_in;
 use bareverbs::cmd::CmdStatus;
 use Outcome::Fail;
 
@@ -18,7 +18,7 @@ impl SimFirmware {
         };
         self.objects.uars.insert(idx, ());
         let mut o = ok(16);
-        set_bits(&mut o, 0, 2, 23, 0, idx);
+        cmd_in::OBJ_ID.set(&mut o, 0, idx);
         Outcome::Ok(o)
     }
 

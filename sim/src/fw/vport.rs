@@ -6,6 +6,7 @@ use super::handler::{ok, require, Cmd, Outcome};
 use super::status::reason;
 use super::SimFirmware;
 use bareverbs::cmd::bits::get32;
+use bareverbs::cmd::layout::{hca_vport, nic_vport};
 use bareverbs::cmd::ops;
 use bareverbs::cmd::CmdStatus;
 
@@ -33,7 +34,7 @@ impl SimFirmware {
             reason::FIELD
         );
         if select & ops::FIELD_SELECT_ROCE_EN != 0 {
-            self.roce_en = get32(input, ops::MODIFY_VPORT_CTX_OFFSET) & 1 != 0;
+            self.roce_en = nic_vport::ROCE_EN.get(input, ops::MODIFY_VPORT_CTX_OFFSET) != 0;
         }
         Outcome::Ok(ok(16))
     }
@@ -43,19 +44,19 @@ impl SimFirmware {
         let Cmd { outlen, .. } = *c;
         let c = ops::QUERY_VPORT_CTX_OFFSET;
         require!(
-            outlen >= c + 0x100,
+            outlen >= c + ops::VPORT_CTX_LEN,
             CmdStatus::BadOutputLen,
             reason::OUTPUT_LEN
         );
-        let mut o = ok(c + 0x100);
-        o[c + 3] = self.roce_en as u8;
+        let mut o = ok(c + ops::VPORT_CTX_LEN);
+        nic_vport::ROCE_EN.set(&mut o, c, self.roce_en as u32);
         // The vport MTU is the hardware MTU, as PMTU reports it.
-        o[c + 0x26..c + 0x28].copy_from_slice(&self.cfg.port_mtu.to_be_bytes());
-        o[c + 0xf6..c + 0xfc].copy_from_slice(&self.cfg.mac);
-        let g = c + ops::NIC_VPORT_SYSTEM_IMAGE_GUID;
-        o[g..g + 8].copy_from_slice(&self.cfg.system_image_guid.to_be_bytes());
-        o[g + 8..g + 16].copy_from_slice(&self.cfg.node_guid.to_be_bytes());
-        o[g + 16..g + 24].copy_from_slice(&self.cfg.node_guid.to_be_bytes());
+        nic_vport::MTU.set(&mut o, c, self.cfg.port_mtu as u32);
+        let mac = c + nic_vport::PERMANENT_MAC;
+        o[mac..mac + 6].copy_from_slice(&self.cfg.mac);
+        nic_vport::SYSTEM_IMAGE_GUID.set(&mut o, c, self.cfg.system_image_guid);
+        nic_vport::PORT_GUID.set(&mut o, c, self.cfg.node_guid);
+        nic_vport::NODE_GUID.set(&mut o, c, self.cfg.node_guid);
         Outcome::Ok(o)
     }
 
@@ -65,7 +66,7 @@ impl SimFirmware {
         let c = ops::QUERY_HCA_VPORT_CTX_OFFSET;
         let need = c + ops::HCA_VPORT_CTX_LEN;
         require!(outlen >= need, CmdStatus::BadOutputLen, reason::OUTPUT_LEN);
-        let port = (get32(input, 0x08) >> 16) & 0xf;
+        let port = hca_vport::IN_PORT_NUM.get(input, 0);
         let ports = self.cfg.caps.num_ports as u32;
         require!(
             port <= ports && (port != 0 || ports != 2),
@@ -77,15 +78,17 @@ impl SimFirmware {
         // port_physical_state 5 LinkUp / 3 Disabled; vport_state and
         // port_state 4 Active / 1 Down (IB port states).
         let (phys, state) = if up { (5u32, 4u32) } else { (3, 1) };
-        let dw8 = (phys << 12) | (state << 4) | state;
-        o[c + 0x20..c + 0x24].copy_from_slice(&dw8.to_be_bytes());
-        o[c + 0x28..c + 0x30].copy_from_slice(&self.cfg.system_image_guid.to_be_bytes());
-        o[c + 0x30..c + 0x38].copy_from_slice(&self.cfg.node_guid.to_be_bytes());
-        o[c + 0x38..c + 0x40].copy_from_slice(&self.cfg.node_guid.to_be_bytes());
-        let dw24 = ((self.cfg.lid as u32) << 16) | (((self.cfg.lmc & 7) as u32) << 5) | 18;
-        o[c + 0x60..c + 0x64].copy_from_slice(&dw24.to_be_bytes());
-        let dw25 = (self.cfg.sm_lid as u32) << 16;
-        o[c + 0x64..c + 0x68].copy_from_slice(&dw25.to_be_bytes());
+        use hca_vport as h;
+        h::PORT_PHYSICAL_STATE.set(&mut o, c, phys);
+        h::PORT_STATE.set(&mut o, c, state);
+        h::VPORT_STATE.set(&mut o, c, state);
+        h::SYSTEM_IMAGE_GUID.set(&mut o, c, self.cfg.system_image_guid);
+        h::PORT_GUID.set(&mut o, c, self.cfg.node_guid);
+        h::NODE_GUID.set(&mut o, c, self.cfg.node_guid);
+        h::LID.set(&mut o, c, self.cfg.lid as u32);
+        h::LMC.set(&mut o, c, (self.cfg.lmc & 7) as u32);
+        h::SUBNET_TIMEOUT.set(&mut o, c, 18);
+        h::SM_LID.set(&mut o, c, self.cfg.sm_lid as u32);
         Outcome::Ok(o)
     }
 

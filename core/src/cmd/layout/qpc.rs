@@ -62,6 +62,8 @@ pub const NEXT_RCV_PSN: Field = Field::new(37, 23, 0);
 pub const CQN_RCV: Field = Field::new(39, 23, 0);
 /// `dbr_addr`: the doorbell record's DMA address.
 pub const DBR_ADDR: Field64 = Field64::new(0xa0);
+/// `q_key`: the Q_Key of a UD QP.
+pub const Q_KEY: Field = Field::new(42, 31, 0);
 /// `rq_type` (1 = receive through an SRQ).
 pub const RQ_TYPE: Field = Field::new(43, 26, 24);
 /// `srqn_rmpn_xrqn`.
