@@ -8,7 +8,6 @@
 //! | [`conform`] | replay of those files through bareverbs' real post, poll and sizing paths, one line per case (`bareverbs conform FILE…`) |
 //! | [`hex`] | hex text as the vector files print it |
 //! | `mlx5dv` | the vendor header `infiniband/mlx5dv.h` itself: a C shim (`c/shim.c`) exposes the header's segment setters, CQE getters and `sizeof`/`offsetof` values as safe functions (`c_ctrl_seg` …), which `tests/` compare byte for byte with the codec |
-//! | [`SplitMix64`] | a small deterministic PRNG for the random comparisons |
 //!
 //! The C shim needs Debian's `libibverbs-dev`. Without the header the rest
 //! of the crate still builds (the `bareverbs` tool depends on it): `build.rs`
@@ -21,11 +20,9 @@ pub mod conform;
 pub mod hex;
 #[cfg(not(bv_no_mlx5dv))]
 mod mlx5dv;
-mod rng;
 pub mod vectors;
 
 #[cfg(not(bv_no_mlx5dv))]
 pub use mlx5dv::{
     c_const, c_cqe_getters, c_ctrl_seg, c_data_seg, c_dgram_seg, c_eth_seg, c_layouts,
 };
-pub use rng::SplitMix64;

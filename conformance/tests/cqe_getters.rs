@@ -4,11 +4,12 @@
 #![cfg(not(bv_no_mlx5dv))] // needs the C shim: see build.rs
 
 use bareverbs::cqe::Cqe64;
-use bareverbs_conformance::{c_cqe_getters, c_layouts, SplitMix64};
+use bareverbs_conformance::{c_cqe_getters, c_layouts};
+use bareverbs_sim::rng::Rng;
 
 #[test]
 fn cqe_getters_match_mlx5dv() {
-    let mut r = SplitMix64::new(0x0c9e_0064);
+    let mut r = Rng::new(0x0c9e_0064);
     for i in 0..20_000 {
         let mut b = [0u8; 64];
         r.fill(&mut b);

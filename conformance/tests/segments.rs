@@ -1,16 +1,17 @@
 //! Random inputs through the vendor header's segment setters (via the C
 //! shim) and through bareverbs' segment constructors, compared byte for
-//! byte. Deterministic (SplitMix64, fixed seeds).
+//! byte. Deterministic (`bareverbs_sim::rng::Rng`, fixed seeds).
 #![cfg(not(bv_no_mlx5dv))] // needs the C shim: see build.rs
 
 use bareverbs::wqe::*;
 use bareverbs_conformance::*;
+use bareverbs_sim::rng::Rng;
 
 const N: usize = 20_000;
 
 #[test]
 fn ctrl_seg_matches_mlx5dv_set_ctrl_seg() {
-    let mut r = SplitMix64::new(0x0c71_25e9);
+    let mut r = Rng::new(0x0c71_25e9);
     for i in 0..N {
         let pi = r.next_u16();
         let opcode = if i % 2 == 0 {
@@ -58,7 +59,7 @@ fn ctrl_seg_matches_mlx5dv_set_ctrl_seg() {
 #[test]
 fn ctrl_seg_ds_above_63_differs_only_in_reserved_bits() {
     // The header does not mask ds; bareverbs keeps DS to its 6-bit field.
-    let mut r = SplitMix64::new(77);
+    let mut r = Rng::new(77);
     for _ in 0..N {
         let ds = 64 + r.below(192) as u8;
         let (pi, op, qpn) = (r.next_u16(), r.next_u8(), r.next_u32() & 0xff_ffff);
@@ -72,7 +73,7 @@ fn ctrl_seg_ds_above_63_differs_only_in_reserved_bits() {
 
 #[test]
 fn data_seg_matches_mlx5dv_set_data_seg() {
-    let mut r = SplitMix64::new(0xda7a);
+    let mut r = Rng::new(0xda7a);
     for i in 0..N {
         let (len, lkey, addr) = (r.edgy_u32(), r.edgy_u32(), r.edgy_u64());
         let c = c_data_seg(len, lkey, addr);
@@ -88,7 +89,7 @@ fn data_seg_matches_mlx5dv_set_data_seg() {
 
 #[test]
 fn dgram_seg_matches_mlx5dv_set_dgram_seg() {
-    let mut r = SplitMix64::new(0xd6a3);
+    let mut r = Rng::new(0xd6a3);
     for i in 0..N {
         let key = r.edgy_u64();
         let dqp = r.edgy_u32();
@@ -124,7 +125,7 @@ fn dgram_seg_matches_mlx5dv_set_dgram_seg() {
 
 #[test]
 fn eth_seg_matches_mlx5dv_set_eth_seg() {
-    let mut r = SplitMix64::new(0x000e_75e9);
+    let mut r = Rng::new(0x000e_75e9);
     let mut hdr = [0u8; 300];
     for i in 0..N {
         let n = match r.below(4) {

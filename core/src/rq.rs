@@ -1066,19 +1066,7 @@ mod tests {
 #[cfg(test)]
 mod model_tests {
     use super::*;
-
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
+    use bareverbs_sim::rng::Rng;
 
     fn rounds() -> u64 {
         if cfg!(miri) {
@@ -1098,9 +1086,13 @@ mod model_tests {
         };
         (0..len)
             .map(|_| Sge {
-                addr: r.next(),
-                length: if r.below(3) == 0 { 0 } else { r.next() as u32 },
-                lkey: r.next() as u32,
+                addr: r.next_u64(),
+                length: if r.below(3) == 0 {
+                    0
+                } else {
+                    r.next_u64() as u32
+                },
+                lkey: r.next_u64() as u32,
             })
             .collect()
     }
@@ -1131,7 +1123,7 @@ mod model_tests {
 
     #[test]
     fn rq_bytes_match_facts_model() {
-        let mut r = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut r = Rng::new(0x9e37_79b9_7f4a_7c15);
         for _ in 0..rounds() {
             let n = 1usize << r.below(5);
             let shift = 4 + r.below(3) as u32;
@@ -1172,7 +1164,7 @@ mod model_tests {
                 let wrs: Vec<RecvWr> = lists
                     .iter()
                     .map(|l| RecvWr {
-                        wr_id: r.next(),
+                        wr_id: r.next_u64(),
                         sgl: l,
                     })
                     .collect();
@@ -1243,7 +1235,7 @@ mod model_tests {
 
     #[test]
     fn srq_bytes_match_facts_model() {
-        let mut r = Rng(0x2545_f491_4f6c_dd1d);
+        let mut r = Rng::new(0x2545_f491_4f6c_dd1d);
         for _ in 0..rounds() {
             let n = 2usize << r.below(4);
             let shift = 5 + r.below(2) as u32;
@@ -1299,7 +1291,7 @@ mod model_tests {
                 let wrs: Vec<RecvWr> = lists
                     .iter()
                     .map(|l| RecvWr {
-                        wr_id: r.next(),
+                        wr_id: r.next_u64(),
                         sgl: l,
                     })
                     .collect();

@@ -549,21 +549,12 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         } else {
             0
         };
-        let sqc = SqConfig {
-            qpn: 0,
-            qp_type: QpType::Rc,
-            max_post: 16,
-            max_gs: 1,
-            max_inline_data: 0,
-            sig_all: false,
-            atomics: false,
-            bf: BlueFlame {
-                reg_offset: BF_OFFSET,
-                buf_size: half,
-                enabled: o.blueflame,
-                prefer: o.blueflame,
-            },
-        };
+        let sqc = SqConfig::new(QpType::Rc, 16, 1).blueflame(BlueFlame {
+            reg_offset: BF_OFFSET,
+            buf_size: half,
+            enabled: o.blueflame,
+            prefer: o.blueflame,
+        });
         let rqc = RqConfig {
             wqe_shift: 5,
             max_gs: 2,

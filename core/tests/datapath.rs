@@ -17,9 +17,8 @@ use bareverbs::queue_pair::QueuePair;
 use bareverbs::rq::{RecvQueue, RecvWr, RqConfig};
 use bareverbs::sizing::{qp_layout, DeviceCaps, QpCaps, SendOps};
 use bareverbs::sq::SqSlot;
-use bareverbs::sq::{
-    BlueFlame, PostErrorKind, SendFlags, SendOp, SendQueue, SendWr, Sge, SqConfig,
-};
+use bareverbs::sq::{PostErrorKind, SendFlags, SendOp, SendQueue, SendWr, Sge, SqConfig};
+use bareverbs_sim::rng::Rng;
 use std::ptr::NonNull;
 
 /// Page-aligned zeroed test memory standing in for DMA memory.
@@ -51,19 +50,6 @@ fn read(b: DmaBuf, off: usize, len: usize) -> Vec<u8> {
     unsafe { std::slice::from_raw_parts(b.cpu.as_ptr().add(off), len).to_vec() }
 }
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
 const SQ_BBS: usize = 64;
 const CQ_N: usize = 256;
 
@@ -92,16 +78,7 @@ fn random_post_poll_sequences_match_the_model() {
     let cq_db = cqdb_mem.dma(8);
     let rq_ring = rq_mem.dma(16 * 16);
 
-    let cfg = SqConfig {
-        qpn: 0x00_1234,
-        qp_type: QpType::Rc,
-        max_post: layout.sq.max_post,
-        max_gs: layout.sq.max_gs,
-        max_inline_data: layout.sq.max_inline_data,
-        sig_all: false,
-        atomics: true,
-        bf: BlueFlame::doorbell_only(0x800),
-    };
+    let cfg = SqConfig::from_layout(0x00_1234, &layout).atomics(true);
     // SAFETY: each region is exclusively owned test memory outliving the
     // queues (the `Mem`s live until the end of the test).
     let sq = unsafe {
@@ -142,7 +119,7 @@ fn random_post_poll_sequences_match_the_model() {
         unsafe { CompletionQueue::<CQ_N>::new(cq_ring, cq_db, 9, CqeSize::B64, 1) }.unwrap();
     cq.init_ring();
 
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15);
     let mut next_id = 1u64;
     // Model: WRs posted and not yet retired, with (wr_id, first WQEBB, signaled).
     let mut in_flight: std::collections::VecDeque<(u64, u32, bool)> = Default::default();

@@ -13,7 +13,7 @@ use bareverbs::queue_pair::{QpSet, QueuePair};
 use bareverbs::rq::{RecvErrorKind, RecvQueue, RecvWr, RqConfig, SharedReceiveQueue, SrqConfig};
 use bareverbs::rq::{RqSlot, SrqSlot};
 use bareverbs::sq::SqSlot;
-use bareverbs::sq::{BlueFlame, PostErrorKind, SendFlags, SendOp, SendWr, Sge, SqConfig};
+use bareverbs::sq::{PostErrorKind, SendFlags, SendOp, SendWr, Sge, SqConfig};
 use core::ptr::NonNull;
 
 const NCQE: usize = 16;
@@ -114,16 +114,7 @@ fn new_cq(mem: &mut Mem, version: u8) -> (CompletionQueue<NCQE>, Dev) {
 }
 
 fn sq_cfg(qpn: u32) -> SqConfig {
-    SqConfig {
-        qpn,
-        qp_type: QpType::Rc,
-        max_post: 4,
-        max_gs: 2,
-        max_inline_data: 0,
-        sig_all: false,
-        atomics: false,
-        bf: BlueFlame::doorbell_only(0x800),
-    }
+    SqConfig::new(QpType::Rc, 4, 2).qpn(qpn)
 }
 
 /// A QP with its own RQ (or none) over fresh test memory.

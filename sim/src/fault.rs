@@ -4,40 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
-/// SplitMix64: a small, fast, deterministic generator.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Rng(u64);
-
-impl Rng {
-    /// A generator seeded with `seed`.
-    pub const fn new(seed: u64) -> Self {
-        Rng(seed)
-    }
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    /// A uniform value in `[0, 1)`.
-    pub fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    /// True with probability `p`.
-    pub fn chance(&mut self, p: f64) -> bool {
-        p > 0.0 && self.unit() < p
-    }
-    /// A uniform value in `[0, n)` (`n > 0`).
-    pub fn below(&mut self, n: u64) -> u64 {
-        if n == 0 {
-            0
-        } else {
-            self.next_u64() % n
-        }
-    }
-}
+/// The fault plan's generator, owned by [`crate::rng`] (re-exported here
+/// where the plans used to define it).
+pub use crate::rng::Rng;
 
 /// A window of virtual time `[start_ns, end_ns)`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -150,15 +150,12 @@ impl<const SQ: usize, const RQ: usize, const CQ: usize> Endpoint<SQ, RQ, CQ> {
         let ds = wqe_ds(cfg).min(63);
         let wqebbs = (ds * 16).div_ceil(64);
         let max_post = (SQ as u32 / wqebbs).max(1);
-        let sqc = SqConfig {
-            qpn,
-            qp_type: cfg.qp_type,
-            max_post,
-            max_gs: cfg.max_send_sge,
-            max_inline_data: cfg.max_inline,
-            sig_all: cfg.sig_all,
-            atomics: cfg.qp_type == QpType::Rc,
-            bf: if cfg.blueflame {
+        let sqc = SqConfig::new(cfg.qp_type, max_post, cfg.max_send_sge)
+            .qpn(qpn)
+            .inline(cfg.max_inline)
+            .sig_all(cfg.sig_all)
+            .atomics(cfg.qp_type == QpType::Rc)
+            .blueflame(if cfg.blueflame {
                 BlueFlame {
                     reg_offset: BF_OFFSET,
                     buf_size: 256,
@@ -167,8 +164,7 @@ impl<const SQ: usize, const RQ: usize, const CQ: usize> Endpoint<SQ, RQ, CQ> {
                 }
             } else {
                 BlueFlame::doorbell_only(BF_OFFSET)
-            },
-        };
+            });
         let sq_ring = h.sq_ring.ok_or(SimError::BadSize)?;
         let rq_ring = h.rq_ring.ok_or(SimError::BadSize)?;
         // SAFETY: the rings and the doorbell record were allocated by the

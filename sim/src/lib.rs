@@ -20,6 +20,7 @@
 //! | `wire` | the messages between requester and responder (crate-internal) |
 //! | [`world`] | the event queue, fabric delivery, CQE writer, syndromes |
 //! | [`fault`] | seeded fault plans |
+//! | [`rng`] | the deterministic test and simulation generator [`Rng`] (not cryptographic) |
 //! | [`cost`] | the cost model: parameters, formula, the closed-form cost of a posted WQE ([`cost::nic`]), counters |
 //! | [`harness`] | endpoints over the core's queues, connection helpers |
 //! | [`perf`] | perftest-like runs and the loopback rate |
@@ -88,14 +89,16 @@ pub mod fw;
 pub mod harness;
 pub mod objects;
 pub mod perf;
+pub mod rng;
 pub mod transport;
 mod wire;
 pub mod world;
 
 pub use cost::{Counters, ModelParams};
 pub use device::{CqHandle, Device, Fabric, Pd, QpHandle, QpInit, SimError, SimUar, SrqHandle};
-pub use fault::{FaultPlan, Rng, Stall, Window};
+pub use fault::{FaultPlan, Stall, Window};
 pub use objects::{AsyncEvent, QpAttr};
+pub use rng::Rng;
 pub use world::{vendor, TraceEvent, TraceKind};
 
 /// The README's code blocks, compiled and run as doctests.

@@ -4,8 +4,9 @@
 
 use crate::cost::{trunc_u64, Counters, FastCosts, LenCosts, ModelParams};
 use crate::dma::HeapDma;
-use crate::fault::{Fate, FaultPlan, Rng};
+use crate::fault::{Fate, FaultPlan};
 use crate::objects::{AsyncEvent, Cq, Mr, Qp, Srq};
+use crate::rng::Rng;
 use crate::wire::{Packet, Req};
 use bareverbs::cqe::Cqe64;
 use bareverbs::qp::QpState;

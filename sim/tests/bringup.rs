@@ -16,7 +16,7 @@ use bareverbs::mr::Access;
 use bareverbs::platform::DmaAllocator;
 use bareverbs::rq::RqConfig;
 use bareverbs::sizing::{QpType, ServiceType};
-use bareverbs::sq::{BlueFlame, SqConfig};
+use bareverbs::sq::SqConfig;
 use bareverbs_sim::fw::objects::{DataPath, ObjectEvent};
 use bareverbs_sim::fw::{
     bring_up_sim, bring_up_sim_with, default_caps, devinfo_sim, devinfo_sim_with, failure, reason,
@@ -580,16 +580,7 @@ fn create_objects_connect_two_qps_error_reset_reuse_teardown() {
         let uar = d.map_uar(a.uar_index()).unwrap();
         let sq = a.send_queue(
             uar,
-            SqConfig {
-                qpn: 0,
-                qp_type: QpType::Rc,
-                max_post: 64,
-                max_gs: 1,
-                max_inline_data: 0,
-                sig_all: true,
-                atomics: false,
-                bf: BlueFlame::doorbell_only(0x800),
-            },
+            SqConfig::new(QpType::Rc, 64, 1).sig_all(true),
             [bareverbs::sq::SqSlot::default(); 64],
         );
         assert!(sq.is_some());

@@ -93,21 +93,15 @@ fn queues(s: &mut Side) -> Queues {
     // bf_reg_size = 2^log_bf_reg_size (FwConfig default 9 → 512 B): two
     // 256-byte halves (ref §4.2).
     let half = 1usize << (s.d.hca_caps().log_bf_reg_size - 1);
-    let sqc = SqConfig {
-        qpn: 0,
-        qp_type: QpType::Rc,
-        max_post: 32,
-        max_gs: 1,
-        max_inline_data: 64,
-        sig_all: false,
-        atomics: true,
-        bf: BlueFlame {
+    let sqc = SqConfig::new(QpType::Rc, 32, 1)
+        .inline(64)
+        .atomics(true)
+        .blueflame(BlueFlame {
             reg_offset: BF_OFFSET,
             buf_size: half,
             enabled: true,
             prefer: false,
-        },
-    };
+        });
     let rqc = RqConfig {
         wqe_shift: 5,
         max_gs: 2,

@@ -533,16 +533,7 @@ fn srq_receives_and_limit_event() {
             qh.sq_ring.unwrap(),
             qh.dbrec,
             qh.uar,
-            bareverbs::sq::SqConfig {
-                qpn: qh.qpn,
-                qp_type: QpType::Rc,
-                max_post: 16,
-                max_gs: 1,
-                max_inline_data: 0,
-                sig_all: false,
-                atomics: false,
-                bf: bareverbs::sq::BlueFlame::doorbell_only(0x800),
-            },
+            bareverbs::sq::SqConfig::new(QpType::Rc, 16, 1).qpn(qh.qpn),
             [bareverbs::sq::SqSlot::default(); 64],
         )
     }

@@ -111,6 +111,7 @@ impl IovaAllocator {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bareverbs_sim::rng::Rng;
 
     #[test]
     fn aligned_disjoint_and_reusable() {
@@ -165,18 +166,15 @@ mod tests {
     fn many_random_allocs_never_overlap() {
         let mut a = IovaAllocator::new(1 << 32, (1 << 32) + (256 << 20));
         let mut live: Vec<(u64, u64)> = Vec::new();
-        let mut seed = 0x1234_5678u64;
+        let mut rng = Rng::new(0x1234_5678);
         for i in 0..2000 {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
             if i % 3 == 2 && !live.is_empty() {
-                let (s, l) = live.swap_remove((seed >> 33) as usize % live.len());
+                let (s, l) = live.swap_remove(rng.below(live.len() as u64) as usize);
                 a.free(s, l).unwrap();
                 continue;
             }
-            let len = ((seed >> 40) % (512 << 10)) + 1;
-            let align = 4096u64 << ((seed >> 20) % 10);
+            let len = rng.below(512 << 10) + 1;
+            let align = 4096u64 << rng.below(10);
             if let Ok(s) = a.alloc(len, align) {
                 assert_eq!(s % align, 0);
                 let l = len.next_multiple_of(4096);

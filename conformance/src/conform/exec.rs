@@ -156,21 +156,17 @@ type Sq = SendQueue<MemUar, Vec<SqSlot>>;
 /// `buf_size` bytes at [`BF_REG`].
 fn sq_config(case: &WqeCase, qp_type: QpType, buf_size: usize) -> SqConfig {
     let qp = &case.qp;
-    SqConfig {
-        qpn: qp.qpn,
-        qp_type,
-        max_post: qp.max_post,
-        max_gs: qp.max_gs,
-        max_inline_data: qp.ret_max_inline_data,
-        sig_all: qp.sq_sig_all,
-        atomics: true,
-        bf: BlueFlame {
+    SqConfig::new(qp_type, qp.max_post, qp.max_gs)
+        .qpn(qp.qpn)
+        .inline(qp.ret_max_inline_data)
+        .sig_all(qp.sq_sig_all)
+        .atomics(true)
+        .blueflame(BlueFlame {
             reg_offset: BF_REG,
             buf_size,
             enabled: true,
             prefer: false,
-        },
-    }
+        })
 }
 
 /// The file header's two address vectors (plain and GRH), parsed once per

@@ -5,8 +5,8 @@ use super::ring::data_seg_word0;
 use super::*;
 use crate::platform::MemUar;
 use crate::sge::{len_key, len_of, with_len};
-
 use crate::wqe::{AddressVector, Be16, Be32};
+use bareverbs_sim::rng::Rng;
 
 /// DMA-like memory for one queue (ring of `n` WQEBBs and a doorbell record).
 struct Mem {
@@ -245,24 +245,6 @@ fn umr_single_sge_at_the_ring_end_wraps() {
 }
 
 // ---------------------------------------------------------------------------
-// A small deterministic generator for the randomized cases below.
-// ---------------------------------------------------------------------------
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // xorshift64*
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
-// ---------------------------------------------------------------------------
 // seg.rs additions: the word stores equal the plain memory image.
 // ---------------------------------------------------------------------------
 
@@ -284,15 +266,15 @@ fn written<G: crate::wqe::Segment>(g: G) -> [u8; 16] {
 #[test]
 fn segment_word_stores_equal_the_memory_image() {
     use crate::wqe::{CtrlSeg, DataSeg, RaddrSeg};
-    let mut r = Rng(0xfeed);
+    let mut r = Rng::new(0xfeed);
     for _ in 0..if cfg!(miri) { 50 } else { 20000 } {
         let (idx, op, qpn, ds, fm, imm) = (
-            r.next() as u16,
-            r.next() as u8,
-            r.next() as u32,
+            r.next_u64() as u16,
+            r.next_u64() as u8,
+            r.next_u64() as u32,
             r.below(64) as u8,
-            r.next() as u8,
-            Be32::new(r.next() as u32),
+            r.next_u64() as u8,
+            Be32::new(r.next_u64() as u32),
         );
         let c = CtrlSeg::new(0, idx, op, qpn, ds, fm, imm);
         assert_eq!(written(c), image(c));
@@ -310,15 +292,15 @@ fn segment_word_stores_equal_the_memory_image() {
             CtrlSeg::qpn_ds_image(qpn, ds),
             CtrlSeg::qpn_ds_image(qpn, 0) | CtrlSeg::ds_image(ds)
         );
-        let a = RaddrSeg::new(r.next(), r.next() as u32);
+        let a = RaddrSeg::new(r.next_u64(), r.next_u64() as u32);
         assert_eq!(written(a), image(a));
-        let d = DataSeg::new(r.next() as u32, r.next() as u32, r.next());
+        let d = DataSeg::new(r.next_u64() as u32, r.next_u64() as u32, r.next_u64());
         assert_eq!(written(d), image(d));
         // The SGE word helpers against DataSeg.
         let s = Sge {
-            addr: r.next(),
-            length: r.next() as u32,
-            lkey: r.next() as u32,
+            addr: r.next_u64(),
+            length: r.next_u64() as u32,
+            lkey: r.next_u64() as u32,
         };
         let lk = len_key(&s);
         assert_eq!(len_of(lk), s.length);

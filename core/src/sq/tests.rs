@@ -23,21 +23,16 @@ fn buf<T>(a: &mut [T]) -> DmaBuf {
 
 /// A test queue's configuration (also used by `post_tests`).
 pub(super) fn cfg(qp_type: QpType, max_post: u32, max_gs: u32, inline: u32) -> SqConfig {
-    SqConfig {
-        qpn: 0xabcde,
-        qp_type,
-        max_post,
-        max_gs,
-        max_inline_data: inline,
-        sig_all: false,
-        atomics: true,
-        bf: BlueFlame {
+    SqConfig::new(qp_type, max_post, max_gs)
+        .qpn(0xabcde)
+        .inline(inline)
+        .atomics(true)
+        .blueflame(BlueFlame {
             reg_offset: 0x800,
             buf_size: 256,
             enabled: true,
             prefer: false,
-        },
-    }
+        })
 }
 
 fn queue(f: &mut Fixture, c: SqConfig) -> SendQueue<MemUar, [SqSlot; N]> {
@@ -63,6 +58,33 @@ fn ring_bytes(f: &Fixture) -> [u8; N * 64] {
         out[i * 8..i * 8 + 8].copy_from_slice(&w.to_ne_bytes());
     }
     out
+}
+
+/// The sizing-derived configuration carries the layout's type and
+/// read-back geometry; everything else is the plain constructor's default.
+#[test]
+fn from_layout_takes_the_geometry_sizing_read_back() {
+    use crate::sizing::{qp_layout, DeviceCaps, QpCaps};
+    let req = QpCaps::new(QpType::Ud).send(24, 3, 40).recv(8, 1);
+    let l = qp_layout(&req, &DeviceCaps::DEFAULT).unwrap();
+    let c = SqConfig::from_layout(0x42, &l);
+    assert_eq!((c.qpn, c.qp_type), (0x42, QpType::Ud));
+    assert_eq!(
+        (c.max_post, c.max_gs, c.max_inline_data),
+        (l.sq.max_post, l.sq.max_gs, l.sq.max_inline_data)
+    );
+    assert!(!c.sig_all && !c.atomics);
+    assert_eq!(c.bf, BlueFlame::doorbell_only(crate::platform::BF_OFFSET));
+    let b = SqConfig::new(QpType::Ud, l.sq.max_post, l.sq.max_gs)
+        .qpn(0x42)
+        .inline(l.sq.max_inline_data)
+        .sig_all(true)
+        .atomics(true)
+        .blueflame(BlueFlame::doorbell_only(0xa00));
+    assert_eq!((b.qpn, b.max_post, b.max_gs), (c.qpn, c.max_post, c.max_gs));
+    assert_eq!(b.max_inline_data, c.max_inline_data);
+    assert!(b.sig_all && b.atomics);
+    assert_eq!(b.bf.reg_offset, 0xa00);
 }
 
 /// A BlueFlame register that does not fit in the 4 KiB UAR page is

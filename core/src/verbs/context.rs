@@ -265,16 +265,10 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Context<B, C, A> {
             }
         };
         drop(dev);
-        let sqc = SqConfig {
-            qpn: h.qpn,
-            qp_type: attr.qp_type,
-            max_post: l.sq.max_post,
-            max_gs: l.sq.max_gs,
-            max_inline_data: l.sq.max_inline_data,
-            sig_all: attr.sq_sig_all,
-            atomics: attr.qp_type == QpType::Rc && hca.atomic,
-            bf: BlueFlame::doorbell_only(BF_OFFSET),
-        };
+        let sqc = SqConfig::from_layout(h.qpn, &l)
+            .sig_all(attr.sq_sig_all)
+            .atomics(attr.qp_type == QpType::Rc && hca.atomic)
+            .blueflame(BlueFlame::doorbell_only(BF_OFFSET));
         let rqc = RqConfig {
             wqe_shift: l.rq.wqe_shift.max(4),
             max_gs: l.rq.max_gs,

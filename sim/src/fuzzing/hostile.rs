@@ -27,7 +27,7 @@ use bareverbs::platform::{DmaBuf, MemUar};
 use bareverbs::qp::QpType;
 use bareverbs::queue_pair::{QpSet, QueuePair};
 use bareverbs::rq::{RecvQueue, RecvWr, RqConfig, RqSlot, SharedReceiveQueue, SrqConfig, SrqSlot};
-use bareverbs::sq::{BlueFlame, SendFlags, SendOp, SendQueue, SendWr, Sge, SqConfig, SqSlot};
+use bareverbs::sq::{SendFlags, SendOp, SendQueue, SendWr, Sge, SqConfig, SqSlot};
 use core::ptr::NonNull;
 
 const NCQE: usize = 16;
@@ -246,16 +246,7 @@ const SGE: Sge = Sge {
 
 /// The send queue configuration of the QP numbered `qpn`.
 fn sq_cfg(qpn: u32) -> SqConfig {
-    SqConfig {
-        qpn,
-        qp_type: QpType::Rc,
-        max_post: 4,
-        max_gs: 4,
-        max_inline_data: 0,
-        sig_all: false,
-        atomics: false,
-        bf: BlueFlame::doorbell_only(0x800),
-    }
+    SqConfig::new(QpType::Rc, 4, 4).qpn(qpn)
 }
 
 /// QP `k` over `p`'s rings, enabled; `with_rq` gives it QP 0's RQ.

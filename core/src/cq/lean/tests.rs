@@ -11,7 +11,8 @@ use crate::platform::MemUar;
 use crate::qp::QpType;
 use crate::queue_pair::{QpSet, QueuePair};
 use crate::rq::{RecvQueue, RecvWr, RqConfig, RqSlot, SharedReceiveQueue, SrqConfig, SrqSlot};
-use crate::sq::{BlueFlame, SendFlags, SendOp, SendQueue, SendWr, Sge, SqConfig, SqSlot};
+use crate::sq::{SendFlags, SendOp, SendQueue, SendWr, Sge, SqConfig, SqSlot};
+use bareverbs_sim::rng::Rng;
 use core::ptr::{addr_of_mut, NonNull};
 
 const NCQE: usize = 16;
@@ -20,26 +21,6 @@ const RQ: usize = 4;
 const SRQ: usize = 4;
 const QPN: [u32; 3] = [0x100, 0x200, 0x300];
 const UIDX: [u32; 3] = [1, 2, 3];
-
-/// xorshift64: deterministic, seeded per round.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn byte(&mut self) -> u8 {
-        self.next() as u8
-    }
-    fn chance(&mut self, one_in: u64) -> bool {
-        self.below(one_in) == 0
-    }
-}
 
 /// Device-visible memory of one twin.
 #[repr(C, align(64))]
@@ -123,16 +104,7 @@ impl World {
         cq.init_ring();
         cq.set_mini_cqe_format(mini);
         let mk_qp = |k: usize| -> Qp {
-            let cfg = SqConfig {
-                qpn: QPN[k],
-                qp_type: QpType::Rc,
-                max_post: 4,
-                max_gs: 4,
-                max_inline_data: 0,
-                sig_all: false,
-                atomics: false,
-                bf: BlueFlame::doorbell_only(0x800),
-            };
+            let cfg = SqConfig::new(QpType::Rc, 4, 4).qpn(QPN[k]);
             // SAFETY: as above; each QP has its own SQ ring and record.
             let sq = unsafe {
                 SendQueue::new(
@@ -330,40 +302,40 @@ fn make_cqe(rng: &mut Rng, op: u8, k: usize, ctr: u16) -> Cqe64 {
         0x08, 0x09, 0x0a, 0x0b, 0x10, 0x11, 0x12, 0x25, 0x00, 0x01, 0x0e, 0x0a,
     ];
     let mut c = Cqe64::ZERO;
-    let sop = if rng.chance(8) {
-        rng.byte()
+    let sop = if rng.one_in(8) {
+        rng.next_u8()
     } else {
         SOPS[rng.below(SOPS.len() as u64) as usize]
     };
     c.set_sop_drop_qpn((sop as u32) << 24 | QPN[k])
         .set_srqn_uidx(
             UIDX[k]
-                | if rng.chance(2) {
-                    (rng.byte() as u32) << 24
+                | if rng.one_in(2) {
+                    (rng.next_u8() as u32) << 24
                 } else {
                     0
                 },
         )
         .set_wqe_counter(ctr)
         .set_byte_cnt(rng.below(200) as u32)
-        .set_imm_inval_pkey(rng.next() as u32)
-        .set_flags_rqpn(rng.next() as u32)
-        .set_hds_ip_ext(rng.byte())
-        .set_l4_hdr_type_etc(rng.byte())
-        .set_slid(rng.next() as u16)
-        .set_ml_path(rng.byte())
-        .set_signature(rng.byte());
+        .set_imm_inval_pkey(rng.next_u64() as u32)
+        .set_flags_rqpn(rng.next_u64() as u32)
+        .set_hds_ip_ext(rng.next_u8())
+        .set_l4_hdr_type_etc(rng.next_u8())
+        .set_slid(rng.next_u64() as u16)
+        .set_ml_path(rng.next_u8())
+        .set_signature(rng.next_u8());
     if op == 13 || op == 14 {
-        c.set_syndrome([0x05, 0x01, 0x22, rng.byte()][rng.below(4) as usize])
-            .set_vendor_err_synd(rng.byte());
+        c.set_syndrome([0x05, 0x01, 0x22, rng.next_u8()][rng.below(4) as usize])
+            .set_vendor_err_synd(rng.next_u8());
     }
     // Mostly plain; sometimes inline scatter (format 1 or 2).
-    let format = if rng.chance(10) {
+    let format = if rng.one_in(10) {
         1 + rng.below(2) as u8
     } else {
         0
     };
-    c.set_op_own_parts(op, format, rng.chance(2), 0);
+    c.set_op_own_parts(op, format, rng.one_in(2), 0);
     c
 }
 
@@ -373,7 +345,7 @@ fn push(a: &World, b: &World, c: &mut Cqe64, pi: &mut u32, rng: &mut Rng) {
     let own = c.op_own();
     c.set_op_own((own & !1) | ((*pi as usize & NCQE) != 0) as u8);
     let mut front = [0u8; 64];
-    front.iter_mut().for_each(|x| *x = rng.byte());
+    front.iter_mut().for_each(|x| *x = rng.next_u8());
     a.put(*pi, c, &front);
     b.put(*pi, c, &front);
     *pi = pi.wrapping_add(1);
@@ -381,9 +353,9 @@ fn push(a: &World, b: &World, c: &mut Cqe64, pi: &mut u32, rng: &mut Rng) {
 
 /// One randomized script on twin worlds.
 fn round(seed: u64, steps: usize, seen: &mut Seen) {
-    let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
+    let mut rng = Rng::new(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
     let version = rng.below(2) as u8;
-    let size = if rng.chance(3) {
+    let size = if rng.one_in(3) {
         CqeSize::B128
     } else {
         CqeSize::B64
@@ -408,16 +380,16 @@ fn round(seed: u64, steps: usize, seen: &mut Seen) {
         let room = NCQE as u32 - pi.wrapping_sub(a.cq.consumer_index()).min(NCQE as u32);
         // The device writes at pi; a hostile one sometimes overwrites
         // entries software has not consumed yet.
-        let may_write = room > 0 || rng.chance(6);
+        let may_write = room > 0 || rng.one_in(6);
         match rng.below(16) {
             0..=2 => {
                 // Post 1..3 sends on QP k (1 or 2 WQEBBs each).
                 let k = rng.below(2) as usize;
                 for _ in 0..1 + rng.below(3) {
                     let sgl = [sge; 4];
-                    let nsge = if rng.chance(2) { 4 } else { 1 };
+                    let nsge = if rng.one_in(2) { 4 } else { 1 };
                     let mut wr = SendWr::new(next_id, SendOp::Send, &sgl[..nsge]);
-                    if rng.chance(2) {
+                    if rng.one_in(2) {
                         wr = wr.with_flags(SendFlags::SIGNALED);
                     }
                     let ctr = a.qps[k].sq.cur_post() as u16;
@@ -444,7 +416,7 @@ fn round(seed: u64, steps: usize, seen: &mut Seen) {
                     sgl: &sgl,
                 };
                 next_id += 1;
-                if rng.chance(2) {
+                if rng.one_in(2) {
                     // SAFETY: as above.
                     let (x, y) = unsafe {
                         (
@@ -465,22 +437,22 @@ fn round(seed: u64, steps: usize, seen: &mut Seen) {
                 // overwritten), on the right QP or not.
                 let (k, ctr) = match posted.get(rng.below(posted.len() as u64 + 1) as usize) {
                     Some(&(k, c)) => (k, c),
-                    None => (0, rng.next() as u16),
+                    None => (0, rng.next_u64() as u16),
                 };
-                let k = if rng.chance(8) { 2 - k } else { k };
-                let op = if rng.chance(5) { 13 } else { 0 };
+                let k = if rng.one_in(8) { 2 - k } else { k };
+                let op = if rng.one_in(5) { 13 } else { 0 };
                 let mut c = make_cqe(&mut rng, op, k, ctr);
                 push(&a, &b, &mut c, &mut pi, &mut rng);
             }
             6..=7 if may_write => {
                 // A receive CQE: RQ near its tail, or an SRQ slot.
-                let k = if rng.chance(2) { 0 } else { 1 };
+                let k = if rng.one_in(2) { 0 } else { 1 };
                 let ctr = if k == 0 {
                     a.qps[0].rq.as_ref().unwrap().tail() as u16 + rng.below(3) as u16
                 } else {
                     rng.below(SRQ as u64 + 2) as u16
                 };
-                let k = if rng.chance(10) { 2 } else { k };
+                let k = if rng.one_in(10) { 2 } else { k };
                 let op = [2, 2, 3, 1, 4, 14][rng.below(6) as usize];
                 let mut c = make_cqe(&mut rng, op, k, ctr);
                 push(&a, &b, &mut c, &mut pi, &mut rng);
@@ -491,7 +463,7 @@ fn round(seed: u64, steps: usize, seen: &mut Seen) {
                 let op = rng.below(16) as u8;
                 let k = rng.below(3) as usize;
                 let ctr = match rng.below(3) {
-                    0 => rng.next() as u16,
+                    0 => rng.next_u64() as u16,
                     1 => a.qps[k & 1].sq.cur_post() as u16,
                     _ => (a.qps[k & 1].sq.cur_post() as u16).wrapping_sub(1),
                 };
@@ -501,11 +473,11 @@ fn round(seed: u64, steps: usize, seen: &mut Seen) {
             9 if may_write => {
                 // Random bytes; owned, or with a random owner bit.
                 let mut bytes = [0u8; 64];
-                bytes.iter_mut().for_each(|x| *x = rng.byte());
+                bytes.iter_mut().for_each(|x| *x = rng.next_u8());
                 let mut c = Cqe64::from_bytes(bytes);
-                if rng.chance(3) {
+                if rng.one_in(3) {
                     let mut front = [0u8; 64];
-                    front.iter_mut().for_each(|x| *x = rng.byte());
+                    front.iter_mut().for_each(|x| *x = rng.next_u8());
                     a.put(pi, &c, &front);
                     b.put(pi, &c, &front);
                     pi = pi.wrapping_add(1);
@@ -516,22 +488,22 @@ fn round(seed: u64, steps: usize, seen: &mut Seen) {
             10 if room >= 2 => {
                 // A compressed session of any count and kind.
                 let count = 1 + rng.below(12) as u32;
-                if room < count.max(2) && !rng.chance(4) {
+                if room < count.max(2) && !rng.one_in(4) {
                     continue;
                 }
                 let k = rng.below(3) as usize;
                 let op = [0u8, 2, 13, 14, 5, 1][rng.below(6) as usize];
                 let first = match rng.below(3) {
-                    0 => rng.next() as u16,
+                    0 => rng.next_u64() as u16,
                     1 => a.qps[0].rq.as_ref().unwrap().tail() as u16,
                     _ => posted.first().map_or(0, |p| p.1),
                 };
                 let mut arr = [0u8; 64];
                 for (i, x) in arr.iter_mut().enumerate() {
-                    *x = if i % 8 < 2 && rng.chance(2) {
+                    *x = if i % 8 < 2 && rng.one_in(2) {
                         first.wrapping_add((i / 8) as u16).to_be_bytes()[i % 8]
                     } else {
-                        rng.byte()
+                        rng.next_u8()
                     };
                 }
                 let arr = Cqe64::from_bytes(arr);
@@ -542,7 +514,7 @@ fn round(seed: u64, steps: usize, seen: &mut Seen) {
                     b.put(pi.wrapping_add(off), &arr, &[0; 64]);
                 }
                 let mut t = make_cqe(&mut rng, op, k, first);
-                t.set_byte_cnt(if rng.chance(10) {
+                t.set_byte_cnt(if rng.one_in(10) {
                     rng.below(80) as u32
                 } else {
                     count
@@ -553,7 +525,7 @@ fn round(seed: u64, steps: usize, seen: &mut Seen) {
                 push(&a, &b, &mut t, &mut tp, &mut rng);
                 pi = pi.wrapping_add(count);
             }
-            11 if rng.chance(4) => {
+            11 if rng.one_in(4) => {
                 // Reset QP 0 (purging its CQEs), then reuse it.
                 for w in [&mut a, &mut b] {
                     // SAFETY: memory-only queues; no device executes them.
@@ -566,7 +538,7 @@ fn round(seed: u64, steps: usize, seen: &mut Seen) {
             }
             _ => {
                 let batch = 1 + rng.below(8) as usize;
-                let use_set = !rng.chance(4);
+                let use_set = !rng.one_in(4);
                 poll_both(&mut a, &mut b, batch, use_set, seen);
             }
         }
@@ -644,7 +616,7 @@ impl WrResolver for AcceptAll {
 #[test]
 fn every_send_opcode_and_random_fields_map_the_same() {
     let per = if cfg!(miri) { 1 } else { 6 };
-    let mut rng = Rng(0x1234_5678);
+    let mut rng = Rng::new(0x1234_5678);
     for version in [0u8, 1] {
         for size in [CqeSize::B64, CqeSize::B128] {
             let mut a = World::new(version, size, MiniCqeFormat::Hash);
@@ -667,25 +639,25 @@ fn every_send_opcode_and_random_fields_map_the_same() {
             };
             for sop in sops {
                 for _ in 0..per {
-                    let rx = rng.chance(2);
+                    let rx = rng.one_in(2);
                     ra.rx_csum = rx;
                     rb.rx_csum = rx;
                     let n = 1 + rng.below(6) as u32;
                     for _ in 0..n {
-                        let op = if rng.chance(2) {
+                        let op = if rng.one_in(2) {
                             0
                         } else {
                             1 + rng.below(3) as u8
                         };
-                        let ctr = rng.next() as u16;
+                        let ctr = rng.next_u64() as u16;
                         let mut c = make_cqe(&mut rng, op, 0, ctr);
                         let k = if version == 1 { UIDX[0] } else { QPN[0] };
-                        if rng.chance(6) {
+                        if rng.one_in(6) {
                             // Another QP.
                             c.set_srqn_uidx(9).set_sop_drop_qpn(9 | (sop as u32) << 24);
                         } else {
                             c.set_sop_drop_qpn((sop as u32) << 24 | k);
-                            c.set_srqn_uidx(k | (rng.byte() as u32) << 24);
+                            c.set_srqn_uidx(k | (rng.next_u8() as u32) << 24);
                         }
                         let own = c.op_own();
                         c.set_op_own((own & !1) | ((pi as usize & NCQE) != 0) as u8);
@@ -785,7 +757,7 @@ fn routing_values_wider_than_24_bits_match_no_cqe() {
             .set_srqn_uidx(UIDX[0])
             .set_wqe_counter(0);
         c.set_op_own_parts(0, 0, false, 0);
-        let mut rng = Rng(5);
+        let mut rng = Rng::new(5);
         let mut pi = 0;
         push(&a, &b, &mut c, &mut pi, &mut rng);
         let mut wcs = [WorkCompletion::default(); 4];
@@ -806,7 +778,7 @@ fn ring_walk_wraps_like_the_general_poll() {
     for (version, size) in [(0u8, CqeSize::B128), (1, CqeSize::B128), (0, CqeSize::B64)] {
         let mut a = World::new(version, size, MiniCqeFormat::Hash);
         let mut b = World::new(version, size, MiniCqeFormat::Hash);
-        let mut rng = Rng(9);
+        let mut rng = Rng::new(9);
         let mut pi = 0u32;
         // Advance to ci = NCQE - 1 (+ a lap) with refused CQEs.
         for _ in 0..(2 * NCQE - 1) {
