@@ -6,7 +6,7 @@
 #
 #   vendor    rdma-core's mlx5 provider for the same work (ibv_post_send /
 #             ibv_poll_cq), measured once on this machine class
-#   C loop    benches/c/post_loop.c, a lean mlx5dv.h loop (counted here, in
+#   C loop    benches/tool/c/post_loop.c, a lean mlx5dv.h loop (counted here, in
 #             the same run, by the same method)
 #   goal      what the hot path is meant to reach
 #
@@ -21,7 +21,7 @@ N1=${N1:-20000}
 N2=${N2:-120000}
 command -v valgrind >/dev/null || { echo "valgrind not found (apt-get install valgrind)" >&2; exit 1; }
 if [ ! -x "$BIN" ]; then
-  cargo build --release -p bareverbs-bench >&2
+  cargo build --release -p bareverbs-tool >&2
 fi
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT

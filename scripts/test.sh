@@ -43,7 +43,7 @@ step "cargo clippy (workspace, all targets, -D warnings)"
 cargo clippy --workspace --all-targets -- -D warnings
 
 step "the tool builds without mlx5dv.h (the C comparison loop left out)"
-MLX5DV_INCLUDE=/nonexistent cargo clippy -q -p bareverbs-bench --all-targets -- -D warnings
+MLX5DV_INCLUDE=/nonexistent cargo clippy -q -p bareverbs-tool --all-targets -- -D warnings
 
 step "no_std build of the core for x86_64-unknown-none"
 cargo build -p bareverbs --target x86_64-unknown-none

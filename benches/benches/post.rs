@@ -1,7 +1,7 @@
 //! Criterion: the Rust post path vs the C (mlx5dv.h) post loop.
 //! `cargo bench -p bareverbs-bench --bench post`
-use bareverbs_bench::perf::cpost::CPostQueue;
-use bareverbs_bench::perf::post::{PerfOpcode, PostArgs, PostBench};
+use bareverbs_tool::perf::cpost::CPostQueue;
+use bareverbs_tool::perf::post::{PerfOpcode, PostArgs, PostBench};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 fn cases() -> [(&'static str, u32, u32); 3] {

@@ -2,8 +2,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use bareverbs_bench::args::{is_usage, UsageExt};
-use bareverbs_bench::envelope::{envelope, envelope_of};
+use bareverbs_tool::args::{is_usage, UsageExt};
+use bareverbs_tool::envelope::{envelope, envelope_of};
 use clap::{Parser, Subcommand};
 
 /// bareverbs: mlx5 queue sizing, codec and performance tools.
@@ -22,17 +22,17 @@ enum Cli {
     #[command(subcommand)]
     Decode(Decode),
     /// Device attributes as `ibv_devinfo` prints them (-v, -d, -i, -l), through the command interface.
-    Devinfo(bareverbs_bench::devinfo::DevinfoArgs),
+    Devinfo(bareverbs_tool::devinfo::DevinfoArgs),
     /// Loopback self-test: WRITE, SEND/RECV and READ between two RC QPs
     /// looped back on port 1, every byte verified.
-    Selftest(bareverbs_bench::selftest::SelftestArgs),
+    Selftest(bareverbs_tool::selftest::SelftestArgs),
     /// Exact mlx5 queue memory per QP and per node ([ref §3](bareverbs::reference)).
-    Budget(bareverbs_bench::budget::BudgetArgs),
+    Budget(bareverbs_tool::budget::BudgetArgs),
     /// Measure the data path (post/poll on memory-backed queues).
     #[command(subcommand)]
     Perf(PerfCmd),
     /// max_send_wr x max_send_sge design space: sizing, posted WQE, CPU and NIC cost.
-    Sweep(bareverbs_bench::sweep::SweepArgs),
+    Sweep(bareverbs_tool::sweep::SweepArgs),
 }
 
 /// `bareverbs perf` subcommands.
@@ -41,7 +41,7 @@ enum PerfCmd {
     /// CPU cost of polling CQEs (wr_id recovery, doorbell record update).
     Poll {
         #[command(flatten)]
-        args: bareverbs_bench::perf::poll::PollArgs,
+        args: bareverbs_tool::perf::poll::PollArgs,
         /// JSON on stdout instead of text.
         #[arg(long)]
         json: bool,
@@ -49,7 +49,7 @@ enum PerfCmd {
     /// CPU cost of posting WRs with the full doorbell sequence.
     Post {
         #[command(flatten)]
-        args: bareverbs_bench::perf::post::PostArgs,
+        args: bareverbs_tool::perf::post::PostArgs,
         /// JSON on stdout instead of text.
         #[arg(long)]
         json: bool,
@@ -57,25 +57,25 @@ enum PerfCmd {
     /// CPU cost of posting receive WRs (RQ or SRQ) with the doorbell record.
     PostRecv {
         #[command(flatten)]
-        args: bareverbs_bench::perf::recv::RecvArgs,
+        args: bareverbs_tool::perf::recv::RecvArgs,
         /// JSON on stdout instead of text.
         #[arg(long)]
         json: bool,
     },
     /// ib_write_lat look-alike.
-    WriteLat(bareverbs_bench::perf::run::PerfArgs),
+    WriteLat(bareverbs_tool::perf::run::PerfArgs),
     /// ib_write_bw look-alike.
-    WriteBw(bareverbs_bench::perf::run::PerfArgs),
+    WriteBw(bareverbs_tool::perf::run::PerfArgs),
     /// ib_send_lat look-alike.
-    SendLat(bareverbs_bench::perf::run::PerfArgs),
+    SendLat(bareverbs_tool::perf::run::PerfArgs),
     /// ib_send_bw look-alike.
-    SendBw(bareverbs_bench::perf::run::PerfArgs),
+    SendBw(bareverbs_tool::perf::run::PerfArgs),
     /// ib_read_lat look-alike.
-    ReadLat(bareverbs_bench::perf::run::PerfArgs),
+    ReadLat(bareverbs_tool::perf::run::PerfArgs),
     /// ib_read_bw look-alike.
-    ReadBw(bareverbs_bench::perf::run::PerfArgs),
+    ReadBw(bareverbs_tool::perf::run::PerfArgs),
     /// ib_atomic_lat look-alike.
-    AtomicLat(bareverbs_bench::perf::run::PerfArgs),
+    AtomicLat(bareverbs_tool::perf::run::PerfArgs),
     /// Rust vs C (mlx5dv.h) post loop, interleaved.
     CompareC {
         /// Interleaved rounds per case.
@@ -150,14 +150,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     .usage()?;
             }
             // Errors here are malformed vector files.
-            let (_, failed) = bareverbs_bench::conform::run(&files, &mut out).usage()?;
+            let (_, failed) = bareverbs_tool::conform::run(&files, &mut out).usage()?;
             if failed > 0 {
                 return Ok(ExitCode::from(1));
             }
         }
         Cli::Decode(Decode::Wqe { hex, qp_type, json }) => {
-            let bytes = bareverbs_bench::decode::parse_hex(&hex.join(" ")).usage()?;
-            let s = bareverbs_bench::decode::wqe::decode_wqe(&bytes, qp_type.as_deref(), json)
+            let bytes = bareverbs_tool::decode::parse_hex(&hex.join(" ")).usage()?;
+            let s = bareverbs_tool::decode::wqe::decode_wqe(&bytes, qp_type.as_deref(), json)
                 .usage()?;
             println!("{s}");
         }
@@ -167,12 +167,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             ncqe,
             json,
         }) => {
-            let bytes = bareverbs_bench::decode::parse_hex(&hex.join(" ")).usage()?;
-            let s = bareverbs_bench::decode::cqe::decode_cqe(&bytes, json, ci, ncqe).usage()?;
+            let bytes = bareverbs_tool::decode::parse_hex(&hex.join(" ")).usage()?;
+            let s = bareverbs_tool::decode::cqe::decode_cqe(&bytes, json, ci, ncqe).usage()?;
             println!("{s}");
         }
         Cli::Devinfo(a) => {
-            use bareverbs_bench::devinfo as di;
+            use bareverbs_tool::devinfo as di;
             if a.list {
                 let names = di::list_devices();
                 if a.json {
@@ -192,20 +192,20 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             };
             let name = dev.name();
             let st = if a.selftest {
-                Some(bareverbs_bench::selftest::run(&name, opts)?)
+                Some(bareverbs_tool::selftest::run(&name, opts)?)
             } else {
                 None
             };
             if a.json {
                 let mut v = envelope("devinfo", di::to_json(&d, &dev));
                 if let Some(r) = &st {
-                    v["selftest"] = bareverbs_bench::selftest::to_json(r, &name, &opts);
+                    v["selftest"] = bareverbs_tool::selftest::to_json(r, &name, &opts);
                 }
                 println!("{}", serde_json::to_string_pretty(&v)?);
             } else {
                 print!("{}", di::to_text(&d, &dev, a.verbose));
                 if let Some(r) = &st {
-                    print!("{}", bareverbs_bench::selftest::to_text(r, &name, &opts));
+                    print!("{}", bareverbs_tool::selftest::to_text(r, &name, &opts));
                 }
             }
         }
@@ -214,25 +214,25 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 blueflame: a.blueflame,
                 ..Default::default()
             };
-            let name = bareverbs_bench::device_arg::parse_device(&a.device)?.name();
-            let r = bareverbs_bench::selftest::run(&name, opts)?;
+            let name = bareverbs_tool::device_arg::parse_device(&a.device)?.name();
+            let r = bareverbs_tool::selftest::run(&name, opts)?;
             if a.json {
                 let v = envelope(
                     "selftest",
-                    bareverbs_bench::selftest::to_json(&r, &name, &opts),
+                    bareverbs_tool::selftest::to_json(&r, &name, &opts),
                 );
                 println!("{}", serde_json::to_string_pretty(&v)?);
             } else {
-                print!("{}", bareverbs_bench::selftest::to_text(&r, &name, &opts));
+                print!("{}", bareverbs_tool::selftest::to_text(&r, &name, &opts));
             }
         }
         Cli::Budget(args) => {
             // budget only computes: every error is about its input.
-            let code = bareverbs_bench::budget::run(&args).usage()?;
+            let code = bareverbs_tool::budget::run(&args).usage()?;
             return Ok(ExitCode::from(code.clamp(0, 255) as u8));
         }
         Cli::Perf(PerfCmd::Poll { args, json }) => {
-            let stats = bareverbs_bench::perf::poll::PollBench::new(args)?.run();
+            let stats = bareverbs_tool::perf::poll::PollBench::new(args)?.run();
             if json {
                 println!("{}", envelope_of("perf poll", &stats)?);
             } else {
@@ -246,7 +246,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         }
         Cli::Perf(PerfCmd::Post { args, json }) if args.c_loop => {
-            let stats = bareverbs_bench::perf::cpost::run_c_loop(args)?;
+            let stats = bareverbs_tool::perf::cpost::run_c_loop(args)?;
             if json {
                 println!("{}", envelope_of("perf post", &stats)?);
             } else {
@@ -257,7 +257,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         }
         Cli::Perf(PerfCmd::Post { args, json }) => {
-            let stats = bareverbs_bench::perf::post::PostBench::new(args)?.run();
+            let stats = bareverbs_tool::perf::post::PostBench::new(args)?.run();
             if json {
                 println!("{}", envelope_of("perf post", &stats)?);
             } else {
@@ -276,7 +276,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         }
         Cli::Perf(PerfCmd::PostRecv { args, json }) => {
-            let stats = bareverbs_bench::perf::recv::RecvBench::new(args)?.run()?;
+            let stats = bareverbs_tool::perf::recv::RecvBench::new(args)?.run()?;
             if json {
                 println!("{}", envelope_of("perf post-recv", &stats)?);
             } else {
@@ -292,16 +292,16 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 );
             }
         }
-        Cli::Perf(cmd) => return bareverbs_bench::perf::cli::run(cmd.into()),
-        Cli::Sweep(args) => bareverbs_bench::sweep::run(&args)?,
+        Cli::Perf(cmd) => return bareverbs_tool::perf::cli::run(cmd.into()),
+        Cli::Sweep(args) => bareverbs_tool::sweep::run(&args)?,
     }
     Ok(ExitCode::SUCCESS)
 }
 
-impl From<PerfCmd> for bareverbs_bench::perf::cli::Cmd {
+impl From<PerfCmd> for bareverbs_tool::perf::cli::Cmd {
     fn from(c: PerfCmd) -> Self {
-        use bareverbs_bench::perf::cli::Cmd;
-        use bareverbs_bench::perf::run::PerfTest as T;
+        use bareverbs_tool::perf::cli::Cmd;
+        use bareverbs_tool::perf::run::PerfTest as T;
         match c {
             PerfCmd::Post { .. } | PerfCmd::Poll { .. } | PerfCmd::PostRecv { .. } => {
                 unreachable!("handled above")

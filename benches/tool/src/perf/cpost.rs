@@ -1,4 +1,4 @@
-//! The C comparison post loop (`benches/c/post_loop.c`, built by
+//! The C comparison post loop (`benches/tool/c/post_loop.c`, built by
 //! `build.rs` against `mlx5dv.h`) and `bareverbs perf compare-c`, which
 //! interleaves Rust and C batches and reports ns/WR for both and the ratio.
 
@@ -76,7 +76,7 @@ impl CPostQueue {
     pub fn new(sge: u32, batch: u32) -> anyhow::Result<Self> {
         anyhow::ensure!(
             C_LOOP_BUILT,
-            "the C comparison loop was not built: bareverbs-bench was compiled without \
+            "the C comparison loop was not built: bareverbs-tool was compiled without \
              infiniband/mlx5dv.h (install libibverbs-dev, or set MLX5DV_INCLUDE, and rebuild)"
         );
         let bbs = super::post::RING_BBS;
