@@ -12,6 +12,8 @@
 #
 #   scripts/callgrind-post.sh [path/to/bareverbs]
 #
+# Without a path the tool is built (release, with the c-loop feature that
+# the C loop needs); a given binary must have been built with it.
 # Env: N1 / N2 (iteration counts, default 20000 / 120000),
 #      CARGO_TARGET_DIR (default target) when the binary is not given.
 set -euo pipefail
@@ -20,8 +22,8 @@ BIN=${1:-${CARGO_TARGET_DIR:-target}/release/bareverbs}
 N1=${N1:-20000}
 N2=${N2:-120000}
 command -v valgrind >/dev/null || { echo "valgrind not found (apt-get install valgrind)" >&2; exit 1; }
-if [ ! -x "$BIN" ]; then
-  cargo build --release -p bareverbs-tool >&2
+if [ "$#" -eq 0 ]; then
+  cargo build --release -p bareverbs-tool --features c-loop >&2
 fi
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT

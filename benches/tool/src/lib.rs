@@ -19,7 +19,8 @@
 //! | [`args`], [`device_arg`] | shared argument parsing: sizes, counts, paths, `--device` names |
 //! | [`envelope`] | the JSON envelope every `--json` output carries |
 //!
-//! The C comparison loop used by `perf compare-c` is `c/post_loop.c`. The
+//! The C comparison loop used by `perf compare-c` is `c/post_loop.c`, built
+//! with the `c-loop` feature (it needs Debian's libibverbs-dev). The
 //! criterion benchmarks (`post`, `poll`, `recv`) are the `bareverbs-bench`
 //! package (`benches/`), which drives the engines of [`perf`].
 //!

@@ -246,15 +246,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         }
         Cli::Perf(PerfCmd::Post { args, json }) if args.c_loop => {
-            let stats = bareverbs_tool::perf::cpost::run_c_loop(args)?;
-            if json {
-                println!("{}", envelope_of("perf post", &stats)?);
-            } else {
-                println!(
-                    "C loop: post Write sge={} batch={} signal_every=16: {:.2} ns/WR over {} WRs",
-                    args.sge, args.batch, stats.ns_per_op, stats.ops
-                );
-            }
+            bareverbs_tool::perf::c_loop::post(args, json)?
         }
         Cli::Perf(PerfCmd::Post { args, json }) => {
             let stats = bareverbs_tool::perf::post::PostBench::new(args)?.run();

@@ -119,7 +119,7 @@ fn decode() {
 #[test]
 fn perf_micro_benchmarks() {
     check("perf post", &["perf", "post", "--iters", "2000", "--json"]);
-    let c_loop = bareverbs_tool::perf::cpost::C_LOOP_BUILT;
+    let c_loop = bareverbs_tool::perf::c_loop::C_LOOP_BUILT;
     if c_loop {
         check(
             "perf post",
