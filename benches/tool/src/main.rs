@@ -140,154 +140,188 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli {
         Cli::Version => println!("bareverbs {}", env!("CARGO_PKG_VERSION")),
-        Cli::Conform { files } => {
-            let stdout = std::io::stdout();
-            let mut out = stdout.lock();
-            // An unreadable file is bad input (exit 2), not a failed case.
-            for f in &files {
-                std::fs::File::open(f)
-                    .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", f.display()))
-                    .usage()?;
-            }
-            // Errors here are malformed vector files.
-            let (_, failed) = bareverbs_tool::conform::run(&files, &mut out).usage()?;
-            if failed > 0 {
-                return Ok(ExitCode::from(1));
-            }
-        }
-        Cli::Decode(Decode::Wqe { hex, qp_type, json }) => {
-            let bytes = bareverbs_tool::decode::parse_hex(&hex.join(" ")).usage()?;
-            let s = bareverbs_tool::decode::wqe::decode_wqe(&bytes, qp_type.as_deref(), json)
-                .usage()?;
-            println!("{s}");
-        }
-        Cli::Decode(Decode::Cqe {
-            hex,
-            ci,
-            ncqe,
-            json,
-        }) => {
-            let bytes = bareverbs_tool::decode::parse_hex(&hex.join(" ")).usage()?;
-            let s = bareverbs_tool::decode::cqe::decode_cqe(&bytes, json, ci, ncqe).usage()?;
-            println!("{s}");
-        }
-        Cli::Devinfo(a) => {
-            use bareverbs_tool::devinfo as di;
-            if a.list {
-                let names = di::list_devices();
-                if a.json {
-                    let v = envelope("devinfo", serde_json::json!({ "devices": names }));
-                    println!("{}", serde_json::to_string_pretty(&v)?);
-                } else {
-                    print!("{}", di::list_text(&names));
-                }
-                return Ok(ExitCode::SUCCESS);
-            }
-            let dev = a.device()?;
-            let mut d = di::query_device(&dev)?;
-            di::select_port(&mut d, &dev, a.port)?;
-            let opts = bareverbs::selftest::SelfTestOptions {
-                blueflame: a.blueflame,
-                ..Default::default()
-            };
-            let name = dev.name();
-            let st = if a.selftest {
-                Some(bareverbs_tool::selftest::run(&name, opts)?)
-            } else {
-                None
-            };
-            if a.json {
-                let mut v = envelope("devinfo", di::to_json(&d, &dev));
-                if let Some(r) = &st {
-                    v["selftest"] = bareverbs_tool::selftest::to_json(r, &name, &opts);
-                }
-                println!("{}", serde_json::to_string_pretty(&v)?);
-            } else {
-                print!("{}", di::to_text(&d, &dev, a.verbose));
-                if let Some(r) = &st {
-                    print!("{}", bareverbs_tool::selftest::to_text(r, &name, &opts));
-                }
-            }
-        }
-        Cli::Selftest(a) => {
-            let opts = bareverbs::selftest::SelfTestOptions {
-                blueflame: a.blueflame,
-                ..Default::default()
-            };
-            let name = bareverbs_tool::device_arg::parse_device(&a.device)?.name();
-            let r = bareverbs_tool::selftest::run(&name, opts)?;
-            if a.json {
-                let v = envelope(
-                    "selftest",
-                    bareverbs_tool::selftest::to_json(&r, &name, &opts),
-                );
-                println!("{}", serde_json::to_string_pretty(&v)?);
-            } else {
-                print!("{}", bareverbs_tool::selftest::to_text(&r, &name, &opts));
-            }
-        }
+        Cli::Conform { files } => return conform(&files),
+        Cli::Decode(d) => decode(d)?,
+        Cli::Devinfo(a) => devinfo(a)?,
+        Cli::Selftest(a) => selftest(a)?,
         Cli::Budget(args) => {
             // budget only computes: every error is about its input.
             let code = bareverbs_tool::budget::run(&args).usage()?;
             return Ok(ExitCode::from(code.clamp(0, 255) as u8));
         }
-        Cli::Perf(PerfCmd::Poll { args, json }) => {
-            let stats = bareverbs_tool::perf::poll::PollBench::new(args)?.run();
-            if json {
-                println!("{}", envelope_of("perf poll", &stats)?);
-            } else {
-                println!(
-                    "poll batch={} path={}: {:.2} ns/CQE over {} CQEs",
-                    args.batch,
-                    if args.full { "full" } else { "lean" },
-                    stats.ns_per_op,
-                    stats.ops
-                );
-            }
-        }
+        Cli::Perf(PerfCmd::Poll { args, json }) => perf_poll(args, json)?,
         Cli::Perf(PerfCmd::Post { args, json }) if args.c_loop => {
             bareverbs_tool::perf::c_loop::post(args, json)?
         }
-        Cli::Perf(PerfCmd::Post { args, json }) => {
-            let stats = bareverbs_tool::perf::post::PostBench::new(args)?.run();
-            if json {
-                println!("{}", envelope_of("perf post", &stats)?);
-            } else {
-                println!(
-                    "post {:?} sge={} inline={:?} batch={} signal_every={}: {:.2} ns/WR over {} WRs ({:.2} WQEBBs/WR, {} doorbells)",
-                    args.opcode,
-                    args.sge,
-                    args.inline,
-                    args.batch,
-                    args.signal_every,
-                    stats.ns_per_op,
-                    stats.ops,
-                    stats.wqebbs_per_wr,
-                    stats.doorbells
-                );
-            }
-        }
-        Cli::Perf(PerfCmd::PostRecv { args, json }) => {
-            let stats = bareverbs_tool::perf::recv::RecvBench::new(args)?.run()?;
-            if json {
-                println!("{}", envelope_of("perf post-recv", &stats)?);
-            } else {
-                println!(
-                    "post-recv {:?} sge={} batch={}: {:.2} ns/WR over {} WRs (max_gs {}, {} doorbell records)",
-                    args.queue,
-                    args.sge,
-                    args.batch,
-                    stats.ns_per_op,
-                    stats.ops,
-                    stats.max_gs,
-                    stats.doorbells
-                );
-            }
-        }
+        Cli::Perf(PerfCmd::Post { args, json }) => perf_post(args, json)?,
+        Cli::Perf(PerfCmd::PostRecv { args, json }) => perf_post_recv(args, json)?,
         Cli::Perf(cmd) => return bareverbs_tool::perf::cli::run(cmd.into()),
         Cli::Sweep(args) => bareverbs_tool::sweep::run(&args)?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `bareverbs conform FILE…`: exit status 1 if any case fails.
+fn conform(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    // An unreadable file is bad input (exit 2), not a failed case.
+    for f in files {
+        std::fs::File::open(f)
+            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", f.display()))
+            .usage()?;
+    }
+    // Errors here are malformed vector files.
+    let (_, failed) = bareverbs_tool::conform::run(files, &mut out).usage()?;
+    if failed > 0 {
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `bareverbs decode wqe|cqe HEX`.
+fn decode(d: Decode) -> anyhow::Result<()> {
+    match d {
+        Decode::Wqe { hex, qp_type, json } => {
+            let bytes = bareverbs_tool::decode::parse_hex(&hex.join(" ")).usage()?;
+            let s = bareverbs_tool::decode::wqe::decode_wqe(&bytes, qp_type.as_deref(), json)
+                .usage()?;
+            println!("{s}");
+        }
+        Decode::Cqe {
+            hex,
+            ci,
+            ncqe,
+            json,
+        } => {
+            let bytes = bareverbs_tool::decode::parse_hex(&hex.join(" ")).usage()?;
+            let s = bareverbs_tool::decode::cqe::decode_cqe(&bytes, json, ci, ncqe).usage()?;
+            println!("{s}");
+        }
+    }
+    Ok(())
+}
+
+/// `bareverbs devinfo`: `-l` lists the devices; otherwise one device's
+/// attributes (and with `--selftest` the loopback self-test after them).
+fn devinfo(a: bareverbs_tool::devinfo::DevinfoArgs) -> anyhow::Result<()> {
+    use bareverbs_tool::devinfo as di;
+    if a.list {
+        let names = di::list_devices();
+        if a.json {
+            let v = envelope("devinfo", serde_json::json!({ "devices": names }));
+            println!("{}", serde_json::to_string_pretty(&v)?);
+        } else {
+            print!("{}", di::list_text(&names));
+        }
+        return Ok(());
+    }
+    let dev = a.device()?;
+    let mut d = di::query_device(&dev)?;
+    di::select_port(&mut d, &dev, a.port)?;
+    let opts = bareverbs::selftest::SelfTestOptions {
+        blueflame: a.blueflame,
+        ..Default::default()
+    };
+    let name = dev.name();
+    let st = if a.selftest {
+        Some(bareverbs_tool::selftest::run(&name, opts)?)
+    } else {
+        None
+    };
+    if a.json {
+        let mut v = envelope("devinfo", di::to_json(&d, &dev));
+        if let Some(r) = &st {
+            v["selftest"] = bareverbs_tool::selftest::to_json(r, &name, &opts);
+        }
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        print!("{}", di::to_text(&d, &dev, a.verbose));
+        if let Some(r) = &st {
+            print!("{}", bareverbs_tool::selftest::to_text(r, &name, &opts));
+        }
+    }
+    Ok(())
+}
+
+/// `bareverbs selftest`: the loopback self-test alone.
+fn selftest(a: bareverbs_tool::selftest::SelftestArgs) -> anyhow::Result<()> {
+    let opts = bareverbs::selftest::SelfTestOptions {
+        blueflame: a.blueflame,
+        ..Default::default()
+    };
+    let name = bareverbs_tool::device_arg::parse_device(&a.device)?.name();
+    let r = bareverbs_tool::selftest::run(&name, opts)?;
+    if a.json {
+        let v = envelope(
+            "selftest",
+            bareverbs_tool::selftest::to_json(&r, &name, &opts),
+        );
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        print!("{}", bareverbs_tool::selftest::to_text(&r, &name, &opts));
+    }
+    Ok(())
+}
+
+/// `bareverbs perf poll`.
+fn perf_poll(args: bareverbs_tool::perf::poll::PollArgs, json: bool) -> anyhow::Result<()> {
+    let stats = bareverbs_tool::perf::poll::PollBench::new(args)?.run();
+    if json {
+        println!("{}", envelope_of("perf poll", &stats)?);
+    } else {
+        println!(
+            "poll batch={} path={}: {:.2} ns/CQE over {} CQEs",
+            args.batch,
+            if args.full { "full" } else { "lean" },
+            stats.ns_per_op,
+            stats.ops
+        );
+    }
+    Ok(())
+}
+
+/// `bareverbs perf post` (the Rust post path; `--c-loop` is
+/// [`bareverbs_tool::perf::c_loop::post`]).
+fn perf_post(args: bareverbs_tool::perf::post::PostArgs, json: bool) -> anyhow::Result<()> {
+    let stats = bareverbs_tool::perf::post::PostBench::new(args)?.run();
+    if json {
+        println!("{}", envelope_of("perf post", &stats)?);
+    } else {
+        println!(
+            "post {:?} sge={} inline={:?} batch={} signal_every={}: {:.2} ns/WR over {} WRs ({:.2} WQEBBs/WR, {} doorbells)",
+            args.opcode,
+            args.sge,
+            args.inline,
+            args.batch,
+            args.signal_every,
+            stats.ns_per_op,
+            stats.ops,
+            stats.wqebbs_per_wr,
+            stats.doorbells
+        );
+    }
+    Ok(())
+}
+
+/// `bareverbs perf post-recv`.
+fn perf_post_recv(args: bareverbs_tool::perf::recv::RecvArgs, json: bool) -> anyhow::Result<()> {
+    let stats = bareverbs_tool::perf::recv::RecvBench::new(args)?.run()?;
+    if json {
+        println!("{}", envelope_of("perf post-recv", &stats)?);
+    } else {
+        println!(
+            "post-recv {:?} sge={} batch={}: {:.2} ns/WR over {} WRs (max_gs {}, {} doorbell records)",
+            args.queue,
+            args.sge,
+            args.batch,
+            stats.ns_per_op,
+            stats.ops,
+            stats.max_gs,
+            stats.doorbells
+        );
+    }
+    Ok(())
 }
 
 impl From<PerfCmd> for bareverbs_tool::perf::cli::Cmd {
