@@ -6,12 +6,14 @@
 #
 #   vendor    rdma-core's mlx5 provider for the same work (ibv_post_send /
 #             ibv_poll_cq), measured once on this machine class
-#   C loop    benches/c/post_loop.c, a lean mlx5dv.h loop (counted here, in
+#   C loop    benches/tool/c/post_loop.c, a lean mlx5dv.h loop (counted here, in
 #             the same run, by the same method)
 #   goal      what the hot path is meant to reach
 #
 #   scripts/callgrind-post.sh [path/to/bareverbs]
 #
+# Without a path the tool is built (release, with the c-loop feature that
+# the C loop needs); a given binary must have been built with it.
 # Env: N1 / N2 (iteration counts, default 20000 / 120000),
 #      CARGO_TARGET_DIR (default target) when the binary is not given.
 set -euo pipefail
@@ -20,8 +22,8 @@ BIN=${1:-${CARGO_TARGET_DIR:-target}/release/bareverbs}
 N1=${N1:-20000}
 N2=${N2:-120000}
 command -v valgrind >/dev/null || { echo "valgrind not found (apt-get install valgrind)" >&2; exit 1; }
-if [ ! -x "$BIN" ]; then
-  cargo build --release -p bareverbs-bench >&2
+if [ "$#" -eq 0 ]; then
+  cargo build --release -p bareverbs-tool --features c-loop >&2
 fi
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT

@@ -6,7 +6,7 @@
 # arguments are passed to the tool instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build -q --release -p bareverbs-bench --bin bareverbs
+cargo build -q --release -p bareverbs-tool --bin bareverbs
 bv=target/release/bareverbs
 if [ "$#" -gt 0 ]; then
   exec "$bv" "$@"

@@ -14,7 +14,7 @@ import os
 import re
 import sys
 
-DEFAULT = ["core/src", "sim/src", "vfio-host/src", "benches/src", "conformance/src"]
+DEFAULT = ["core/src", "sim/src", "vfio-host/src", "benches/src", "benches/tool/src", "conformance/src"]
 
 
 def modules(src):

@@ -36,20 +36,28 @@ if ! command -v cargo-fuzz >/dev/null 2>&1; then
 fi
 
 # --- checks --------------------------------------------------------------
+# The C comparison loop (perf compare-c, perf post --c-loop, the C side of
+# the post bench) is a cargo feature, off by default: CI builds, lints and
+# tests with it on, and once more without it and without mlx5dv.h.
+c_loop=bareverbs-tool/c-loop,bareverbs-bench/c-loop
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
-step "cargo clippy (workspace, all targets, -D warnings)"
-cargo clippy --workspace --all-targets -- -D warnings
+step "cargo clippy (workspace, all targets, the c-loop feature, -D warnings)"
+cargo clippy --workspace --all-targets --features "$c_loop" -- -D warnings
 
-step "the tool builds without mlx5dv.h (the C comparison loop left out)"
-MLX5DV_INCLUDE=/nonexistent cargo clippy -q -p bareverbs-bench --all-targets -- -D warnings
+step "the tool builds without the c-loop feature and without mlx5dv.h"
+MLX5DV_INCLUDE=/nonexistent cargo clippy -q -p bareverbs-tool -p bareverbs-bench --all-targets -- -D warnings
 
 step "no_std build of the core for x86_64-unknown-none"
 cargo build -p bareverbs --target x86_64-unknown-none
 
-step "workspace tests (unit, integration, vendor-header conformance, vector replays, corpus replays)"
-cargo test --workspace --release
+step "workspace tests with the c-loop feature (unit, integration, vendor-header conformance, vector replays, corpus replays)"
+cargo test --workspace --release --features "$c_loop"
+
+step "the tool's command-line tests without the c-loop feature and without mlx5dv.h"
+MLX5DV_INCLUDE=/nonexistent cargo test --release -q -p bareverbs-tool --test cli_errors
 
 step "the newcomer's example (safe verbs API, no unsafe): loopback WRITE, SEND/RECV, READ"
 if grep -nw 'unsafe' sim/examples/loopback.rs; then

@@ -2,7 +2,7 @@
 //! flight — the lean `poll_completions` path and the full `poll`
 //! (`WorkCompletion`) path, 16 and 1 CQEs per call.
 //! `cargo bench -p bareverbs-bench --bench poll`
-use bareverbs_bench::perf::poll::{PollArgs, PollBench};
+use bareverbs_tool::perf::poll::{PollArgs, PollBench};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::time::Duration;
 

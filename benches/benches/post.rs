@@ -1,7 +1,9 @@
-//! Criterion: the Rust post path vs the C (mlx5dv.h) post loop.
-//! `cargo bench -p bareverbs-bench --bench post`
-use bareverbs_bench::perf::cpost::CPostQueue;
-use bareverbs_bench::perf::post::{PerfOpcode, PostArgs, PostBench};
+//! Criterion: the Rust post path vs the C (mlx5dv.h) post loop (the C
+//! side with the `c-loop` feature).
+//! `cargo bench -p bareverbs-bench --features c-loop --bench post`
+#[cfg(feature = "c-loop")]
+use bareverbs_tool::perf::cpost::CPostQueue;
+use bareverbs_tool::perf::post::{PerfOpcode, PostArgs, PostBench};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 fn cases() -> [(&'static str, u32, u32); 3] {
@@ -30,8 +32,10 @@ fn bench(c: &mut Criterion) {
         })
         .expect("bench queue");
         g.bench_function(format!("rust/{name}"), |b| b.iter(|| rust.step()));
-        // Without mlx5dv.h the tool is built without the C loop: Rust only.
-        if let Ok(mut cq) = CPostQueue::new(sge, batch) {
+        // The C side only with the `c-loop` feature (it needs mlx5dv.h).
+        #[cfg(feature = "c-loop")]
+        {
+            let mut cq = CPostQueue::new(sge, batch);
             g.bench_function(format!("c/{name}"), |b| b.iter(|| cq.run(batch as u64)));
         }
     }

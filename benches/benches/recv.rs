@@ -1,7 +1,7 @@
 //! Criterion: receive posts (RQ and SRQ, 1 SGE) into memory-backed rings,
 //! with oldest-first retires as a poller would.
 //! `cargo bench -p bareverbs-bench --bench recv`
-use bareverbs_bench::perf::recv::{RecvArgs, RecvBench, RecvQueueKind};
+use bareverbs_tool::perf::recv::{RecvArgs, RecvBench, RecvQueueKind};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 fn bench(c: &mut Criterion) {

@@ -54,7 +54,55 @@ pub fn decode_cqe(bytes: &[u8], json: bool, ci: Option<u32>, ncqe: Option<u32>) 
         Ok(v) => v,
         Err(e) => bail!("a CQE is 64 or 128 bytes, got {} ({e})", bytes.len()),
     };
-    let owned = match (ci, ncqe) {
+    let owned = ownership(&c, ci, ncqe)?;
+    let status = status_of(&c);
+    let (wc_op, wc_flags) = wc_view(&c);
+    let inline = match c.format_kind() {
+        CqeFormat::InlineScatter32 => c.inline_data32().map(<[u8]>::to_vec),
+        CqeFormat::InlineScatter64 => front.map(|f| f[..(c.byte_cnt() as usize).min(64)].to_vec()),
+        _ => None,
+    };
+    let d = Decoded {
+        cqe_size: bytes.len(),
+        c,
+        front,
+        owned,
+        status,
+        wc_op,
+        wc_flags,
+        inline,
+    };
+    if json {
+        let v = crate::envelope::envelope("decode cqe", cqe_json(&d));
+        return Ok(serde_json::to_string_pretty(&v)?);
+    }
+    cqe_text(&d, ci, ncqe)
+}
+
+/// A parsed CQE and what [`decode_cqe`] derives from it.
+struct Decoded {
+    /// 64 or 128.
+    cqe_size: usize,
+    /// The CQE (bytes 64..127 of a 128-byte one).
+    c: Cqe64,
+    /// The leading 64 bytes of a 128-byte CQE.
+    front: Option<[u8; 64]>,
+    /// Whether software owns the entry at `--ci` / `--ncqe`.
+    owned: Option<bool>,
+    /// The verbs status.
+    status: WcStatus,
+    /// The verbs opcode, where one is reported.
+    wc_op: Option<WcOpcode>,
+    /// The verbs flags.
+    wc_flags: WcFlags,
+    /// Inline-scattered payload.
+    inline: Option<Vec<u8>>,
+}
+
+/// Whether software owns `c` at consumer index `ci` of an `ncqe`-entry CQ
+/// (both or neither must be given; `ncqe` a power of two >= 2).
+fn ownership(c: &Cqe64, ci: Option<u32>, ncqe: Option<u32>) -> Result<Option<bool>> {
+    Ok(match (ci, ncqe) {
         (Some(ci), Some(n)) => {
             if !n.is_power_of_two() || n < 2 {
                 bail!("ncqe {n} is not a power of two >= 2");
@@ -64,75 +112,79 @@ pub fn decode_cqe(bytes: &[u8], json: bool, ci: Option<u32>, ncqe: Option<u32>) 
         (None, None) => None,
         (Some(_), None) => bail!("--ci needs --ncqe"),
         (None, Some(_)) => bail!("--ncqe needs --ci"),
-    };
-    let status = status_of(&c);
-    let (wc_op, wc_flags) = wc_view(&c);
-    let inline = match c.format_kind() {
-        CqeFormat::InlineScatter32 => c.inline_data32().map(<[u8]>::to_vec),
-        CqeFormat::InlineScatter64 => front.map(|f| f[..(c.byte_cnt() as usize).min(64)].to_vec()),
-        _ => None,
-    };
+    })
+}
+
+/// The JSON object of [`decode_cqe`] (table-driven: one line per field).
+fn cqe_json(d: &Decoded) -> Value {
+    let c = &d.c;
     let err = c.as_err();
-    if json {
-        let mut m = Map::new();
-        let mut put = |k: &str, v: Value| {
-            m.insert(k.to_string(), v);
-        };
-        put("cqe_size", json!(bytes.len()));
-        put("opcode", json!(c.opcode()));
-        put("opcode_name", json!(CqeOpcode::name_of(c.opcode())));
-        put("owner", json!(c.owner()));
-        put("se", json!(c.se()));
-        put("format", json!(c.format()));
-        put("op_own", json!(c.op_own()));
-        put("qpn", json!(c.qpn()));
-        put("wqe_opcode", json!(c.send_wqe_opcode()));
-        put("sop_drop_qpn", json!(c.sop_drop_qpn()));
-        put("wqe_counter", json!(c.wqe_counter()));
-        put("srqn_uidx", json!(c.srqn_uidx()));
-        put("uidx", json!(c.uidx()));
-        put("byte_cnt", json!(c.byte_cnt()));
-        put("imm_inval_pkey", json!(c.imm_inval_pkey()));
-        put("flags_rqpn", json!(c.flags_rqpn()));
-        put("src_qp", json!(c.src_qp()));
-        put("sl", json!(c.sl()));
-        put("grh", json!(c.grh()));
-        put("slid", json!(c.slid()));
-        put("ml_path", json!(c.ml_path()));
-        put("dlid_path_bits", json!(c.dlid_path_bits()));
-        put("hds_ip_ext", json!(c.hds_ip_ext()));
-        put("l4_hdr_type_etc", json!(c.l4_hdr_type_etc()));
-        put("vlan_info", json!(c.vlan_info()));
-        put("rss_hash_result", json!(c.rss_hash_result()));
-        put("check_sum", json!(c.check_sum()));
-        put("wqe_id", json!(c.wqe_id()));
-        put("app", json!(c.app()));
-        put("app_op", json!(c.app_op()));
-        put("app_info", json!(c.app_info()));
-        put("timestamp", json!(c.timestamp()));
-        put("signature", json!(c.signature()));
-        put("syndrome", json!(err.syndrome()));
-        put("syndrome_name", json!(err.syndrome_kind().name()));
-        put("vendor_syndrome", json!(err.vendor_err_synd()));
-        put("is_error", json!(c.is_error()));
-        put("status", json!(status.name()));
-        put("status_code", json!(status.as_raw()));
-        put("wc_opcode", wc_op.map_or(Value::Null, |o| json!(o.name())));
-        put("wc_flags", json!(flag_names(wc_flags)));
-        if c.format_kind() == CqeFormat::Compressed {
-            put("mini_cqe_count", json!(c.byte_cnt()));
-        }
-        if let Some(d) = &inline {
-            put("inline_data", json!(hex(d)));
-        }
-        if let Some(o) = owned {
-            put("sw_owned", json!(o));
-        }
-        let v = crate::envelope::envelope("decode cqe", Value::Object(m));
-        return Ok(serde_json::to_string_pretty(&v)?);
+    let mut m = Map::new();
+    let mut put = |k: &str, v: Value| {
+        m.insert(k.to_string(), v);
+    };
+    put("cqe_size", json!(d.cqe_size));
+    put("opcode", json!(c.opcode()));
+    put("opcode_name", json!(CqeOpcode::name_of(c.opcode())));
+    put("owner", json!(c.owner()));
+    put("se", json!(c.se()));
+    put("format", json!(c.format()));
+    put("op_own", json!(c.op_own()));
+    put("qpn", json!(c.qpn()));
+    put("wqe_opcode", json!(c.send_wqe_opcode()));
+    put("sop_drop_qpn", json!(c.sop_drop_qpn()));
+    put("wqe_counter", json!(c.wqe_counter()));
+    put("srqn_uidx", json!(c.srqn_uidx()));
+    put("uidx", json!(c.uidx()));
+    put("byte_cnt", json!(c.byte_cnt()));
+    put("imm_inval_pkey", json!(c.imm_inval_pkey()));
+    put("flags_rqpn", json!(c.flags_rqpn()));
+    put("src_qp", json!(c.src_qp()));
+    put("sl", json!(c.sl()));
+    put("grh", json!(c.grh()));
+    put("slid", json!(c.slid()));
+    put("ml_path", json!(c.ml_path()));
+    put("dlid_path_bits", json!(c.dlid_path_bits()));
+    put("hds_ip_ext", json!(c.hds_ip_ext()));
+    put("l4_hdr_type_etc", json!(c.l4_hdr_type_etc()));
+    put("vlan_info", json!(c.vlan_info()));
+    put("rss_hash_result", json!(c.rss_hash_result()));
+    put("check_sum", json!(c.check_sum()));
+    put("wqe_id", json!(c.wqe_id()));
+    put("app", json!(c.app()));
+    put("app_op", json!(c.app_op()));
+    put("app_info", json!(c.app_info()));
+    put("timestamp", json!(c.timestamp()));
+    put("signature", json!(c.signature()));
+    put("syndrome", json!(err.syndrome()));
+    put("syndrome_name", json!(err.syndrome_kind().name()));
+    put("vendor_syndrome", json!(err.vendor_err_synd()));
+    put("is_error", json!(c.is_error()));
+    put("status", json!(d.status.name()));
+    put("status_code", json!(d.status.as_raw()));
+    put(
+        "wc_opcode",
+        d.wc_op.map_or(Value::Null, |o| json!(o.name())),
+    );
+    put("wc_flags", json!(flag_names(d.wc_flags)));
+    if c.format_kind() == CqeFormat::Compressed {
+        put("mini_cqe_count", json!(c.byte_cnt()));
     }
+    if let Some(b) = &d.inline {
+        put("inline_data", json!(hex(b)));
+    }
+    if let Some(o) = d.owned {
+        put("sw_owned", json!(o));
+    }
+    Value::Object(m)
+}
+
+/// The text of [`decode_cqe`]: the hexdump (with the leading 64 bytes of a
+/// 128-byte CQE), the decoded fields, the verbs view, inline data and
+/// ownership at `ci` / `ncqe`.
+fn cqe_text(d: &Decoded, ci: Option<u32>, ncqe: Option<u32>) -> Result<String> {
     let mut s = String::new();
-    if let Some(f) = &front {
+    if let Some(f) = &d.front {
         writeln!(s, "leading 64 bytes (inline-scatter-64 area):")?;
         for (i, l) in f.chunks(16).enumerate() {
             writeln!(
@@ -144,19 +196,19 @@ pub fn decode_cqe(bytes: &[u8], json: bool, ci: Option<u32>, ncqe: Option<u32>) 
         }
         writeln!(s, "cqe64 (bytes 64..127):")?;
     }
-    writeln!(s, "{}", CqeDump(&c))?;
-    let op = wc_op.map_or("(not reported)", WcOpcode::name);
+    writeln!(s, "{}", CqeDump(&d.c))?;
+    let op = d.wc_op.map_or("(not reported)", WcOpcode::name);
     writeln!(
         s,
         "verbs: status={} opcode={} flags={:?}",
-        status.name(),
+        d.status.name(),
         op,
-        flag_names(wc_flags)
+        flag_names(d.wc_flags)
     )?;
-    if let Some(d) = &inline {
-        writeln!(s, "inline data ({} bytes): {}", d.len(), hex(d))?;
+    if let Some(b) = &d.inline {
+        writeln!(s, "inline data ({} bytes): {}", b.len(), hex(b))?;
     }
-    if let Some(o) = owned {
+    if let Some(o) = d.owned {
         writeln!(
             s,
             "ownership at ci={} ncqe={}: {}",

@@ -1,7 +1,6 @@
 //! Dispatch for the perftest-style `perf` subcommands and `compare-c`
 //! (kept out of `main.rs` so it stays a thin front end).
 
-use super::cpost::{compare, CASES};
 use super::flags::{PerfArgs, PerfTest};
 use super::run::{run_streaming, PerfOutcome};
 use crate::args::is_usage;
@@ -87,42 +86,7 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
             rounds,
             per_round,
             json,
-        } => {
-            let mut res = Vec::new();
-            for c in CASES {
-                res.push(compare(c, rounds, per_round)?);
-            }
-            if json {
-                let v = crate::envelope::envelope(
-                    "perf compare-c",
-                    serde_json::json!({ "rounds": rounds, "per_round": per_round, "cases": res }),
-                );
-                println!("{}", serde_json::to_string(&v)?);
-            } else {
-                println!(
-                    "Rust (bareverbs::sq) vs C (mlx5dv.h setters), same doorbell sequence into RAM; {rounds} interleaved rounds x {per_round} WRs; median [min-max] over the rounds"
-                );
-                println!(
-                    "{:<26} {:>22} {:>22} {:>20}",
-                    "case", "Rust ns/WR", "C ns/WR", "Rust/C"
-                );
-                let f = |s: &crate::perf::cpost::Spread, w: usize| {
-                    format!("{:.2} [{:.2}-{:.2}]", s.median, s.min, s.max)
-                        .chars()
-                        .take(w)
-                        .collect::<String>()
-                };
-                for r in &res {
-                    println!(
-                        "{:<26} {:>22} {:>22} {:>20}",
-                        r.case.name,
-                        f(&r.rust_ns, 22),
-                        f(&r.c_ns, 22),
-                        f(&r.ratio, 20)
-                    );
-                }
-            }
-        }
+        } => super::c_loop::compare_c(rounds, per_round, json)?,
     }
     Ok(ExitCode::SUCCESS)
 }

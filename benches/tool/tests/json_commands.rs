@@ -2,7 +2,7 @@
 //! lists of `docs/json-commands.md` (schema `bareverbs/1`), and the shared
 //! `--device` / SGE-limit refusals.
 
-use bareverbs_bench::envelope::{assert_documented, documented, key_paths};
+use bareverbs_tool::envelope::{assert_documented, documented, key_paths};
 use serde_json::Value;
 use std::process::{Command, Output};
 
@@ -119,7 +119,7 @@ fn decode() {
 #[test]
 fn perf_micro_benchmarks() {
     check("perf post", &["perf", "post", "--iters", "2000", "--json"]);
-    let c_loop = bareverbs_bench::perf::cpost::C_LOOP_BUILT;
+    let c_loop = bareverbs_tool::perf::c_loop::C_LOOP_BUILT;
     if c_loop {
         check(
             "perf post",

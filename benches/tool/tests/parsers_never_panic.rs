@@ -1,8 +1,8 @@
 //! Property tests: the hex and size parsers accept any string without
 //! panicking, and every valid size form reads back to its value.
 
-use bareverbs_bench::args::{parse_int, positive_u64};
-use bareverbs_bench::decode::parse_hex;
+use bareverbs_tool::args::{parse_int, positive_u64};
+use bareverbs_tool::decode::parse_hex;
 
 /// xorshift64* — deterministic, so failures reproduce.
 struct Rng(u64);
@@ -123,7 +123,7 @@ fn hex_round_trip() {
 /// accepted as given (the VFIO host checks its form).
 #[test]
 fn device_names_never_panic() {
-    use bareverbs_bench::device_arg::Device;
+    use bareverbs_tool::device_arg::Device;
     let mut r = Rng(0xdead_beef);
     for _ in 0..20_000 {
         let mut s = random_string(&mut r);

@@ -38,13 +38,51 @@ pub fn decode_wqe(bytes: &[u8], qp_type: Option<&str>, json: bool) -> anyhow::Re
 
 /// The JSON object of a parsed WQE (see [`decode_wqe`]).
 pub fn wqe_json(w: &SendWqe<'_>) -> Value {
+    let mut segs: Vec<Value> = Vec::new();
+    push_transport_segments(w, &mut segs);
+    push_memory_segments(w, &mut segs);
+    let inline_hex = push_data_segments(w, &mut segs);
+    if !w.opaque.is_empty() {
+        segs.push(json!({"type": "undecoded", "len": w.opaque.len(), "hex": hex(w.opaque)}));
+    }
+    json!({
+        "qp_type": w.layout.name(),
+        "bytes": w.len(),
+        "wqebbs": w.wqebbs(),
+        "ctrl": ctrl_json(w),
+        "segments": segs,
+        "inline_hex": inline_hex,
+    })
+}
+
+/// The control segment's fields (the `ctrl` object of [`wqe_json`]).
+fn ctrl_json(w: &SendWqe<'_>) -> Value {
     let c = &w.ctrl;
     let fl = c.flags();
     let fence = match fl.fence_mode() {
         Ok(m) => m.name().to_string(),
         Err(v) => format!("reserved({v})"),
     };
-    let mut segs: Vec<Value> = Vec::new();
+    json!({
+        "opcode": c.opcode(),
+        "opcode_name": bareverbs::wqe::opcode_name(c.opcode()),
+        "opmod": c.opmod(),
+        "wqe_index": c.wqe_index(),
+        "qpn": c.qpn(),
+        "ds": c.ds(),
+        "fm_ce_se": c.fm_ce_se,
+        "fence": fence,
+        "signaled": fl.signaled(),
+        "solicited": fl.solicited(),
+        "imm": c.imm.get(),
+        "signature": c.signature,
+    })
+}
+
+/// Pushes the transport and operation segments after the control segment,
+/// in WQE order: XRC, datagram (address vector), Ethernet padding and
+/// header, remote address, atomic and masked atomic.
+fn push_transport_segments(w: &SendWqe<'_>, segs: &mut Vec<Value>) {
     if let Some(x) = w.xrc {
         segs.push(json!({"type": "xrc", "xrc_srqn": x.xrc_srqn.get()}));
     }
@@ -98,6 +136,11 @@ pub fn wqe_json(w: &SendWqe<'_>) -> Value {
             "compare_mask": a.compare_mask.get(),
         }));
     }
+}
+
+/// Pushes the memory-registration segments of a UMR WQE: the UMR control
+/// segment, the mkey context and the KLM list.
+fn push_memory_segments(w: &SendWqe<'_>, segs: &mut Vec<Value>) {
     if let Some(u) = w.umr {
         segs.push(json!({
             "type": "umr_ctrl",
@@ -131,6 +174,11 @@ pub fn wqe_json(w: &SendWqe<'_>) -> Value {
             "address": k.address.get(),
         }));
     }
+}
+
+/// Pushes the data segments (pointer and inline); returns the payload of
+/// the first inline segment as hex, or null.
+fn push_data_segments(w: &SendWqe<'_>, segs: &mut Vec<Value>) -> Value {
     let mut inline_hex = Value::Null;
     for e in w.data_entries() {
         match e {
@@ -155,30 +203,7 @@ pub fn wqe_json(w: &SendWqe<'_>) -> Value {
             }
         }
     }
-    if !w.opaque.is_empty() {
-        segs.push(json!({"type": "undecoded", "len": w.opaque.len(), "hex": hex(w.opaque)}));
-    }
-    json!({
-        "qp_type": w.layout.name(),
-        "bytes": w.len(),
-        "wqebbs": w.wqebbs(),
-        "ctrl": {
-            "opcode": c.opcode(),
-            "opcode_name": bareverbs::wqe::opcode_name(c.opcode()),
-            "opmod": c.opmod(),
-            "wqe_index": c.wqe_index(),
-            "qpn": c.qpn(),
-            "ds": c.ds(),
-            "fm_ce_se": c.fm_ce_se,
-            "fence": fence,
-            "signaled": fl.signaled(),
-            "solicited": fl.solicited(),
-            "imm": c.imm.get(),
-            "signature": c.signature,
-        },
-        "segments": segs,
-        "inline_hex": inline_hex,
-    })
+    inline_hex
 }
 
 #[cfg(test)]

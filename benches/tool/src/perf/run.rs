@@ -1035,7 +1035,7 @@ mod tests {
     /// The keys docs/json.md documents (its "Envelope" and "perf" tables),
     /// without the rows that only name an object whose keys follow.
     fn documented_keys() -> std::collections::BTreeSet<String> {
-        let doc = include_str!("../../../docs/json.md");
+        let doc = include_str!("../../../../docs/json.md");
         let mut keys = std::collections::BTreeSet::new();
         let mut section = "";
         for line in doc.lines() {

@@ -55,7 +55,7 @@ pub struct PostArgs {
     /// Post through the general `post_send_raw` instead of the hot path.
     #[arg(long)]
     pub general: bool,
-    /// Run the C comparison loop (`benches/c/post_loop.c`, RDMA WRITE
+    /// Run the C comparison loop (`benches/tool/c/post_loop.c`, RDMA WRITE
     /// only, no inline) instead of the Rust post path, for instruction
     /// counts of both by the same method.
     #[arg(long = "c-loop")]

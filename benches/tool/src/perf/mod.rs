@@ -2,9 +2,11 @@
 //! (`post`, `post-recv`, `poll`, `compare-c`), and perftest-style transfers.
 
 pub mod backend;
+pub mod c_loop;
 pub mod cli;
 pub mod cmd_backend;
 pub mod config;
+#[cfg(feature = "c-loop")]
 pub mod cpost;
 pub mod engine;
 pub mod flags;

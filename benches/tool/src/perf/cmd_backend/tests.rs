@@ -219,7 +219,7 @@ fn lost_transfer_times_out_with_a_name() {
 }
 
 /// On a ConnectX bound to vfio-pci: `BAREVERBS_VFIO_BDF=0000:3b:00.0
-/// cargo test -p bareverbs-bench -- --ignored hw_`.
+/// cargo test -p bareverbs-tool -- --ignored hw_`.
 #[test]
 #[ignore = "needs a ConnectX bound to vfio-pci (BAREVERBS_VFIO_BDF)"]
 fn hw_perf_over_vfio() {

@@ -1,6 +1,8 @@
-//! The C comparison post loop (`benches/c/post_loop.c`, built by
-//! `build.rs` against `mlx5dv.h`) and `bareverbs perf compare-c`, which
-//! interleaves Rust and C batches and reports ns/WR for both and the ratio.
+//! The C comparison post loop (`benches/tool/c/post_loop.c`, built by
+//! `build.rs` against `mlx5dv.h` with the `c-loop` feature, which this
+//! whole module needs) and the measurement behind `bareverbs perf
+//! compare-c`, which interleaves Rust and C batches and reports ns/WR for
+//! both and the ratio.
 
 use super::post::{PerfOpcode, PostArgs, PostBench};
 use std::time::Instant;
@@ -32,10 +34,6 @@ struct CSq {
     to_signal: u32,
 }
 
-/// Whether the C loop was built: `build.rs` found `infiniband/mlx5dv.h`.
-pub const C_LOOP_BUILT: bool = !cfg!(bv_no_c_loop);
-
-#[cfg(not(bv_no_c_loop))]
 extern "C" {
     fn bv_c_run(
         sq: *mut CSq,
@@ -45,13 +43,6 @@ extern "C" {
         nsge: u32,
         signal_every: u32,
     ) -> u64;
-}
-
-/// Stands in for the C loop when it was not built; never called, since
-/// [`CPostQueue::new`] refuses to make a queue then.
-#[cfg(bv_no_c_loop)]
-unsafe fn bv_c_run(_: *mut CSq, _: u64, _: u32, _: *const CSge, _: u32, _: u32) -> u64 {
-    0
 }
 
 /// Every this many WRs one is signaled (as the Rust side's `--signal-every 16`).
@@ -71,14 +62,8 @@ pub struct CPostQueue {
 }
 
 impl CPostQueue {
-    /// RDMA WRITEs of `sge` SGEs, `batch` per doorbell. Fails when the C
-    /// loop was not built ([`C_LOOP_BUILT`]).
-    pub fn new(sge: u32, batch: u32) -> anyhow::Result<Self> {
-        anyhow::ensure!(
-            C_LOOP_BUILT,
-            "the C comparison loop was not built: bareverbs-bench was compiled without \
-             infiniband/mlx5dv.h (install libibverbs-dev, or set MLX5DV_INCLUDE, and rebuild)"
-        );
+    /// RDMA WRITEs of `sge` SGEs, `batch` per doorbell.
+    pub fn new(sge: u32, batch: u32) -> Self {
         let bbs = super::post::RING_BBS;
         let mut ring = vec![0u128; bbs * 4];
         let mut dbrec = Box::new([0u32; 16]);
@@ -110,7 +95,7 @@ impl CPostQueue {
                 lkey: 0x42,
             })
             .collect();
-        Ok(CPostQueue {
+        CPostQueue {
             sq,
             _ring: ring,
             _dbrec: dbrec,
@@ -119,7 +104,7 @@ impl CPostQueue {
             _wqe_head: wqe_head,
             sgl,
             batch,
-        })
+        }
     }
 
     /// Posts `iters` WRs; returns the number posted.
@@ -175,7 +160,7 @@ pub fn run_c_loop(args: PostArgs) -> anyhow::Result<super::post::PostStats> {
         (1..=16).contains(&args.sge) && args.batch >= 1,
         "--c-loop needs --sge 1..=16 and --batch >= 1"
     );
-    let mut c = CPostQueue::new(args.sge, args.batch)?;
+    let mut c = CPostQueue::new(args.sge, args.batch);
     let t = Instant::now();
     let ops = c.run(args.iters);
     let el = t.elapsed();
@@ -280,7 +265,7 @@ pub fn compare(case: CompareCase, rounds: u32, per_round: u64) -> anyhow::Result
         c_loop: false,
         isolate: false,
     })?;
-    let mut c = CPostQueue::new(case.sge, case.batch)?;
+    let mut c = CPostQueue::new(case.sge, case.batch);
     // Warm-up.
     let _ = rust.run();
     c.run(per_round);
@@ -319,7 +304,7 @@ pub fn compare(case: CompareCase, rounds: u32, per_round: u64) -> anyhow::Result
     })
 }
 
-#[cfg(all(test, not(bv_no_c_loop)))]
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -328,7 +313,7 @@ mod tests {
     /// rkey 0x77; data seg 4096 B, lkey 0x42, addr 0x10000000.
     #[test]
     fn c_wqe_bytes() {
-        let mut q = CPostQueue::new(1, 1).unwrap();
+        let mut q = CPostQueue::new(1, 1);
         assert_eq!(q.run(1), 1);
         assert_eq!(q.doorbells(), 1);
         let b = q.wqebb(0);
@@ -346,7 +331,7 @@ mod tests {
     /// fm_ce_se, [ref §1.3](bareverbs::reference)), across batches and calls.
     #[test]
     fn c_signals_every_sixteenth_wr() {
-        let mut q = CPostQueue::new(1, 5).unwrap();
+        let mut q = CPostQueue::new(1, 5);
         assert_eq!(q.run(40), 40);
         // 1 SGE: 3 DS → one WQEBB per WR, so WR k is WQEBB k.
         for k in 0..40 {

@@ -141,3 +141,14 @@ fn run_time_failures_exit_1() {
         "",
     );
 }
+
+/// Built without the `c-loop` feature, the commands that need the C
+/// comparison loop say which feature to build with (a run-time failure).
+#[cfg(not(feature = "c-loop"))]
+#[test]
+fn c_loop_commands_name_the_feature() {
+    let want =
+        "built without the c-loop feature: rebuild with --features c-loop; needs libibverbs-dev";
+    refused_one_line(&["perf", "compare-c", "--rounds", "1"], 1, want);
+    refused_one_line(&["perf", "post", "--c-loop", "--iters", "10"], 1, want);
+}

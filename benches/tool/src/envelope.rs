@@ -69,7 +69,7 @@ pub fn key_paths(v: &Value) -> std::collections::BTreeSet<String> {
 /// always present. Returns (always present, optional). Panics (a test
 /// helper) when the section or its table is missing or malformed.
 pub fn documented(command: &str) -> (Vec<String>, Vec<String>) {
-    let doc = include_str!("../../docs/json-commands.md");
+    let doc = include_str!("../../../docs/json-commands.md");
     let head = format!("## `{command}`");
     let start = doc
         .lines()

@@ -318,45 +318,81 @@ pub fn compute(args: &BudgetArgs, caps: &DeviceCaps) -> anyhow::Result<BudgetOut
     check_sge("--max-send-sge", args.max_send_sge, caps.max_sge)?;
     check_sge("--max-recv-sge", args.max_recv_sge, caps.max_sge)?;
     let req = request(args)?;
-    let ops = req.effective_ops();
-    let fail = |e: SizingError| {
-        let sugg = suggestions(&req, &e, caps);
-        let mut text = e.to_string();
-        if !sugg.is_empty() {
-            text.push_str(": ");
-            text.push_str(&sugg.join(", or "));
-        }
-        text.push('\n');
-        BudgetOutcome {
-            json: error_json(&e, &sugg),
-            text,
-            code: 1,
-        }
-    };
-    let l = match qp_layout(&req, caps) {
-        Ok(l) => l,
-        Err(e) => return Ok(fail(e)),
-    };
-    let cq = match args.cqe {
-        None => None,
-        Some(n) => match cq_layout(n, args.cqe_size, caps) {
-            Ok(c) => {
-                if let Err(e) = check_cq_covers(
-                    CqAttach::Shared {
-                        cqe: c.reported_cqe,
-                    },
-                    l.sq.max_post,
-                    l.rq.max_post,
-                ) {
-                    return Ok(fail(e));
-                }
-                Some(c)
-            }
-            Err(e) => return Ok(fail(e)),
-        },
+    let (l, cq) = match layouts(args, &req, caps) {
+        Ok(v) => v,
+        Err(e) => return Ok(failure(&req, &e, caps)),
     };
     let b = qp_budget(&l, cq.as_ref(), 1, caps);
-    let mut j = json!({
+    let mut j = qp_json(&l, req.effective_ops(), &b);
+    let mut text = qp_text(&l, &req, &b, caps);
+    if let Some(c) = &cq {
+        add_cq(&mut j, &mut text, args.cqe, c, &l, caps);
+    }
+    let _ = writeln!(text, "per QP {} B", b.total_bytes);
+    if let Some(n) = args.qps {
+        let node = node_budget(&l, cq.as_ref(), 1, n, caps);
+        j["qps"] = json!(n);
+        j["node_bytes"] = json!(node);
+        let _ = writeln!(
+            text,
+            "{n} QPs: {node} B ({:.1} MiB)",
+            node as f64 / (1 << 20) as f64
+        );
+    }
+    add_narrower_ops(&mut j, &mut text, &req, &l, caps);
+    Ok(BudgetOutcome {
+        json: j,
+        text,
+        code: 0,
+    })
+}
+
+/// The outcome of a request that does not fit: the error, the suggestions
+/// found for it, exit code 1.
+fn failure(req: &QpCaps, e: &SizingError, caps: &DeviceCaps) -> BudgetOutcome {
+    let sugg = suggestions(req, e, caps);
+    let mut text = e.to_string();
+    if !sugg.is_empty() {
+        text.push_str(": ");
+        text.push_str(&sugg.join(", or "));
+    }
+    text.push('\n');
+    BudgetOutcome {
+        json: error_json(e, &sugg),
+        text,
+        code: 1,
+    }
+}
+
+/// The QP's layout and, with `--cqe`, the shared CQ's, which must cover
+/// every send and receive WR the QP can have outstanding.
+fn layouts(
+    args: &BudgetArgs,
+    req: &QpCaps,
+    caps: &DeviceCaps,
+) -> Result<(QpLayout, Option<CqLayout>), SizingError> {
+    let l = qp_layout(req, caps)?;
+    let cq = match args.cqe {
+        None => None,
+        Some(n) => {
+            let c = cq_layout(n, args.cqe_size, caps)?;
+            check_cq_covers(
+                CqAttach::Shared {
+                    cqe: c.reported_cqe,
+                },
+                l.sq.max_post,
+                l.rq.max_post,
+            )?;
+            Some(c)
+        }
+    };
+    Ok((l, cq))
+}
+
+/// The JSON of the QP's queues, buffer and doorbell (`--json`, without the
+/// CQ, node and narrower-ops parts).
+fn qp_json(l: &QpLayout, ops: SendOps, b: &QpBudget) -> Value {
+    json!({
         "qp_type": l.qp_type.name(),
         "send_ops": ops_name(ops),
         "sq": {
@@ -382,14 +418,18 @@ pub fn compute(args: &BudgetArgs, caps: &DeviceCaps) -> anyhow::Result<BudgetOut
         "alloc_bytes": l.alloc_bytes,
         "doorbell_bytes": b.qp_doorbell_bytes,
         "qp_bytes": b.total_bytes,
-    });
+    })
+}
+
+/// The text of the QP: its op set, the SQ/RQ table, buffer and doorbell.
+fn qp_text(l: &QpLayout, req: &QpCaps, b: &QpBudget, caps: &DeviceCaps) -> String {
     let mut text = String::new();
     let _ = writeln!(
         text,
         "{} QP, send ops {} ({}-byte WQE overhead)",
         l.qp_type,
         if req.send_ops.is_some() {
-            ops_name(ops)
+            ops_name(req.effective_ops())
         } else {
             "classic".into()
         },
@@ -425,44 +465,48 @@ pub fn compute(args: &BudgetArgs, caps: &DeviceCaps) -> anyhow::Result<BudgetOut
         "doorbell record {} B (one cache line per QP and per CQ)",
         b.qp_doorbell_bytes
     );
-    if let Some(c) = &cq {
-        j["cq"] = json!({
-            "requested": args.cqe,
-            "ncqe": c.ncqe,
-            "cqe": c.reported_cqe,
-            "cqe_size": c.cqe_size,
-            "buf_bytes": c.buf_bytes,
-            "alloc_bytes": c.alloc_bytes,
-            "outstanding": l.sq.max_post as u64 + l.rq.max_post as u64,
-        });
-        let _ = writeln!(
-            text,
-            "CQ {} entries ({} usable ≥ {} send + {} receive outstanding), {} B + {} B doorbell",
-            c.ncqe,
-            c.reported_cqe,
-            l.sq.max_post,
-            l.rq.max_post,
-            c.alloc_bytes,
-            caps.cache_line_size
-        );
-    }
-    let _ = writeln!(text, "per QP {} B", b.total_bytes);
-    if let Some(n) = args.qps {
-        let node = node_budget(&l, cq.as_ref(), 1, n, caps);
-        j["qps"] = json!(n);
-        j["node_bytes"] = json!(node);
-        let _ = writeln!(
-            text,
-            "{n} QPs: {node} B ({:.1} MiB)",
-            node as f64 / (1 << 20) as f64
-        );
-    }
-    // The lever: a narrower op set (only worth showing when it is narrower).
+    text
+}
+
+/// Adds the CQ (`--cqe requested`, laid out as `c`) to the JSON and the text.
+fn add_cq(
+    j: &mut Value,
+    text: &mut String,
+    requested: Option<u32>,
+    c: &CqLayout,
+    l: &QpLayout,
+    caps: &DeviceCaps,
+) {
+    j["cq"] = json!({
+        "requested": requested,
+        "ncqe": c.ncqe,
+        "cqe": c.reported_cqe,
+        "cqe_size": c.cqe_size,
+        "buf_bytes": c.buf_bytes,
+        "alloc_bytes": c.alloc_bytes,
+        "outstanding": l.sq.max_post as u64 + l.rq.max_post as u64,
+    });
+    let _ = writeln!(
+        text,
+        "CQ {} entries ({} usable ≥ {} send + {} receive outstanding), {} B + {} B doorbell",
+        c.ncqe, c.reported_cqe, l.sq.max_post, l.rq.max_post, c.alloc_bytes, caps.cache_line_size
+    );
+}
+
+/// The lever: a narrower op set (only worth showing when it is narrower),
+/// added to the JSON and the text.
+fn add_narrower_ops(
+    j: &mut Value,
+    text: &mut String,
+    req: &QpCaps,
+    l: &QpLayout,
+    caps: &DeviceCaps,
+) {
     let cur = l.sq.overhead;
     if l.sq.wqe_size > 0 {
         for (name, o) in narrower_sets() {
             if sq_overhead(req.qp_type, o) < cur {
-                if let Ok(s) = send_ops_saving(&req, o, caps) {
+                if let Ok(s) = send_ops_saving(req, o, caps) {
                     let narrow = qp_layout(&req.ops(o), caps)
                         .map(|n| n.alloc_bytes)
                         .unwrap_or(0);
@@ -482,11 +526,6 @@ pub fn compute(args: &BudgetArgs, caps: &DeviceCaps) -> anyhow::Result<BudgetOut
             }
         }
     }
-    Ok(BudgetOutcome {
-        json: j,
-        text,
-        code: 0,
-    })
 }
 
 /// The "64 B + 16 B per SGE" rule of thumb for an SQ ring.
