@@ -1,22 +1,10 @@
 //! Property tests: the hex and size parsers accept any string without
 //! panicking, and every valid size form reads back to its value.
 
+// The shared deterministic generator, so failures reproduce.
+use bareverbs_sim::rng::Rng;
 use bareverbs_tool::args::{parse_int, positive_u64};
 use bareverbs_tool::decode::parse_hex;
-
-/// xorshift64* — deterministic, so failures reproduce.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 /// Characters the parsers treat specially, plus multi-byte ones.
 const ALPHABET: &[char] = &[
@@ -39,7 +27,7 @@ fn random_string(r: &mut Rng) -> String {
 
 #[test]
 fn random_strings_never_panic() {
-    let mut r = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut r = Rng::new(0x9E37_79B9_7F4A_7C15);
     for _ in 0..200_000 {
         let s = random_string(&mut r);
         if let Ok(b) = parse_hex(&s) {
@@ -61,10 +49,10 @@ fn random_strings_never_panic() {
 
 #[test]
 fn random_bytes_as_lossy_utf8_never_panic() {
-    let mut r = Rng(7);
+    let mut r = Rng::new(7);
     for _ in 0..50_000 {
         let n = r.below(32) as usize;
-        let bytes: Vec<u8> = (0..n).map(|_| r.next() as u8).collect();
+        let bytes: Vec<u8> = (0..n).map(|_| r.next_u64() as u8).collect();
         let s = String::from_utf8_lossy(&bytes);
         let _ = parse_hex(&s);
         let _ = parse_int(&s, true);
@@ -73,9 +61,9 @@ fn random_bytes_as_lossy_utf8_never_panic() {
 
 #[test]
 fn valid_sizes_round_trip() {
-    let mut r = Rng(42);
+    let mut r = Rng::new(42);
     for _ in 0..100_000 {
-        let v = r.next() >> r.below(64);
+        let v = r.next_u64() >> r.below(64);
         let forms = [
             (format!("{v}"), v, true),
             (format!("0x{v:x}"), v, true),
@@ -99,10 +87,10 @@ fn valid_sizes_round_trip() {
 
 #[test]
 fn hex_round_trip() {
-    let mut r = Rng(3);
+    let mut r = Rng::new(3);
     for _ in 0..20_000 {
         let n = r.below(40) as usize;
-        let bytes: Vec<u8> = (0..n).map(|_| r.next() as u8).collect();
+        let bytes: Vec<u8> = (0..n).map(|_| r.next_u64() as u8).collect();
         let spaced: String = bytes.iter().map(|b| format!("{b:02x} ")).collect();
         assert_eq!(parse_hex(&spaced).unwrap(), bytes);
         let words: String = bytes
@@ -124,7 +112,7 @@ fn hex_round_trip() {
 #[test]
 fn device_names_never_panic() {
     use bareverbs_tool::device_arg::Device;
-    let mut r = Rng(0xdead_beef);
+    let mut r = Rng::new(0xdead_beef);
     for _ in 0..20_000 {
         let mut s = random_string(&mut r);
         if r.below(3) == 0 {

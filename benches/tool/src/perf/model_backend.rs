@@ -27,6 +27,7 @@ use bareverbs::qp::QpType as SqQpType;
 use bareverbs::sizing::{sq_layout, DeviceCaps, SqLayout};
 use bareverbs::sq::{PostError, PostErrorKind, RdmaOp, RdmaWr, SendOp, SendWr, Sge};
 use bareverbs::wqe::AddressVector;
+use bareverbs_sim::rng::Rng;
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::cell::RefCell;
 use std::cmp::Reverse;
@@ -38,20 +39,6 @@ use std::rc::Rc;
 const PS: f64 = 1000.0;
 /// Retry count of the RC QPs (retry_cnt = 7).
 const RETRIES: u32 = 7;
-
-/// xorshift64* — a tiny deterministic generator for the loss process.
-struct Rng(u64);
-impl Rng {
-    fn new(seed: u64) -> Self {
-        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-    fn next_f64(&mut self) -> f64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
 
 /// What happens when a message arrives.
 #[derive(Clone, Copy, Debug)]
@@ -245,13 +232,13 @@ impl World {
         let (mut delivered, mut failed) = (true, false);
         if t.p_msg > 0.0 {
             let rng = self.rng.get_or_insert_with(|| Rng::new(1));
-            if rng.next_f64() < t.p_msg {
+            if rng.unit() < t.p_msg {
                 if t.reliable {
                     failed = true;
                     for _ in 0..RETRIES {
                         self.retries += 1;
                         at += t.retry_ns;
-                        if rng.next_f64() >= t.p_msg {
+                        if rng.unit() >= t.p_msg {
                             failed = false;
                             break;
                         }

@@ -76,16 +76,10 @@ impl PollBench {
         let mut cq = unsafe { CompletionQueue::new(ring, cq_db, 1, CqeSize::B64, 1) }
             .map_err(|e| anyhow::anyhow!("{e:?}"))?;
         cq.init_ring();
-        let cfg = SqConfig {
-            qpn: 0x1234,
-            qp_type: QpType::Rc,
-            max_post: SQ_BBS as u32,
-            max_gs: 1,
-            max_inline_data: 0,
-            sig_all: true,
-            atomics: false,
-            bf: BlueFlame::doorbell_only(0x800),
-        };
+        let cfg = SqConfig::new(QpType::Rc, SQ_BBS as u32, 1)
+            .qpn(0x1234)
+            .sig_all(true)
+            .blueflame(BlueFlame::doorbell_only(0x800));
         // SAFETY: as above.
         let sq = unsafe {
             SendQueue::new(

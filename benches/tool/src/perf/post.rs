@@ -125,21 +125,16 @@ impl PostBench {
             return Err(usage_error(format!("WQE of {slot} bytes exceeds 1024")));
         }
         let max_post = (RING_BBS as u32 * 64) / slot;
-        let cfg = SqConfig {
-            qpn: 0x1234,
-            qp_type: QpType::Rc,
-            max_post,
-            max_gs: args.sge,
-            max_inline_data: slot - overhead - 4,
-            sig_all: false,
-            atomics: true,
-            bf: BlueFlame {
+        let cfg = SqConfig::new(QpType::Rc, max_post, args.sge)
+            .qpn(0x1234)
+            .inline(slot - overhead - 4)
+            .atomics(true)
+            .blueflame(BlueFlame {
                 reg_offset: 0x800,
                 buf_size: 256,
                 enabled: args.blueflame,
                 prefer: false,
-            },
-        };
+            });
         // SAFETY: ring and dbrec are fresh allocations owned by `dma`, which
         // lives in the returned struct alongside the queue.
         let mut sq = unsafe {

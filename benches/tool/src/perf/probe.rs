@@ -141,21 +141,16 @@ type ProbeSq = SendQueue<MemUar, Vec<SqSlot>>;
 /// The SQ configuration of `spec` (BlueFlame register at 0x800 of the RAM
 /// UAR page).
 fn sq_config(spec: &ProbeSpec) -> SqConfig {
-    SqConfig {
-        qpn: 0x1234,
-        qp_type: spec.qp_type,
-        max_post: spec.max_post,
-        max_gs: spec.max_gs,
-        max_inline_data: spec.max_inline,
-        sig_all: false,
-        atomics: spec.atomics,
-        bf: BlueFlame {
+    SqConfig::new(spec.qp_type, spec.max_post, spec.max_gs)
+        .qpn(0x1234)
+        .inline(spec.max_inline)
+        .atomics(spec.atomics)
+        .blueflame(BlueFlame {
             reg_offset: 0x800,
             buf_size: 256,
             enabled: spec.blueflame,
             prefer: false,
-        },
-    }
+        })
 }
 
 /// The `k` SGEs of each WR, splitting the payload: inline ones point into

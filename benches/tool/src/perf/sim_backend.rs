@@ -210,21 +210,16 @@ fn queue_pair(
     let rq_ring = h
         .rq_ring
         .ok_or_else(|| anyhow!("the simulated QP has no receive ring"))?;
-    let sqc = SqConfig {
-        qpn,
-        qp_type,
-        max_post: l.sq.max_post,
-        max_gs: cfg.max_send_sge,
-        max_inline_data: l.sq.max_inline_data,
-        sig_all: false,
-        atomics: plan.atomics,
-        bf: BlueFlame {
+    let sqc = SqConfig::new(qp_type, l.sq.max_post, cfg.max_send_sge)
+        .qpn(qpn)
+        .inline(l.sq.max_inline_data)
+        .atomics(plan.atomics)
+        .blueflame(BlueFlame {
             reg_offset: BF_OFFSET,
             buf_size: 256,
             enabled: true,
             prefer: false,
-        },
-    };
+        });
     // SAFETY: the rings and the doorbell record were allocated by the
     // device for this QP alone and stay allocated while the device lives
     // (the side keeps no reference to them beyond the queues, which are

@@ -217,24 +217,20 @@ fn queue_configs<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(
         Conn::Uc => bareverbs::sizing::QpType::Uc,
         Conn::Ud => bareverbs::sizing::QpType::Ud,
     };
-    let sqc = |k: usize| SqConfig {
-        qpn: 0,
-        qp_type,
-        max_post: l.sq.max_post,
-        max_gs: cfg.max_send_sge,
-        max_inline_data: l.sq.max_inline_data,
-        sig_all: false,
-        atomics: plan.atomics,
-        bf: if opts.blueflame && bf_reg > 0 {
-            BlueFlame {
-                reg_offset: BF_OFFSET + k * bf_reg,
-                buf_size: bf_reg / 2,
-                enabled: true,
-                prefer: false,
-            }
-        } else {
-            BlueFlame::doorbell_only(BF_OFFSET + k * bf_reg)
-        },
+    let sqc = |k: usize| {
+        SqConfig::new(qp_type, l.sq.max_post, cfg.max_send_sge)
+            .inline(l.sq.max_inline_data)
+            .atomics(plan.atomics)
+            .blueflame(if opts.blueflame && bf_reg > 0 {
+                BlueFlame {
+                    reg_offset: BF_OFFSET + k * bf_reg,
+                    buf_size: bf_reg / 2,
+                    enabled: true,
+                    prefer: false,
+                }
+            } else {
+                BlueFlame::doorbell_only(BF_OFFSET + k * bf_reg)
+            })
     };
     let rqc = RqConfig {
         wqe_shift: l.rq.wqe_shift,
