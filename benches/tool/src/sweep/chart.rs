@@ -1,77 +1,172 @@
-//! The sweep's SVG chart ([`svg`]): modeled latency (left panel) and SQ
-//! ring bytes (right panel) against max_send_sge at one max_send_wr, with
-//! the published figures, the command-path measurements and the rejected
-//! points. Hand-written SVG, built step by step: the title, per panel
-//! its data, scale, axes, series, measured line, reference line and
-//! rejection marks, then the legend.
+//! The sweep's SVG chart ([`svg`]), drawn with `plotters` (SVG backend and
+//! line series only): modeled latency (left panel) and SQ ring bytes
+//! (right panel) against max_send_sge at one max_send_wr, with the
+//! published figures, the command-path measurements and the rejected
+//! points. Built step by step: the title, per panel its data, value range,
+//! axes, series, measured line, reference line and rejection marks, then
+//! the legend.
 
 use super::{find, Sweep, BLOG_LATENCY_US};
-use std::fmt::Write as _;
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
+use plotters::coord::types::RangedCoordf64;
+use plotters::coord::Shift;
+use plotters::element::DashedPathElement;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 /// The plotted series: (legend name, posted SGEs (0 = k = max_send_sge),
 /// send-op set, colour).
-const SERIES: [(&str, u32, &str, &str); 4] = [
-    ("classic, 1 SGE posted", 1, "classic", "#1f77b4"),
-    ("classic, k = max_send_sge posted", 0, "classic", "#d62728"),
-    ("rdma-only ops, 1 SGE posted", 1, "rdma", "#2ca02c"),
-    ("rdma-only ops, k posted", 0, "rdma", "#ff7f0e"),
+const SERIES: [(&str, u32, &str, RGBColor); 4] = [
+    (
+        "classic, 1 SGE posted",
+        1,
+        "classic",
+        RGBColor(0x1f, 0x77, 0xb4),
+    ),
+    (
+        "classic, k = max_send_sge posted",
+        0,
+        "classic",
+        RGBColor(0xd6, 0x27, 0x28),
+    ),
+    (
+        "rdma-only ops, 1 SGE posted",
+        1,
+        "rdma",
+        RGBColor(0x2c, 0xa0, 0x2c),
+    ),
+    (
+        "rdma-only ops, k posted",
+        0,
+        "rdma",
+        RGBColor(0xff, 0x7f, 0x0e),
+    ),
 ];
 
-/// An SVG chart: modeled latency (left) and SQ ring bytes (right) against
-/// max_send_sge at max_send_wr = `wr`.
-pub fn svg(s: &Sweep, wr: u32, sges: &[u32]) -> String {
-    let (w, h) = (1100.0f64, 580.0f64);
-    let mut o = String::new();
-    title(&mut o, s, wr, w, h);
-    let max_sge = *sges.iter().max().unwrap_or(&32) as f64;
-    // Panel geometry.
-    let panels = [
-        (70.0, "Modeled one-way latency [ns]"),
-        (620.0, "SQ ring bytes per QP [KiB]"),
-    ];
-    let (pw, ph, top) = (420.0, 340.0, 80.0);
-    for (pi, (x0, ylabel)) in panels.iter().enumerate() {
-        let data = panel_data(s, wr, sges, pi);
-        let (ymin, ymax, step) = y_range(&data, pi);
-        let sc = Scale {
-            x0: *x0,
-            pw,
-            ph,
-            top,
-            max_sge,
-            ymin,
-            ymax,
-        };
-        axes(&mut o, &sc, step, sges, ylabel);
-        series_lines(&mut o, &sc, &data.pts);
-        measured_line(&mut o, &sc, &data.meas);
-        reference_line(&mut o, &sc, &data.extra);
-        rejected_marks(&mut o, &sc, s, wr, sges);
-    }
-    legend(&mut o, s, w, top + ph + 62.0);
-    let _ = writeln!(o, "</svg>");
-    o
+/// The measured (command path) line's colour.
+const MEASURED: RGBColor = RGBColor(0x94, 0x67, 0xbd);
+
+/// The whole picture.
+type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+
+/// One panel: max_send_sge × value, ticks at the swept max_send_sge values
+/// and every y step.
+type Panel<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<Ticked, Ticked>>;
+
+/// A linear axis whose ticks (and grid lines) are given: the swept
+/// max_send_sge values, or every y step.
+struct Ticked {
+    /// The value range, mapped linearly.
+    axis: RangedCoordf64,
+    /// Where the ticks are.
+    ticks: Vec<f64>,
 }
 
-/// The opening tag, the background and the two title lines.
-fn title(o: &mut String, s: &Sweep, wr: u32, w: f64, h: f64) {
-    let _ = writeln!(
-        o,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="Helvetica, Arial, sans-serif">"#
-    );
-    let _ = writeln!(o, r#"<rect width="100%" height="100%" fill="white"/>"#);
-    let _ = writeln!(
-        o,
-        r#"<text x="{}" y="28" font-size="18" text-anchor="middle" font-weight="bold">RC RDMA WRITE: modeled latency and SQ ring size vs max_send_sge (max_send_wr {wr})</text>"#,
-        w / 2.0
-    );
-    let _ = writeln!(
-        o,
-        r##"<text x="{}" y="48" font-size="12" text-anchor="middle" fill="#555">latency: NIC model {}, non-inline, 1 WR/doorbell; ring: exact rdma-core sizing; device max_sq_desc_sz {} B</text>"##,
-        w / 2.0,
-        xml(&s.model_name),
-        s.caps.max_sq_desc_sz
-    );
+impl Ranged for Ticked {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        self.axis.map(value, limit)
+    }
+
+    fn key_points<Hint: KeyPointHint>(&self, hint: Hint) -> Vec<f64> {
+        // Bold (labelled) points only: no light grid lines.
+        if hint.weight().allow_light_points() {
+            Vec::new()
+        } else {
+            self.ticks.clone()
+        }
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        self.axis.range()
+    }
+}
+
+/// A font of `px` SVG pixels (the SVG backend writes size / 1.24).
+fn font(px: f64) -> TextStyle<'static> {
+    ("Helvetica, Arial, sans-serif", px * 1.24)
+        .into_font()
+        .into()
+}
+
+/// A bold [`font`].
+fn bold(px: f64) -> TextStyle<'static> {
+    ("Helvetica, Arial, sans-serif", px * 1.24)
+        .into_font()
+        .style(FontStyle::Bold)
+        .into()
+}
+
+/// An SVG chart: modeled latency (left) and SQ ring bytes (right) against
+/// max_send_sge at max_send_wr = `wr`. Fails only on a drawing error
+/// reported by plotters (the SVG is written into a `String`).
+pub fn svg(s: &Sweep, wr: u32, sges: &[u32]) -> anyhow::Result<String> {
+    let (w, h) = (1100u32, 580u32);
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, (w, h)).into_drawing_area();
+        root.fill(&WHITE)?;
+        title(&root, s, wr, w)?;
+        let max_sge = *sges.iter().max().unwrap_or(&32) as f64;
+        // Panel geometry: plot left edges, width, height, top.
+        let panels = [
+            (70, "Modeled one-way latency [ns]"),
+            (620, "SQ ring bytes per QP [KiB]"),
+        ];
+        let (pw, ph, top) = (420, 340, 80);
+        for (pi, (x0, ylabel)) in panels.iter().enumerate() {
+            let data = panel_data(s, wr, sges, pi);
+            let (ymin, ymax, step) = y_range(&data, pi);
+            let area = root.clone().shrink((x0 - 60, top - 10), (pw + 80, ph + 50));
+            let mut chart = ChartBuilder::on(&area)
+                .margin_top(10)
+                .margin_right(20)
+                .x_label_area_size(40)
+                .y_label_area_size(60)
+                .build_cartesian_2d(
+                    Ticked {
+                        axis: (0.0..max_sge).into(),
+                        ticks: sges.iter().map(|&k| k as f64).collect(),
+                    },
+                    Ticked {
+                        // Never empty, so one value alone sits at the bottom.
+                        axis: (ymin..ymax.max(ymin + 1e-9)).into(),
+                        ticks: y_ticks(ymin, ymax, step),
+                    },
+                )?;
+            axes(&mut chart, ylabel)?;
+            series_lines(&mut chart, &data.pts)?;
+            measured_line(&mut chart, &data.meas)?;
+            reference_line(&mut chart, &data.extra)?;
+            rejected_marks(&mut chart, s, wr, sges, ymin)?;
+        }
+        legend(&root, s, w, top + ph + 62)?;
+        root.present()?;
+    }
+    Ok(out)
+}
+
+/// The two title lines.
+fn title(root: &Area<'_>, s: &Sweep, wr: u32, w: u32) -> anyhow::Result<()> {
+    let centre = Pos::new(HPos::Center, VPos::Bottom);
+    root.draw(&Text::new(
+        format!(
+            "RC RDMA WRITE: modeled latency and SQ ring size vs max_send_sge (max_send_wr {wr})"
+        ),
+        (w as i32 / 2, 28),
+        bold(18.0).pos(centre),
+    ))?;
+    root.draw(&Text::new(
+        format!(
+            "latency: NIC model {}, non-inline, 1 WR/doorbell; ring: exact rdma-core sizing; device max_sq_desc_sz {} B",
+            s.model_name, s.caps.max_sq_desc_sz
+        ),
+        (w as i32 / 2, 48),
+        font(12.0).pos(centre).color(&RGBColor(0x55, 0x55, 0x55)),
+    ))?;
+    Ok(())
 }
 
 /// What one panel plots.
@@ -165,238 +260,172 @@ fn y_range(d: &PanelData, pi: usize) -> (f64, f64, f64) {
     (ymin, ymax, step)
 }
 
-/// A panel's placement and value range: data → SVG coordinates.
-struct Scale {
-    /// Left edge.
-    x0: f64,
-    /// Width.
-    pw: f64,
-    /// Height.
-    ph: f64,
-    /// Top edge.
-    top: f64,
-    /// The largest max_send_sge (the right edge).
-    max_sge: f64,
-    /// The value at the bottom edge.
-    ymin: f64,
-    /// The value at the top edge.
-    ymax: f64,
-}
-
-impl Scale {
-    /// The x coordinate of max_send_sge `x`.
-    fn x(&self, x: f64) -> f64 {
-        self.x0 + self.pw * x / self.max_sge
-    }
-
-    /// The y coordinate of value `y`.
-    fn y(&self, y: f64) -> f64 {
-        self.top + self.ph - self.ph * (y - self.ymin) / (self.ymax - self.ymin).max(1e-9)
-    }
-
-    /// `points` as a polyline's point list.
-    fn path(&self, points: &[(f64, f64)]) -> String {
-        let path: Vec<String> = points
-            .iter()
-            .map(|&(x, y)| format!("{:.1},{:.1}", self.x(x), self.y(y)))
-            .collect();
-        path.join(" ")
-    }
-}
-
-/// The panel's frame, the horizontal grid every `step` with its labels,
-/// the vertical grid at each max_send_sge and the two axis titles.
-fn axes(o: &mut String, sc: &Scale, step: f64, sges: &[u32], ylabel: &str) {
-    let (x0, pw, ph, top) = (sc.x0, sc.pw, sc.ph, sc.top);
-    // Axes and grid.
-    let _ = writeln!(
-        o,
-        r##"<rect x="{x0}" y="{top}" width="{pw}" height="{ph}" fill="none" stroke="#333"/>"##
-    );
-    let mut y = sc.ymin;
-    while y <= sc.ymax + 1e-9 {
-        let py = sc.y(y);
-        let _ = writeln!(
-            o,
-            r##"<line x1="{x0}" y1="{py:.1}" x2="{:.1}" y2="{py:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" font-size="12" text-anchor="end">{}</text>"##,
-            x0 + pw,
-            x0 - 6.0,
-            py + 4.0,
-            fmt_tick(y)
-        );
+/// The y ticks: every `step` from `ymin` to `ymax`.
+fn y_ticks(ymin: f64, ymax: f64, step: f64) -> Vec<f64> {
+    let mut v = Vec::new();
+    let mut y = ymin;
+    while y <= ymax + 1e-9 {
+        v.push(y);
         y += step;
     }
-    for &k in sges {
-        let px = sc.x(k as f64);
-        let _ = writeln!(
-            o,
-            r##"<line x1="{px:.1}" y1="{top}" x2="{px:.1}" y2="{:.1}" stroke="#eee"/><text x="{px:.1}" y="{:.1}" font-size="12" text-anchor="middle">{k}</text>"##,
-            top + ph,
-            top + ph + 18.0
-        );
-    }
-    let _ = writeln!(
-        o,
-        r#"<text x="{:.1}" y="{:.1}" font-size="14" text-anchor="middle">max_send_sge</text>"#,
-        x0 + pw / 2.0,
-        top + ph + 38.0
-    );
-    let _ = writeln!(
-        o,
-        r#"<text x="{:.1}" y="{:.1}" font-size="14" text-anchor="middle" transform="rotate(-90 {:.1} {:.1})">{ylabel}</text>"#,
-        x0 - 52.0,
-        top + ph / 2.0,
-        x0 - 52.0,
-        top + ph / 2.0
-    );
+    v
+}
+
+/// The panel's frame, the grid at every tick with its labels and the two
+/// axis titles.
+fn axes(chart: &mut Panel<'_, '_>, ylabel: &str) -> anyhow::Result<()> {
+    chart
+        .configure_mesh()
+        .bold_line_style(RGBColor(0xdd, 0xdd, 0xdd))
+        .axis_style(RGBColor(0x33, 0x33, 0x33))
+        .label_style(font(12.0))
+        .axis_desc_style(font(14.0))
+        .x_desc("max_send_sge")
+        .y_desc(ylabel)
+        .x_label_formatter(&|v| format!("{v:.0}"))
+        .y_label_formatter(&|v| fmt_tick(*v))
+        .draw()?;
+    let (x, y) = (chart.x_range(), chart.y_range());
+    chart.draw_series(std::iter::once(Rectangle::new(
+        [(x.start, y.start), (x.end, y.end)],
+        RGBColor(0x33, 0x33, 0x33).stroke_width(1),
+    )))?;
+    Ok(())
 }
 
 /// Each series as a line (dashed for rdma-only ops) with its points.
-fn series_lines(o: &mut String, sc: &Scale, pts: &[(usize, Vec<(f64, f64)>)]) {
-    // Series.
+fn series_lines(chart: &mut Panel<'_, '_>, pts: &[(usize, Vec<(f64, f64)>)]) -> anyhow::Result<()> {
     for (si, v) in pts {
         let color = SERIES[*si].3;
         if v.is_empty() {
             continue;
         }
-        let dash = if SERIES[*si].2 == "rdma" {
-            r#" stroke-dasharray="6 4""#
+        let style = color.stroke_width(3);
+        if SERIES[*si].2 == "rdma" {
+            chart.draw_series(DashedLineSeries::new(v.iter().copied(), 6, 4, style))?;
         } else {
-            ""
-        };
-        let _ = writeln!(
-            o,
-            r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="2.5"{dash}/>"#,
-            sc.path(v)
-        );
-        for &(x, y) in v {
-            let _ = writeln!(
-                o,
-                r#"<circle cx="{:.1}" cy="{:.1}" r="4" fill="{color}"/>"#,
-                sc.x(x),
-                sc.y(y)
-            );
+            chart.draw_series(LineSeries::new(v.iter().copied(), style))?;
         }
+        chart.draw_series(v.iter().map(|&p| Circle::new(p, 4, color.filled())))?;
     }
+    Ok(())
 }
 
 /// The measured latency line with open circles (when there is one).
-fn measured_line(o: &mut String, sc: &Scale, meas: &[(f64, f64)]) {
+fn measured_line(chart: &mut Panel<'_, '_>, meas: &[(f64, f64)]) -> anyhow::Result<()> {
     if !meas.is_empty() {
-        let _ = writeln!(
-            o,
-            r##"<polyline points="{}" fill="none" stroke="#9467bd" stroke-width="2"/>"##,
-            sc.path(meas)
-        );
-        for &(x, y) in meas {
-            let _ = writeln!(
-                o,
-                r##"<circle cx="{:.1}" cy="{:.1}" r="5" fill="white" stroke="#9467bd" stroke-width="2"/>"##,
-                sc.x(x),
-                sc.y(y)
-            );
-        }
+        chart.draw_series(LineSeries::new(
+            meas.iter().copied(),
+            MEASURED.stroke_width(2),
+        ))?;
+        // Open circles: white, ringed.
+        chart.draw_series(meas.iter().map(|&p| Circle::new(p, 5, WHITE.filled())))?;
+        chart.draw_series(
+            meas.iter()
+                .map(|&p| Circle::new(p, 5, MEASURED.stroke_width(2))),
+        )?;
     }
+    Ok(())
 }
 
 /// The published reference series: black squares, dotted.
-fn reference_line(o: &mut String, sc: &Scale, extra: &[(f64, f64)]) {
-    // Reference (blog) series: black squares, dotted.
-    let _ = writeln!(
-        o,
-        r#"<polyline points="{}" fill="none" stroke="black" stroke-width="1.5" stroke-dasharray="2 3"/>"#,
-        sc.path(extra)
-    );
-    for &(x, y) in extra {
-        let _ = writeln!(
-            o,
-            r#"<rect x="{:.1}" y="{:.1}" width="8" height="8" fill="black"/>"#,
-            sc.x(x) - 4.0,
-            sc.y(y) - 4.0
-        );
-    }
+fn reference_line(chart: &mut Panel<'_, '_>, extra: &[(f64, f64)]) -> anyhow::Result<()> {
+    chart.draw_series(DashedLineSeries::new(
+        extra.iter().copied(),
+        2,
+        3,
+        BLACK.stroke_width(1),
+    ))?;
+    chart.draw_series(
+        extra
+            .iter()
+            .map(|&p| EmptyElement::at(p) + Rectangle::new([(-4, -4), (4, 4)], BLACK.filled())),
+    )?;
+    Ok(())
 }
 
 /// A ✕ at the bottom of the panel for each max_send_sge whose QP the
 /// sizing rejects (blue: classic ops, green, above it: rdma-only).
-fn rejected_marks(o: &mut String, sc: &Scale, s: &Sweep, wr: u32, sges: &[u32]) {
-    // Rejected markers.
+fn rejected_marks(
+    chart: &mut Panel<'_, '_>,
+    s: &Sweep,
+    wr: u32,
+    sges: &[u32],
+    ymin: f64,
+) -> anyhow::Result<()> {
     for &k in sges {
         for ops in ["classic", "rdma"] {
             if let Some(r) = find(s, wr, k, 1, ops, false) {
                 if r.error.is_some() {
                     let c = if ops == "classic" {
-                        "#1f77b4"
+                        SERIES[0].3
                     } else {
-                        "#2ca02c"
+                        SERIES[2].3
                     };
-                    let (px, py) = (
-                        sc.x(k as f64),
-                        sc.top + sc.ph - 10.0 - if ops == "rdma" { 14.0 } else { 0.0 },
-                    );
-                    let _ = writeln!(
-                        o,
-                        r#"<text x="{px:.1}" y="{py:.1}" font-size="13" font-weight="bold" text-anchor="middle" fill="{c}">✕</text>"#
-                    );
+                    let dy = -10 - if ops == "rdma" { 14 } else { 0 };
+                    let style = bold(13.0)
+                        .color(&c)
+                        .pos(Pos::new(HPos::Center, VPos::Bottom));
+                    chart.draw_series(std::iter::once(
+                        EmptyElement::at((k as f64, ymin)) + Text::new("✕", (0, dy), style),
+                    ))?;
                 }
             }
         }
     }
+    Ok(())
 }
 
 /// The legend at `ly`: the four series, the measured line (when
 /// measured), the published points and the ✕ mark.
-fn legend(o: &mut String, s: &Sweep, w: f64, ly: f64) {
-    // Legend.
-    let mut lx = 40.0;
+fn legend(root: &Area<'_>, s: &Sweep, w: u32, ly: i32) -> anyhow::Result<()> {
+    let left = Pos::new(HPos::Left, VPos::Center);
+    let mut lx = 40;
     for (name, _, ops, color) in SERIES {
-        let dash = if ops == "rdma" {
-            r#" stroke-dasharray="6 4""#
+        let line = [(lx, ly), (lx + 26, ly)];
+        if ops == "rdma" {
+            root.draw(&DashedPathElement::new(line, 6, 4, color.stroke_width(3)))?;
         } else {
-            ""
-        };
-        let _ = writeln!(
-            o,
-            r#"<line x1="{lx}" y1="{ly}" x2="{}" y2="{ly}" stroke="{color}" stroke-width="2.5"{dash}/><text x="{}" y="{}" font-size="12">{name}</text>"#,
-            lx + 26.0,
-            lx + 32.0,
-            ly + 4.0
-        );
-        lx += 265.0;
+            root.draw(&PathElement::new(line, color.stroke_width(3)))?;
+        }
+        root.draw(&Text::new(name, (lx + 32, ly), font(12.0).pos(left)))?;
+        lx += 265;
     }
-    let ly2 = ly + 22.0;
+    let ly2 = ly + 22;
     if let Some(on) = s.measured_on.as_deref() {
-        let _ = writeln!(
-            o,
-            r##"<circle cx="{}" cy="{}" r="5" fill="white" stroke="#9467bd" stroke-width="2"/><text x="{}" y="{}" font-size="12">write-lat measured on {}, classic, k posted</text>"##,
-            w - 390.0,
-            ly2 + 22.0,
-            w - 380.0,
-            ly2 + 26.0,
-            xml(on
-                .split(" (")
-                .next()
-                .and_then(|x| x.rsplit(" on ").next())
-                .unwrap_or(on))
-        );
+        let w = w as i32;
+        root.draw(&Circle::new((w - 390, ly2 + 22), 5, WHITE.filled()))?;
+        root.draw(&Circle::new(
+            (w - 390, ly2 + 22),
+            5,
+            MEASURED.stroke_width(2),
+        ))?;
+        let device = on
+            .split(" (")
+            .next()
+            .and_then(|x| x.rsplit(" on ").next())
+            .unwrap_or(on);
+        root.draw(&Text::new(
+            format!("write-lat measured on {device}, classic, k posted"),
+            (w - 380, ly2 + 22),
+            font(12.0).pos(left),
+        ))?;
     }
-    let _ = writeln!(
-        o,
-        r#"<rect x="40" y="{}" width="8" height="8" fill="black"/><text x="54" y="{}" font-size="12">published: left = blog latency (shifted to the model's 1-SGE level), right = blog estimate wr x (64 B + 16 B x sge)</text>"#,
-        ly2 - 4.0,
-        ly2 + 4.0
-    );
-    let _ = writeln!(
-        o,
-        r##"<text x="40" y="{}" font-size="12" fill="#333">✕ = QP rejected by sizing at this max_send_sge (blue: classic ops, green: rdma-only ops)</text>"##,
-        ly2 + 26.0
-    );
-}
-
-fn xml(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
+    root.draw(&Rectangle::new(
+        [(40, ly2 - 4), (48, ly2 + 4)],
+        BLACK.filled(),
+    ))?;
+    root.draw(&Text::new(
+        "published: left = blog latency (shifted to the model's 1-SGE level), right = blog estimate wr x (64 B + 16 B x sge)",
+        (54, ly2),
+        font(12.0).pos(left),
+    ))?;
+    root.draw(&Text::new(
+        "✕ = QP rejected by sizing at this max_send_sge (blue: classic ops, green: rdma-only ops)",
+        (40, ly2 + 22),
+        font(12.0).pos(left).color(&RGBColor(0x33, 0x33, 0x33)),
+    ))?;
+    Ok(())
 }
 
 fn nice_step(raw: f64) -> f64 {

@@ -472,7 +472,7 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<()> {
         } else {
             args.wr[0]
         };
-        std::fs::write(p, svg(&s, wr, &args.sge))
+        std::fs::write(p, svg(&s, wr, &args.sge)?)
             .with_context(|| format!("writing {}", p.display()))?;
         eprintln!("chart written to {}", p.display());
     }

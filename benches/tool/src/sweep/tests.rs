@@ -303,6 +303,6 @@ fn json_and_svg_shape() {
     ] {
         assert!(rows[0].get(key).is_some(), "missing {key}");
     }
-    let svg = svg(&s, 1024, &[1, 4, 16, 30, 32]);
+    let svg = svg(&s, 1024, &[1, 4, 16, 30, 32]).unwrap();
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
 }
