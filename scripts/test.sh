@@ -30,6 +30,11 @@ if ! rustup component list --toolchain nightly --installed | grep -q '^miri'; th
   step "adding miri and rust-src to nightly"
   rustup component add --toolchain nightly miri rust-src
 fi
+if ! command -v python3 >/dev/null 2>&1; then
+  step "installing python3 (the import-cycle check)"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-minimal >/dev/null
+fi
 if ! command -v cargo-fuzz >/dev/null 2>&1; then
   step "installing cargo-fuzz"
   cargo install cargo-fuzz --locked
@@ -44,11 +49,17 @@ c_loop=bareverbs-tool/c-loop,bareverbs-bench/c-loop
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
+step "no import cycle between the modules of any crate"
+python3 scripts/module-cycles.py
+
 step "cargo clippy (workspace, all targets, the c-loop feature, -D warnings)"
 cargo clippy --workspace --all-targets --features "$c_loop" -- -D warnings
 
 step "the tool builds without the c-loop feature and without mlx5dv.h"
 MLX5DV_INCLUDE=/nonexistent cargo clippy -q -p bareverbs-tool -p bareverbs-bench --all-targets -- -D warnings
+
+step "cargo doc (workspace, no warnings)"
+RUSTDOCFLAGS=-Dwarnings cargo doc -q --no-deps --workspace --features "$c_loop"
 
 step "no_std build of the core for x86_64-unknown-none"
 cargo build -p bareverbs --target x86_64-unknown-none

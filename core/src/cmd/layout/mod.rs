@@ -1,5 +1,5 @@
 //! Named field tables of the firmware command structures: one module per
-//! `mlx5_ifc.h` structure, each field a [`Field`] or
+//! `mlx5_ifc.h` structure, each field a [`Field`](super::bits::Field) or
 //! [`Field64`](super::bits::Field64) named as the vendor header names it
 //! (upper case). Offsets are relative to where the structure starts in a
 //! message (see the `*_OFFSET`/`QPC`/`CQC`… constants in [`super::ops`]).
