@@ -1,7 +1,7 @@
 //! The simulator's own loopback rate. (perftest's tests on the simulator,
 //! which this file also held while the simulator had its own perftest
-//! loop, are the bench crate's engine tests now: `bareverbs perf
-//! --device sim`, benches/src/perf/sim_backend.rs.)
+//! loop, are the tool crate's engine tests now: `bareverbs perf
+//! --device sim`, benches/tool/src/perf/sim_backend.rs.)
 
 use bareverbs_sim::perf::loopback_write_rate_detail;
 
