@@ -26,8 +26,13 @@ def modules(src):
             rel = os.path.relpath(os.path.join(dp, f), src)[:-3].split(os.sep)
             if rel[-1] == "mod":
                 rel = rel[:-1]
-            if rel in (["lib"], ["main"]):
+            if rel == ["lib"]:
                 rel = []
+            elif rel == ["main"]:
+                # A binary root beside a library root is its own crate:
+                # give it its own node so neither replaces the other.
+                has_lib = os.path.exists(os.path.join(src, "lib.rs"))
+                rel = ["<main>"] if has_lib else []
             mods[tuple(rel)] = os.path.join(dp, f)
     return mods
 
@@ -129,6 +134,10 @@ def main():
     bad = 0
     for src in roots:
         mods = modules(src)
+        if not mods:
+            print(f"{src}: no Rust sources (a moved crate?)")
+            bad = 1
+            continue
         graph = {m: set() for m in mods}
         for m, path in mods.items():
             text = strip_comments(open(path, encoding="utf-8").read())

@@ -80,58 +80,57 @@ cargo run --release -q -p bareverbs-sim --example loopback
 step "compile-fail proofs with their error codes (rustdoc checks codes on nightly)"
 cargo +nightly test -p bareverbs --doc
 
-have_fuzz=0
-if [ -d fuzz/fuzz_targets ] && ls fuzz/fuzz_targets/*.rs >/dev/null 2>&1; then
-  have_fuzz=1
-  # Miri runs on one core: build the fuzz targets (AddressSanitizer, debug
-  # assertions) on the other meanwhile.
-  logs_dir=$(mktemp -d)
-  fuzz_log="$logs_dir/build.log"
-  (cd fuzz && cargo +nightly fuzz build >"$fuzz_log" 2>&1) &
-  fuzz_build=$!
-  # If a step fails first, stop the build and drop the logs.
-  trap 'kill "$fuzz_build" 2>/dev/null || true; rm -rf "$logs_dir"' EXIT
+if ! ls fuzz/fuzz_targets/*.rs >/dev/null 2>&1; then
+  echo "no fuzz targets in fuzz/fuzz_targets: the smoke runs would be skipped" >&2
+  exit 1
 fi
+# Miri runs on one core: build the fuzz targets (AddressSanitizer, debug
+# assertions) on the other meanwhile.
+logs_dir=$(mktemp -d)
+fuzz_log="$logs_dir/build.log"
+(cd fuzz && cargo +nightly fuzz build >"$fuzz_log" 2>&1) &
+fuzz_build=$!
+# If a step fails first, stop the build and drop the logs.
+# (pkill -P: the subshell's cargo too, not only the subshell.)
+trap 'pkill -P "$fuzz_build" 2>/dev/null || true; kill "$fuzz_build" 2>/dev/null || true; rm -rf "$logs_dir"' EXIT
 
 step "miri on the core"
 cargo +nightly miri test -p bareverbs --lib
 
-if [ "$have_fuzz" = 1 ]; then
-  step "fuzz smoke runs (time-boxed, two at a time)"
-  if ! wait "$fuzz_build"; then
-    cat "$fuzz_log" >&2
-    echo "building the fuzz targets failed" >&2
-    exit 1
-  fi
-  secs=${FUZZ_SECONDS:-10}
-  smoke() {
-    (cd fuzz && cargo +nightly fuzz run "$1" -- -max_total_time="$secs" -rss_limit_mb=4096 >"$2" 2>&1)
-  }
-  targets=(fuzz/fuzz_targets/*.rs)
-  failed=0
-  for ((i = 0; i < ${#targets[@]}; i += 2)); do
-    pids=()
-    logs=()
-    for t in "${targets[@]:i:2}"; do
-      name=$(basename "$t" .rs)
-      log="$logs_dir/$name.log"
-      smoke "$name" "$log" &
-      pids+=($!)
-      logs+=("$name:$log")
-    done
-    for k in "${!pids[@]}"; do
-      name=${logs[k]%%:*}
-      log=${logs[k]#*:}
-      if wait "${pids[k]}"; then
-        echo "$name: $(grep -E '^Done [0-9]+ runs' "$log" || tail -n 1 "$log")"
-      else
-        echo "$name FAILED:" >&2
-        tail -n 40 "$log" >&2
-        failed=1
-      fi
-    done
-  done
-  [ "$failed" = 0 ] || exit 1
+step "fuzz smoke runs (time-boxed, two at a time)"
+if ! wait "$fuzz_build"; then
+  cat "$fuzz_log" >&2
+  echo "building the fuzz targets failed" >&2
+  exit 1
 fi
+secs=${FUZZ_SECONDS:-10}
+smoke() {
+  (cd fuzz && cargo +nightly fuzz run "$1" -- -max_total_time="$secs" -rss_limit_mb=4096 >"$2" 2>&1)
+}
+targets=(fuzz/fuzz_targets/*.rs)
+failed=0
+for ((i = 0; i < ${#targets[@]}; i += 2)); do
+  pids=()
+  logs=()
+  for t in "${targets[@]:i:2}"; do
+    name=$(basename "$t" .rs)
+    log="$logs_dir/$name.log"
+    smoke "$name" "$log" &
+    pids+=($!)
+    logs+=("$name:$log")
+  done
+  for k in "${!pids[@]}"; do
+    name=${logs[k]%%:*}
+    log=${logs[k]#*:}
+    if wait "${pids[k]}"; then
+      echo "$name: $(grep -E '^Done [0-9]+ runs' "$log" || tail -n 1 "$log")"
+    else
+      echo "$name FAILED:" >&2
+      tail -n 40 "$log" >&2
+      failed=1
+    fi
+  done
+done
+[ "$failed" = 0 ] || exit 1
 
 step "all checks passed"

@@ -2,7 +2,7 @@
 //! retirement and reset.
 
 use super::*;
-use crate::platform::MemUar;
+use crate::platform::{MemUar, BF_OFFSET};
 use crate::wqe::{AddressVector, Be16, SendWqe};
 
 const N: usize = 8;
@@ -28,7 +28,7 @@ pub(super) fn cfg(qp_type: QpType, max_post: u32, max_gs: u32, inline: u32) -> S
         .inline(inline)
         .atomics(true)
         .blueflame(BlueFlame {
-            reg_offset: 0x800,
+            reg_offset: BF_OFFSET,
             buf_size: 256,
             enabled: true,
             prefer: false,
@@ -74,7 +74,7 @@ fn from_layout_takes_the_geometry_sizing_read_back() {
         (l.sq.max_post, l.sq.max_gs, l.sq.max_inline_data)
     );
     assert!(!c.sig_all && !c.atomics);
-    assert_eq!(c.bf, BlueFlame::doorbell_only(crate::platform::BF_OFFSET));
+    assert_eq!(c.bf, BlueFlame::doorbell_only(BF_OFFSET));
     let b = SqConfig::new(QpType::Ud, l.sq.max_post, l.sq.max_gs)
         .qpn(0x42)
         .inline(l.sq.max_inline_data)

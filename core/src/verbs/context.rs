@@ -12,10 +12,10 @@ use crate::device::{
     CqHandle, Device, DeviceError, Mkey, Pd, QpHandle, QpSpec, SrqHandle, SrqSpec, TeardownReport,
     UarMap,
 };
-use crate::platform::{DmaAllocator, DmaBuf, BF_OFFSET};
+use crate::platform::{DmaAllocator, DmaBuf};
 use crate::rq::{RqConfig, RqSlot, SrqConfig, SrqSlot};
 use crate::sizing::{self, QpCaps, QpType};
-use crate::sq::{BlueFlame, SqConfig, SqSlot};
+use crate::sq::{SqConfig, SqSlot};
 use core::cell::{Cell, RefCell};
 use core::fmt;
 use core::mem::ManuallyDrop;
@@ -267,8 +267,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Context<B, C, A> {
         drop(dev);
         let sqc = SqConfig::from_layout(h.qpn, &l)
             .sig_all(attr.sq_sig_all)
-            .atomics(attr.qp_type == QpType::Rc && hca.atomic)
-            .blueflame(BlueFlame::doorbell_only(BF_OFFSET));
+            .atomics(attr.qp_type == QpType::Rc && hca.atomic);
         let rqc = RqConfig {
             wqe_shift: l.rq.wqe_shift.max(4),
             max_gs: l.rq.max_gs,

@@ -16,7 +16,7 @@ use bareverbs::platform::{DmaAllocator, DmaBuf, MemUar};
 use bareverbs::qp::QpType;
 use bareverbs::queue_pair::QueuePair;
 use bareverbs::rq::RqSlot;
-use bareverbs::sq::{BlueFlame, SendOp, SendQueue, SendWr, Sge, SqConfig, SqSlot};
+use bareverbs::sq::{SendOp, SendQueue, SendWr, Sge, SqConfig, SqSlot};
 use bareverbs_sim::dma::HeapDma;
 use std::time::{Duration, Instant};
 
@@ -78,8 +78,7 @@ impl PollBench {
         cq.init_ring();
         let cfg = SqConfig::new(QpType::Rc, SQ_BBS as u32, 1)
             .qpn(0x1234)
-            .sig_all(true)
-            .blueflame(BlueFlame::doorbell_only(0x800));
+            .sig_all(true);
         // SAFETY: as above.
         let sq = unsafe {
             SendQueue::new(

@@ -5,7 +5,7 @@
 //! signaled WR every `signal_every`), so the ring never fills.
 
 use crate::args::usage_error;
-use bareverbs::platform::{DmaAllocator, MemUar};
+use bareverbs::platform::{DmaAllocator, MemUar, BF_OFFSET};
 use bareverbs::qp::QpType;
 use bareverbs::sq::{
     BlueFlame, RdmaOp, RdmaWr, SendFlags, SendOp, SendQueue, SendWr, Sge, SqConfig, SqSlot,
@@ -130,7 +130,7 @@ impl PostBench {
             .inline(slot - overhead - 4)
             .atomics(true)
             .blueflame(BlueFlame {
-                reg_offset: 0x800,
+                reg_offset: BF_OFFSET,
                 buf_size: 256,
                 enabled: args.blueflame,
                 prefer: false,

@@ -5,7 +5,7 @@
 //! sfence, 8-byte doorbell / BlueFlame copy into a RAM UAR page).
 
 use crate::model::WqeOp;
-use bareverbs::platform::{DmaAllocator, DmaBuf, MemUar};
+use bareverbs::platform::{DmaAllocator, DmaBuf, MemUar, BF_OFFSET};
 use bareverbs::qp::QpType;
 use bareverbs::sq::{BlueFlame, SendFlags, SendOp, SendQueue, SendWr, Sge, SqConfig, SqSlot};
 use bareverbs_sim::dma::HeapDma;
@@ -146,7 +146,7 @@ fn sq_config(spec: &ProbeSpec) -> SqConfig {
         .inline(spec.max_inline)
         .atomics(spec.atomics)
         .blueflame(BlueFlame {
-            reg_offset: 0x800,
+            reg_offset: BF_OFFSET,
             buf_size: 256,
             enabled: spec.blueflame,
             prefer: false,
