@@ -9,7 +9,7 @@
 
 use crate::dma::HeapDma;
 use crate::fw::SharedDma;
-use bareverbs::cmd::bits::{get16, get64};
+use bareverbs::cmd::bits::{get16, get32, get64};
 use bareverbs::cmd::caps::HcaCaps;
 use bareverbs::cmd::eq::Eqe;
 use bareverbs::cmd::initseg::{self, InitSeg};
@@ -86,7 +86,7 @@ impl FuzzBar {
         if c & 0x40 != 0 {
             feed.fill(&mut head);
         }
-        let outlen = u32::from_be_bytes([e[0x38], e[0x39], e[0x3a], e[0x3b]]) as usize;
+        let outlen = get32(&e, layout::OUTLEN) as usize;
         let out_ptr = get64(&e, layout::OUT_PTR);
         if c & 0x20 != 0 && outlen > 16 {
             let blocks = (outlen - 16).div_ceil(MAILBOX_DATA).min(MAX_BLOCKS);
