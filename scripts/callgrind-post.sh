@@ -12,18 +12,20 @@
 #
 #   scripts/callgrind-post.sh [path/to/bareverbs]
 #
-# Without a path the tool is built (release, with the c-loop feature that
-# the C loop needs); a given binary must have been built with it.
+# Without a path the tool is built (profile `measure`: release with one
+# codegen unit for bareverbs and bareverbs-tool, so the figures do not move
+# when code moves between modules; with the c-loop feature the C loop needs);
+# a given binary must have been built the same way.
 # Env: N1 / N2 (iteration counts, default 20000 / 120000),
 #      CARGO_TARGET_DIR (default target) when the binary is not given.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIN=${1:-${CARGO_TARGET_DIR:-target}/release/bareverbs}
+BIN=${1:-${CARGO_TARGET_DIR:-target}/measure/bareverbs}
 N1=${N1:-20000}
 N2=${N2:-120000}
 command -v valgrind >/dev/null || { echo "valgrind not found (apt-get install valgrind)" >&2; exit 1; }
 if [ "$#" -eq 0 ]; then
-  cargo build --release -p bareverbs-tool --features c-loop >&2
+  cargo build --profile measure -p bareverbs-tool --features c-loop >&2
 fi
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
