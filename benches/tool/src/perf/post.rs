@@ -101,15 +101,7 @@ impl PostBench {
         if args.batch < 1 || args.signal_every < 1 {
             return Err(usage_error("batch and signal-every must be >= 1"));
         }
-        if args.sge < 1 {
-            return Err(usage_error("--sge must be >= 1"));
-        }
-        // The memory-backed queue stands for the default device.
-        crate::device_arg::check_sge(
-            "--sge",
-            args.sge,
-            bareverbs::sizing::DeviceCaps::DEFAULT.max_sge,
-        )?;
+        crate::device_arg::check_bench_sge(args.sge)?;
         let dma = HeapDma::new();
         let ring = dma
             .alloc(RING_BBS * 64, 4096)

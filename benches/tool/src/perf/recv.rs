@@ -90,15 +90,7 @@ impl RecvBench {
                 RING_WQES / 2
             )));
         }
-        if args.sge < 1 {
-            return Err(usage_error("--sge must be >= 1"));
-        }
-        // The memory-backed queue stands for the default device.
-        crate::device_arg::check_sge(
-            "--sge",
-            args.sge,
-            bareverbs::sizing::DeviceCaps::DEFAULT.max_sge,
-        )?;
+        crate::device_arg::check_bench_sge(args.sge)?;
         let dma = HeapDma::new();
         let dbrec = dma.alloc(64, 64).ok_or_else(|| anyhow::anyhow!("dma"))?;
         let (q, capacity, max_gs) = match args.queue {
