@@ -430,21 +430,13 @@ mod tests {
     //! costs come from the cost model's rules (perf ref §2.3).
     use super::*;
     use crate::perf::backend::PerfBackend;
+    use crate::perf::flags::test_args;
     use crate::perf::flags::PerfTest;
     use crate::perf::report::PerfRunReport;
     use crate::perf::rules::configs;
-    use clap::Parser;
-
-    #[derive(Parser)]
-    struct T {
-        #[command(flatten)]
-        a: PerfArgs,
-    }
 
     fn run_with(params: ModelParams, test: PerfTest, v: &[&str]) -> PerfRunReport {
-        let mut all = vec!["t"];
-        all.extend_from_slice(v);
-        let a = T::parse_from(all).a;
+        let a = test_args(v);
         let cfg = configs(test, &a).unwrap().remove(0);
         let mut be = SimBackend::new(a.seed, params);
         PerfBackend::run(&mut be, &cfg).unwrap()

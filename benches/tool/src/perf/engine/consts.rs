@@ -14,7 +14,7 @@ pub const QKEY: u32 = 0x1111_1111;
 /// UD receive buffers start with room for the GRH (IBA 11.4.1.2).
 pub const GRH_BYTES: usize = 40;
 /// Payload bytes in flight per QP on the simulator devices (see
-/// [`PerfDevice::inflight_bytes`]).
+/// [`PerfDevice::inflight_bytes`](super::PerfDevice::inflight_bytes)).
 pub const SIM_INFLIGHT_BYTES: u64 = 128 << 20;
 /// Most post/completion stamps reserved up front.
 pub(super) const RESERVE_MAX: u64 = 1 << 20;

@@ -6,7 +6,7 @@
 //! ([`Timer`]). The engine posts (TX depth `-t`, post list `-l`, CQ
 //! moderation `-Q`, inline, `-q` QP pairs, `-n` iterations or `-D`
 //! seconds), polls, stamps posts and completions, checks every payload
-//! byte that arrives and builds the [`PerfRunReport`].
+//! byte that arrives and builds the [`PerfRunReport`](crate::perf::report::PerfRunReport).
 //!
 //! - `write-lat`: ping-pong. A WRITEs into B's buffer, the engine spins on
 //!   the last byte of B's buffer changing, then B WRITEs back into A's
@@ -22,7 +22,7 @@
 //! Every message carries its iteration number (8 bytes at each end, a fixed
 //! pattern between; messages under 16 bytes are one byte value per
 //! iteration), and every byte that arrives is compared in place with what
-//! was sent ([`PerfRunReport::mismatches`] counts the bytes that differ,
+//! was sent ([`PerfRunReport::mismatches`](crate::perf::report::PerfRunReport::mismatches) counts the bytes that differ,
 //! and `size` bytes per message that never arrived); no copy of a message
 //! is kept. Buffers are registered once per run: at most [`AREA_BYTES`] of
 //! message slots per area, so messages larger than that share one slot

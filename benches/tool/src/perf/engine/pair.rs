@@ -34,7 +34,7 @@ pub struct Areas {
 }
 
 /// One connected QP pair and its registered slots, made by a
-/// [`PerfDevice`]; `a` is the requester, `b` the responder.
+/// [`PerfDevice`](super::PerfDevice); `a` is the requester, `b` the responder.
 pub struct Pair {
     /// The requester's data path.
     pub a: Box<dyn SideOps>,
