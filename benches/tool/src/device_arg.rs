@@ -124,6 +124,16 @@ pub fn check_sge(option: &str, n: u32, max_sge: u32) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Refuses the `--sge` count `n` of a memory-backed bench queue (`perf
+/// post`, `perf post-recv`): at least 1, and at most the `max_sge` of the
+/// default device, which the memory-backed queue stands for.
+pub fn check_bench_sge(n: u32) -> anyhow::Result<()> {
+    if n < 1 {
+        return Err(usage_error("--sge must be >= 1"));
+    }
+    check_sge("--sge", n, bareverbs::sizing::DeviceCaps::DEFAULT.max_sge)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

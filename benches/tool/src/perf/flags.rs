@@ -139,3 +139,18 @@ pub struct PerfArgs {
     #[arg(long)]
     pub caps: Option<PathBuf>,
 }
+
+/// The perf flags of the command line `v` (without the program name), for
+/// tests.
+#[cfg(test)]
+pub(crate) fn test_args(v: &[&str]) -> PerfArgs {
+    use clap::Parser;
+    #[derive(Parser)]
+    struct T {
+        #[command(flatten)]
+        a: PerfArgs,
+    }
+    let mut all = vec!["t"];
+    all.extend_from_slice(v);
+    T::parse_from(all).a
+}

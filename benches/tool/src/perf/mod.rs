@@ -19,3 +19,4 @@ pub mod report;
 pub mod rules;
 pub mod run;
 pub mod sim_backend;
+pub mod steps;

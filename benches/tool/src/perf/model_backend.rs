@@ -14,7 +14,7 @@
 //! sending and the data never arrives.
 
 use super::config::{qp_request, PerfRunConfig};
-use super::engine::{Pair, PerfDevice, Plan, SideOps, Slot, Timer};
+use super::engine::{Pair, PairAreas, PerfDevice, Plan, SideOps, Slot, Timer};
 use super::flags::Conn;
 use super::report::PerfRunReport;
 use crate::model::{NicCost, NicModel, PcieModel, WqeOp, WqeShape};
@@ -519,24 +519,18 @@ impl ModelBackend {
             let a_dst = self.area(n(ar.a_dst), sb, 0x1001 + 4 * q as u32)?;
             let b_src = self.area(n(ar.b_src), sb, 0x1002 + 4 * q as u32)?;
             let b_dst = self.area(n(ar.b_dst), sb, 0x1003 + 4 * q as u32)?;
-            let ep = |qpn: u32, s: Option<&Slot>| Endpoint {
-                lid: 0,
-                qpn,
-                psn: 0,
-                out_reads: 16,
-                rkey: s.map_or(0, |s| s.key),
-                vaddr: s.map_or(0, |s| s.addr),
-                gid: [0; 16],
-            };
-            let local = ep(qa, a_dst.first().or(a_src.first()));
-            let remote = ep(qb, b_dst.first().or(b_src.first()));
-            pairs.push(PairParts {
-                ia,
-                ib,
+            let areas = PairAreas {
                 a_src,
                 a_dst,
                 b_src,
                 b_dst,
+            };
+            let local = areas.endpoint(true, 0, qa, 0);
+            let remote = areas.endpoint(false, 0, qb, 0);
+            pairs.push(PairParts {
+                ia,
+                ib,
+                areas,
                 local,
                 remote,
             });
@@ -546,23 +540,20 @@ impl ModelBackend {
 
     /// The engine's pair over parts `p`: two sides of the model device.
     fn pair(&self, p: PairParts) -> Pair {
-        Pair {
-            a: Box::new(ModelSide {
+        Pair::new(
+            Box::new(ModelSide {
                 w: self.timer.w.clone(),
                 id: p.ia,
             }),
-            b: Box::new(ModelSide {
+            Box::new(ModelSide {
                 w: self.timer.w.clone(),
                 id: p.ib,
             }),
-            a_src: p.a_src,
-            a_dst: p.a_dst,
-            b_src: p.b_src,
-            b_dst: p.b_dst,
-            av: AddressVector::datagram(0, 0, false, 0, 0, 0, [0; 6], 0, 0, 0, [0; 16]),
-            local: p.local,
-            remote: p.remote,
-        }
+            p.areas,
+            AddressVector::datagram(0, 0, false, 0, 0, 0, [0; 6], 0, 0, 0, [0; 16]),
+            p.local,
+            p.remote,
+        )
     }
 }
 
@@ -586,10 +577,7 @@ fn wqe_op(v: Verb) -> WqeOp {
 struct PairParts {
     ia: usize,
     ib: usize,
-    a_src: Vec<Slot>,
-    a_dst: Vec<Slot>,
-    b_src: Vec<Slot>,
-    b_dst: Vec<Slot>,
+    areas: PairAreas,
     local: Endpoint,
     remote: Endpoint,
 }

@@ -4,6 +4,7 @@
 //! cost per WR. Completions are retired the way a poller would (one
 //! signaled WR every `signal_every`), so the ring never fills.
 
+use super::steps::timed_steps;
 use crate::args::usage_error;
 use bareverbs::platform::{DmaAllocator, MemUar, BF_OFFSET};
 use bareverbs::qp::QpType;
@@ -11,7 +12,6 @@ use bareverbs::sq::{
     BlueFlame, RdmaOp, RdmaWr, SendFlags, SendOp, SendQueue, SendWr, Sge, SqConfig, SqSlot,
 };
 use bareverbs_sim::dma::HeapDma;
-use std::time::Instant;
 
 /// Ring size of the benchmark queue, in WQEBBs.
 pub const RING_BBS: usize = 4096;
@@ -101,15 +101,7 @@ impl PostBench {
         if args.batch < 1 || args.signal_every < 1 {
             return Err(usage_error("batch and signal-every must be >= 1"));
         }
-        if args.sge < 1 {
-            return Err(usage_error("--sge must be >= 1"));
-        }
-        // The memory-backed queue stands for the default device.
-        crate::device_arg::check_sge(
-            "--sge",
-            args.sge,
-            bareverbs::sizing::DeviceCaps::DEFAULT.max_sge,
-        )?;
+        crate::device_arg::check_bench_sge(args.sge)?;
         let dma = HeapDma::new();
         let ring = dma
             .alloc(RING_BBS * 64, 4096)
@@ -278,16 +270,8 @@ impl PostBench {
     pub fn run(&mut self) -> PostStats {
         let _ = &self.payload;
         let start_bbs = self.sq.cur_post();
-        let t = Instant::now();
-        let mut done = 0u64;
-        let mut stalls = 0u32;
-        while done < self.args.iters {
-            let n = self.step() as u64;
-            done += n;
-            stalls = if n == 0 { stalls + 1 } else { 0 };
-            assert!(stalls < 1000, "posting makes no progress");
-        }
-        let el = t.elapsed();
+        let (done, el) =
+            timed_steps(self.args.iters, || self.step() as u64).expect("posting makes no progress");
         let bbs = self.sq.cur_post().wrapping_sub(start_bbs) as f64;
         PostStats {
             ns_per_op: el.as_nanos() as f64 / done as f64,

@@ -7,12 +7,12 @@
 //! free list), in bulk whenever half the queue is outstanding, so the ring
 //! never fills.
 
+use super::steps::timed_steps;
 use crate::args::usage_error;
 use bareverbs::platform::DmaAllocator;
 use bareverbs::rq::{RecvQueue, RecvWr, RqConfig, RqSlot, SharedReceiveQueue, SrqConfig, SrqSlot};
 use bareverbs::sq::Sge;
 use bareverbs_sim::dma::HeapDma;
-use std::time::Instant;
 
 /// Ring size of the benchmark queue, in receive WQEs (RQ) or slots (SRQ).
 pub const RING_WQES: usize = 4096;
@@ -90,15 +90,7 @@ impl RecvBench {
                 RING_WQES / 2
             )));
         }
-        if args.sge < 1 {
-            return Err(usage_error("--sge must be >= 1"));
-        }
-        // The memory-backed queue stands for the default device.
-        crate::device_arg::check_sge(
-            "--sge",
-            args.sge,
-            bareverbs::sizing::DeviceCaps::DEFAULT.max_sge,
-        )?;
+        crate::device_arg::check_bench_sge(args.sge)?;
         let dma = HeapDma::new();
         let dbrec = dma.alloc(64, 64).ok_or_else(|| anyhow::anyhow!("dma"))?;
         let (q, capacity, max_gs) = match args.queue {
@@ -235,16 +227,8 @@ impl RecvBench {
 
     /// Runs `iters` WRs and reports.
     pub fn run(&mut self) -> anyhow::Result<RecvStats> {
-        let t = Instant::now();
-        let mut done = 0u64;
-        let mut stalls = 0u32;
-        while done < self.args.iters {
-            let n = self.step() as u64;
-            done += n;
-            stalls = if n == 0 { stalls + 1 } else { 0 };
-            anyhow::ensure!(stalls < 1000, "posting makes no progress");
-        }
-        let el = t.elapsed();
+        let (done, el) = timed_steps(self.args.iters, || self.step() as u64)
+            .ok_or_else(|| anyhow::anyhow!("posting makes no progress"))?;
         anyhow::ensure!(
             self.rejected == 0,
             "{} retires refused: the benchmark lost track of the oldest WR",

@@ -9,9 +9,8 @@
 
 use super::cmd_backend::{FabricTimer, Side};
 use super::config::PerfRunConfig;
-use super::engine::{Pair, PerfDevice, Plan, SideOps, Slot, Timer, QKEY, RQ_WQES};
+use super::engine::{Pair, PairAreas, PerfDevice, Plan, SideOps, Slot, Timer, QKEY, RQ_WQES};
 use super::flags::{Conn, PerfArgs};
-use crate::perftest::format::Endpoint;
 use anyhow::anyhow;
 use bareverbs::cq::DynCompletionQueue;
 use bareverbs::cqe::CqeSize;
@@ -388,17 +387,14 @@ impl PerfDevice for SimBackend {
                     rq.enable();
                 }
             }
-            let ep = |lid: u16, qpn: u32, s: Option<&Slot>| Endpoint {
-                lid,
-                qpn,
-                psn: 0x1234,
-                out_reads: 16,
-                rkey: s.map_or(0, |s| s.key),
-                vaddr: s.map_or(0, |s| s.addr),
-                gid: [0; 16],
+            let areas = PairAreas {
+                a_src,
+                a_dst,
+                b_src,
+                b_dst,
             };
-            let local = ep(la, qa, a_dst.first().or(a_src.first()));
-            let remote = ep(lb, qb, b_dst.first().or(b_src.first()));
+            let local = areas.endpoint(true, la, qa, 0x1234);
+            let remote = areas.endpoint(false, lb, qb, 0x1234);
             let av = AddressVector::datagram(
                 (QKEY as u64) << 32,
                 0,
@@ -414,17 +410,7 @@ impl PerfDevice for SimBackend {
             );
             let a: Box<dyn SideOps> = a;
             let b: Box<dyn SideOps> = b;
-            pairs.push(Pair {
-                a,
-                b,
-                a_src,
-                a_dst,
-                b_src,
-                b_dst,
-                av,
-                local,
-                remote,
-            });
+            pairs.push(Pair::new(a, b, areas, av, local, remote));
         }
         Ok(pairs)
     }
@@ -444,21 +430,13 @@ mod tests {
     //! costs come from the cost model's rules (perf ref §2.3).
     use super::*;
     use crate::perf::backend::PerfBackend;
+    use crate::perf::flags::test_args;
     use crate::perf::flags::PerfTest;
     use crate::perf::report::PerfRunReport;
     use crate::perf::rules::configs;
-    use clap::Parser;
-
-    #[derive(Parser)]
-    struct T {
-        #[command(flatten)]
-        a: PerfArgs,
-    }
 
     fn run_with(params: ModelParams, test: PerfTest, v: &[&str]) -> PerfRunReport {
-        let mut all = vec!["t"];
-        all.extend_from_slice(v);
-        let a = T::parse_from(all).a;
+        let a = test_args(v);
         let cfg = configs(test, &a).unwrap().remove(0);
         let mut be = SimBackend::new(a.seed, params);
         PerfBackend::run(&mut be, &cfg).unwrap()

@@ -9,7 +9,7 @@ use super::objects::Objects;
 use super::options::CmdOptions;
 use super::side::make_side;
 use crate::perf::config::PerfRunConfig;
-use crate::perf::engine::{Pair, Plan, QpRejected, SideOps, Slot, QKEY, RQ_WQES};
+use crate::perf::engine::{Pair, PairAreas, Plan, QpRejected, SideOps, QKEY, RQ_WQES};
 use crate::perf::flags::Conn;
 use crate::perftest::format::Endpoint;
 use anyhow::anyhow;
@@ -52,32 +52,7 @@ where
     let (a, b) = make_sides(dev, objs, (first_qp, first_cq), queues, [mrs_a, mrs_b])?;
     let (local, remote) = endpoints(qa, qb, &areas);
     let av = loopback_av(opts.loopback_lid);
-    let PairAreas {
-        a_src,
-        a_dst,
-        b_src,
-        b_dst,
-    } = areas;
-    Ok(Pair {
-        a,
-        b,
-        a_src,
-        a_dst,
-        b_src,
-        b_dst,
-        av,
-        local,
-        remote,
-    })
-}
-
-/// The four message areas of a pair (an area the test does not use is
-/// empty).
-struct PairAreas {
-    a_src: Vec<Slot>,
-    a_dst: Vec<Slot>,
-    b_src: Vec<Slot>,
-    b_dst: Vec<Slot>,
+    Ok(Pair::new(a, b, areas, av, local, remote))
 }
 
 /// Allocates and registers the pair's message areas (A's, then B's); the
@@ -292,18 +267,10 @@ where
 /// QPN, the send PSN given at RTR2RTS, the buffer the peer accesses.
 /// LID 0 and a zero GID: the loopback path carries neither.
 fn endpoints(qa: u32, qb: u32, areas: &PairAreas) -> (Endpoint, Endpoint) {
-    let ep = |qpn: u32, psn: u32, s: Option<&Slot>| Endpoint {
-        lid: 0,
-        qpn,
-        psn,
-        out_reads: 16,
-        rkey: s.map_or(0, |s| s.key),
-        vaddr: s.map_or(0, |s| s.addr),
-        gid: [0; 16],
-    };
-    let la = areas.a_dst.first().or(areas.a_src.first());
-    let lb = areas.b_dst.first().or(areas.b_src.first());
-    (ep(qa, 0x200, la), ep(qb, 0x100, lb))
+    (
+        areas.endpoint(true, 0, qa, 0x200),
+        areas.endpoint(false, 0, qb, 0x100),
+    )
 }
 
 /// The UD address vector toward the peer: force loopback, with the

@@ -7,18 +7,11 @@ use super::*;
 use crate::perf::flags::{PerfArgs, PerfTest};
 use crate::perf::report::PerfRunReport;
 use crate::perf::rules::configs;
-use clap::Parser;
-
-#[derive(Parser)]
-struct T {
-    #[command(flatten)]
-    a: PerfArgs,
-}
 
 fn args(v: &[&str]) -> PerfArgs {
-    let mut all = vec!["t", "--device", "fw-sim"];
+    let mut all = vec!["--device", "fw-sim"];
     all.extend_from_slice(v);
-    T::parse_from(all).a
+    crate::perf::flags::test_args(&all)
 }
 
 fn run(test: PerfTest, v: &[&str]) -> anyhow::Result<PerfRunReport> {
@@ -238,9 +231,11 @@ fn hw_perf_over_vfio() {
         (PerfTest::SendBw, vec!["-n", "5000"]),
         (PerfTest::ReadBw, vec!["-n", "5000"]),
     ] {
-        let mut a = vec!["t", "--device", dev.as_str()];
+        let mut a = vec!["--device", dev.as_str()];
         a.extend(v);
-        let cfg = configs(t, &T::parse_from(a).a).unwrap().remove(0);
+        let cfg = configs(t, &crate::perf::flags::test_args(&a))
+            .unwrap()
+            .remove(0);
         let r = be.run(&cfg).unwrap_or_else(|e| panic!("{t:?}: {e:#}"));
         assert!(!r.modeled);
         assert_eq!(r.completed_ok, r.posted, "{t:?}");

@@ -1,0 +1,52 @@
+//! The backend trait of the engine ([`PerfDevice`]): what a device does
+//! for a perftest run (name, sizing caps, memory limits, the clock, open
+//! and close the pairs, annotate the report).
+
+use super::pair::Pair;
+use super::plan::Plan;
+use super::timer::Timer;
+use crate::perf::config::PerfRunConfig;
+use crate::perf::flags::PerfArgs;
+use crate::perf::report::PerfRunReport;
+use bareverbs::sizing::DeviceCaps;
+
+/// A backend of the engine: the device operations of a perftest run.
+pub trait PerfDevice {
+    /// Name shown in the header.
+    fn name(&self) -> String;
+    /// Why this device cannot honour `cfg` / `args`, if it cannot (a flag
+    /// perftest accepts but this device does not implement).
+    fn refuse(&self, _cfg: &PerfRunConfig, _args: &PerfArgs) -> Option<String> {
+        None
+    }
+    /// What the header says about the times.
+    fn timing_note(&self) -> String;
+    /// Sizing capabilities the QPs are sized with.
+    fn caps(&self, cfg: &PerfRunConfig) -> DeviceCaps;
+    /// Host memory a run may take on this device (None: no limit, e.g.
+    /// hardware, whose DMA memory the host provides anyway).
+    fn memory_limit(&self) -> Option<u64> {
+        Some(1 << 30)
+    }
+    /// Payload bytes a QP may have in flight (None: no limit). The
+    /// simulator gathers a WR's whole payload when it executes the WQE and
+    /// holds it until the WR completes, so its devices cap this.
+    fn inflight_bytes(&self) -> Option<u64> {
+        None
+    }
+    /// The run's clock.
+    fn timer(&mut self) -> &mut dyn Timer;
+    /// Creates and connects `plan.pairs` QP pairs with their registered
+    /// slots. What it created stays until [`close`](Self::close).
+    fn open(&mut self, cfg: &PerfRunConfig, plan: &Plan) -> anyhow::Result<Vec<Pair>>;
+    /// Destroys what [`open`](Self::open) created (the pairs are dropped
+    /// before this is called).
+    fn close(&mut self) -> anyhow::Result<()>;
+    /// Device-specific facts for the report (WQE shape, NIC cost, …).
+    fn annotate(&self, _cfg: &PerfRunConfig, _rep: &mut PerfRunReport) {}
+    /// What the spread of this device's figures means (a header note):
+    /// `None` for a device that measures (its spread is the NIC's).
+    fn variance_note(&self) -> Option<String> {
+        None
+    }
+}

@@ -1,0 +1,31 @@
+//! Why the simulated device refused a request ([`SimError`]).
+
+use bareverbs::qp::QpTransitionError;
+use std::fmt;
+
+/// Why the device refused a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SimError {
+    /// An address range is not inside a live DMA allocation.
+    BadAddress,
+    /// A size is not a power of two, too small or too large.
+    BadSize,
+    /// No such object (QP, CQ, SRQ, PD).
+    NoSuchObject,
+    /// The modify-QP is not a legal transition with this mask.
+    Transition(QpTransitionError),
+    /// IBV_QP_CUR_STATE did not match the current state.
+    CurStateMismatch,
+    /// Out of memory in the DMA allocator.
+    NoMemory,
+    /// The object number asked for is taken or out of the table's range.
+    NumberUnavailable,
+}
+
+impl fmt::Display for SimError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{self:?}")
+    }
+}
+
+impl std::error::Error for SimError {}

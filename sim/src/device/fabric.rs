@@ -1,0 +1,152 @@
+//! The handle to the whole simulation ([`Fabric`]): adding devices, the
+//! fault plan and cost parameters, driving virtual time, fast paths,
+//! fingerprints and the trace.
+
+use super::Device;
+use crate::cost::{Counters, ModelParams};
+use crate::dma::HeapDma;
+use crate::fault::FaultPlan;
+use crate::world::{Dev, TraceEvent, World};
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+
+/// A handle to the whole simulation. Cloning shares it.
+#[derive(Clone)]
+pub struct Fabric {
+    w: Rc<RefCell<World>>,
+}
+
+impl Fabric {
+    /// A fabric with no devices, default cost parameters, no faults and
+    /// the random generator seeded with `seed`.
+    pub fn new(seed: u64) -> Self {
+        Fabric {
+            w: Rc::new(RefCell::new(World::new(seed))),
+        }
+    }
+    /// Adds a device (one port, LID = index + 1).
+    pub fn add_device(&self) -> Device {
+        self.add_device_with_dma(Arc::new(HeapDma::new()))
+    }
+    /// Adds a device whose DMA address space is `dma` (shared with a
+    /// firmware model, so command-created objects and the data path see
+    /// the same memory).
+    pub fn add_device_with_dma(&self, dma: Arc<HeapDma>) -> Device {
+        let mut w = self.w.borrow_mut();
+        let id = w.devs.len();
+        w.devs.push(Dev {
+            dma: dma.clone(),
+            lid: id as u16 + 1,
+            qps: Vec::new(),
+            cqs: Vec::new(),
+            srqs: Vec::new(),
+            mrs: vec![None],
+            next_pd: 1,
+            events: Vec::new(),
+            counters: Counters::default(),
+            tx_free: 0,
+            lru_head: None,
+            lru_tail: None,
+            lru_len: 0,
+        });
+        Device {
+            w: self.w.clone(),
+            id: id as u16,
+            dma,
+        }
+    }
+    /// Replaces the fault plan.
+    pub fn set_faults(&self, f: FaultPlan) {
+        self.w.borrow_mut().set_faults(f);
+    }
+    /// Replaces the cost-model parameters.
+    pub fn set_params(&self, p: ModelParams) {
+        self.w.borrow_mut().set_params(p);
+    }
+    /// The cost-model parameters.
+    pub fn params(&self) -> ModelParams {
+        *self.w.borrow().params()
+    }
+    /// With auto progress (the default) every doorbell runs the event loop
+    /// until idle, so a post completes before the post call returns. Off,
+    /// the caller drives time with [`run_until_idle`](Self::run_until_idle)
+    /// or [`run_for`](Self::run_for).
+    pub fn set_auto_progress(&self, on: bool) {
+        self.w.borrow_mut().auto_progress = on;
+    }
+    /// How far past its start [`run_until_idle`](Self::run_until_idle) may
+    /// move the clock (default 1 s of virtual time).
+    pub fn set_horizon_ns(&self, ns: u64) {
+        self.w.borrow_mut().horizon_ns = ns;
+    }
+    /// Most WQEs one pass over a work queue handles: a send queue's fetch
+    /// after a doorbell, or the flush of a send or receive queue in ERR;
+    /// the rest wait for the queue's next pass. The default,
+    /// [`PASS_LIMIT_DEFAULT`](crate::world::PASS_LIMIT_DEFAULT), follows
+    /// any 16-bit doorbell-record counter to its end, as the hardware
+    /// does. A fuzz run lowers it so that a record claiming tens of
+    /// thousands of WQEs on a four-slot ring costs a bounded amount of
+    /// work per input (values below 1 are taken as 1).
+    pub fn set_pass_limit(&self, wqes: u32) {
+        self.w.borrow_mut().pass_limit = wqes.max(1);
+    }
+    /// Virtual time (ns).
+    pub fn now_ns(&self) -> u64 {
+        self.w.borrow().now
+    }
+    /// Runs events until none is left (or the horizon). Also flushes
+    /// receives posted to QPs in ERR. Returns the events processed.
+    pub fn run_until_idle(&self) -> u64 {
+        self.w.borrow_mut().run_until_idle()
+    }
+    /// Runs the events of the next `ns` nanoseconds and advances the clock.
+    pub fn run_for(&self, ns: u64) -> u64 {
+        let mut w = self.w.borrow_mut();
+        let t = w.now + ns;
+        w.run_until(t)
+    }
+    /// Processes the earliest pending event, whenever it is due. Returns
+    /// false when the queue is empty.
+    pub fn step(&self) -> bool {
+        let mut w = self.w.borrow_mut();
+        w.step(u64::MAX)
+    }
+    /// Advances the clock by `ns` of host CPU time (events that fall due
+    /// are processed on the next step or run).
+    pub fn spend(&self, ns: u64) {
+        self.w.borrow_mut().now += ns;
+    }
+    /// Events waiting in the queue.
+    pub fn pending_events(&self) -> usize {
+        self.w.borrow().pending_events()
+    }
+    /// With fast paths on (the default), work the general event-driven
+    /// path would run alone from doorbell to completion (a single-packet
+    /// RC WRITE with nothing else in flight, no fault plan, auto progress)
+    /// is executed fused, with the same effects. Off, every operation takes
+    /// the general path: for tests comparing the two.
+    pub fn set_fast_paths(&self, on: bool) {
+        self.w.borrow_mut().fast_paths = on;
+    }
+    /// Operations the fast paths have executed so far.
+    pub fn fast_path_runs(&self) -> u64 {
+        self.w.borrow().fast_runs
+    }
+    /// A description of the whole device-side state that behaviour depends
+    /// on — clock, event queue keys, generator, every device's port,
+    /// counters and QP-context cache, every QP context, every CQ's state
+    /// and ring contents — without host addresses, so that two fabrics
+    /// built and driven the same way compare equal. For twin tests.
+    pub fn state_fingerprint(&self) -> String {
+        self.w.borrow().fingerprint()
+    }
+    /// Starts recording the event trace (clears any previous one).
+    pub fn enable_trace(&self) {
+        self.w.borrow_mut().trace = Some(Vec::new());
+    }
+    /// The trace recorded so far.
+    pub fn trace(&self) -> Vec<TraceEvent> {
+        self.w.borrow().trace.clone().unwrap_or_default()
+    }
+}

@@ -1,0 +1,144 @@
+//! Protection domains and memory keys: allocating and adopting PDs,
+//! registering regions (by range, under a caller's key, or as the core's
+//! [`MemoryRegion`]) and removing keys.
+
+use super::placement::place;
+use super::{Device, Pd, SimError};
+use crate::objects::Mr;
+use bareverbs::mr::{Access, MemoryRegion};
+use bareverbs::platform::DmaBuf;
+use std::ptr::NonNull;
+
+impl Device {
+    /// Allocates a protection domain.
+    pub fn alloc_pd(&self) -> Pd {
+        let mut w = self.w.borrow_mut();
+        let d = &mut w.devs[self.id as usize];
+        d.next_pd += 1;
+        Pd(d.next_pd - 1)
+    }
+
+    /// Makes PD number `pd` (allocated elsewhere, e.g. by ALLOC_PD) valid
+    /// on this device.
+    pub fn adopt_pd(&self, pd: Pd) {
+        let mut w = self.w.borrow_mut();
+        let d = &mut w.devs[self.id as usize];
+        d.next_pd = d.next_pd.max(pd.0.saturating_add(1));
+    }
+
+    /// Registers `[iova, iova + len)` of this device's DMA space under a
+    /// new key (lkey = rkey) with `access` (`ibv_access_flags`). Returns
+    /// the key.
+    pub fn reg_mr_range(
+        &self,
+        pd: Pd,
+        iova: u64,
+        len: u64,
+        access: Access,
+    ) -> Result<u32, SimError> {
+        self.reg_mr_translated(pd, iova, len, access)
+            .map(|(key, _)| key)
+    }
+
+    /// [`Device::reg_mr_range`], also returning the CPU address the
+    /// simulator's own DMA table gives for `iova`.
+    fn reg_mr_translated(
+        &self,
+        pd: Pd,
+        iova: u64,
+        len: u64,
+        access: Access,
+    ) -> Result<(u32, NonNull<u8>), SimError> {
+        let len_usize = usize::try_from(len).map_err(|_| SimError::BadAddress)?;
+        let cpu = self
+            .dma
+            .translate(iova, len_usize)
+            .ok_or(SimError::BadAddress)?;
+        let mut w = self.w.borrow_mut();
+        let d = &mut w.devs[self.id as usize];
+        let idx = d.mrs.len() as u32;
+        // Key = index << 8 | variant; never MLX5_INVALID_LKEY (0x100).
+        let key = idx << 8 | ((idx.wrapping_mul(0x5b) + 0x42) & 0xff);
+        d.mrs.push(Some(Mr {
+            key,
+            pd: pd.0,
+            iova,
+            len,
+            cpu: cpu.as_ptr(),
+            access,
+            valid: true,
+        }));
+        Ok((key, cpu))
+    }
+
+    /// Registers a memory key chosen by the caller (as CREATE_MKEY does):
+    /// WQEs name bytes `[va, va + len)` under `key`; they live at device
+    /// address `dev_addr`, which must lie inside one live DMA allocation.
+    /// The key's index (`key >> 8`) must be free.
+    pub fn reg_mr_as(
+        &self,
+        key: u32,
+        pd: Pd,
+        va: u64,
+        len: u64,
+        dev_addr: u64,
+        access: Access,
+    ) -> Result<(), SimError> {
+        let cpu = usize::try_from(len)
+            .ok()
+            .and_then(|l| self.dma.translate(dev_addr, l))
+            .ok_or(SimError::BadAddress)?;
+        let mut w = self.w.borrow_mut();
+        let d = &mut w.devs[self.id as usize];
+        let mr = Mr {
+            key,
+            pd: pd.0,
+            iova: va,
+            len,
+            cpu: cpu.as_ptr(),
+            access,
+            valid: true,
+        };
+        place(&mut d.mrs, Some((key >> 8) as usize), mr, |m| m.valid)?;
+        Ok(())
+    }
+
+    /// Removes the memory key with index `index` (DESTROY_MKEY).
+    pub fn destroy_mr_index(&self, index: u32) {
+        let mut w = self.w.borrow_mut();
+        if let Some(slot) = w.devs[self.id as usize].mrs.get_mut(index as usize) {
+            *slot = None;
+        }
+    }
+
+    /// Registers the device range `[buf.iova, buf.iova + buf.len)` and
+    /// returns the core's [`MemoryRegion`] for it.
+    ///
+    /// Only `buf.iova` and `buf.len` are used: the region's CPU address comes
+    /// from the simulator's own DMA translation of the IOVA, never from
+    /// `buf.cpu`, so a caller-built `DmaBuf` cannot point the region (and the
+    /// host-side copies the core makes through it, such as inline sends) at
+    /// memory outside the device's allocations. A range that is not inside
+    /// one live allocation is refused with [`SimError::BadAddress`].
+    pub fn reg_mr(&self, pd: Pd, buf: DmaBuf, access: Access) -> Result<MemoryRegion, SimError> {
+        let len = buf.len as u64;
+        let (key, cpu) = self.reg_mr_translated(pd, buf.iova, len, access)?;
+        // SAFETY: `cpu` is the simulator's translation of `buf.iova`: byte i
+        // of `[cpu, cpu + len)` is the live allocation byte the device reaches
+        // at `iova + i` under `key`. The allocator keeps it valid until it is
+        // freed, which the user must not do while the region is in use (the
+        // contract of MemoryRegion::new, forwarded to the caller by
+        // documentation).
+        Ok(unsafe { MemoryRegion::new(cpu, buf.iova, len, key, key, access) })
+    }
+
+    /// Invalidates a key (deregistration).
+    pub fn dereg_mr(&self, key: u32) {
+        let mut w = self.w.borrow_mut();
+        if let Some(Some(m)) = w.devs[self.id as usize].mrs.get_mut((key >> 8) as usize) {
+            if m.key == key {
+                m.valid = false;
+            }
+        }
+    }
+}
