@@ -5,9 +5,13 @@
 //! lengths. A parser takes the output bytes (the status has already been
 //! checked by [`super::queue::CmdQueue::complete`]) and never panics.
 
-use super::bits::{get16, get32, get64, put16, put32, put64, Field};
+use super::bits::{get64, put16, put64, Field};
 use super::layout::{
-    ads, cmd_in, cqc, create_eq_in, create_mkey_in, eqc, hca_vport, mkc, nic_vport, pmtu, qpc, srqc,
+    access_register_in, ads, cmd_in, cmd_out, cqc, create_eq_in, create_mkey_in, eqc, hca_vport,
+    host_endianness_reg, manage_pages_in, manage_pages_out, mkc, modify_nic_vport_context_in,
+    modify_qp_in, nic_vport, pmtu, qpc, query_adapter_out, query_adapter_param_block,
+    query_issi_out, query_pages_out, query_vport_state_out, set_issi_in, srqc, teardown_hca_in,
+    teardown_hca_out,
 };
 use super::{op, CmdError};
 use crate::qp::ServiceType;
@@ -47,11 +51,15 @@ pub const CAP_OFFSET: usize = 0x10;
 /// Bytes of the capability area. [ref §7.6](crate::reference).
 pub const CAP_LEN: usize = 0x1000;
 
+/// Zeroes the first `in_len` bytes and writes `opcode` and `op_mod`
+/// ([`cmd_in::OPCODE`], [`cmd_in::OP_MOD`]) as the two 16-bit stores at
+/// bytes 0 and 6, so that a buffer shorter than a dword still gets its
+/// opcode.
 fn hdr(b: &mut [u8], opcode: u16, op_mod: u16, in_len: usize) {
     let n = in_len.min(b.len());
     b[..n].fill(0);
-    put16(b, 0, opcode);
-    put16(b, 6, op_mod);
+    put16(b, cmd_in::OPCODE.dw * 4, opcode);
+    put16(b, cmd_in::OP_MOD.dw * 4 + 2, op_mod);
 }
 
 fn simple(b: &mut [u8], opcode: u16, op_mod: u16) -> Req {
@@ -125,7 +133,7 @@ pub const OBJ_NUMBER_MAX: u32 = 0x00ff_ffff;
 /// caller must refuse it (the device layer does, as
 /// `DeviceError::BadObjectNumber`).
 pub fn parse_obj_id(out: &[u8]) -> u32 {
-    get32(out, 8)
+    cmd_out::OBJ_ID_DWORD.get(out, 0)
 }
 
 // ---- HCA life cycle ---------------------------------------------------
@@ -143,7 +151,8 @@ pub fn init_hca(b: &mut [u8]) -> Req {
     simple(b, op::INIT_HCA, 0)
 }
 
-/// TEARDOWN_HCA profile (byte 0x0a). [ref §7.6](crate::reference) teardown.
+/// TEARDOWN_HCA profile ([`teardown_hca_in::PROFILE`], byte 0x0a).
+/// [ref §7.6](crate::reference) teardown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u16)]
 pub enum TeardownProfile {
@@ -156,28 +165,34 @@ pub enum TeardownProfile {
 /// TEARDOWN_HCA (0x103). [ref §7.6](crate::reference) teardown.
 pub fn teardown_hca(b: &mut [u8], profile: TeardownProfile) -> Req {
     let r = simple(b, op::TEARDOWN_HCA, 0);
-    put16(b, 0x0a, profile as u16);
+    teardown_hca_in::PROFILE.set(b, 0, profile as u32);
     r
 }
-/// TEARDOWN_HCA output: true when a fast teardown failed (byte 0x0f bit 0).
+/// TEARDOWN_HCA output: true when a fast teardown failed
+/// ([`teardown_hca_out::STATE`], byte 0x0f bit 0).
 pub fn parse_teardown_hca(out: &[u8]) -> bool {
-    out.get(0x0f).copied().unwrap_or(0) & 1 != 0
+    teardown_hca_out::STATE.get(out, 0) != 0
 }
 
 /// QUERY_ISSI (0x10a). [ref §7.6](crate::reference) step 5.
 pub fn query_issi(b: &mut [u8]) -> Req {
     let mut r = simple(b, op::QUERY_ISSI, 0);
-    r.out_len = 0x70;
+    r.out_len = query_issi_out::LEN;
     r
 }
-/// QUERY_ISSI output: (current_issi at 0x0a, supported_issi_dw0 at 0x6c).
+/// QUERY_ISSI output: (current_issi at 0x0a, supported_issi_dw0 at 0x6c;
+/// [`query_issi_out`]).
 pub fn parse_query_issi(out: &[u8]) -> (u16, u32) {
-    (get16(out, 0x0a), get32(out, 0x6c))
+    (
+        query_issi_out::CURRENT_ISSI.get(out, 0) as u16,
+        query_issi_out::SUPPORTED_ISSI_DW0.get(out, 0),
+    )
 }
-/// SET_ISSI (0x10b) with current_issi at byte 0x0a. [ref §7.6](crate::reference) step 5.
+/// SET_ISSI (0x10b) with current_issi at byte 0x0a ([`set_issi_in`]).
+/// [ref §7.6](crate::reference) step 5.
 pub fn set_issi(b: &mut [u8], issi: u16) -> Req {
     let r = simple(b, op::SET_ISSI, 0);
-    put16(b, 0x0a, issi);
+    set_issi_in::CURRENT_ISSI.set(b, 0, issi as u32);
     r
 }
 
@@ -197,22 +212,24 @@ pub fn choose_issi(supported: u32) -> Option<u16> {
 pub const REG_HOST_ENDIANNESS: u16 = 0x7004;
 
 /// ACCESS_REG (0x805) write of HOST_ENDIANNESS: register id at byte 0x0a,
-/// argument 0 at 0x0c, register data from 0x10 whose first byte is `he`
-/// (0x00 little-endian host, 0x80 big-endian). [ref §7.6](crate::reference) step 7.
+/// argument 0 at 0x0c ([`access_register_in`]), register data from 0x10
+/// whose first byte is `he` ([`host_endianness_reg::HE`]: 0x00
+/// little-endian host, 0x80 big-endian). [ref §7.6](crate::reference) step 7.
 pub fn set_host_endianness(b: &mut [u8]) -> Req {
-    let in_len = HDR_LEN + 0x10;
+    let in_len = REG_DATA + host_endianness_reg::LEN;
     hdr(b, op::ACCESS_REG, 0, in_len);
-    put16(b, 0x0a, REG_HOST_ENDIANNESS);
-    put32(b, 0x0c, 0);
-    b[0x10] = if cfg!(target_endian = "big") {
+    access_register_in::REGISTER_ID.set(b, 0, REG_HOST_ENDIANNESS as u32);
+    access_register_in::ARGUMENT.set(b, 0, 0);
+    let he = if cfg!(target_endian = "big") {
         0x80
     } else {
         0x00
     };
+    host_endianness_reg::HE.set(b, REG_DATA, he);
     Req {
         opcode: op::ACCESS_REG,
         in_len,
-        out_len: HDR_LEN + 0x10,
+        out_len: REG_DATA + host_endianness_reg::LEN,
     }
 }
 
@@ -234,9 +251,13 @@ pub enum PagesKind {
 pub fn query_pages(b: &mut [u8], kind: PagesKind) -> Req {
     simple(b, op::QUERY_PAGES, kind as u16)
 }
-/// QUERY_PAGES output: (function_id, num_pages; negative = FW returns pages).
+/// QUERY_PAGES output: (function_id, num_pages; negative = FW returns
+/// pages; [`query_pages_out`]).
 pub fn parse_query_pages(out: &[u8]) -> (u16, i32) {
-    (get16(out, 0x0a), get32(out, 0x0c) as i32)
+    (
+        query_pages_out::FUNCTION_ID.get(out, 0) as u16,
+        query_pages_out::NUM_PAGES.get(out, 0) as i32,
+    )
 }
 
 /// MANAGE_PAGES op_mod ([ref §7.7](crate::reference)).
@@ -255,16 +276,17 @@ pub enum ManagePagesOp {
 /// preallocated mailboxes.
 pub const MAX_PAGES_PER_CMD: usize = (super::queue::MAX_MSG - HDR_LEN) / 8;
 
-/// MANAGE_PAGES GIVE (0x108, op_mod 1) of `pages` (BE64 addresses from 0x10).
-/// At most [`MAX_PAGES_PER_CMD`] are used. [ref §7.7](crate::reference).
+/// MANAGE_PAGES GIVE (0x108, op_mod 1) of `pages` (BE64 addresses from 0x10,
+/// [`manage_pages_in::PAS`]). At most [`MAX_PAGES_PER_CMD`] are used.
+/// [ref §7.7](crate::reference).
 pub fn manage_pages_give(b: &mut [u8], function_id: u16, pages: &[u64]) -> Req {
     let n = pages.len().min(MAX_PAGES_PER_CMD);
-    let in_len = HDR_LEN + 8 * n;
+    let in_len = manage_pages_in::PAS + 8 * n;
     hdr(b, op::MANAGE_PAGES, ManagePagesOp::Give as u16, in_len);
-    put16(b, 0x0a, function_id);
-    put32(b, 0x0c, n as u32);
+    manage_pages_in::FUNCTION_ID.set(b, 0, function_id as u32);
+    manage_pages_in::INPUT_NUM_ENTRIES.set(b, 0, n as u32);
     for (i, p) in pages[..n].iter().enumerate() {
-        put64(b, HDR_LEN + 8 * i, *p);
+        put64(b, manage_pages_in::PAS + 8 * i, *p);
     }
     Req {
         opcode: op::MANAGE_PAGES,
@@ -276,25 +298,26 @@ pub fn manage_pages_give(b: &mut [u8], function_id: u16, pages: &[u64]) -> Req {
 pub fn manage_pages_take(b: &mut [u8], function_id: u16, count: u32) -> Req {
     let n = (count as usize).min(MAX_PAGES_PER_CMD);
     hdr(b, op::MANAGE_PAGES, ManagePagesOp::Take as u16, HDR_LEN);
-    put16(b, 0x0a, function_id);
-    put32(b, 0x0c, n as u32);
+    manage_pages_in::FUNCTION_ID.set(b, 0, function_id as u32);
+    manage_pages_in::INPUT_NUM_ENTRIES.set(b, 0, n as u32);
     Req {
         opcode: op::MANAGE_PAGES,
         in_len: HDR_LEN,
-        out_len: HDR_LEN + 8 * n,
+        out_len: manage_pages_out::PAS + 8 * n,
     }
 }
 /// MANAGE_PAGES CANT_GIVE (op_mod 0): refuse a page request. [ref §7.7](crate::reference).
 pub fn manage_pages_cant_give(b: &mut [u8], function_id: u16) -> Req {
     let r = simple(b, op::MANAGE_PAGES, ManagePagesOp::CantGive as u16);
-    put16(b, 0x0a, function_id);
+    manage_pages_in::FUNCTION_ID.set(b, 0, function_id as u32);
     r
 }
-/// MANAGE_PAGES output: the number of returned pages (byte 0x08), bounded by
-/// what the output buffer holds; page `i` is at `0x10 + 8·i`.
+/// MANAGE_PAGES output: the number of returned pages (byte 0x08,
+/// [`manage_pages_out::OUTPUT_NUM_ENTRIES`]), bounded by what the output
+/// buffer holds; page `i` is at `0x10 + 8·i`.
 pub fn parse_manage_pages(out: &[u8]) -> Result<usize, CmdError> {
-    let n = get32(out, 0x08) as usize;
-    let room = out.len().saturating_sub(HDR_LEN) / 8;
+    let n = manage_pages_out::OUTPUT_NUM_ENTRIES.get(out, 0) as usize;
+    let room = out.len().saturating_sub(manage_pages_out::PAS) / 8;
     if n > room {
         return Err(CmdError::BadOutput {
             opcode: op::MANAGE_PAGES,
@@ -306,7 +329,7 @@ pub fn parse_manage_pages(out: &[u8]) -> Result<usize, CmdError> {
 }
 /// Page `i` of a MANAGE_PAGES TAKE output.
 pub fn manage_pages_entry(out: &[u8], i: usize) -> u64 {
-    get64(out, HDR_LEN + 8 * i)
+    get64(out, manage_pages_out::PAS + 8 * i)
 }
 
 // ---- capabilities -----------------------------------------------------
@@ -717,7 +740,8 @@ fn modify(b: &mut [u8], opcode: u16, qpn: u32) -> Req {
     let in_len = PAS_OFFSET;
     hdr(b, opcode, 0, in_len);
     cmd_in::OBJ_ID.set(b, 0, qpn);
-    put32(b, 0x10, 0); // opt_param_mask: none (ref §7.11 minimal sequence)
+    // No optional parameters (ref §7.11 minimal sequence).
+    modify_qp_in::OPT_PARAM_MASK.set(b, 0, 0);
     Req {
         opcode,
         in_len,
@@ -925,10 +949,13 @@ pub fn create_srq(b: &mut [u8], p: &SrqParams) -> Req {
 pub fn query_vport_state(b: &mut [u8]) -> Req {
     simple(b, op::QUERY_VPORT_STATE, 0)
 }
-/// QUERY_VPORT_STATE output: (state, admin_state); 1 = up, 0 = down.
+/// QUERY_VPORT_STATE output: (state, admin_state); 1 = up, 0 = down
+/// ([`query_vport_state_out`]).
 pub fn parse_query_vport_state(out: &[u8]) -> (u8, u8) {
-    let v = out.get(0x0f).copied().unwrap_or(0);
-    (v & 0xf, v >> 4)
+    (
+        query_vport_state_out::STATE.get(out, 0) as u8,
+        query_vport_state_out::ADMIN_STATE.get(out, 0) as u8,
+    )
 }
 
 // ---- NIC vport context (RoCE enable) ------------------------------------
@@ -936,13 +963,13 @@ pub fn parse_query_vport_state(out: &[u8]) -> (u8, u8) {
 /// Byte offset of `nic_vport_context` in MODIFY_NIC_VPORT_CONTEXT's input
 /// (after the 0x780-bit reserved area; linux `mlx5_ifc.h`
 /// modify_nic_vport_context_in).
-pub const MODIFY_VPORT_CTX_OFFSET: usize = 0x100;
+pub use modify_nic_vport_context_in::NIC_VPORT_CONTEXT as MODIFY_VPORT_CTX_OFFSET;
 /// Byte offset of `nic_vport_context` in QUERY_NIC_VPORT_CONTEXT's output.
 pub const QUERY_VPORT_CTX_OFFSET: usize = 0x10;
 /// Bytes of `nic_vport_context` without its trailing address list.
 pub const VPORT_CTX_LEN: usize = 0x100;
 /// `field_select.roce_en` (bit 1 of the BE32 at byte 0x0c).
-pub const FIELD_SELECT_ROCE_EN: u32 = 1 << 1;
+pub use modify_nic_vport_context_in::FIELD_SELECT_ROCE_EN;
 
 /// MODIFY_NIC_VPORT_CONTEXT (0x755) setting only `roce_en` of the own
 /// vport: field_select.roce_en at 0x0c, nic_vport_context at 0x100 with
@@ -953,8 +980,8 @@ pub const FIELD_SELECT_ROCE_EN: u32 = 1 << 1;
 pub fn modify_nic_vport_roce(b: &mut [u8], enable: bool) -> Req {
     let in_len = MODIFY_VPORT_CTX_OFFSET + VPORT_CTX_LEN;
     hdr(b, op::MODIFY_NIC_VPORT_CONTEXT, 0, in_len);
-    put32(b, 0x0c, FIELD_SELECT_ROCE_EN);
-    put32(b, MODIFY_VPORT_CTX_OFFSET, enable as u32);
+    modify_nic_vport_context_in::FIELD_SELECT.set(b, 0, FIELD_SELECT_ROCE_EN);
+    nic_vport::ROCE_EN.set(b, MODIFY_VPORT_CTX_OFFSET, enable as u32);
     Req {
         opcode: op::MODIFY_NIC_VPORT_CONTEXT,
         in_len,
@@ -1015,18 +1042,11 @@ pub fn parse_nic_vport_context(ctx: &[u8]) -> NicVportContext {
 /// Byte offset of `query_adapter_struct` in QUERY_ADAPTER's output (after
 /// status, syndrome and 8 reserved bytes; linux `mlx5_ifc.h`
 /// query_adapter_out).
-pub const QUERY_ADAPTER_STRUCT: usize = 0x10;
+pub use query_adapter_out::QUERY_ADAPTER_STRUCT;
 /// Bytes of `query_adapter_struct` (`query_adapter_param_block`: 0x19
 /// bytes before `ieee_vendor_id`, then `vsd_vendor_id`, 208 bytes of
 /// `vsd`, 16 of `vsd_contd_psid`).
-pub const QUERY_ADAPTER_STRUCT_LEN: usize = 0x100;
-/// `ieee_vendor_id` (24 bits) inside the adapter struct: bits 23:0 of the
-/// dword at byte 0x18.
-pub const ADAPTER_IEEE_VENDOR_ID: usize = 0x18;
-/// `vsd_contd_psid`, the board's PSID (16 bytes) inside the adapter struct;
-/// linux `mlx5_query_board_id` copies it to the `board_id` sysfs file
-/// `ibv_devinfo` prints.
-pub const ADAPTER_PSID: usize = 0xf0;
+pub use query_adapter_param_block::LEN as QUERY_ADAPTER_STRUCT_LEN;
 
 /// QUERY_ADAPTER (0x101): the adapter's vendor id and board id (linux
 /// `drivers/net/ethernet/mellanox/mlx5/core/fw.c` mlx5_query_board_id,
@@ -1066,13 +1086,14 @@ impl Adapter {
 /// Parses a QUERY_ADAPTER output (the whole mailbox, header included);
 /// short output reads as zeros.
 pub fn parse_query_adapter(out: &[u8]) -> Adapter {
+    use query_adapter_param_block as q;
     let base = QUERY_ADAPTER_STRUCT;
-    let mut psid = [0u8; 16];
+    let mut psid = [0u8; q::VSD_CONTD_PSID_LEN];
     for (i, p) in psid.iter_mut().enumerate() {
-        *p = out.get(base + ADAPTER_PSID + i).copied().unwrap_or(0);
+        *p = out.get(base + q::VSD_CONTD_PSID + i).copied().unwrap_or(0);
     }
     Adapter {
-        ieee_vendor_id: get32(out, base + ADAPTER_IEEE_VENDOR_ID) & 0x00ff_ffff,
+        ieee_vendor_id: q::IEEE_VENDOR_ID.get(out, base),
         psid,
     }
 }
@@ -1092,7 +1113,9 @@ pub const HCA_VPORT_CTX_LEN: usize = 0x100;
 pub fn query_hca_vport_context(b: &mut [u8], port: Option<u8>) -> Req {
     let in_len = HDR_LEN;
     hdr(b, op::QUERY_HCA_VPORT_CONTEXT, 0, in_len);
-    put32(b, 0x08, 0);
+    // The function's own vport.
+    hca_vport::IN_OTHER_VPORT.set(b, 0, 0);
+    hca_vport::IN_VPORT_NUMBER.set(b, 0, 0);
     if let Some(p) = port {
         hca_vport::IN_PORT_NUM.set(b, 0, p as u32);
     }
@@ -1175,7 +1198,7 @@ pub const ACCESS_REG_WRITE: u16 = 0;
 pub const ACCESS_REG_READ: u16 = 1;
 /// Offset of the register data in ACCESS_REG input and output ([ref §7.6](crate::reference)
 /// step 7; linux `mlx5_ifc.h` access_register_in/out).
-pub const REG_DATA: usize = 0x10;
+pub use access_register_in::REGISTER_DATA as REG_DATA;
 
 /// Register id of PMTU, the port MTU register (linux
 /// `include/linux/mlx5/driver.h` MLX5_REG_PMTU).
@@ -1192,8 +1215,8 @@ pub const PMTU_LEN: usize = 0x10;
 pub fn query_pmtu(b: &mut [u8], port: u8) -> Req {
     let in_len = REG_DATA + PMTU_LEN;
     hdr(b, op::ACCESS_REG, ACCESS_REG_READ, in_len);
-    put16(b, 0x0a, REG_PMTU);
-    put32(b, 0x0c, 0);
+    access_register_in::REGISTER_ID.set(b, 0, REG_PMTU as u32);
+    access_register_in::ARGUMENT.set(b, 0, 0);
     pmtu::LOCAL_PORT.set(b, REG_DATA, port as u32);
     Req {
         opcode: op::ACCESS_REG,
