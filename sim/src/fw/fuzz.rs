@@ -9,11 +9,11 @@
 
 use crate::dma::HeapDma;
 use crate::fw::SharedDma;
-use bareverbs::cmd::bits::{get16, get32, get64};
+use bareverbs::cmd::bits::{get32, get64};
 use bareverbs::cmd::caps::HcaCaps;
 use bareverbs::cmd::eq::Eqe;
 use bareverbs::cmd::initseg::{self, InitSeg};
-use bareverbs::cmd::layout::eqe;
+use bareverbs::cmd::layout::{cmd_in, eqe};
 use bareverbs::cmd::ops;
 use bareverbs::cmd::queue::{
     layout, mailbox, MAILBOX_BYTES, MAILBOX_DATA, MAILBOX_STRIDE, MAX_BLOCKS,
@@ -78,7 +78,7 @@ impl FuzzBar {
         if c & 0x80 != 0 {
             return; // never completes
         }
-        let opcode = get16(&e, layout::IN);
+        let opcode = cmd_in::OPCODE.get(&e, layout::IN) as u16;
         if opcode == op::CREATE_EQ {
             let blk = self.rd(get64(&e, layout::IN_PTR), MAILBOX_BYTES);
             self.eq_ring = Some((get64(&blk, ops::PAS_OFFSET - 16), 0));
