@@ -1,6 +1,8 @@
 //! Hex text as the vector files print it (and as `bareverbs decode wqe|cqe`
 //! accepts it): whitespace-separated words, optional `0x` prefixes, `:`/`,`
-//! separators. Owns the reader and its refusals.
+//! separators. Owns the reader and its refusals, in two modes: strict
+//! ([`parse_hex`]) and the lenient one the CQE vector files' hex lines are
+//! read with ([`parse_hex_lenient`]).
 
 use std::fmt;
 
@@ -62,6 +64,32 @@ pub fn parse_hex(text: &str) -> Result<Vec<u8>, HexError> {
             None => return Err(HexError::NotHex { ch, pos: i + 1 }),
         }
     }
+    pair_nibbles(&nibbles)
+}
+
+/// Parses hex text leniently: every character that is not an ASCII hex
+/// digit is skipped (whitespace, separators, the `x` of a `0x`, any other
+/// text), and the digits left pair up into bytes; only an odd digit count
+/// is refused. The CQE vector files' `+OO:` lines and the destination
+/// buffer line are read this way. Any input is accepted without panicking.
+pub fn parse_hex_lenient(text: &str) -> Result<Vec<u8>, HexError> {
+    let nibbles: Vec<u8> = text
+        .chars()
+        .filter_map(|c| {
+            if c.is_ascii_hexdigit() {
+                c.to_digit(16)
+            } else {
+                None
+            }
+        })
+        .map(|d| d as u8)
+        .collect();
+    pair_nibbles(&nibbles)
+}
+
+/// Pairs hex digit values (each 0..=15) into bytes, high nibble first;
+/// refuses an odd count.
+fn pair_nibbles(nibbles: &[u8]) -> Result<Vec<u8>, HexError> {
     if !nibbles.len().is_multiple_of(2) {
         return Err(HexError::OddDigits {
             digits: nibbles.len(),
@@ -83,6 +111,23 @@ mod tests {
         assert_eq!(parse_hex("0x0x0a").unwrap(), [10]);
         assert_eq!(parse_hex("").unwrap(), Vec::<u8>::new());
         assert_eq!(parse_hex("aB cD").unwrap(), [0xab, 0xcd]);
+    }
+
+    #[test]
+    fn lenient_mode_skips_everything_but_hex_digits() {
+        assert_eq!(parse_hex_lenient("01 02:03,zz04").unwrap(), [1, 2, 3, 4]);
+        // The `x` of a `0x` is skipped, its `0` is a digit.
+        assert_eq!(parse_hex_lenient("0x0a0").unwrap(), [0x00, 0xa0]);
+        assert_eq!(
+            parse_hex_lenient("0x0a"),
+            Err(HexError::OddDigits { digits: 3 })
+        );
+        assert_eq!(parse_hex_lenient("aé0bc").unwrap(), [0xa0, 0xbc]);
+        assert_eq!(parse_hex_lenient("").unwrap(), Vec::<u8>::new());
+        assert_eq!(
+            parse_hex_lenient("abc"),
+            Err(HexError::OddDigits { digits: 3 })
+        );
     }
 
     #[test]

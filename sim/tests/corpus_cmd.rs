@@ -2,26 +2,18 @@
 //! body on stable Rust, and (ignored) regenerates the hand-made seeds:
 //! `BAREVERBS_WRITE_SEEDS=1 cargo test -p bareverbs-sim --test corpus_cmd -- --ignored`.
 
+use bareverbs_sim::fuzzing::corpus::{corpus_dir, replay_corpus};
 use bareverbs_sim::fw::default_caps;
 use bareverbs_sim::fw::fuzz::cmd_outbox;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 fn corpus() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/cmd_outbox")
+    corpus_dir("cmd_outbox")
 }
 
 #[test]
 fn cmd_outbox_corpus() {
-    let mut entries: Vec<_> = std::fs::read_dir(corpus())
-        .unwrap_or_else(|e| panic!("corpus missing: {e}"))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_file())
-        .collect();
-    entries.sort();
-    for p in &entries {
-        cmd_outbox(&std::fs::read(p).unwrap());
-    }
-    assert!(entries.len() >= 10, "only {} corpus files", entries.len());
+    replay_corpus("cmd_outbox", 10, cmd_outbox);
 }
 
 fn cap_image() -> Vec<u8> {

@@ -3,11 +3,12 @@
 //! `cargo test -p bareverbs-sim --test corpus_fw -- --ignored` rewrites the
 //! generated seeds into the corpus directory.
 
+use bareverbs_sim::fuzzing::corpus::corpus_dir;
 use bareverbs_sim::fuzzing::fw::{fw_commands, fw_commands_run, seeds};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 fn dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/fw_commands")
+    corpus_dir("fw_commands")
 }
 
 #[test]

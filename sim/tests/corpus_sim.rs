@@ -3,11 +3,12 @@
 //! `cargo test -p bareverbs-sim --test corpus_sim -- --ignored` rewrites
 //! the generated seeds into the corpus directory.
 
+use bareverbs_sim::fuzzing::corpus::{corpus_dir, replay_corpus};
 use bareverbs_sim::fuzzing::rings::{layout, sim_rings};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 fn dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/sim_rings")
+    corpus_dir("sim_rings")
 }
 
 /// Control segment per [ref §1.2](bareverbs::reference).
@@ -130,15 +131,7 @@ fn generated_seeds_do_not_panic() {
 
 #[test]
 fn corpus_sim_rings_replays() {
-    let mut n = 0;
-    for e in std::fs::read_dir(dir()).expect("corpus directory") {
-        let p = e.unwrap().path();
-        if p.is_file() {
-            sim_rings(&std::fs::read(&p).unwrap());
-            n += 1;
-        }
-    }
-    assert!(n >= 20, "only {n} corpus files");
+    replay_corpus("sim_rings", 20, sim_rings);
 }
 
 #[test]

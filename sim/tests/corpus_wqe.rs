@@ -1,21 +1,11 @@
 //! Replays every committed `fuzz/corpus/wqe_parse` input through the fuzz
 //! body on stable Rust.
 
-use std::path::Path;
+use bareverbs_sim::fuzzing::corpus::replay_corpus;
 
 #[test]
 fn corpus_wqe_parse_replays() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/wqe_parse");
-    let mut n = 0;
-    for e in std::fs::read_dir(&dir).expect("corpus directory") {
-        let p = e.unwrap().path();
-        if p.is_file() {
-            let data = std::fs::read(&p).unwrap();
-            bareverbs_sim::fuzzing::wqe::wqe_parse(&data);
-            n += 1;
-        }
-    }
-    assert!(n >= 50, "only {n} corpus files in {}", dir.display());
+    replay_corpus("wqe_parse", 50, bareverbs_sim::fuzzing::wqe::wqe_parse);
 }
 
 #[test]

@@ -348,15 +348,10 @@ fn parse_setup(note: &str, send_posts: usize) -> Option<SetupPost> {
     })
 }
 
+/// A hex line of a CQE file, read leniently ([`crate::hex::parse_hex_lenient`]:
+/// anything but hex digits is skipped), refused with this reader's message.
 fn parse_hex_words(s: &str) -> Result<Vec<u8>> {
-    let digits: String = s.chars().filter(|c| c.is_ascii_hexdigit()).collect();
-    if !digits.len().is_multiple_of(2) {
-        bail!("odd hex digit count in {s:?}");
-    }
-    (0..digits.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&digits[i..i + 2], 16).map_err(Into::into))
-        .collect()
+    crate::hex::parse_hex_lenient(s).map_err(|_| anyhow!("odd hex digit count in {s:?}"))
 }
 
 /// Parses the text of a CQE vector file.

@@ -1,7 +1,8 @@
-//! Event queues: EQE layout, ownership, event types, page-request events
-//! ([ref §4.6, §7.7, §7.9](crate::reference)).
+//! Event queues: EQE decoding, ownership, event types, page-request events
+//! ([ref §4.6, §7.7, §7.9](crate::reference)). The EQE's field positions
+//! are [`super::layout::eqe`].
 
-use super::bits::{get16, get32};
+use super::layout::eqe;
 use super::queue::{dma_load8, dma_read, dma_store8};
 use crate::platform::{from_device_barrier, DmaBuf};
 
@@ -84,22 +85,22 @@ pub enum Eqe {
 impl Eqe {
     /// Decodes 64 EQE bytes (never panics on short input: missing bytes read 0).
     pub fn parse(b: &[u8]) -> Eqe {
-        let ty = b.get(1).copied().unwrap_or(0);
+        let ty = b.get(eqe::EVENT_TYPE).copied().unwrap_or(0);
         match ty {
             event::COMP => Eqe::Completion {
-                cqn: get32(b, 56) & 0x00ff_ffff,
+                cqn: eqe::COMP_CQ_NUMBER.get(b, 0),
             },
             event::CMD => Eqe::Command {
-                slots: get32(b, 32),
+                slots: eqe::CMD_VECTOR.get(b, 0),
             },
             event::PAGE_REQUEST => Eqe::PageRequest {
-                function_id: get16(b, 34),
-                num_pages: get32(b, 36) as i32,
+                function_id: eqe::PAGE_REQ_FUNC_ID.get(b, 0) as u16,
+                num_pages: eqe::PAGE_REQ_NUM_PAGES.get(b, 0) as i32,
             },
             _ => Eqe::Other {
                 event_type: ty,
-                sub_type: b.get(3).copied().unwrap_or(0),
-                data0: get32(b, 32),
+                sub_type: b.get(eqe::EVENT_SUB_TYPE).copied().unwrap_or(0),
+                data0: eqe::EVENT_DATA_DW0.get(b, 0),
             },
         }
     }
@@ -136,7 +137,7 @@ impl EventQueue {
         }
         for i in 0..nent as usize {
             // SAFETY: entry i is inside the ring (checked above).
-            unsafe { dma_store8(&ring, i * EQE_BYTES + 63, 1) };
+            unsafe { dma_store8(&ring, i * EQE_BYTES + eqe::OWNER, 1) };
         }
         Some(EventQueue {
             ring,
@@ -171,7 +172,7 @@ impl EventQueue {
         let off = (self.ci & (self.nent - 1)) as usize * EQE_BYTES;
         // SAFETY: the ring is ours and `off` is inside it (nent entries,
         // checked in `new`); volatile because the device writes it.
-        let owner = unsafe { dma_load8(&self.ring, off + 63) };
+        let owner = unsafe { dma_load8(&self.ring, off + eqe::OWNER) };
         eqe_valid(owner, self.ci, self.nent)
     }
     /// Takes the next valid EQE, if any, and advances the consumer index.
@@ -182,7 +183,7 @@ impl EventQueue {
         let off = (self.ci & (self.nent - 1)) as usize * EQE_BYTES;
         // SAFETY: the ring is ours and `off` is inside it; the owner byte is
         // read volatile because the device writes it.
-        let owner = unsafe { dma_load8(&self.ring, off + 63) };
+        let owner = unsafe { dma_load8(&self.ring, off + eqe::OWNER) };
         if !eqe_valid(owner, self.ci, self.nent) {
             return None;
         }

@@ -576,7 +576,7 @@ impl CmdQueue {
             return Err(CmdError::Failed {
                 opcode,
                 status,
-                syndrome: get32(out, 4),
+                syndrome: super::layout::cmd_out::SYNDROME.get(out, 0),
             });
         }
         Ok(n)

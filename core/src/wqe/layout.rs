@@ -5,7 +5,10 @@
 //! Ethernet segment after the datagram segment). [ref §1.7](crate::reference).
 
 use super::opcode::Opcode;
+use super::seg::{AddressVector, Be32, CtrlSeg, Segment};
+use super::EXTENDED_UD_AV;
 use crate::qp::QpType;
+use core::mem::offset_of;
 
 /// The transport layout of a send WQE: the QP type, and whether a UD QP
 /// runs over an Ethernet underlay.
@@ -118,12 +121,17 @@ impl SendLayout {
     /// whose `dqp_dct` word (bytes 24–27) has the extended-AV bit set
     /// ([ref §1.5](crate::reference)) is taken as UD; everything else as RC.
     pub fn guess(wqe: &[u8]) -> SendLayout {
-        if wqe.len() >= 28 {
-            let op = wqe[3];
-            let ds = wqe[7] & 0x3f;
+        // The datagram segment's address vector follows the control
+        // segment; `dqp_dct` is its third word.
+        const DQP_DCT: usize = CtrlSeg::SIZE + offset_of!(AddressVector, dqp_dct);
+        let dqp_dct = wqe
+            .get(DQP_DCT..DQP_DCT + 4)
+            .and_then(|w| w.try_into().ok());
+        if let (Ok(ctrl), Some(dqp_dct)) = (CtrlSeg::parse(wqe), dqp_dct) {
+            let op = ctrl.opcode();
             if (op == Opcode::Send as u8 || op == Opcode::SendImm as u8)
-                && ds >= 4
-                && wqe[24] & 0x80 != 0
+                && ctrl.ds() >= 4
+                && Be32::from_raw(dqp_dct).get() & EXTENDED_UD_AV != 0
             {
                 return Self::UD;
             }

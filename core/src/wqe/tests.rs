@@ -272,3 +272,26 @@ fn ibv_access_maps_to_mkey_context_bits_and_back() {
         assert_eq!(MkeyAccess::from_ibv(a).to_ibv(), a, "{a:?}");
     }
 }
+
+/// `SendLayout::guess` reads the byte positions of ref §1.2/§1.5: opcode
+/// byte 3, DS in the low 6 bits of byte 7, the extended-AV bit as the top
+/// bit of byte 24; fewer than 28 bytes is RC.
+#[test]
+fn layout_guess_reads_ctrl_and_datagram_positions() {
+    let mut w = [0u8; 28];
+    w[3] = Opcode::Send as u8;
+    w[7] = 0x40 | 4; // reserved bits above the 6-bit DS are ignored
+    w[24] = 0x80;
+    assert_eq!(SendLayout::guess(&w), SendLayout::UD);
+    assert_eq!(SendLayout::guess(&w[..27]), SendLayout::RC);
+    w[3] = Opcode::SendImm as u8;
+    assert_eq!(SendLayout::guess(&w), SendLayout::UD);
+    w[7] = 3;
+    assert_eq!(SendLayout::guess(&w), SendLayout::RC);
+    w[7] = 4;
+    w[24] = 0x7f;
+    assert_eq!(SendLayout::guess(&w), SendLayout::RC);
+    w[24] = 0x80;
+    w[3] = Opcode::RdmaWrite as u8;
+    assert_eq!(SendLayout::guess(&w), SendLayout::RC);
+}

@@ -6,7 +6,8 @@ use super::handler::{ok, require, Cmd, Outcome};
 use super::objects::EqObj;
 use super::status::reason;
 use super::SimFirmware;
-use bareverbs::cmd::layout::{cmd_in, create_eq_in, eqc};
+use bareverbs::cmd::eq::event;
+use bareverbs::cmd::layout::{cmd_in, create_eq_in, eqc, eqe};
 use bareverbs::cmd::ops::EQC;
 use bareverbs::cmd::CmdStatus;
 use Outcome::Fail;
@@ -68,19 +69,19 @@ impl SimFirmware {
     /// page requests, as a device reporting an event would ([ref §7.9](bareverbs::reference)).
     /// False when there is no such EQ or it is full (counted as overrun).
     pub fn post_event(&mut self, event_type: u8) -> bool {
-        let mut eqe = [0u8; 64];
-        eqe[1] = event_type;
-        self.post_eqe(eqe)
+        let mut e = [0u8; 64];
+        e[eqe::EVENT_TYPE] = event_type;
+        self.post_eqe(e)
     }
 
-    /// Writes `eqe` (owner byte set by the model) at the producer index of
+    /// Writes `entry` (owner byte set by the model) at the producer index of
     /// the EQ subscribed to PAGE_REQUEST and advances it.
-    pub(super) fn post_eqe(&mut self, eqe: [u8; 64]) -> bool {
+    pub(super) fn post_eqe(&mut self, entry: [u8; 64]) -> bool {
         let Some(eq) = self
             .objects
             .eqs
             .values()
-            .find(|e| e.mask & (1 << 0x0b) != 0)
+            .find(|e| e.mask & (1 << event::PAGE_REQUEST) != 0)
             .cloned()
         else {
             return false;
@@ -100,11 +101,11 @@ impl SimFirmware {
         let Some(addr) = page.checked_add((off % 4096) as u64) else {
             return false;
         };
-        if !self.wr(addr, &eqe[..63]) {
+        if !self.wr(addr, &entry[..eqe::OWNER]) {
             return false;
         }
         // `addr + 63` cannot overflow: `[addr, addr + 63)` was just written.
-        self.wr(addr + 63, &[((eq.pi & nent) != 0) as u8]);
+        self.wr(addr + eqe::OWNER as u64, &[((eq.pi & nent) != 0) as u8]);
         if let Some(e) = self.objects.eqs.get_mut(&eq.eqn) {
             e.pi = e.pi.wrapping_add(1);
         }

@@ -6,8 +6,8 @@ use super::cmdq::MAX_FW_MSG;
 use super::handler::{ok, Outcome};
 use super::status::{reason, syndrome};
 use super::SimFirmware;
-use bareverbs::cmd::bits::{get32, get64, put32};
-use bareverbs::cmd::layout::cmd_in;
+use bareverbs::cmd::bits::{get32, get64};
+use bareverbs::cmd::layout::{cmd_in, cmd_out};
 use bareverbs::cmd::op;
 use bareverbs::cmd::queue::layout;
 use bareverbs::cmd::CmdStatus;
@@ -55,8 +55,8 @@ impl SimFirmware {
         let opcode = cmd_in::OPCODE.get(&input, 0) as u16;
         let outcome = if let Some((s, syn)) = self.faults.fail_next.take() {
             let mut o = ok(16);
-            o[0] = s;
-            put32(&mut o, 4, syn);
+            cmd_out::STATUS.set(&mut o, 0, s as u32);
+            cmd_out::SYNDROME.set(&mut o, 0, syn);
             Outcome::Ok(o)
         } else {
             self.execute(&input, outlen)
@@ -72,17 +72,17 @@ impl SimFirmware {
                         | op::CREATE_QP
                         | op::CREATE_SRQ
                 );
-                if creates && o[0] == 0 {
+                if creates && cmd_out::STATUS.get(&o, 0) == 0 {
                     if let Some(n) = self.faults.object_number_next.take() {
-                        put32(&mut o, 8, n);
+                        cmd_out::OBJ_ID_DWORD.set(&mut o, 0, n);
                     }
                 }
                 o
             }
             Fail(s, r) => {
                 let mut o = ok(16);
-                o[0] = s.code();
-                put32(&mut o, 4, syndrome(opcode, r));
+                cmd_out::STATUS.set(&mut o, 0, s.code() as u32);
+                cmd_out::SYNDROME.set(&mut o, 0, syndrome(opcode, r));
                 o
             }
             NeedPages(n) => {
@@ -91,12 +91,13 @@ impl SimFirmware {
                     return;
                 }
                 let mut o = ok(16);
-                o[0] = CmdStatus::NoResources.code();
-                put32(&mut o, 4, syndrome(opcode, reason::PAGES));
+                cmd_out::STATUS.set(&mut o, 0, CmdStatus::NoResources.code() as u32);
+                cmd_out::SYNDROME.set(&mut o, 0, syndrome(opcode, reason::PAGES));
                 o
             }
         };
-        self.log.push((opcode, out[0]));
+        let status = cmd_out::STATUS.get(&out, 0) as u8;
+        self.log.push((opcode, status));
         self.slot_log.push((slot, opcode));
         let n = out.len().min(outlen);
         self.wr(base + layout::OUT as u64, &out[..n.min(16)]);
@@ -107,7 +108,7 @@ impl SimFirmware {
         }
         self.finish(slot, 0);
         // Pages arrived: retry commands waiting for them.
-        if opcode == op::MANAGE_PAGES && out[0] == 0 && !self.pending.is_empty() {
+        if opcode == op::MANAGE_PAGES && status == 0 && !self.pending.is_empty() {
             for s in std::mem::take(&mut self.pending) {
                 self.run_slot(s);
             }

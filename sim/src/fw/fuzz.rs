@@ -9,10 +9,11 @@
 
 use crate::dma::HeapDma;
 use crate::fw::SharedDma;
-use bareverbs::cmd::bits::{get16, get32, get64};
+use bareverbs::cmd::bits::{get32, get64};
 use bareverbs::cmd::caps::HcaCaps;
 use bareverbs::cmd::eq::Eqe;
 use bareverbs::cmd::initseg::{self, InitSeg};
+use bareverbs::cmd::layout::{cmd_in, eqe};
 use bareverbs::cmd::ops;
 use bareverbs::cmd::queue::{
     layout, mailbox, MAILBOX_BYTES, MAILBOX_DATA, MAILBOX_STRIDE, MAX_BLOCKS,
@@ -77,7 +78,7 @@ impl FuzzBar {
         if c & 0x80 != 0 {
             return; // never completes
         }
-        let opcode = get16(&e, layout::IN);
+        let opcode = cmd_in::OPCODE.get(&e, layout::IN) as u16;
         if opcode == op::CREATE_EQ {
             let blk = self.rd(get64(&e, layout::IN_PTR), MAILBOX_BYTES);
             self.eq_ring = Some((get64(&blk, ops::PAS_OFFSET - 16), 0));
@@ -107,11 +108,11 @@ impl FuzzBar {
         }
         if c & 0x04 != 0 {
             if let Some((ring, pi)) = self.eq_ring {
-                let mut eqe = [0u8; 64];
-                feed.fill(&mut eqe);
+                let mut e = [0u8; 64];
+                feed.fill(&mut e);
                 let nent = 256u32;
-                eqe[63] = ((pi & nent) != 0) as u8;
-                self.wr(ring + ((pi % nent) as u64) * 64, &eqe);
+                e[eqe::OWNER] = ((pi & nent) != 0) as u8;
+                self.wr(ring + ((pi % nent) as u64) * 64, &e);
                 self.eq_ring = Some((ring, pi + 1));
             }
         }

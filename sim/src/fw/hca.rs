@@ -6,7 +6,7 @@ use super::handler::{ok, require, Cmd, Outcome};
 use super::objects::ObjectEvent;
 use super::status::reason;
 use super::{HcaState, SimFirmware};
-use bareverbs::cmd::bits::{get16, put16, put32};
+use bareverbs::cmd::layout::{query_issi_out, set_issi_in, teardown_hca_in};
 use bareverbs::cmd::CmdStatus;
 
 impl SimFirmware {
@@ -43,10 +43,14 @@ impl SimFirmware {
             CmdStatus::BadSysState,
             reason::HCA_STATE
         );
-        require!(outlen >= 0x70, CmdStatus::BadOutputLen, reason::OUTPUT_LEN);
-        let mut o = ok(0x70);
-        put16(&mut o, 0x0a, self.issi);
-        put32(&mut o, 0x6c, self.cfg.supported_issi);
+        require!(
+            outlen >= query_issi_out::LEN,
+            CmdStatus::BadOutputLen,
+            reason::OUTPUT_LEN
+        );
+        let mut o = ok(query_issi_out::LEN);
+        query_issi_out::CURRENT_ISSI.set(&mut o, 0, self.issi as u32);
+        query_issi_out::SUPPORTED_ISSI_DW0.set(&mut o, 0, self.cfg.supported_issi);
         Outcome::Ok(o)
     }
 
@@ -58,7 +62,7 @@ impl SimFirmware {
             CmdStatus::BadSysState,
             reason::HCA_STATE
         );
-        let v = get16(input, 0x0a);
+        let v = set_issi_in::CURRENT_ISSI.get(input, 0) as u16;
         require!(
             v < 32 && self.cfg.supported_issi & (1 << v) != 0,
             CmdStatus::BadParam,
@@ -94,7 +98,7 @@ impl SimFirmware {
             CmdStatus::BadSysState,
             reason::HCA_STATE
         );
-        let profile = get16(input, 0x0a);
+        let profile = teardown_hca_in::PROFILE.get(input, 0) as u16;
         require!(
             profile == 0 || profile == 2,
             CmdStatus::BadParam,

@@ -25,7 +25,7 @@ impl SimFirmware {
             return Fail(CmdStatus::BadResource, reason::UNKNOWN_OBJECT);
         }
         // MTT access with an absolute page size from 4 KiB up to the
-        // field's top value.
+        // field's top value (6 bits: 2^63 bytes).
         let log_page = mkc::LOG_PAGE_SIZE.get(input, MKC) as u8;
         if mkc::ACCESS_MODE_1_0.get(input, MKC) != 1 || log_page < ops::MKEY_LOG_PAGE_MIN {
             return Fail(CmdStatus::BadParam, reason::FIELD);

@@ -6,7 +6,9 @@ use super::cmdq::MAX_FW_MSG;
 use super::handler::{ok, require, Cmd, Outcome};
 use super::status::{reason, syndrome};
 use super::{HcaState, SimFirmware};
-use bareverbs::cmd::bits::{get32, get64, put16, put32, put64};
+use bareverbs::cmd::bits::{get64, put64};
+use bareverbs::cmd::eq::event;
+use bareverbs::cmd::layout::{cmd_out, eqe, manage_pages_in, manage_pages_out, query_pages_out};
 use bareverbs::cmd::queue::layout;
 use bareverbs::cmd::CmdStatus;
 use Outcome::Fail;
@@ -31,7 +33,7 @@ impl SimFirmware {
             _ => return Fail(CmdStatus::BadParam, reason::FIELD),
         };
         let mut o = ok(16);
-        put32(&mut o, 0x0c, n);
+        query_pages_out::NUM_PAGES.set(&mut o, 0, n);
         Outcome::Ok(o)
     }
 
@@ -50,17 +52,17 @@ impl SimFirmware {
             CmdStatus::BadSysState,
             reason::HCA_STATE
         );
-        let n = get32(input, 0x0c) as usize;
+        let n = manage_pages_in::INPUT_NUM_ENTRIES.get(input, 0) as usize;
         match op_mod {
             1 => {
                 require!(
-                    n <= MAX_FW_MSG / 8 && c.need_in(16 + 8 * n),
+                    n <= MAX_FW_MSG / 8 && c.need_in(manage_pages_in::PAS + 8 * n),
                     CmdStatus::BadInputLen,
                     reason::INPUT_LEN
                 );
                 let mut new = Vec::with_capacity(n);
                 for i in 0..n {
-                    let p = get64(input, 16 + 8 * i);
+                    let p = get64(input, manage_pages_in::PAS + 8 * i);
                     require!(
                         p & 0xfff == 0
                             && self.mapped(p, 4096)
@@ -81,13 +83,13 @@ impl SimFirmware {
                     }
                     _ => self.pages.len(),
                 };
-                let room = outlen.saturating_sub(16) / 8;
+                let room = outlen.saturating_sub(manage_pages_out::PAS) / 8;
                 let k = n.min(releasable).min(room);
-                let mut o = ok(16 + 8 * k);
-                put32(&mut o, 0x08, k as u32);
+                let mut o = ok(manage_pages_out::PAS + 8 * k);
+                manage_pages_out::OUTPUT_NUM_ENTRIES.set(&mut o, 0, k as u32);
                 for i in 0..k {
                     let p = self.pages.pop().unwrap_or(0);
-                    put64(&mut o, 16 + 8 * i, p);
+                    put64(&mut o, manage_pages_out::PAS + 8 * i, p);
                 }
                 Outcome::Ok(o)
             }
@@ -95,8 +97,8 @@ impl SimFirmware {
                 // Driver cannot give pages: fail whatever waits for them.
                 for s in std::mem::take(&mut self.pending) {
                     let mut o = ok(16);
-                    o[0] = CmdStatus::NoResources.code();
-                    put32(&mut o, 4, syndrome(opcode, reason::CANT_GIVE));
+                    cmd_out::STATUS.set(&mut o, 0, CmdStatus::NoResources.code() as u32);
+                    cmd_out::SYNDROME.set(&mut o, 0, syndrome(opcode, reason::CANT_GIVE));
                     if let Some(a) = self
                         .entry_addr(s)
                         .and_then(|b| b.checked_add(layout::OUT as u64))
@@ -113,11 +115,11 @@ impl SimFirmware {
 
     /// Posts a PAGE_REQUEST EQE ([ref §7.7](bareverbs::reference)) on an EQ subscribed to it.
     pub(super) fn request_pages(&mut self, num_pages: i32) -> bool {
-        let mut eqe = [0u8; 64];
-        eqe[1] = 0x0b;
-        put16(&mut eqe, 34, 0);
-        put32(&mut eqe, 36, num_pages as u32);
-        self.post_eqe(eqe)
+        let mut e = [0u8; 64];
+        e[eqe::EVENT_TYPE] = event::PAGE_REQUEST;
+        eqe::PAGE_REQ_FUNC_ID.set(&mut e, 0, 0);
+        eqe::PAGE_REQ_NUM_PAGES.set(&mut e, 0, num_pages as u32);
+        self.post_eqe(e)
     }
 
     fn required_pages(&self) -> u32 {

@@ -4,8 +4,7 @@
 use super::handler::{ok, require, Cmd, Outcome};
 use super::status::reason;
 use super::SimFirmware;
-use bareverbs::cmd::bits::get16;
-use bareverbs::cmd::layout::pmtu;
+use bareverbs::cmd::layout::{access_register_in, host_endianness_reg, pmtu};
 use bareverbs::cmd::ops;
 use bareverbs::cmd::CmdStatus;
 use Outcome::Fail;
@@ -30,21 +29,34 @@ impl SimFirmware {
             CmdStatus::BadSysState,
             reason::HCA_STATE
         );
-        require!(c.need_in(0x20), CmdStatus::BadInputLen, reason::INPUT_LEN);
-        match (get16(input, 0x0a), op_mod) {
+        // Both registers are 16 bytes.
+        let reg_end = ops::REG_DATA + host_endianness_reg::LEN;
+        require!(
+            c.need_in(reg_end),
+            CmdStatus::BadInputLen,
+            reason::INPUT_LEN
+        );
+        let register_id = access_register_in::REGISTER_ID.get(input, 0) as u16;
+        match (register_id, op_mod) {
             (ops::REG_HOST_ENDIANNESS, ops::ACCESS_REG_WRITE) => {
-                self.host_endianness = Some(input[ops::REG_DATA]);
-                Outcome::Ok(ok(0x20.min(outlen)))
+                let he = host_endianness_reg::HE.get(input, ops::REG_DATA) as u8;
+                self.host_endianness = Some(he);
+                Outcome::Ok(ok(reg_end.min(outlen)))
             }
             (ops::REG_PMTU, ops::ACCESS_REG_READ) if self.cfg.pmtu_supported => {
-                require!(outlen >= 0x20, CmdStatus::BadOutputLen, reason::OUTPUT_LEN);
+                let reg_end = ops::REG_DATA + ops::PMTU_LEN;
+                require!(
+                    outlen >= reg_end,
+                    CmdStatus::BadOutputLen,
+                    reason::OUTPUT_LEN
+                );
                 let port = pmtu::LOCAL_PORT.get(input, ops::REG_DATA);
                 require!(
                     (1..=cur.num_ports.max(1) as u32).contains(&port),
                     CmdStatus::BadParam,
                     reason::FIELD
                 );
-                let mut o = ok(0x20);
+                let mut o = ok(reg_end);
                 let r = ops::REG_DATA;
                 pmtu::LOCAL_PORT.set(&mut o, r, port);
                 pmtu::MAX_MTU.set(&mut o, r, self.cfg.port_max_mtu as u32);

@@ -5,8 +5,10 @@
 use super::handler::{ok, require, Cmd, Outcome};
 use super::status::reason;
 use super::SimFirmware;
-use bareverbs::cmd::bits::get32;
-use bareverbs::cmd::layout::{hca_vport, nic_vport};
+use bareverbs::cmd::layout::{
+    hca_vport, modify_nic_vport_context_in, nic_vport, query_adapter_param_block,
+    query_vport_state_out,
+};
 use bareverbs::cmd::ops;
 use bareverbs::cmd::CmdStatus;
 
@@ -14,7 +16,8 @@ impl SimFirmware {
     /// QUERY_VPORT_STATE: the configured port state.
     pub(super) fn query_vport_state(&mut self) -> Outcome {
         let mut o = ok(16);
-        o[0x0f] = (1 << 4) | (self.cfg.port_state & 0xf);
+        query_vport_state_out::ADMIN_STATE.set(&mut o, 0, 1);
+        query_vport_state_out::STATE.set(&mut o, 0, (self.cfg.port_state & 0xf) as u32);
         Outcome::Ok(o)
     }
 
@@ -27,7 +30,7 @@ impl SimFirmware {
             CmdStatus::BadInputLen,
             reason::INPUT_LEN
         );
-        let select = get32(input, 0x0c);
+        let select = modify_nic_vport_context_in::FIELD_SELECT.get(input, 0);
         require!(
             select & !ops::FIELD_SELECT_ROCE_EN == 0,
             CmdStatus::BadParam,
@@ -99,10 +102,10 @@ impl SimFirmware {
         let need = a + ops::QUERY_ADAPTER_STRUCT_LEN;
         require!(outlen >= need, CmdStatus::BadOutputLen, reason::OUTPUT_LEN);
         let mut o = ok(need);
-        let v = a + ops::ADAPTER_IEEE_VENDOR_ID;
-        o[v..v + 4].copy_from_slice(&(self.cfg.ieee_vendor_id & 0xff_ffff).to_be_bytes());
-        let p = a + ops::ADAPTER_PSID;
-        o[p..p + 16].copy_from_slice(&self.cfg.psid);
+        use query_adapter_param_block as q;
+        q::IEEE_VENDOR_ID.set(&mut o, a, self.cfg.ieee_vendor_id & 0xff_ffff);
+        let p = a + q::VSD_CONTD_PSID;
+        o[p..p + q::VSD_CONTD_PSID_LEN].copy_from_slice(&self.cfg.psid);
         Outcome::Ok(o)
     }
 }

@@ -3,9 +3,15 @@
 
 use crate::cmd::bits::{Field, Field64};
 
+/// `other_vport` of QUERY_HCA_VPORT_CONTEXT's *input* (`dw2[31:31]` of
+/// `query_hca_vport_context_in`): 0 = the function's own vport.
+pub const IN_OTHER_VPORT: Field = Field::new(2, 31, 31);
 /// `port_num` of QUERY_HCA_VPORT_CONTEXT's *input* (`dw2[19:16]` of
 /// `query_hca_vport_context_in`), set only on two-port devices.
 pub const IN_PORT_NUM: Field = Field::new(2, 19, 16);
+/// `vport_number` of QUERY_HCA_VPORT_CONTEXT's *input* (`dw2[15:0]` of
+/// `query_hca_vport_context_in`; only with `other_vport`).
+pub const IN_VPORT_NUMBER: Field = Field::new(2, 15, 0);
 
 /// `port_physical_state`.
 pub const PORT_PHYSICAL_STATE: Field = Field::new(8, 15, 12);

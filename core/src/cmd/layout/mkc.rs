@@ -20,5 +20,9 @@ pub const START_ADDR: Field64 = Field64::new(0x10);
 pub const LEN: Field64 = Field64::new(0x18);
 /// `translations_octword_size`.
 pub const TRANSLATIONS_OCTWORD_SIZE: Field = Field::new(13, 31, 0);
-/// `log_page_size` (absolute log2 page size).
-pub const LOG_PAGE_SIZE: Field = Field::new(14, 4, 0);
+/// `log_page_size` (absolute log2 page size): 6 bits, `dw14[5:0]`, as in
+/// current `mlx5_ifc.h` (older headers show 5 bits and bit 5 as
+/// `reserved_at_1d9`; the driver uses at most
+/// [`MKEY_LOG_PAGE_MAX`](crate::cmd::ops::MKEY_LOG_PAGE_MAX) = 31, which
+/// leaves bit 5 clear).
+pub const LOG_PAGE_SIZE: Field = Field::new(14, 5, 0);
