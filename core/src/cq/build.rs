@@ -9,7 +9,7 @@ use crate::cqe::{CqeSize, MiniCqeFormat};
 use crate::platform::DmaBuf;
 
 /// Largest CQ the provider creates (2^24 entries). [ref §3.7](crate::reference).
-pub const MAX_CQ_ENTRIES: usize = 1 << 24;
+pub const MAX_CQ_ENTRIES: usize = crate::sizing::PROVIDER_MAX_NCQE as usize;
 
 impl<const N: usize> CompletionQueue<N> {
     /// Compile-time check of `N`: a power of two in `2..=2^24`. [ref §3.7](crate::reference).
