@@ -29,10 +29,12 @@
 //! `poll`. The doorbell record is stored once per call, even when nothing
 //! was polled or a CQE was refused.
 
-use super::OP_OWN_OFFSET;
-use super::{platform, sw_owns, CompletionQueue, PollError, SendDone, Step, WrResolver};
+use super::poll::Step;
+use super::{CompletionQueue, PollError, SendDone, WrResolver};
 use crate::cqe::{req_completion, Completion, CompletionFlags, WcOpcode, WcStatus};
+use crate::cqe::{sw_owns, OP_OWN_OFFSET};
 use crate::cqe::{CqeSize, WorkCompletion, CQE128_SIZE, CQE64_SIZE};
+use crate::platform;
 use core::mem::size_of;
 use core::ptr;
 

@@ -2,7 +2,9 @@
 //! `shared/mlx5/vectors/cqe_vectors.txt` (the fake QP of its header and the
 //! results it prints) or from [ref §4.5](crate::reference) / §5.
 use super::*;
-use crate::cqe::{Cqe64, CqeSize, MiniCqe, WcFlags, WcOpcode, WcStatus, WrittenFields};
+use crate::cqe::{
+    Cqe64, CqeSize, MiniCqe, WcFlags, WcOpcode, WcStatus, WorkCompletion, WrittenFields,
+};
 use crate::platform::MemUar;
 use core::ptr::NonNull;
 

@@ -6,14 +6,16 @@
 //! under miri (with fewer rounds).
 
 use super::super::*;
-use crate::cqe::{Completion, CompletionFlags, MiniCqeFormat, WrittenFields};
+use crate::cqe::{
+    Completion, CompletionFlags, Cqe64, MiniCqeFormat, WcOpcode, WorkCompletion, WrittenFields,
+};
 use crate::platform::MemUar;
 use crate::qp::QpType;
 use crate::queue_pair::{QpSet, QueuePair};
 use crate::rq::{RecvQueue, RecvWr, RqConfig, RqSlot, SharedReceiveQueue, SrqConfig, SrqSlot};
 use crate::sq::{SendFlags, SendOp, SendQueue, SendWr, Sge, SqConfig, SqSlot};
 use bareverbs_sim::rng::Rng;
-use core::ptr::{addr_of_mut, NonNull};
+use core::ptr::{self, addr_of_mut, NonNull};
 
 const NCQE: usize = 16;
 const SQ: usize = 8;
