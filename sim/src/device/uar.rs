@@ -4,6 +4,7 @@
 
 use super::Device;
 use crate::world::World;
+use bareverbs::cq::CQ_DB_REQ_NOT_SOL;
 use bareverbs::platform::{Uar, BF_OFFSET, CQ_DOORBELL};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -52,7 +53,7 @@ unsafe impl Uar for SimUar {
             let cmd = (v >> 32) as u32;
             if let Ok(mut w) = self.w.try_borrow_mut() {
                 if let Some(Some(cq)) = w.devs[self.dev as usize].cqs.get_mut(cqn) {
-                    cq.armed = Some(cmd & (1 << 24) != 0);
+                    cq.armed = Some(cmd & CQ_DB_REQ_NOT_SOL != 0);
                 }
             }
         } else if offset >= BF_OFFSET {
