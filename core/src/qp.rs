@@ -221,7 +221,7 @@ pub enum QpTransitionError {
 impl QpTransitionError {
     /// The errno `ibv_modify_qp` returns (EINVAL for all of them).
     pub const fn errno(&self) -> i32 {
-        22
+        crate::errno::EINVAL
     }
 }
 
