@@ -31,7 +31,7 @@ pub const fn split_at_end(pos: usize, len: usize, size: usize) -> (usize, usize)
 /// (power of two) 64-byte blocks.
 #[inline(always)]
 pub const fn wqebb_offset(counter: u32, wqe_cnt: u32) -> usize {
-    ((counter & (wqe_cnt - 1)) as usize) << 6
+    ((counter & (wqe_cnt - 1)) as usize) << crate::wqe::SEND_WQE_SHIFT
 }
 
 #[cfg(test)]

@@ -236,7 +236,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         } else {
             (1usize << spec.log_rq_size) << spec.rq_wqe_shift
         };
-        let sq_bytes = (1usize << spec.log_sq_size) * 64;
+        let sq_bytes = (1usize << spec.log_sq_size) * crate::wqe::SEND_WQE_BB;
         let total = (rq_bytes + sq_bytes).next_multiple_of(4096);
         let npages = total / 4096;
         Self::check_pages(npages)?;

@@ -33,7 +33,7 @@ pub use crate::errno::{EINVAL, ENOMEM};
 /// One send WQE basic block (WQEBB) in bytes, as sizing computes with it.
 const SEND_WQE_BB: u32 = crate::wqe::SEND_WQE_BB as u32;
 /// Control / data / inline-header segment granule in bytes ([ref §1.5](crate::reference)).
-const SEG: u32 = 16;
+const SEG: u32 = crate::wqe::DS_BYTES as u32;
 /// Inline data segment header (byte count) in bytes ([ref §3.3, §3.4](crate::reference)).
 const INL_HDR: u32 = 4;
 

@@ -5,7 +5,9 @@
 use super::ring::SqRing;
 use super::{MwBind, SendFlags, SendOp, SendWr};
 use crate::sge::{len_key, len_of, Sge};
-use crate::wqe::{AtomicSeg, Be32, Be64, FmCeSe, InlineHdr, Opcode, RaddrSeg, EXTENDED_UD_AV};
+use crate::wqe::{
+    AtomicSeg, Be32, Be64, FmCeSe, InlineHdr, Opcode, RaddrSeg, EXTENDED_UD_AV, SEND_WQE_SHIFT,
+};
 use static_assertions::const_assert_eq;
 
 // `build` moves the WR's SIGNALED and SOLICITED flags into the `fm_ce_se`
@@ -41,7 +43,7 @@ impl SqRing {
         let fm_ce_se = fm_base
             | ((wr.flags.bits() & SendFlags::SIGNALED.bits()) << 2) as u8
             | ((wr.flags.bits() & SendFlags::SOLICITED.bits()) >> 1) as u8;
-        let ctrl_off = ((cur & self.mask) as usize) << 6;
+        let ctrl_off = ((cur & self.mask) as usize) << SEND_WQE_SHIFT;
         let mut off = ctrl_off + 16;
         let mut ds: u32 = 1;
 

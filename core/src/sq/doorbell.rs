@@ -3,7 +3,7 @@
 
 use super::{SendQueue, SqSlots};
 use crate::platform::{self, Uar};
-use crate::wqe::{CtrlSeg, MAX_DS};
+use crate::wqe::{CtrlSeg, DS_BYTES, MAX_DS, SEND_WQE_BB, SEND_WQE_SHIFT};
 
 /// Offset of the DS byte (bits 5:0 of `qpn_ds`, its last byte) in a
 /// control segment. [ref §1.2](crate::reference).
@@ -39,7 +39,7 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
         platform::mmio_flush_writes();
         let bf = self.cfg.bf;
         let reg = bf.reg_offset + self.bf_offset;
-        let ctrl_off = ((last_cur & self.ring.mask) as usize) << 6;
+        let ctrl_off = ((last_cur & self.ring.mask) as usize) << SEND_WQE_SHIFT;
         if bf.enabled && bf.buf_size != 0 && nreq == 1 && (bf.prefer || single_inline()) {
             // SAFETY: byte 7 of the control segment at `ctrl_off`, inside
             // the ring this queue owns; a raw read, no reference.
@@ -71,11 +71,11 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     /// end.
     #[inline(never)]
     fn blueflame_copy(&mut self, reg: usize, ctrl_off: usize, ds: u32) {
-        let bytes = (ds as usize * 16).div_ceil(64) * 64;
+        let bytes = (ds as usize * DS_BYTES).div_ceil(SEND_WQE_BB) * SEND_WQE_BB;
         let mut src = ctrl_off;
         let mut dst = reg;
-        let mut chunk = [0u8; 64];
-        for _ in 0..bytes / 64 {
+        let mut chunk = [0u8; SEND_WQE_BB];
+        for _ in 0..bytes / SEND_WQE_BB {
             // SAFETY: `src` is a 64-aligned offset inside the ring (it
             // wraps to 0 at the end); the chunk is copied out of DMA
             // memory with a raw read, no reference to the ring.
@@ -83,12 +83,12 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
                 core::ptr::copy_nonoverlapping(
                     self.ring.base.as_ptr().add(src),
                     chunk.as_mut_ptr(),
-                    64,
+                    SEND_WQE_BB,
                 )
             };
             self.uar.write_bf(dst, &chunk);
-            src = self.ring.wrap(src + 64);
-            dst += 64;
+            src = self.ring.wrap(src + SEND_WQE_BB);
+            dst += SEND_WQE_BB;
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use super::{PostErrorKind, SendFlags, SendOp, SendWr, SqConfig};
 use crate::qp::QpType;
-use crate::wqe::{Opcode, MAX_DS};
+use crate::wqe::{Opcode, DS_BYTES, MAX_DS, SEND_WQE_BB};
 
 /// DS units of the control and operation segments, by mlx5 opcode (UMR
 /// counts the LOCAL_INV shape; a bind adds its KLM in `check_rare`).
@@ -179,10 +179,10 @@ impl Limits {
             return Err(PostErrorKind::MissingUdDest);
         }
         if ds > self.max_ds {
-            let bytes = (ds * 16).next_multiple_of(64);
+            let bytes = (ds * DS_BYTES as u32).next_multiple_of(SEND_WQE_BB as u32);
             return Err(PostErrorKind::WqeTooLarge {
                 bytes,
-                slot: self.max_ds * 16,
+                slot: self.max_ds * DS_BYTES as u32,
             });
         }
         Ok(())

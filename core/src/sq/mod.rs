@@ -100,7 +100,7 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
         if !n.is_power_of_two() || n > 1 << 16 {
             return None;
         }
-        let ring_bytes = n * 64;
+        let ring_bytes = n * crate::wqe::SEND_WQE_BB;
         if ring.len < ring_bytes || dbrec.len < 8 || cfg.max_post == 0 {
             return None;
         }

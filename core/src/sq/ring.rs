@@ -112,7 +112,7 @@ impl SqRing {
     /// A WQE was built at `cur` and not yet rung.
     #[inline(always)]
     pub(super) unsafe fn or_fm_ce_se(self, cur: u32, bits: u8) {
-        let ctrl = ((cur & self.mask) as usize) << 6;
+        let ctrl = ((cur & self.mask) as usize) << crate::wqe::SEND_WQE_SHIFT;
         // SAFETY: byte 11 (fm_ce_se) of that WQE's control segment, inside
         // the ring this queue owns; not yet rung.
         unsafe {

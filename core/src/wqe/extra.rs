@@ -359,7 +359,7 @@ impl CtrlSeg {
     }
     /// Number of WQEBBs the WQE occupies: ceil(DS·16 / 64). [ref §1.8](crate::reference).
     pub const fn wqebbs(&self) -> u32 {
-        (self.ds() as u32 * 16).div_ceil(64)
+        super::wqebbs_for_ds(self.ds() as u32)
     }
 }
 

@@ -48,6 +48,12 @@ pub const SEND_WQE_BB: usize = 64;
 pub const SEND_WQE_SHIFT: u32 = 6;
 /// Bytes in one DS unit (octoword). [ref §1.1](crate::reference).
 pub const DS_BYTES: usize = 16;
+/// WQEBBs a WQE of `ds` DS units occupies: ceil(`ds`·16 / 64).
+/// [ref §1.8](crate::reference).
+#[inline(always)]
+pub const fn wqebbs_for_ds(ds: u32) -> u32 {
+    (ds * DS_BYTES as u32).div_ceil(SEND_WQE_BB as u32)
+}
 /// Largest DS count the 6-bit field can encode. [ref §1.1](crate::reference).
 pub const MAX_DS: u32 = 63;
 /// Inline segment marker in `byte_count` (bit 31). [ref §1.5](crate::reference).
