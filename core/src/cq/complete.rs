@@ -108,7 +108,7 @@ impl<const N: usize> CompletionQueue<N> {
                 wc.dlid_path_bits = cqe.dlid_path_bits();
                 wc.pkey_index = cqe.imm_inval_pkey() as u16;
                 // L3_OK and L4_OK on an IPv4 packet.
-                if d.rx_csum && cqe.hds_ip_ext() & 0x6 == 0x6 && cqe.l3_hdr_type() == 2 {
+                if d.rx_csum && cqe.ipv4_csum_ok() {
                     wc.wc_flags |= WcFlags::IP_CSUM_OK;
                 }
             }

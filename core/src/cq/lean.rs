@@ -32,9 +32,10 @@
 use super::poll::Step;
 use super::{CompletionQueue, PollError, SendDone, WrResolver};
 use crate::cqe::{req_completion, Completion, CompletionFlags, WcOpcode, WcStatus};
-use crate::cqe::{sw_owns, OP_OWN_OFFSET};
+use crate::cqe::{sw_owns, Cqe64, OP_OWN_OFFSET};
 use crate::cqe::{CqeSize, WorkCompletion, CQE128_SIZE, CQE64_SIZE};
 use crate::platform;
+use crate::wqe::Opcode;
 use core::mem::size_of;
 use core::ptr;
 
@@ -492,7 +493,7 @@ impl<const N: usize> CompletionQueue<N> {
             // SAFETY: as above.
             let w = unsafe { be32(p, 28) };
             let (hds, l3) = ((w >> 24) as u8, ((w >> 16) as u8 >> 2) & 3);
-            if hds & 0x6 == 0x6 && l3 == 2 {
+            if Cqe64::ipv4_csum_ok_bits(hds, l3) {
                 flags |= CompletionFlags::IP_CSUM_OK;
             }
         }
@@ -608,11 +609,11 @@ enum Stop {
 // the general path in the tests).
 const _: () = {
     let write = Completion::rest(0, 0, WcOpcode::RdmaWrite as u8, CompletionFlags::empty(), 0);
-    assert!(REQ_TABLE[0x08] == write);
+    assert!(REQ_TABLE[Opcode::RdmaWrite as usize] == write);
     let imm = Completion::rest(0, 0, WcOpcode::Send as u8, CompletionFlags::WITH_IMM, 0);
-    assert!(REQ_TABLE[0x0b] == imm);
+    assert!(REQ_TABLE[Opcode::SendImm as usize] == imm);
     let read = Completion::rest(0, 0, WcOpcode::RdmaRead as u8, CompletionFlags::empty(), 0);
-    assert!(REQ_TABLE[0x10] == read | LEN_BYTE_CNT);
+    assert!(REQ_TABLE[Opcode::RdmaRead as usize] == read | LEN_BYTE_CNT);
 };
 
 #[cfg(test)]

@@ -467,6 +467,18 @@ impl Cqe64 {
     pub const fn l4_hdr_type(&self) -> u8 {
         (self.l4_hdr_type_etc() >> 4) & 7
     }
+    /// The receive checksum rule: L3_OK and L4_OK (`hds_ip_ext` bits 2:1
+    /// both set) on an IPv4 packet ([`Self::l3_hdr_type`] 2). [ref §5.8](crate::reference).
+    #[inline(always)]
+    pub const fn ipv4_csum_ok(&self) -> bool {
+        Self::ipv4_csum_ok_bits(self.hds_ip_ext(), self.l3_hdr_type())
+    }
+    /// [`Self::ipv4_csum_ok`] on raw `hds_ip_ext` and L3-type values (the
+    /// lean poll path reads them straight from the ring).
+    #[inline(always)]
+    pub const fn ipv4_csum_ok_bits(hds_ip_ext: u8, l3_hdr_type: u8) -> bool {
+        hds_ip_ext & 0x6 == 0x6 && l3_hdr_type == 2
+    }
     /// SRQ number / user index: `srqn_uidx` bits 23:0.
     #[inline(always)]
     pub const fn uidx(&self) -> u32 {
@@ -495,7 +507,12 @@ impl Cqe64 {
     /// Format (`op_own` bits 3:2) as a number 0–3. [ref §5.1](crate::reference).
     #[inline(always)]
     pub const fn format(&self) -> u8 {
-        (self.0[OP_OWN_OFFSET] >> 2) & 3
+        Self::format_bits(self.0[OP_OWN_OFFSET])
+    }
+    /// The format field (bits 3:2) of a raw `op_own` byte, 0–3. [ref §5.1](crate::reference).
+    #[inline(always)]
+    pub const fn format_bits(op_own: u8) -> u8 {
+        (op_own >> 2) & 3
     }
     /// Format as an enum.
     #[inline(always)]

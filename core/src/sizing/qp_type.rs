@@ -38,12 +38,12 @@ impl QpType {
     /// The type for a numeric id (see the `*_ID` constants); `None` if unknown.
     pub const fn from_id(id: u8) -> Option<QpType> {
         match id {
-            0 => Some(QpType::Rc),
-            1 => Some(QpType::Uc),
-            2 => Some(QpType::Ud),
-            3 => Some(QpType::RawPacket),
-            4 => Some(QpType::XrcSend),
-            5 => Some(QpType::XrcRecv),
+            Self::RC_ID => Some(QpType::Rc),
+            Self::UC_ID => Some(QpType::Uc),
+            Self::UD_ID => Some(QpType::Ud),
+            Self::RAW_PACKET_ID => Some(QpType::RawPacket),
+            Self::XRC_SEND_ID => Some(QpType::XrcSend),
+            Self::XRC_RECV_ID => Some(QpType::XrcRecv),
             _ => None,
         }
     }

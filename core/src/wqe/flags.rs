@@ -114,7 +114,7 @@ impl FmCeSe {
     /// Builds the byte from its three fields.
     pub const fn new(fence: FenceMode, ce: CompletionMode, solicited: bool) -> Self {
         FmCeSe::from_bits_retain(
-            fence.byte() | ((ce as u8) << 2) | if solicited { 0x02 } else { 0 },
+            fence.byte() | ((ce as u8) << 2) | if solicited { Self::SOLICITED.bits() } else { 0 },
         )
     }
     /// The raw fence-mode field (bits 7:5, 0–7).
@@ -135,11 +135,11 @@ impl FmCeSe {
     }
     /// Whether a CQE is always generated (CE bit 3 set: 0x08 or 0x0c).
     pub const fn signaled(self) -> bool {
-        self.bits() & 0x08 != 0
+        self.bits() & Self::CQ_UPDATE.bits() != 0
     }
     /// Whether the solicited-event bit is set.
     pub const fn solicited(self) -> bool {
-        self.bits() & 0x02 != 0
+        self.bits() & Self::SOLICITED.bits() != 0
     }
     /// The same byte with the fence field replaced.
     pub const fn with_fence(self, fence: FenceMode) -> Self {
