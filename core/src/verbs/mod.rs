@@ -179,7 +179,9 @@ mod error;
 mod gather;
 mod mr;
 mod qp;
+mod qp_attr;
 mod recv;
+mod send_wr;
 mod srq;
 
 pub use buffer::DmaBuffer;
@@ -187,10 +189,10 @@ pub use context::Context;
 pub use cq::CompletionQueue;
 pub use error::Error;
 pub use mr::{Access, LocalSge, MemoryRegion, ProtectionDomain, RemoteBuf};
-pub use qp::{
-    AddressHandle, GlobalRoute, InitAttr, QpCap, QpInitAttr, QueuePair, RtrAttr, RtsAttr, SendWr,
-};
+pub use qp::QueuePair;
+pub use qp_attr::{AddressHandle, GlobalRoute, InitAttr, QpCap, QpInitAttr, RtrAttr, RtsAttr};
 pub use recv::RecvWr;
+pub use send_wr::SendWr;
 pub use srq::{SharedReceiveQueue, SrqLink};
 
 use crate::device::{CqHandle, DeviceError, Mkey, Pd, QpHandle, SrqHandle};
