@@ -6,8 +6,9 @@
 //! (pointer segments or one inline segment). DS is computed and stored in
 //! the control segment.
 
-use super::extra::{eth_seg_len, EthPad, XrcSeg};
+use super::eth_seg::{eth_seg_len, EthPad};
 use super::seg::{AddressVector, AtomicSeg, CtrlSeg, DataSeg, InlineHdr, RaddrSeg, Segment};
+use super::xrc_seg::XrcSeg;
 use super::{DS_BYTES, INLINE_SEG, MAX_DS, SEND_WQE_BB};
 use core::fmt;
 
@@ -158,7 +159,7 @@ impl<const N: usize> SendWqeRepr<'_, N> {
             put(out, &mut off, p);
         }
         if let Some(e) = self.eth {
-            let n = super::extra::EthSeg::set(&mut out[off..], e.cs_flags, e.mss, e.hdr)
+            let n = super::eth_seg::EthSeg::set(&mut out[off..], e.cs_flags, e.mss, e.hdr)
                 .ok_or(EmitError::TooLong)?;
             off += n;
         }

@@ -1,6 +1,6 @@
 //! Which transport segments follow the control segment of a send WQE: a
-//! function of the QP type ([`crate::qp::QpType`], the one owner of that
-//! fact) and, for UD, of the underlay flag (an IPoIB-underlay UD QP, the
+//! function of the QP type ([`crate::qp::QpType`], defined once in
+//! `sizing/qp_type.rs` and re-exported as `qp::QpType`) and, for UD, of the underlay flag (an IPoIB-underlay UD QP, the
 //! vendor's `MLX5_QP_FLAGS_USE_UNDERLAY`, carries an Ethernet pad and an
 //! Ethernet segment after the datagram segment). [ref §1.7](crate::reference).
 

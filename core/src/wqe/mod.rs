@@ -15,32 +15,38 @@ mod seg;
 
 mod dump;
 mod emit;
-mod extra;
+mod eth_seg;
 mod flags;
 mod layout;
+mod masked_atomic_seg;
 mod opcode;
 mod parse;
 mod recv;
+mod recv_seg;
+mod umr_seg;
+mod xrc_seg;
+
 #[cfg(test)]
 mod tests;
 
 pub use dump::{HexLines, WqeDump};
 pub use emit::{DataRepr, DataSegVec, EmitError, EthRepr, SendWqeRepr, MAX_WQE_BYTES};
-pub use extra::{
-    eth_seg_len, EthPad, EthSeg, KlmSeg, MaskedAtomicSeg, MkeyContextSeg, RecvSigSeg, SrqNextSeg,
-    UmrCtrlSeg, XrcSeg, ETH_L2_INLINE_HEADER_SIZE,
-};
+pub use eth_seg::{eth_seg_len, EthPad, EthSeg, ETH_L2_INLINE_HEADER_SIZE};
 pub use flags::{
     CompletionMode, EthCsFlags, FenceMode, FmCeSe, MkeyAccess, MkeyMask, UmrFlags,
     MKEY_CONTEXT_FREE,
 };
 pub use layout::SendLayout;
+pub use masked_atomic_seg::MaskedAtomicSeg;
 pub use opcode::{opcode_name, Opcode};
 pub use parse::{
     ring_wqe_bytes, DataEntries, DataEntry, InlineData, SendWqe, WqeBytes, WqeParseError,
 };
 pub use recv::RecvWqe;
+pub use recv_seg::{RecvSigSeg, SrqNextSeg};
 pub use seg::*;
+pub use umr_seg::{KlmSeg, MkeyContextSeg, UmrCtrlSeg};
+pub use xrc_seg::XrcSeg;
 
 /// Bytes in one send WQE basic block (WQEBB). [ref §1.1](crate::reference).
 pub const SEND_WQE_BB: usize = 64;

@@ -3,13 +3,14 @@
 //!
 //! Nothing here panics on bad bytes: every problem is a [`WqeParseError`].
 
-use super::extra::{
-    eth_seg_len, EthPad, EthSeg, KlmSeg, MaskedAtomicSeg, MkeyContextSeg, UmrCtrlSeg, XrcSeg,
-};
+use super::eth_seg::{eth_seg_len, EthPad, EthSeg};
 use super::flags::UmrFlags;
 use super::layout::SendLayout;
+use super::masked_atomic_seg::MaskedAtomicSeg;
 use super::opcode::Opcode;
 use super::seg::{AddressVector, AtomicSeg, CtrlSeg, DataSeg, RaddrSeg, Segment};
+use super::umr_seg::{KlmSeg, MkeyContextSeg, UmrCtrlSeg};
+use super::xrc_seg::XrcSeg;
 use super::{DS_BYTES, INLINE_SEG, MAX_DS, SEND_WQE_BB};
 use core::fmt;
 

@@ -2,8 +2,8 @@
 //! segments, terminator) and SRQ WQEs (next segment, data segments).
 //! [ref §2.1, §2.2](crate::reference).
 
-use super::extra::{RecvSigSeg, SrqNextSeg};
 use super::parse::WqeParseError;
+use super::recv_seg::{RecvSigSeg, SrqNextSeg};
 use super::seg::{DataSeg, Segment};
 use super::{DS_BYTES, INVALID_LKEY};
 

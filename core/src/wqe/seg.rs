@@ -1,6 +1,7 @@
 //! Segment layouts: control, remote address, data pointer, inline header,
 //! atomic, datagram (address vector). [ref §1.2–§1.5](crate::reference).
 
+use super::{FmCeSe, Opcode};
 use crate::error::ParseError;
 use static_assertions::{assert_eq_size, const_assert_eq};
 
@@ -285,6 +286,23 @@ impl CtrlSeg {
     pub const fn ds(&self) -> u8 {
         (self.qpn_ds.get() & 0x3f) as u8
     }
+    /// The `fm_ce_se` byte as flags (unknown bits retained). [ref §1.3](crate::reference).
+    pub const fn flags(&self) -> FmCeSe {
+        FmCeSe::from_bits_retain(self.fm_ce_se)
+    }
+    /// The opcode byte decoded; unknown values as `Err(byte)`. [ref §1.6](crate::reference).
+    pub fn op(&self) -> Result<Opcode, u8> {
+        Opcode::try_from(self.opcode())
+    }
+    /// The same segment with the signature byte set. [ref §1.12](crate::reference).
+    pub const fn with_signature(mut self, signature: u8) -> Self {
+        self.signature = signature;
+        self
+    }
+    /// Number of WQEBBs the WQE occupies: ceil(DS·16 / 64). [ref §1.8](crate::reference).
+    pub const fn wqebbs(&self) -> u32 {
+        super::wqebbs_for_ds(self.ds() as u32)
+    }
 }
 
 /// Remote address segment (16 bytes). [ref §1.5](crate::reference).
@@ -366,6 +384,16 @@ pub struct AtomicSeg {
     pub compare: Be64,
 }
 
+impl AtomicSeg {
+    /// Builds an atomic segment. [ref §1.5](crate::reference).
+    pub const fn new(swap_add: u64, compare: u64) -> Self {
+        AtomicSeg {
+            swap_add: Be64::new(swap_add),
+            compare: Be64::new(compare),
+        }
+    }
+}
+
 /// Address vector inside the datagram segment (48 bytes). [ref §1.5](crate::reference).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -396,6 +424,64 @@ pub struct AddressVector {
 
 /// Datagram segment = one address vector (48 bytes). [ref §1.5](crate::reference).
 pub type DatagramSeg = AddressVector;
+
+impl AddressVector {
+    /// Builds a datagram segment the way `mlx5dv_set_dgram_seg` defines its
+    /// inputs: `key` fills all 8 key bytes (UD: qkey << 32), `dqp_dct` is
+    /// OR-ed with `ext << 31` ([`super::EXTENDED_UD_AV`]). [ref §1.5](crate::reference).
+    #[allow(clippy::too_many_arguments)]
+    pub const fn datagram(
+        key: u64,
+        dqp_dct: u32,
+        ext: bool,
+        stat_rate_sl: u8,
+        fl_mlid: u8,
+        rlid: u16,
+        rmac: [u8; 6],
+        tclass: u8,
+        hop_limit: u8,
+        grh_gid_fl: u32,
+        rgid: [u8; 16],
+    ) -> Self {
+        AddressVector {
+            key: key.to_be_bytes(),
+            dqp_dct: Be32::new(dqp_dct | if ext { super::EXTENDED_UD_AV } else { 0 }),
+            stat_rate_sl,
+            fl_mlid,
+            rlid: Be16::new(rlid),
+            reserved0: [0; 4],
+            rmac,
+            tclass,
+            hop_limit,
+            grh_gid_fl: Be32::new(grh_gid_fl),
+            rgid,
+        }
+    }
+    /// UD qkey (bytes 0–3). [ref §1.5](crate::reference).
+    pub const fn qkey(&self) -> u32 {
+        u32::from_be_bytes([self.key[0], self.key[1], self.key[2], self.key[3]])
+    }
+    /// Remote QPN / DCT number (24 bits of `dqp_dct`).
+    pub const fn dqpn(&self) -> u32 {
+        self.dqp_dct.get() & 0x00ff_ffff
+    }
+    /// Whether the extended-AV bit (31) of `dqp_dct` is set.
+    pub const fn extended(&self) -> bool {
+        self.dqp_dct.get() & super::EXTENDED_UD_AV != 0
+    }
+    /// Whether a GRH is present (bit 30 of `grh_gid_fl`).
+    pub const fn grh(&self) -> bool {
+        self.grh_gid_fl.get() & (1 << 30) != 0
+    }
+    /// Source GID index (bits 27:20 of `grh_gid_fl`).
+    pub const fn sgid_index(&self) -> u8 {
+        (self.grh_gid_fl.get() >> 20) as u8
+    }
+    /// Flow label (bits 19:0 of `grh_gid_fl`).
+    pub const fn flow_label(&self) -> u32 {
+        self.grh_gid_fl.get() & 0xf_ffff
+    }
+}
 
 // SAFETY: (this and the five below) `#[repr(C)]` structs whose fields are `u8`, byte
 // arrays and the `Be16`/`Be32`/`Be64` byte-array wrappers: alignment 1, so
@@ -484,3 +570,11 @@ const_assert_eq!(core::mem::offset_of!(AddressVector, rlid), 14);
 const_assert_eq!(core::mem::offset_of!(AddressVector, rmac), 20);
 const_assert_eq!(core::mem::offset_of!(AddressVector, grh_gid_fl), 28);
 const_assert_eq!(core::mem::offset_of!(AddressVector, rgid), 32);
+const_assert_eq!(core::mem::offset_of!(CtrlSeg, qpn_ds), 4);
+const_assert_eq!(core::mem::offset_of!(CtrlSeg, signature), 8);
+const_assert_eq!(core::mem::offset_of!(CtrlSeg, dci_stream_channel_id), 9);
+const_assert_eq!(core::mem::offset_of!(AtomicSeg, compare), 8);
+const_assert_eq!(core::mem::offset_of!(AddressVector, stat_rate_sl), 12);
+const_assert_eq!(core::mem::offset_of!(AddressVector, fl_mlid), 13);
+const_assert_eq!(core::mem::offset_of!(AddressVector, tclass), 26);
+const_assert_eq!(core::mem::offset_of!(AddressVector, hop_limit), 27);
