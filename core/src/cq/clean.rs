@@ -31,7 +31,9 @@ impl<const N: usize> CompletionQueue<N> {
             let p = self.cqe64_ptr(pi);
             // SAFETY: p is a cqe64 inside the ring; one-byte volatile read.
             let op_own = unsafe { ptr::read_volatile(p.add(OP_OWN_OFFSET)) };
-            if !sw_owns(op_own, pi, ncqe) || Cqe64::format_bits(op_own) == CqeFormat::Compressed as u8 {
+            if !sw_owns(op_own, pi, ncqe)
+                || Cqe64::format_bits(op_own) == CqeFormat::Compressed as u8
+            {
                 break;
             }
             pi = pi.wrapping_add(1);

@@ -1,10 +1,11 @@
 //! The send queue: builds WQEs straight into the DMA ring, keeps the
-//! `wr_id` bookkeeping in fixed arrays and rings the doorbell (8-byte write
+//! `wr_id` bookkeeping in its slot records and rings the doorbell (8-byte write
 //! or BlueFlame copy). [ref §1](crate::reference) (WQE formats, wrap, bookkeeping), §4.3
 //! (doorbell sequence).
 //!
-//! The ring is `N` 64-byte WQEBBs of DMA memory; `N` is a const generic
-//! (a power of two, checked at compile time). Producer and consumer counters
+//! The ring is `N` 64-byte WQEBBs of DMA memory; `N` is the length of the
+//! slot storage `S: SqSlots` (fixed at run time; [`SendQueue::new`] refuses
+//! one that is not a power of two up to 65536). Producer and consumer counters
 //! are free running; one signaled completion retires every earlier
 //! unsignaled WR (`tail = wqe_head[idx] + 1`).
 //!
