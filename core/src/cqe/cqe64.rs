@@ -331,7 +331,7 @@ impl Cqe64 {
     }
     /// Inline-scattered data of a format-1 CQE: the first `min(byte_cnt,
     /// 32)` bytes of the cqe64 (format 2 data lives in the other half of a
-    /// [`Cqe128`]). `None` for other formats. [ref §5.1](crate::reference).
+    /// [`Cqe128`](super::Cqe128)). `None` for other formats. [ref §5.1](crate::reference).
     pub fn inline_data32(&self) -> Option<&[u8]> {
         if self.format() != CqeFormat::InlineScatter32 as u8 {
             return None;

@@ -80,7 +80,7 @@ impl<M: IommuMap> Drop for DmaDomain<M> {
 /// pages), marked `MADV_DONTFORK` ([`map_dma_pages`]), IOVAs from the
 /// container's single [`IovaAllocator`], mapped with `vfio_dma_map`.
 ///
-/// A `VfioDma` is a cheap handle: [`VfioNic::dma`] and `clone` return handles
+/// A `VfioDma` is a cheap handle: [`VfioNic::dma`](super::VfioNic::dma) and `clone` return handles
 /// to the same container state, so every allocation mapped into a container
 /// comes from one IOVA allocator and no two live buffers share an IOVA.
 ///
