@@ -197,6 +197,16 @@ impl EventQueue {
     /// The BE32 doorbell word `eqn << 24 | (ci & 0xffffff)` for UAR + 0x40
     /// (arm) or + 0x48 (update only). [ref §4.6](crate::reference).
     pub fn doorbell(&self) -> [u8; 4] {
-        ((self.eqn as u32) << 24 | (self.ci & 0x00ff_ffff)).to_be_bytes()
+        ((self.eqn as u32) << 24 | (self.ci & EQ_CI_MASK)).to_be_bytes()
     }
+}
+
+/// The consumer-index bits (23:0) of an EQ doorbell word. [ref §4.6](crate::reference).
+pub const EQ_CI_MASK: u32 = 0x00ff_ffff;
+
+/// An EQ doorbell word read back (what the device sees): `(eqn, ci)`.
+/// The inverse of [`EventQueue::doorbell`]. [ref §4.6](crate::reference).
+pub const fn parse_doorbell(word: [u8; 4]) -> (u8, u32) {
+    let v = u32::from_be_bytes(word);
+    ((v >> 24) as u8, v & EQ_CI_MASK)
 }

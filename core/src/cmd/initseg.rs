@@ -26,6 +26,40 @@ pub const HEALTH_COUNTER: usize = 0x1010;
 /// Command-interface revision this driver speaks. [ref §7.2](crate::reference).
 pub const CMDIF_REV: u16 = 5;
 
+/// Bit 31 of `initializing`: firmware still initializing. [ref §7.1](crate::reference).
+pub const INITIALIZING_BIT: u32 = 1 << 31;
+/// Bit 31 of the health buffer's `rfr` word. [ref §7.1](crate::reference).
+pub const HEALTH_RFR_BIT: u32 = 1 << 31;
+/// The changing low 24 bits of `health_counter`. [ref §7.1](crate::reference).
+pub const HEALTH_COUNTER_MASK: u32 = 0x00ff_ffff;
+/// The page-aligned address bits of `cmdq_addr_l_sz` (31:12). [ref §7.1](crate::reference).
+pub const CMDQ_ADDR_L_MASK: u32 = !0xfff;
+
+/// The `fw_rev` word: minor in 31:16, major in 15:0. [ref §7.1](crate::reference).
+pub const fn fw_rev_word(major: u16, minor: u16) -> u32 {
+    (minor as u32) << 16 | major as u32
+}
+
+/// The `cmdif_rev_fw_sub` word: command-interface revision in 31:16,
+/// firmware sub-minor in 15:0. [ref §7.1](crate::reference).
+pub const fn cmdif_rev_fw_sub_word(cmdif_rev: u16, subminor: u16) -> u32 {
+    (cmdif_rev as u32) << 16 | subminor as u32
+}
+
+/// The `cmdq_addr_l_sz` word: address bits 31:12, `nic_interface` 10:8,
+/// `log_cmdq_size` 7:4, `log_cmdq_stride` 3:0. [ref §7.1](crate::reference).
+pub const fn cmdq_addr_l_sz_word(addr_l: u32, nic_ifc: u8, log_sz: u8, log_stride: u8) -> u32 {
+    (addr_l & CMDQ_ADDR_L_MASK)
+        | ((nic_ifc as u32 & 7) << 8)
+        | ((log_sz as u32 & 0xf) << 4)
+        | (log_stride as u32 & 0xf)
+}
+
+/// The `nic_interface` field (bits 10:8) of a `cmdq_addr_l_sz` word.
+pub const fn nic_ifc_bits(cmdq_addr_l_sz: u32) -> u8 {
+    ((cmdq_addr_l_sz >> 8) & 7) as u8
+}
+
 /// NIC interface state (`cmdq_addr_l_sz` bits 10:8). [ref §7.1](crate::reference).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NicIfcState {
@@ -220,6 +254,7 @@ impl<B: Bar0> InitSeg<'_, B> {
     /// Command queue geometry (low byte of 0x014).
     pub fn cmdq_geometry(&self) -> CmdqGeometry {
         let v = self.0.read32(CMDQ_ADDR_L_SZ);
+        // The low byte of the cmdq_addr_l_sz_word layout.
         CmdqGeometry {
             log_sz: ((v >> 4) & 0xf) as u8,
             log_stride: (v & 0xf) as u8,
@@ -227,11 +262,11 @@ impl<B: Bar0> InitSeg<'_, B> {
     }
     /// NIC interface state (bits 10:8 of 0x014).
     pub fn nic_interface(&self) -> NicIfcState {
-        NicIfcState::from_bits(((self.0.read32(CMDQ_ADDR_L_SZ) >> 8) & 7) as u8)
+        NicIfcState::from_bits(nic_ifc_bits(self.0.read32(CMDQ_ADDR_L_SZ)))
     }
     /// Firmware is still initializing (bit 31 of 0x1fc).
     pub fn initializing(&self) -> bool {
-        self.0.read32(INITIALIZING) & 0x8000_0000 != 0
+        self.0.read32(INITIALIZING) & INITIALIZING_BIT != 0
     }
     /// Health counter (0x1010; low 24 bits keep changing while alive).
     pub fn health_counter(&self) -> u32 {
@@ -239,7 +274,7 @@ impl<B: Bar0> InitSeg<'_, B> {
     }
     /// Health syndrome and extended syndrome if `rfr` is set ([ref §7.1](crate::reference)).
     pub fn health_syndrome(&self) -> Option<(u8, u16)> {
-        let rfr = self.0.read32(HEALTH_RFR) & 0x8000_0000 != 0;
+        let rfr = self.0.read32(HEALTH_RFR) & HEALTH_RFR_BIT != 0;
         let w = self.0.read32(HEALTH_SYND_WORD);
         let synd = (w >> 16) as u8;
         if rfr && synd != 0 {
@@ -264,7 +299,7 @@ impl<B: Bar0> InitSeg<'_, B> {
     }
     /// Compares the low 24 bits of the health counter with an earlier read.
     pub fn counter_alive(&self, earlier: u32) -> bool {
-        (self.health_counter() ^ earlier) & 0x00ff_ffff != 0
+        (self.health_counter() ^ earlier) & HEALTH_COUNTER_MASK != 0
     }
     /// Validates revision and geometry ([ref §7.2](crate::reference) steps 1–2).
     pub fn validate(&self) -> Result<CmdqGeometry, InitSegError> {

@@ -127,9 +127,11 @@ impl FuzzBar {
 unsafe impl Bar0 for FuzzBar {
     fn read32(&self, off: usize) -> u32 {
         match off {
-            initseg::FW_REV => 0x0023_0010,
-            initseg::CMDIF_REV_FW_SUB => 0x0005_07d0,
-            initseg::CMDQ_ADDR_L_SZ => (self.cmdq_l & !0xfff) | 0x56,
+            // Firmware 16.35.2000, command interface 5, a 32-slot queue of
+            // 64-byte entries.
+            initseg::FW_REV => initseg::fw_rev_word(16, 35),
+            initseg::CMDIF_REV_FW_SUB => initseg::cmdif_rev_fw_sub_word(initseg::CMDIF_REV, 2000),
+            initseg::CMDQ_ADDR_L_SZ => initseg::cmdq_addr_l_sz_word(self.cmdq_l, 0, 5, 6),
             initseg::HEALTH_COUNTER => self.feed.borrow().pos as u32,
             _ => 0,
         }
@@ -137,7 +139,7 @@ unsafe impl Bar0 for FuzzBar {
     fn write32(&mut self, off: usize, v: u32) {
         match off {
             initseg::CMDQ_ADDR_H => self.cmdq_h = v,
-            initseg::CMDQ_ADDR_L_SZ => self.cmdq_l = v & !0xfff,
+            initseg::CMDQ_ADDR_L_SZ => self.cmdq_l = v & initseg::CMDQ_ADDR_L_MASK,
             initseg::CMD_DBELL => {
                 for slot in 0..32 {
                     if v & (1 << slot) != 0 {

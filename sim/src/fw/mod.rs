@@ -50,7 +50,7 @@ use bareverbs::cmd::caps::HcaCaps;
 use bareverbs::cmd::initseg;
 use bareverbs::cmd::{Bar0, Clock};
 use bareverbs::device::{DevInfo, Device, DeviceConfig, DeviceError, UarMap};
-use bareverbs::platform::{DmaAllocator, DmaBuf, Uar};
+use bareverbs::platform::{DmaAllocator, DmaBuf, Uar, EQ_DOORBELL_ARM, EQ_DOORBELL_NO_ARM};
 use std::cell::{RefCell, RefMut};
 use std::rc::Rc;
 use std::sync::Arc;
@@ -392,19 +392,19 @@ impl SimFirmware {
     fn read_reg(&mut self, off: usize) -> u32 {
         let (maj, min, sub) = self.cfg.fw_version;
         match off {
-            initseg::FW_REV => ((min as u32) << 16) | maj as u32,
-            initseg::CMDIF_REV_FW_SUB => ((self.cfg.cmdif_rev as u32) << 16) | sub as u32,
+            initseg::FW_REV => initseg::fw_rev_word(maj, min),
+            initseg::CMDIF_REV_FW_SUB => initseg::cmdif_rev_fw_sub_word(self.cfg.cmdif_rev, sub),
             initseg::CMDQ_ADDR_H => self.cmdq_h,
-            initseg::CMDQ_ADDR_L_SZ => {
-                (self.cmdq_l & !0xfff)
-                    | ((self.nic_ifc as u32 & 7) << 8)
-                    | ((self.cfg.log_cmdq_size as u32 & 0xf) << 4)
-                    | (self.cfg.log_cmdq_stride as u32 & 0xf)
-            }
+            initseg::CMDQ_ADDR_L_SZ => initseg::cmdq_addr_l_sz_word(
+                self.cmdq_l,
+                self.nic_ifc,
+                self.cfg.log_cmdq_size,
+                self.cfg.log_cmdq_stride,
+            ),
             initseg::INITIALIZING => {
                 if self.init_reads < self.cfg.init_polls {
                     self.init_reads = self.init_reads.saturating_add(1);
-                    0x8000_0000
+                    initseg::INITIALIZING_BIT
                 } else {
                     0
                 }
@@ -412,7 +412,7 @@ impl SimFirmware {
             initseg::HEALTH_FW_VER => ((maj as u32) << 16) | min as u32,
             initseg::HEALTH_COUNTER => {
                 if !self.faults.health_stuck {
-                    self.health = self.health.wrapping_add(1) & 0x00ff_ffff;
+                    self.health = self.health.wrapping_add(1) & initseg::HEALTH_COUNTER_MASK;
                 }
                 self.health
             }
@@ -425,11 +425,11 @@ impl SimFirmware {
         match off {
             initseg::CMDQ_ADDR_H => self.cmdq_h = v,
             initseg::CMDQ_ADDR_L_SZ => {
-                self.cmdq_l = v & !0xfff;
-                self.nic_ifc = ((v >> 8) & 7) as u8;
+                self.cmdq_l = v & initseg::CMDQ_ADDR_L_MASK;
+                self.nic_ifc = initseg::nic_ifc_bits(v);
             }
             initseg::CMD_DBELL => {
-                let slots = 1u32 << self.cfg.log_cmdq_size.min(5);
+                let slots = 1u32 << self.cfg.log_cmdq_size.min(initseg::MAX_LOG_CMDQ_SIZE);
                 for slot in 0..slots.min(32) {
                     if v & (1 << slot) != 0 {
                         self.doorbell(slot as u8);
@@ -442,14 +442,14 @@ impl SimFirmware {
 
     fn uar_store(&mut self, uar: u32, offset: usize, bytes: &[u8]) {
         // EQ doorbells update the consumer index (ref §4.6).
-        if (offset == 0x40 || offset == 0x48) && bytes.len() == 4 {
-            let v = u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
-            let eqn = (v >> 24) as u8;
+        if (offset == EQ_DOORBELL_ARM || offset == EQ_DOORBELL_NO_ARM) && bytes.len() == 4 {
+            let (eqn, ci) =
+                bareverbs::cmd::eq::parse_doorbell([bytes[0], bytes[1], bytes[2], bytes[3]]);
             if let Some(eq) = self.objects.eqs.get_mut(&eqn) {
-                eq.ci = v & 0x00ff_ffff;
+                eq.ci = ci;
             }
             if self.faults.eqe_storm {
-                while self.post_event(0x09) {}
+                while self.post_event(bareverbs::cmd::eq::event::PORT_CHANGE) {}
             }
         }
         if self.hook.is_none() {

@@ -9,6 +9,7 @@ use super::{HcaState, SimFirmware};
 use bareverbs::cmd::bits::{get64, put64};
 use bareverbs::cmd::eq::event;
 use bareverbs::cmd::layout::{cmd_out, eqe, manage_pages_in, manage_pages_out, query_pages_out};
+use bareverbs::cmd::ops::{ManagePagesOp, PagesKind};
 use bareverbs::cmd::queue::layout;
 use bareverbs::cmd::CmdStatus;
 use Outcome::Fail;
@@ -23,14 +24,14 @@ impl SimFirmware {
             reason::HCA_STATE
         );
         let held = self.pages.len() as u32;
-        let n = match op_mod {
-            1 => self.cfg.boot_pages.saturating_sub(held),
-            2 => match self.cfg.init_pages_reported {
+        let n = match PagesKind::from_op_mod(op_mod) {
+            Some(PagesKind::Boot) => self.cfg.boot_pages.saturating_sub(held),
+            Some(PagesKind::Init) => match self.cfg.init_pages_reported {
                 Some(n) => n,
                 None => (self.cfg.boot_pages + self.cfg.init_pages).saturating_sub(held),
             },
-            3 => 0,
-            _ => return Fail(CmdStatus::BadParam, reason::FIELD),
+            Some(PagesKind::PostInit) => 0,
+            None => return Fail(CmdStatus::BadParam, reason::FIELD),
         };
         let mut o = ok(16);
         query_pages_out::NUM_PAGES.set(&mut o, 0, n);
@@ -53,8 +54,8 @@ impl SimFirmware {
             reason::HCA_STATE
         );
         let n = manage_pages_in::INPUT_NUM_ENTRIES.get(input, 0) as usize;
-        match op_mod {
-            1 => {
+        match ManagePagesOp::from_op_mod(op_mod) {
+            Some(ManagePagesOp::Give) => {
                 require!(
                     n <= MAX_FW_MSG / 8 && c.need_in(manage_pages_in::PAS + 8 * n),
                     CmdStatus::BadInputLen,
@@ -76,7 +77,7 @@ impl SimFirmware {
                 self.pages.extend(new);
                 Outcome::Ok(ok(16))
             }
-            2 => {
+            Some(ManagePagesOp::Take) => {
                 let releasable = match self.hca {
                     HcaState::Initialized | HcaState::Enabled => {
                         (self.pages.len() as u32).saturating_sub(self.required_pages()) as usize
@@ -93,7 +94,7 @@ impl SimFirmware {
                 }
                 Outcome::Ok(o)
             }
-            0 => {
+            Some(ManagePagesOp::CantGive) => {
                 // Driver cannot give pages: fail whatever waits for them.
                 for s in std::mem::take(&mut self.pending) {
                     let mut o = ok(16);
@@ -109,7 +110,7 @@ impl SimFirmware {
                 }
                 Outcome::Ok(ok(16))
             }
-            _ => Fail(CmdStatus::BadParam, reason::FIELD),
+            None => Fail(CmdStatus::BadParam, reason::FIELD),
         }
     }
 

@@ -18,6 +18,18 @@ pub enum PagesKind {
     PostInit = 3,
 }
 
+impl PagesKind {
+    /// The kind an op_mod names (`None` for any other value).
+    pub const fn from_op_mod(op_mod: u16) -> Option<Self> {
+        match op_mod {
+            1 => Some(Self::Boot),
+            2 => Some(Self::Init),
+            3 => Some(Self::PostInit),
+            _ => None,
+        }
+    }
+}
+
 /// QUERY_PAGES (0x107). [ref §7.7](crate::reference).
 pub fn query_pages(b: &mut [u8], kind: PagesKind) -> Req {
     simple(b, op::QUERY_PAGES, kind as u16)
@@ -42,6 +54,18 @@ pub enum ManagePagesOp {
     Give = 1,
     /// 2: take pages back.
     Take = 2,
+}
+
+impl ManagePagesOp {
+    /// The operation an op_mod names (`None` for any other value).
+    pub const fn from_op_mod(op_mod: u16) -> Option<Self> {
+        match op_mod {
+            0 => Some(Self::CantGive),
+            1 => Some(Self::Give),
+            2 => Some(Self::Take),
+            _ => None,
+        }
+    }
 }
 
 /// Most page addresses one MANAGE_PAGES message carries with the
