@@ -10,6 +10,12 @@ use crate::platform::{from_device_barrier, DmaBuf};
 pub const EQE_BYTES: usize = 64;
 /// Spare EQEs added to the requested count (MLX5_NUM_SPARE_EQE). [ref §4.6](crate::reference).
 pub const NUM_SPARE_EQE: u32 = 0x80;
+/// EQEs the async EQ is sized for before the spares (MLX5_NUM_CMD_EQE).
+/// [ref §4.6](crate::reference).
+pub const NUM_CMD_EQE: u32 = 32;
+/// Entries of the async EQ: the command EQEs plus the spares, rounded up
+/// to a power of two (256). [ref §4.6, §7.6](crate::reference).
+pub const ASYNC_EQ_ENTRIES: u32 = (NUM_CMD_EQE + NUM_SPARE_EQE).next_power_of_two();
 
 /// Event types ([ref §7.9](crate::reference)).
 pub mod event {

@@ -23,8 +23,12 @@ pub const MAILBOX_DATA: usize = 512;
 pub const MAILBOX_STRIDE: usize = 1024;
 /// Mailbox blocks preallocated per direction per slot.
 pub const MAX_BLOCKS: usize = 10;
-/// Largest message (input or output): 16 inline bytes + the mailbox data.
-pub const MAX_MSG: usize = 16 + MAX_BLOCKS * MAILBOX_DATA;
+/// Bytes of a message (input or output) carried in the entry itself
+/// (`in`/`out` of `mlx5_cmd_layout`); the rest goes in mailboxes.
+/// [ref §7.3](crate::reference).
+pub const INLINE_BYTES: usize = 16;
+/// Largest message (input or output): the inline bytes + the mailbox data.
+pub const MAX_MSG: usize = INLINE_BYTES + MAX_BLOCKS * MAILBOX_DATA;
 /// `type` byte of an entry: PCI command transport. [ref §7.3](crate::reference).
 pub const CMD_TYPE_PCI: u8 = 7;
 

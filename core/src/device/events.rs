@@ -2,7 +2,7 @@
 //! requests ([`Device::serve_events`], [ref §4.6, §7.7](crate::reference)).
 
 use super::{Device, DeviceError, Step, UarMap};
-use crate::cmd::eq::{Eqe, EventQueue, EQE_BYTES, NUM_SPARE_EQE};
+use crate::cmd::eq::{Eqe, EventQueue, ASYNC_EQ_ENTRIES, EQE_BYTES, NUM_SPARE_EQE};
 use crate::cmd::queue::SlotKind;
 use crate::cmd::{ops, Bar0, Clock};
 use crate::platform::{DmaAllocator, Uar, EQ_DOORBELL_ARM, EQ_DOORBELL_NO_ARM};
@@ -20,8 +20,7 @@ pub struct EventsServed {
 
 impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
     pub(super) fn create_async_eq(&mut self) -> Result<(), DeviceError> {
-        // 32 requested + spare, rounded up: 256 entries (ref §4.6, §7.6).
-        let nent = (32 + NUM_SPARE_EQE).next_power_of_two();
+        let nent = ASYNC_EQ_ENTRIES;
         let bytes = nent as usize * EQE_BYTES;
         let ring = self
             .alloc

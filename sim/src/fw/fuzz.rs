@@ -11,12 +11,13 @@ use crate::dma::HeapDma;
 use crate::fw::SharedDma;
 use bareverbs::cmd::bits::{get32, get64};
 use bareverbs::cmd::caps::HcaCaps;
-use bareverbs::cmd::eq::Eqe;
+use bareverbs::cmd::eq::{Eqe, ASYNC_EQ_ENTRIES, EQE_BYTES};
 use bareverbs::cmd::initseg::{self, InitSeg};
 use bareverbs::cmd::layout::{cmd_in, eqe};
 use bareverbs::cmd::ops;
 use bareverbs::cmd::queue::{
-    layout, mailbox, MAILBOX_BYTES, MAILBOX_DATA, MAILBOX_STRIDE, MAX_BLOCKS,
+    layout, mailbox, INLINE_BYTES, LAYOUT_BYTES, MAILBOX_BYTES, MAILBOX_DATA, MAILBOX_STRIDE,
+    MAX_BLOCKS,
 };
 use bareverbs::cmd::{op, Bar0, Clock};
 use bareverbs::cqe::CqeSize;
@@ -26,6 +27,12 @@ use bareverbs::qp::QpType;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
+
+/// The fuzz BAR's command queue: 32 slots (`log_cmdq_size`) of 64-byte
+/// entries (`log_cmdq_stride`).
+const LOG_CMDQ_SIZE: u8 = 5;
+/// See [`LOG_CMDQ_SIZE`].
+const LOG_CMDQ_STRIDE: u8 = 6;
 
 struct Feed {
     data: Vec<u8>,
@@ -71,8 +78,9 @@ impl FuzzBar {
     }
 
     fn answer(&mut self, slot: u32) {
-        let base = (((self.cmdq_h as u64) << 32) | self.cmdq_l as u64) + ((slot as u64) << 6);
-        let e = self.rd(base, 64);
+        let base = (((self.cmdq_h as u64) << 32) | self.cmdq_l as u64)
+            + ((slot as u64) << LOG_CMDQ_STRIDE);
+        let e = self.rd(base, LAYOUT_BYTES);
         let mut feed = self.feed.borrow_mut();
         let c = feed.byte();
         if c & 0x80 != 0 {
@@ -81,7 +89,7 @@ impl FuzzBar {
         let opcode = cmd_in::OPCODE.get(&e, layout::IN) as u16;
         if opcode == op::CREATE_EQ {
             let blk = self.rd(get64(&e, layout::IN_PTR), MAILBOX_BYTES);
-            self.eq_ring = Some((get64(&blk, ops::PAS_OFFSET - 16), 0));
+            self.eq_ring = Some((get64(&blk, ops::PAS_OFFSET - INLINE_BYTES), 0));
         }
         let mut head = [0u8; 16];
         if c & 0x40 != 0 {
@@ -108,11 +116,11 @@ impl FuzzBar {
         }
         if c & 0x04 != 0 {
             if let Some((ring, pi)) = self.eq_ring {
-                let mut e = [0u8; 64];
+                let mut e = [0u8; EQE_BYTES];
                 feed.fill(&mut e);
-                let nent = 256u32;
+                let nent = ASYNC_EQ_ENTRIES;
                 e[eqe::OWNER] = ((pi & nent) != 0) as u8;
-                self.wr(ring + ((pi % nent) as u64) * 64, &e);
+                self.wr(ring + ((pi % nent) as u64) * EQE_BYTES as u64, &e);
                 self.eq_ring = Some((ring, pi + 1));
             }
         }
@@ -131,7 +139,9 @@ unsafe impl Bar0 for FuzzBar {
             // 64-byte entries.
             initseg::FW_REV => initseg::fw_rev_word(16, 35),
             initseg::CMDIF_REV_FW_SUB => initseg::cmdif_rev_fw_sub_word(initseg::CMDIF_REV, 2000),
-            initseg::CMDQ_ADDR_L_SZ => initseg::cmdq_addr_l_sz_word(self.cmdq_l, 0, 5, 6),
+            initseg::CMDQ_ADDR_L_SZ => {
+                initseg::cmdq_addr_l_sz_word(self.cmdq_l, 0, LOG_CMDQ_SIZE, LOG_CMDQ_STRIDE)
+            }
             initseg::HEALTH_COUNTER => self.feed.borrow().pos as u32,
             _ => 0,
         }
