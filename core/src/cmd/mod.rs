@@ -203,3 +203,5 @@ pub fn opcode_name(opcode: u16) -> &'static str {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod vendor_tests;
