@@ -60,3 +60,65 @@ fn create_mkey_refuses_a_short_list_and_flags_without_pg_access() {
     // SAFETY: the function is torn down; nothing names the buffer.
     unsafe { alloc.free(buf) };
 }
+
+/// At ISSI 1 an SRQ is an RMP: the driver sends CREATE_RMP (the model
+/// records an RMP), CREATE_SRQ is refused (BAD_OP, the model's choice:
+/// `srq_cmd.c` never sends it at ISSI ≥ 1), DESTROY_SRQ does not destroy
+/// an RMP, and DESTROY_RMP does. At ISSI 0 the legacy CREATE_SRQ is used.
+#[test]
+fn srqs_are_rmps_at_issi_1_and_legacy_srqs_at_issi_0() {
+    use bareverbs::device::SrqSpec;
+    let mut d = bring_up_sim(FwConfig::default()).unwrap();
+    assert_eq!(d.issi(), 1);
+    let pd = d.alloc_pd().unwrap();
+    let spec = SrqSpec {
+        pd,
+        log_size: 6,
+        wqe_shift: 6,
+    };
+    let srq = d.create_srq(spec).unwrap();
+    let rmpn = srq.srqn();
+    assert!(d.bar().fw().objects().srqs[&rmpn].rmp, "made by CREATE_RMP");
+    assert_eq!(d.bar().fw().objects().srqs[&rmpn].log_stride, 2);
+    // The old form: CREATE_SRQ at ISSI 1.
+    let buf = d.allocator().alloc(4096, 4096).unwrap();
+    let r = ops::create_srq(
+        d.input(),
+        &ops::SrqParams {
+            log_srq_size: 6,
+            log_rq_stride: 2,
+            pd: pd.0,
+            cqn: 0,
+            lwm: 0,
+            dbr_addr: buf.iova,
+            pages_iova: buf.iova,
+            npages: 1,
+        },
+    );
+    // SAFETY: refused (asserted); the buffer outlives the device.
+    let e = unsafe { d.run(r) }.unwrap_err();
+    assert_eq!(e, failure(op::CREATE_SRQ, CmdStatus::BadOp, reason::ISSI));
+    // DESTROY_SRQ does not reach the RMP.
+    let r = ops::with_obj(d.input(), op::DESTROY_SRQ, rmpn);
+    // SAFETY: refused (asserted): the RMP and its ring stay.
+    let e = unsafe { d.run(r) }.unwrap_err();
+    assert_eq!(e.status(), Some(CmdStatus::BadResource));
+    d.destroy_srq(srq).unwrap();
+    assert!(d.bar().fw().objects().srqs.is_empty(), "DESTROY_RMP");
+    let (_rep, _bar, _clock, alloc) = d.teardown();
+    // SAFETY: the function is torn down; nothing names the buffer.
+    unsafe { alloc.free(buf) };
+
+    // ISSI 0: the legacy command, and RMPs are not what the driver sends.
+    let fw = FwConfig {
+        supported_issi: 0b01,
+        ..FwConfig::default()
+    };
+    let mut d = bring_up_sim(fw).unwrap();
+    assert_eq!(d.issi(), 0);
+    let pd = d.alloc_pd().unwrap();
+    let srq = d.create_srq(SrqSpec { pd, ..spec }).unwrap();
+    assert!(!d.bar().fw().objects().srqs[&srq.srqn()].rmp, "CREATE_SRQ");
+    d.destroy_srq(srq).unwrap();
+    let _ = d.teardown();
+}

@@ -68,3 +68,92 @@ fn create_mkey_odd_page_count_is_the_vendor_form() {
     assert_eq!(get32(&b, 0x60), 1);
     assert_eq!(b[0x0c] & 0x80, 0x80, "pg_access");
 }
+
+/// CREATE_RMP for a basic SRQ of 2^6 WQEs of 64 bytes, compared with the
+/// kernel's `drivers/infiniband/hw/mlx5/srq_cmd.c` `create_rmp_cmd` and
+/// `set_wq` (research notes §4.3–§4.4; offsets from `mlx5_ifc.h`
+/// `create_rmp_in`/`rmpc`/`wq`, UCX `ib_mlx5_ifc.h` L1055–1223).
+#[test]
+fn create_rmp_is_the_vendor_form_of_an_srq() {
+    // The SRQ: 64 WQEs of 64 bytes = 4096 bytes, one page.
+    let (log_size, wqe_shift_abs) = (6u8, 6u8);
+    let mut b = [0xeeu8; 0x200];
+    let r = create_rmp(
+        &mut b,
+        &RmpParams {
+            log_wq_sz: log_size,
+            log_wq_stride: wqe_shift_abs,
+            pd: 0x0a0b0c,
+            lwm: 0,
+            dbr_addr: 0x1122_3344_5566_7780,
+            pages_iova: 0x9000,
+            npages: 1,
+        },
+    );
+    // opcode 0x90c (mlx5_ifc.h L114); pas[] at 0x110 = 0x20 + 0x30 + 0xc0.
+    assert_eq!((r.opcode, r.in_len, r.out_len), (0x90c, 0x110 + 8, 0x10));
+    assert_eq!(get16(&b, 0), 0x90c);
+    assert_eq!(get32(&b, 4), 0, "op_mod 0");
+    assert!(b[0x08..0x20].iter().all(|&x| x == 0), "reserved");
+    // create_rmp_cmd: rmpc.state = MLX5_RMPC_STATE_RDY (1), rmpc dw0
+    // bits 23..20 → byte 0x21 high nibble; basic_cyclic_rcv_wqe not set.
+    assert_eq!(get32(&b, 0x20), 1 << 20, "rmpc dw0: state RDY only");
+    assert_eq!(get32(&b, 0x24), 0, "basic_cyclic_rcv_wqe 0");
+    // set_wq: wq_type not set (0, linked list); wq_signature 0 here;
+    // end_padding_mode not set: wq dw0 (byte 0x50) all zero.
+    assert_eq!(get32(&b, 0x50), 0, "wq dw0");
+    // page_offset 0 and lwm 0 (wq dw1, byte 0x54).
+    assert_eq!(get32(&b, 0x54), 0, "wq dw1");
+    // pd: wq dw2 bits 23..0 → bytes 0x59..0x5b.
+    assert_eq!(get32(&b, 0x58), 0x0a0b0c, "pd");
+    // uar_page not set by set_wq.
+    assert_eq!(get32(&b, 0x5c), 0, "uar_page");
+    // dbr_addr = in->db_record at wq + 0x10 → 0x60.
+    assert_eq!(get64(&b, 0x60), 0x1122_3344_5566_7780, "dbr_addr");
+    // log_wq_stride = in->wqe_shift + 4 where wqe_shift is the srqc form
+    // (log2 stride − 4 = 2): 6, at wq dw8 bits 19..16 (byte 0x71 low
+    // nibble); log_wq_pg_sz = log_page_size (page − 12) = 0 (byte 0x72);
+    // log_wq_sz = log_size = 6 (byte 0x73).
+    let srqc_wqe_shift = wqe_shift_abs - 4;
+    assert_eq!(b[0x70], 0);
+    assert_eq!(b[0x71] & 0x0f, srqc_wqe_shift + 4, "log_wq_stride absolute");
+    assert_eq!(b[0x72] & 0x1f, 0, "log_wq_pg_sz");
+    assert_eq!(b[0x73] & 0x1f, log_size, "log_wq_sz");
+    // PAS copied to wq.pas (byte 0x110).
+    assert_eq!(get64(&b, 0x110), 0x9000);
+    assert_eq!(b[0x118], 0xee, "nothing past the input");
+}
+
+/// A QP on an SRQ names it as the kernel does (`qp.c` `get_rx_type`,
+/// `create_kernel_qp`): `qpc.rq_type = MLX5_SRQ_RQ (1)` (qpc dw43 bits
+/// 26..24, create_qp_in byte 0x18 + 0xac) and `srqn_rmpn_xrqn` = the SRQ's
+/// number, which at ISSI 1 is the RMP number (`srq->srqn = rmpn`).
+#[test]
+fn a_qp_on_an_rmp_names_it_as_its_srq() {
+    let mut b = [0u8; 0x200];
+    let rmpn = 0x00_0123;
+    create_qp(
+        &mut b,
+        &QpParams {
+            st: crate::qp::ServiceType::Rc,
+            pd: 1,
+            uar_page: 1,
+            log_sq_size: 4,
+            no_sq: false,
+            log_rq_size: 0,
+            log_rq_stride: 0,
+            srqn: Some(rmpn),
+            cqn_snd: 2,
+            cqn_rcv: 3,
+            dbr_addr: 0x8000,
+            user_index: 0,
+            pages_iova: 0x10_000,
+            npages: 1,
+        },
+    );
+    assert_eq!(
+        get32(&b, 0x18 + 0xac),
+        (1 << 24) | rmpn,
+        "rq_type SRQ_RQ, rmpn"
+    );
+}

@@ -22,7 +22,7 @@
 //! | `cq` | CREATE_CQ |
 //! | `qp` | hardware QP state, CREATE_QP, 2ERR_QP, 2RST_QP, QUERY_QP |
 //! | `qp_modify` | RST2INIT_QP, INIT2RTR_QP, RTR2RTS_QP and the address path |
-//! | `srq` | CREATE_SRQ |
+//! | `srq` | CREATE_RMP (ISSI 1), CREATE_SRQ (ISSI 0) |
 //! | `vport` | QUERY_VPORT_STATE, QUERY/MODIFY_NIC_VPORT_CONTEXT |
 //! | `hca_vport` | QUERY_HCA_VPORT_CONTEXT |
 //! | `adapter` | QUERY_ADAPTER |
