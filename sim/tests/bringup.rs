@@ -808,18 +808,25 @@ fn missing_pages_fail_without_eq_and_are_requested_with_eq() {
         async_eq: false,
         ..DeviceConfig::default()
     };
+    // (A memory key: a CQ is refused before any command on a device
+    // without an EQ, since it must name one.)
     let mut d = bring_up_sim_with(cfg.clone(), dev).unwrap();
-    let e = d.create_cq(64, CqeSize::B64).unwrap_err();
+    let pd = d.alloc_pd().unwrap();
+    let buf = d.allocator().alloc(4096, 4096).unwrap();
+    // SAFETY: the test's own buffer, freed only after teardown.
+    let e = unsafe { d.create_mkey(pd, &buf, Access::LOCAL_WRITE) }.unwrap_err();
     assert_eq!(
         e,
         DeviceError::Cmd(failure(
-            op::CREATE_CQ,
+            op::CREATE_MKEY,
             CmdStatus::NoResources,
             reason::PAGES
         ))
     );
     assert_eq!(CmdStatus::NoResources.code(), 0x0f);
-    d.teardown();
+    let (_rep, _bar, _clock, alloc) = d.teardown();
+    // SAFETY: the function is torn down; nothing names the buffer.
+    unsafe { alloc.free(buf) };
 
     // With the async EQ: PAGE_REQUEST EQE → MANAGE_PAGES on the page slot
     // → the waiting CREATE_CQ completes.

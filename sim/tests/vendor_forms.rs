@@ -122,3 +122,60 @@ fn srqs_are_rmps_at_issi_1_and_legacy_srqs_at_issi_0() {
     d.destroy_srq(srq).unwrap();
     let _ = d.teardown();
 }
+
+/// A CQ names the EQ CREATE_EQ returned (here 7, the model's first EQ
+/// number under `first_eqn`), not EQ 0; on a device without an EQ the
+/// driver refuses the CQ (typed, before any command) and the model
+/// refuses the old form, a CQ naming EQ 0 where no EQ exists (BAD_PARAM).
+#[test]
+fn cqs_name_a_real_eq() {
+    use bareverbs::cqe::CqeSize;
+    use bareverbs::device::{DeviceConfig, DeviceError};
+    use bareverbs_sim::fw::bring_up_sim_with;
+    let fw = FwConfig {
+        first_eqn: 7,
+        ..FwConfig::default()
+    };
+    let mut d = bring_up_sim(fw).unwrap();
+    let eqns: Vec<u8> = d.bar().fw().objects().eqs.keys().copied().collect();
+    assert_eq!(eqns, vec![7], "the async EQ");
+    let cq = d.create_cq(64, CqeSize::B64).unwrap();
+    assert_eq!(d.bar().fw().objects().cqs[&cq.cqn()].eqn, 7);
+    d.destroy_cq(cq).unwrap();
+    let _ = d.teardown();
+
+    let dev = DeviceConfig {
+        async_eq: false,
+        ..DeviceConfig::default()
+    };
+    let mut d = bring_up_sim_with(FwConfig::default(), dev).unwrap();
+    assert!(d.bar().fw().objects().eqs.is_empty());
+    assert_eq!(
+        d.create_cq(64, CqeSize::B64).unwrap_err(),
+        DeviceError::NoEventQueue { what: "CQ" }
+    );
+    // The old form: c_eqn 0 with no EQ.
+    let ring = d.allocator().alloc(8192, 4096).unwrap();
+    let uar = d.uar_index();
+    let r = ops::create_cq(
+        d.input(),
+        &ops::CqParams {
+            log_cq_size: 6,
+            cqe_sz: 0,
+            uar_page: uar,
+            c_eqn: 0,
+            dbr_addr: ring.iova + 4096,
+            pages_iova: ring.iova,
+            npages: 1,
+        },
+    );
+    // SAFETY: refused (asserted); the ring outlives the device.
+    let e = unsafe { d.run(r) }.unwrap_err();
+    assert_eq!(
+        e,
+        failure(op::CREATE_CQ, CmdStatus::BadParam, reason::UNKNOWN_OBJECT)
+    );
+    let (_rep, _bar, _clock, alloc) = d.teardown();
+    // SAFETY: the function is torn down; nothing names the ring.
+    unsafe { alloc.free(ring) };
+}

@@ -157,3 +157,31 @@ fn a_qp_on_an_rmp_names_it_as_its_srq() {
         "rq_type SRQ_RQ, rmpn"
     );
 }
+
+/// A CQ names the EQ CREATE_EQ returned: rdma-core mlx5_vfio.c
+/// `vfio_devx_query_eqn` (L2508–2519) answers vector 0 with the async EQ's
+/// `eqn` (the number from create_eq_out, not the MSI-X index), and the
+/// kernel's `mlx5_ib_create_cq` writes that number to `cqc.c_eqn` (cqc dw5
+/// bits 7..0 → create_cq_in byte 0x10 + 0x17).
+#[test]
+fn create_cq_names_the_eq_create_eq_returned() {
+    // create_eq_out: eq_number at dword 2 bits 7..0 (byte 0x0b).
+    let mut out = [0u8; 0x10];
+    out[0x0b] = 0x07;
+    let eqn = parse_create_eq(&out);
+    assert_eq!(eqn, 7);
+    let mut b = [0u8; 0x200];
+    create_cq(
+        &mut b,
+        &CqParams {
+            log_cq_size: 6,
+            cqe_sz: 0,
+            uar_page: 1,
+            c_eqn: eqn,
+            dbr_addr: 0x8000,
+            pages_iova: 0x9000,
+            npages: 1,
+        },
+    );
+    assert_eq!(get32(&b, 0x10 + 0x14), 7, "cqc dw5 = c_eqn, nothing else");
+}

@@ -119,6 +119,9 @@ pub struct FwConfig {
     pub port_mtu: u16,
     /// Permanent MAC address of the port (QUERY_NIC_VPORT_CONTEXT).
     pub mac: [u8; 6],
+    /// The lowest EQ number CREATE_EQ hands out (default 0); a nonzero base
+    /// shows that an object names the EQ it was given, not "EQ 0".
+    pub first_eqn: u8,
     /// Byte 0 of the RoCE capability page (QUERY_HCA_CAP type 4): 0x08
     /// sw_r_roce_src_udp_port, 0x04 fl_rc_qp_when_roce_disabled, 0x02
     /// fl_rc_qp_when_roce_enabled. Default 0x0e (all three).
@@ -192,6 +195,7 @@ impl Default for FwConfig {
             port_state: 1,
             init_pages_reported: None,
             mac: MAC,
+            first_eqn: 0,
             roce_cap_byte0: 0x0e,
             port_mtu: 1522,
             port_max_mtu: 10000,
