@@ -187,6 +187,12 @@ fn bring_up_fills_device_caps_from_query_hca_cap() {
             op::QUERY_HCA_CAP,
             op::QUERY_HCA_CAP,
             op::SET_HCA_CAP,
+            // RoCE page (mlx5_vfio.c handle_hca_cap_roce): current,
+            // maximum, then SET_HCA_CAP op_mod 8 turning
+            // sw_r_roce_src_udp_port on (ref §7.14).
+            op::QUERY_HCA_CAP,
+            op::QUERY_HCA_CAP,
+            op::SET_HCA_CAP,
             op::QUERY_PAGES,
             op::MANAGE_PAGES,
             op::INIT_HCA,

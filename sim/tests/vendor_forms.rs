@@ -179,3 +179,110 @@ fn cqs_name_a_real_eq() {
     // SAFETY: the function is torn down; nothing names the ring.
     unsafe { alloc.free(ring) };
 }
+
+/// Raw CREATE_QP parameters of an RC QP over `buf` (QP ring at +0, doorbell
+/// record at +0x3000) with `ts_format`.
+fn raw_qp(
+    d: &mut bareverbs_sim::fw::SimDevice,
+    buf: &bareverbs::platform::DmaBuf,
+    ts_format: u8,
+) -> ops::QpParams {
+    use bareverbs::cqe::CqeSize;
+    let pd = d.alloc_pd().unwrap();
+    let cq = d.create_cq(64, CqeSize::B64).unwrap();
+    let p = ops::QpParams {
+        st: bareverbs::qp::ServiceType::Rc,
+        pd: pd.0,
+        uar_page: d.uar_index(),
+        log_sq_size: 4,
+        no_sq: false,
+        log_rq_size: 4,
+        log_rq_stride: 0,
+        srqn: None,
+        ts_format,
+        cqn_snd: cq.cqn(),
+        cqn_rcv: cq.cqn(),
+        dbr_addr: buf.iova + 0x3000,
+        user_index: 0,
+        pages_iova: buf.iova,
+        npages: 2,
+    };
+    let _ = cq; // destroyed by teardown
+    p
+}
+
+/// Bring-up does `handle_hca_cap_roce`: the RoCE page is queried and sent
+/// back with `sw_r_roce_src_udp_port` on (op_mod 8). QPs get the kernel's `ts_format`:
+/// a real-time-only device (cap 1) refuses the old FREE_RUNNING form and
+/// accepts the driver's DEFAULT; a free-running-only one (cap 0) refuses
+/// REAL_TIME.
+#[test]
+fn roce_caps_are_set_and_qp_ts_format_follows_the_cap() {
+    let d = bring_up_sim(FwConfig::default()).unwrap();
+    assert!(
+        d.bar().fw().roce_sw_src_udp_port,
+        "set by SET_HCA_CAP op_mod 8"
+    );
+    let sets = d
+        .bar()
+        .fw()
+        .log
+        .iter()
+        .filter(|(o, _)| *o == op::SET_HCA_CAP)
+        .count();
+    assert_eq!(sets, 2, "general, then RoCE");
+    let rc = d.roce_caps().unwrap();
+    assert!(rc.sw_r_roce_src_udp_port);
+    assert_eq!((rc.qp_ts_format, rc.roce_address_table_size), (2, 256));
+    let _ = d.teardown();
+
+    for (cap, old, new) in [(1u8, 0u8, 1u8), (0, 2, 0)] {
+        let fw = FwConfig {
+            qp_ts_format: cap,
+            ..FwConfig::default()
+        };
+        let mut d = bring_up_sim(fw).unwrap();
+        assert_eq!(d.roce_caps().unwrap().qp_ts_format, cap);
+        let buf = d.allocator().alloc(0x4000, 4096).unwrap();
+        let p = raw_qp(&mut d, &buf, old);
+        let r = ops::create_qp(d.input(), &p);
+        // SAFETY: refused (asserted); the buffer outlives the device.
+        let e = unsafe { d.run(r) }.unwrap_err();
+        assert_eq!(
+            e,
+            failure(op::CREATE_QP, CmdStatus::BadParam, reason::FIELD),
+            "cap {cap}: ts_format {old}"
+        );
+        assert_eq!(ops::qp_ts_format(cap), new);
+        let r = ops::create_qp(
+            d.input(),
+            &ops::QpParams {
+                ts_format: new,
+                ..p
+            },
+        );
+        // SAFETY: a QP over the test's buffer, which outlives the device
+        // (freed after teardown, which destroys the QP); nothing rings it.
+        assert!(unsafe { d.run(r) }.is_ok(), "cap {cap}: ts_format {new}");
+        // The driver's own QP on this device.
+        let cq = d.create_cq(64, bareverbs::cqe::CqeSize::B64).unwrap();
+        let pd = d.alloc_pd().unwrap();
+        let spec = bareverbs::device::QpSpec {
+            qp_type: bareverbs::sizing::QpType::Rc,
+            pd,
+            send_cqn: cq.cqn(),
+            recv_cqn: cq.cqn(),
+            log_sq_size: 6,
+            log_rq_size: 6,
+            rq_wqe_shift: 5,
+            srqn: None,
+            user_index: 7,
+            max_send_wr: 0,
+            max_recv_wr: 0,
+        };
+        d.create_qp(spec).unwrap();
+        let (_rep, _bar, _clock, alloc) = d.teardown();
+        // SAFETY: the function is torn down; nothing names the buffer.
+        unsafe { alloc.free(buf) };
+    }
+}

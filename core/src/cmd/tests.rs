@@ -221,6 +221,7 @@ fn create_qp_layout_matches_facts_byte_offsets() {
         log_rq_size: 5,
         log_rq_stride: 2,
         srqn: Some(0x00beef),
+        ts_format: 0,
         cqn_snd: 0x111111,
         cqn_rcv: 0x222222,
         dbr_addr: 0x1122_3344_5566_7788,

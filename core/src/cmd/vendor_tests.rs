@@ -143,6 +143,7 @@ fn a_qp_on_an_rmp_names_it_as_its_srq() {
             log_rq_size: 0,
             log_rq_stride: 0,
             srqn: Some(rmpn),
+            ts_format: 0,
             cqn_snd: 2,
             cqn_rcv: 3,
             dbr_addr: 0x8000,
@@ -184,4 +185,86 @@ fn create_cq_names_the_eq_create_eq_returned() {
         },
     );
     assert_eq!(get32(&b, 0x10 + 0x14), 7, "cqc dw5 = c_eqn, nothing else");
+}
+
+/// The RoCE SET_HCA_CAP of rdma-core mlx5_vfio.c `handle_hca_cap_roce`
+/// (L1805–1830): current page copied (`DEVX_ST_SZ_BYTES(roce_cap)` =
+/// 0x100 bytes) to the capability at input byte 0x10,
+/// `sw_r_roce_src_udp_port` (roce_cap dw0 bit 27, mlx5_ifc.h roce_cap) set,
+/// op_mod `MLX5_SET_HCA_CAP_OP_MOD_ROCE` = 4 << 1 = 8, input size
+/// `sizeof(set_hca_cap_in)` = 0x1010; and nothing when the current bit is
+/// already 1 or the maximum is 0 (L1816–1818).
+#[test]
+fn roce_set_hca_cap_is_handle_hca_cap_roce() {
+    // A current page with other bits set (fl bits in byte 0, qp_ts_format
+    // 2 in byte 3, a GID table size of 256 in dword 7).
+    let mut cur = [0u8; 0x100];
+    cur[0] = 0x06;
+    cur[3] = 0x02;
+    cur[0x1e] = 0x01;
+    let mut max = cur;
+    max[0] |= 0x08;
+    let mut b = [0xeeu8; 0x1100];
+    let r = set_roce_src_udp_port(&mut b, &cur, &max).unwrap();
+    assert_eq!((r.opcode, r.in_len, r.out_len), (0x109, 0x1010, 0x10));
+    assert_eq!(get16(&b, 0), 0x109);
+    assert_eq!(get16(&b, 6), 0x0008, "op_mod ROCE");
+    assert_eq!(get32(&b, 8), 0, "other_function / function_id 0");
+    let mut want = cur;
+    want[0] |= 0x08; // dw0 bit 27 → byte 0 mask 0x08
+    assert_eq!(&b[0x10..0x110], &want[..], "current page + the bit");
+    assert!(
+        b[0x110..0x1010].iter().all(|&x| x == 0),
+        "rest of the union"
+    );
+    assert_eq!(b[0x1010], 0xee);
+    // Already on, or not settable: no command.
+    assert_eq!(set_roce_src_udp_port(&mut b, &max, &max), None);
+    assert_eq!(set_roce_src_udp_port(&mut b, &cur, &cur), None);
+    // The RoCE queries (mlx5_vfio_get_caps_mode L1725): op_mod =
+    // (MLX5_CAP_ROCE 4 << 1) | mode, GET_CUR 1 → 9, GET_MAX 0 → 8.
+    let mut q = [0u8; 0x10];
+    query_hca_cap(&mut q, CapType::Roce, true);
+    assert_eq!(get16(&q, 6), 0x9);
+    query_hca_cap(&mut q, CapType::Roce, false);
+    assert_eq!(get16(&q, 6), 0x8);
+    // parse: the fields at their mlx5_ifc.h positions.
+    let p = parse_roce_caps(&want);
+    assert!(p.sw_r_roce_src_udp_port && p.fl_rc_qp_when_roce_disabled);
+    assert_eq!((p.qp_ts_format, p.roce_address_table_size), (2, 256));
+}
+
+/// `qpc.ts_format` by the kernel's rule (`drivers/infiniband/hw/mlx5/qp.c`
+/// `get_ts_format` with `fr_supported`/`rt_supported`, research notes
+/// §2.4): with no timestamp request the default is FREE_RUNNING (0) if the
+/// cap allows it (cap 0 FREE_RUNNING or 2 FREE_RUNNING_AND_REAL_TIME),
+/// else DEFAULT (1). Written at qpc dw2 bits 7..6 (mlx5_ifc.h L3641) →
+/// create_qp_in byte 0x18 + 0x0b = 0x23, mask 0xc0.
+#[test]
+fn qp_ts_format_is_the_kernel_rule() {
+    assert_eq!(qp_ts_format(0), 0, "cap 0 → FREE_RUNNING");
+    assert_eq!(qp_ts_format(1), 1, "cap 1 (real-time only) → DEFAULT");
+    assert_eq!(qp_ts_format(2), 0, "cap 2 → FREE_RUNNING");
+    let mut b = [0u8; 0x200];
+    create_qp(
+        &mut b,
+        &QpParams {
+            st: crate::qp::ServiceType::Rc,
+            pd: 1,
+            uar_page: 1,
+            log_sq_size: 4,
+            no_sq: false,
+            log_rq_size: 4,
+            log_rq_stride: 0,
+            srqn: None,
+            ts_format: qp_ts_format(1),
+            cqn_snd: 2,
+            cqn_rcv: 2,
+            dbr_addr: 0x8000,
+            user_index: 0,
+            pages_iova: 0x10_000,
+            npages: 1,
+        },
+    );
+    assert_eq!(b[0x23] & 0xc0, 1 << 6, "ts_format DEFAULT");
 }

@@ -354,6 +354,7 @@ impl Seeder {
                     log_rq_size: 2,
                     log_rq_stride: 0,
                     srqn: None,
+                    ts_format: 0,
                     cqn_snd: cq,
                     cqn_rcv: cq,
                     dbr_addr: mark(0xF040),

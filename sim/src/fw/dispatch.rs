@@ -28,6 +28,7 @@ impl SimFirmware {
                 self.query_roce_cap(&c)
             }
             op::QUERY_HCA_CAP => self.query_hca_cap(&c),
+            op::SET_HCA_CAP if c.op_mod >> 1 == ops::CapType::Roce as u16 => self.set_roce_cap(&c),
             op::SET_HCA_CAP => self.set_hca_cap(&c),
             op::INIT_HCA => self.init_hca(),
             op::TEARDOWN_HCA => self.teardown_hca(&c),

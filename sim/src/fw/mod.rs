@@ -124,8 +124,18 @@ pub struct FwConfig {
     pub first_eqn: u8,
     /// Byte 0 of the RoCE capability page (QUERY_HCA_CAP type 4): 0x08
     /// sw_r_roce_src_udp_port, 0x04 fl_rc_qp_when_roce_disabled, 0x02
-    /// fl_rc_qp_when_roce_enabled. Default 0x0e (all three).
+    /// fl_rc_qp_when_roce_enabled. Default 0x0e (all three). The
+    /// maximum page reports it as is; in the current page
+    /// sw_r_roce_src_udp_port starts off and SET_HCA_CAP op_mod 8 turns it
+    /// on (only if set here).
     pub roce_cap_byte0: u8,
+    /// RoCE capability `qp_ts_format`: 0 free-running only, 1 real-time
+    /// only, 2 both (default, as current cards). CREATE_QP with a
+    /// `ts_format` the value does not allow is refused.
+    pub qp_ts_format: u8,
+    /// RoCE capability `roce_address_table_size`: GID table entries per
+    /// port (default 256).
+    pub roce_address_table_size: u16,
     /// MTU in bytes PMTU reports as `max_mtu` (same units as `port_mtu`).
     /// Default 10000, a model value (a 9978-byte netdev MTU + 22); an IB
     /// configuration should set it to an IB MTU (e.g. 4096).
@@ -197,6 +207,8 @@ impl Default for FwConfig {
             mac: MAC,
             first_eqn: 0,
             roce_cap_byte0: 0x0e,
+            qp_ts_format: 2,
+            roce_address_table_size: 256,
             port_mtu: 1522,
             port_max_mtu: 10000,
             pmtu_supported: true,
@@ -310,6 +322,9 @@ pub struct SimFirmware {
     /// The vport's `roce_en` (MODIFY_NIC_VPORT_CONTEXT). On an Ethernet
     /// port, RST2INIT fails while it is off.
     pub roce_en: bool,
+    /// The current RoCE capability `sw_r_roce_src_udp_port` (SET_HCA_CAP
+    /// op_mod 8).
+    pub roce_sw_src_udp_port: bool,
     pub(crate) cur_caps: [u8; 256],
     pub(crate) pages: Vec<u64>,
     pub(crate) charged_objects: u32,
@@ -347,6 +362,7 @@ impl SimFirmware {
             issi: 0,
             host_endianness: None,
             roce_en: false,
+            roce_sw_src_udp_port: false,
             cur_caps,
             pages: Vec::new(),
             charged_objects: 0,

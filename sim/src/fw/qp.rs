@@ -7,7 +7,7 @@ use super::objects::{ObjectEvent, QpObj};
 use super::status::reason;
 use super::SimFirmware;
 use bareverbs::cmd::bits::Field;
-use bareverbs::cmd::layout::{ads, cmd_in, qpc};
+use bareverbs::cmd::layout::{ads, cmd_in, qpc, roce_cap};
 use bareverbs::cmd::op;
 use bareverbs::cmd::ops::{HwQpState, PAS_OFFSET, QPC, QPC_PATH};
 use bareverbs::cmd::CmdStatus;
@@ -38,6 +38,19 @@ impl SimFirmware {
             (Some(st), 0 | 1) => st,
             _ => return Fail(CmdStatus::BadParam, reason::FIELD),
         };
+        // ts_format within the RoCE capability `qp_ts_format` (the PRM:
+        // a QP may use only a format the device reports): real-time-only
+        // devices (cap 1) refuse FREE_RUNNING, free-running-only ones
+        // (cap 0) refuse REAL_TIME; value 3 is reserved.
+        let ts = g(qpc::TS_FORMAT);
+        let ts_ok = match self.cfg.qp_ts_format as u32 {
+            roce_cap::TS_CAP_FREE_RUNNING => ts != qpc::TS_FORMAT_REAL_TIME,
+            roce_cap::TS_CAP_REAL_TIME => ts != qpc::TS_FORMAT_FREE_RUNNING,
+            _ => true,
+        };
+        if !ts_ok || ts > qpc::TS_FORMAT_REAL_TIME {
+            return Fail(CmdStatus::BadParam, reason::FIELD);
+        }
         if log_sq > cur.log_max_qp_sz || log_rq > cur.log_max_qp_sz {
             return Fail(CmdStatus::BadParam, reason::SIZE);
         }

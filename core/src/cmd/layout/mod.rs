@@ -37,6 +37,7 @@ pub mod query_issi_out;
 pub mod query_pages_out;
 pub mod query_vport_state_out;
 pub mod rmpc;
+pub mod roce_cap;
 pub mod set_issi_in;
 pub mod srqc;
 pub mod teardown_hca_in;
