@@ -286,3 +286,89 @@ fn roce_caps_are_set_and_qp_ts_format_follows_the_cap() {
         unsafe { alloc.free(buf) };
     }
 }
+
+/// The GID table: the driver programs an entry (SET_ROCE_ADDRESS) and
+/// reads it back (QUERY_ROCE_ADDRESS, answered by the model's table);
+/// an index beyond `roce_address_table_size` is refused by the driver
+/// (typed) and by the model (BAD_PARAM); `vhca_port_num` on a device
+/// without vHCA ports is BAD_PARAM; an InfiniBand port has no GID table
+/// commands.
+#[test]
+fn gid_table_entries_are_programmed_and_bounded() {
+    use bareverbs::device::DeviceError;
+    use ops::{gid_ipv4_mapped, gid_link_local_eui64, RoceAddress, RoceVersion};
+    let fw = FwConfig {
+        roce_address_table_size: 16,
+        ..FwConfig::default()
+    };
+    let mac = fw.mac;
+    let mut d = bring_up_sim(fw).unwrap();
+    let ll = RoceAddress {
+        gid: gid_link_local_eui64(mac),
+        mac,
+        vlan: None,
+        version: RoceVersion::V2,
+    };
+    let v4 = RoceAddress {
+        gid: gid_ipv4_mapped([10, 0, 0, 1]),
+        vlan: Some(7),
+        ..ll
+    };
+    d.set_gid(0, &ll).unwrap();
+    d.set_gid(15, &v4).unwrap();
+    let e = d.query_gid(0).unwrap();
+    assert_eq!((e.gid, e.mac, e.vlan_valid), (ll.gid, mac, false));
+    assert_eq!((e.l3_type, e.version), (1, 2), "IPv6, v2");
+    let e = d.query_gid(15).unwrap();
+    assert_eq!((e.gid, e.vlan_valid, e.vlan_id), (v4.gid, true, 7));
+    assert_eq!(e.l3_type, 0, "IPv4-mapped");
+    // The model stores exactly the entry bytes the command carried.
+    let stored = d.bar().fw().gid_entry(15).unwrap();
+    let mut b = [0u8; 0x30];
+    ops::set_roce_address(&mut b, 15, None, Some(&v4));
+    assert_eq!(&stored[..], &b[0x10..0x30]);
+    d.clear_gid(15).unwrap();
+    assert_eq!(d.query_gid(15).unwrap(), ops::RoceAddressEntry::default());
+    // Beyond the table.
+    assert!(matches!(
+        d.set_gid(16, &ll),
+        Err(DeviceError::Limit {
+            what: "GID index",
+            ..
+        })
+    ));
+    let r = ops::set_roce_address(d.input(), 16, None, Some(&ll));
+    // SAFETY: refused (asserted); a GID entry names no memory.
+    let e = unsafe { d.run(r) }.unwrap_err();
+    assert_eq!(
+        e,
+        failure(op::SET_ROCE_ADDRESS, CmdStatus::BadParam, reason::GID_INDEX)
+    );
+    let r = ops::query_roce_address(d.input(), 16, None);
+    // SAFETY: a query.
+    let e = unsafe { d.run(r) }.unwrap_err();
+    assert_eq!(e.status(), Some(CmdStatus::BadParam));
+    // vhca_port_num with num_vhca_ports = 0.
+    let r = ops::set_roce_address(d.input(), 1, Some(1), Some(&ll));
+    // SAFETY: refused (asserted); names no memory.
+    let e = unsafe { d.run(r) }.unwrap_err();
+    assert_eq!(
+        e,
+        failure(op::SET_ROCE_ADDRESS, CmdStatus::BadParam, reason::FIELD)
+    );
+    let _ = d.teardown();
+
+    // An InfiniBand port.
+    let mut fw = FwConfig::default();
+    fw.caps.port_type = 0;
+    fw.port_mtu = 4096;
+    fw.port_max_mtu = 4096;
+    let mut d = bring_up_sim(fw).unwrap();
+    assert_eq!(
+        d.set_gid(0, &ll),
+        Err(DeviceError::NotEthernet {
+            what: "GID table entry"
+        })
+    );
+    let _ = d.teardown();
+}

@@ -268,3 +268,79 @@ fn qp_ts_format_is_the_kernel_rule() {
     );
     assert_eq!(b[0x23] & 0xc0, 1 << 6, "ts_format DEFAULT");
 }
+
+/// SET_ROCE_ADDRESS as the kernel's `lib/gid.c` `mlx5_core_roce_gid_set`
+/// (2cc2c3cb) and `main.c` `set_roce_addr` fill it, with the research
+/// notes' worked example (§1.5): RoCE v2, GID ::ffff:192.168.1.10, MAC
+/// 02:00:00:00:00:01, no VLAN, index 3, `num_vhca_ports` 0 (no port).
+/// Offsets: rdma-core mlx5_ifc.h L4204–4240, kernel `set_roce_address_in`.
+#[test]
+fn set_roce_address_is_mlx5_core_roce_gid_set() {
+    let gid = gid_ipv4_mapped([192, 168, 1, 10]);
+    let mut want_gid = [0u8; 16];
+    want_gid[10..].copy_from_slice(&[0xff, 0xff, 0xc0, 0xa8, 0x01, 0x0a]);
+    assert_eq!(gid, want_gid, "::ffff:192.168.1.10");
+    let a = RoceAddress {
+        gid,
+        mac: [0x02, 0, 0, 0, 0, 0x01],
+        vlan: None,
+        version: RoceVersion::V2,
+    };
+    let mut b = [0xeeu8; 0x40];
+    let r = set_roce_address(&mut b, 3, None, Some(&a));
+    assert_eq!((r.opcode, r.in_len, r.out_len), (0x761, 0x30, 0x10));
+    let mut want = [0u8; 0x30];
+    want[0..4].copy_from_slice(&[0x07, 0x61, 0x00, 0x00]);
+    want[0x08..0x0c].copy_from_slice(&[0x00, 0x03, 0x00, 0x00]); // index 3, no port
+    want[0x10..0x20].copy_from_slice(&want_gid);
+    want[0x20..0x24].copy_from_slice(&[0x00, 0x00, 0x02, 0x00]); // no VLAN, MAC 47..32
+    want[0x24..0x28].copy_from_slice(&[0x00, 0x00, 0x00, 0x01]); // MAC 31..0
+    want[0x28..0x2c].copy_from_slice(&[0x00, 0x00, 0x00, 0x02]); // l3 IPv4 (0), v2
+    assert_eq!(&b[..0x30], &want[..]);
+    assert_eq!(b[0x30], 0xee);
+    // RoCE v2 over an IPv6 GID: l3 type IPV6 (1); a VLAN: vlan_valid
+    // (dw4 bit 28) and vlan_id (dw4 27..16); vhca_port_num (dw2 3..0) when
+    // the device has vHCA ports.
+    let ll = gid_link_local_eui64([0x02, 0x11, 0x22, 0x33, 0x44, 0x55]);
+    assert_eq!(
+        ll,
+        [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x00, 0x11, 0x22, 0xff, 0xfe, 0x33, 0x44, 0x55],
+        "fe80:: + EUI-64 with the U/L bit of 0x02 flipped"
+    );
+    let a6 = RoceAddress {
+        gid: ll,
+        mac: [0x02, 0x11, 0x22, 0x33, 0x44, 0x55],
+        vlan: Some(0x123),
+        version: RoceVersion::V2,
+    };
+    set_roce_address(&mut b, 0x1234, Some(1), Some(&a6));
+    assert_eq!(get32(&b, 0x08), 0x1234_0001, "index, vhca_port_num");
+    assert_eq!(get32(&b, 0x20), (1 << 28) | (0x123 << 16) | 0x0211);
+    assert_eq!(get32(&b, 0x24), 0x2233_4455);
+    assert_eq!(get32(&b, 0x28), (1 << 8) | 2, "IPv6, v2");
+    // RoCE v1 (set_roce_addr: IB_GID_TYPE_ROCE → version 1 = 0, l3 left 0).
+    set_roce_address(
+        &mut b,
+        0,
+        None,
+        Some(&RoceAddress {
+            version: RoceVersion::V1,
+            ..a6
+        }),
+    );
+    assert_eq!(get32(&b, 0x28), 0, "v1: version 0, l3 type 0");
+    // Delete (gid == NULL in the 2cc2c3cb version): an all-zero entry.
+    set_roce_address(&mut b, 5, None, None);
+    assert!(b[0x10..0x30].iter().all(|&x| x == 0));
+    assert_eq!(get32(&b, 0x08), 5 << 16);
+    // QUERY_ROCE_ADDRESS: 0x10 in (index dw2 31..16), 0x30 out, the entry
+    // at out byte 0x10.
+    let r = query_roce_address(&mut b, 3, None);
+    assert_eq!((r.opcode, r.in_len, r.out_len), (0x760, 0x10, 0x30));
+    assert_eq!(get32(&b, 0x08), 3 << 16);
+    let mut out = [0u8; 0x30];
+    out[0x10..0x30].copy_from_slice(&want[0x10..0x30]);
+    let e = parse_roce_address(&out, 0x10);
+    assert_eq!((e.gid, e.mac, e.vlan_valid), (want_gid, a.mac, false));
+    assert_eq!((e.l3_type, e.version), (0, 2));
+}

@@ -67,6 +67,12 @@ pub enum DeviceError {
         /// The object refused.
         what: &'static str,
     },
+    /// The request needs an Ethernet (RoCE) port and the device's port is
+    /// not one.
+    NotEthernet {
+        /// What was refused.
+        what: &'static str,
+    },
     /// A UAR index is outside BAR0.
     NoUar {
         /// The index.
@@ -166,6 +172,9 @@ impl fmt::Display for DeviceError {
                 f,
                 "a {what} must name an event queue and the device has none (async_eq is off)"
             ),
+            DeviceError::NotEthernet { what } => {
+                write!(f, "a {what} needs an Ethernet port")
+            }
             DeviceError::NoUar { index } => write!(f, "UAR {index} is outside BAR0"),
             DeviceError::WrongQpState {
                 qpn,

@@ -59,6 +59,8 @@ impl SimFirmware {
             op::DESTROY_SRQ => self.destroy_srq(&c, false),
             op::CREATE_RMP => self.create_rmp(&c),
             op::DESTROY_RMP => self.destroy_srq(&c, true),
+            op::SET_ROCE_ADDRESS => self.set_roce_address(&c),
+            op::QUERY_ROCE_ADDRESS => self.query_roce_address(&c),
             op::QUERY_VPORT_STATE => self.query_vport_state(),
             op::MODIFY_NIC_VPORT_CONTEXT => self.modify_nic_vport_context(&c),
             op::QUERY_NIC_VPORT_CONTEXT => self.query_nic_vport_context(&c),

@@ -30,6 +30,7 @@ mod dispatch;
 mod eq;
 mod exec;
 pub mod fuzz;
+mod gid;
 mod guest;
 mod handler;
 mod hca;
@@ -251,6 +252,7 @@ pub fn default_caps() -> HcaCaps {
         cqe_version: 1,
         cmdif_checksum: 3,
         roce: true,
+        num_vhca_ports: 0,
         atomic: true,
         uar_4k: true,
         umem_uid_0: true,
@@ -325,6 +327,9 @@ pub struct SimFirmware {
     /// The current RoCE capability `sw_r_roce_src_udp_port` (SET_HCA_CAP
     /// op_mod 8).
     pub roce_sw_src_udp_port: bool,
+    /// The port's GID table (SET_ROCE_ADDRESS entries, grown on first
+    /// use to `roce_address_table_size`).
+    pub(crate) gids: Vec<[u8; 0x20]>,
     pub(crate) cur_caps: [u8; 256],
     pub(crate) pages: Vec<u64>,
     pub(crate) charged_objects: u32,
@@ -363,6 +368,7 @@ impl SimFirmware {
             host_endianness: None,
             roce_en: false,
             roce_sw_src_udp_port: false,
+            gids: Vec::new(),
             cur_caps,
             pages: Vec::new(),
             charged_objects: 0,
