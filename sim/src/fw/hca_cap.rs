@@ -159,3 +159,58 @@ impl SimFirmware {
         Outcome::Ok(ok(16))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::FwConfig;
+    use super::*;
+    use crate::dma::HeapDma;
+    use bareverbs::cmd::ops;
+    use std::sync::Arc;
+
+    /// An enabled function (SET_HCA_CAP's state) under `cfg`.
+    fn enabled(cfg: FwConfig) -> SimFirmware {
+        let mut f = SimFirmware::new(Arc::new(HeapDma::new()), cfg);
+        let mut b = [0u8; 16];
+        let r = ops::enable_hca(&mut b);
+        assert!(matches!(f.execute(&b[..r.in_len], 16), Outcome::Ok(_)));
+        f
+    }
+
+    /// SET_HCA_CAP op_mod 8 takes the current RoCE page back with only
+    /// `sw_r_roce_src_udp_port` changed, on only where the maximum allows.
+    #[test]
+    fn roce_set_hca_cap_changes_only_the_udp_port_bit() {
+        let mut f = enabled(FwConfig::default());
+        let cur = f.roce_page(true);
+        let max = f.roce_page(false);
+        assert_eq!(roce_cap::SW_R_ROCE_SRC_UDP_PORT.get(&cur, 0), 0);
+        let mut b = vec![0u8; 0x1010];
+        // Another field changed as well: refused.
+        let mut page = cur;
+        roce_cap::SW_R_ROCE_SRC_UDP_PORT.set(&mut page, 0, 1);
+        page[3] ^= 1; // qp_ts_format
+        let r = ops::set_hca_cap(&mut b, ops::CapType::Roce, &page);
+        assert!(matches!(
+            f.execute(&b[..r.in_len], 16),
+            Outcome::Fail(CmdStatus::BadParam, reason::FIELD)
+        ));
+        assert!(!f.roce_sw_src_udp_port);
+        // The vendor form: accepted.
+        let r = ops::set_roce_src_udp_port(&mut b, &cur, &max).unwrap();
+        assert!(matches!(f.execute(&b[..r.in_len], 16), Outcome::Ok(_)));
+        assert!(f.roce_sw_src_udp_port);
+        // Not settable (maximum 0): refused.
+        let mut f = enabled(FwConfig {
+            roce_cap_byte0: 0x06,
+            ..FwConfig::default()
+        });
+        let mut page = f.roce_page(true);
+        roce_cap::SW_R_ROCE_SRC_UDP_PORT.set(&mut page, 0, 1);
+        let r = ops::set_hca_cap(&mut b, ops::CapType::Roce, &page);
+        assert!(matches!(
+            f.execute(&b[..r.in_len], 16),
+            Outcome::Fail(CmdStatus::BadParam, reason::FIELD)
+        ));
+    }
+}
