@@ -372,3 +372,75 @@ fn gid_table_entries_are_programmed_and_bounded() {
     );
     let _ = d.teardown();
 }
+
+/// INIT2RTR of an RC QP on an Ethernet port whose path (with a GRH, not
+/// force-loopback) names an empty GID table entry is refused (BAD_PARAM);
+/// the same transition after SET_ROCE_ADDRESS programs the entry is
+/// accepted, and a force-loopback path needs no entry.
+#[test]
+fn rtr_from_an_empty_gid_entry_is_refused() {
+    use bareverbs::cqe::CqeSize;
+    use bareverbs::device::{AddressPath, DeviceError, Init2Rtr, QpSpec, Rst2Init};
+    use ops::{gid_link_local_eui64, RoceAddress, RoceVersion};
+    let fw = FwConfig::default();
+    let mac = fw.mac;
+    let mut d = bring_up_sim(fw).unwrap();
+    let cq = d.create_cq(64, CqeSize::B64).unwrap();
+    let pd = d.alloc_pd().unwrap();
+    let spec = QpSpec {
+        qp_type: bareverbs::sizing::QpType::Rc,
+        pd,
+        send_cqn: cq.cqn(),
+        recv_cqn: cq.cqn(),
+        log_sq_size: 6,
+        log_rq_size: 6,
+        rq_wqe_shift: 5,
+        srqn: None,
+        user_index: 7,
+        max_send_wr: 0,
+        max_recv_wr: 0,
+    };
+    let rtr = |fl: bool| Init2Rtr {
+        mtu: 3,
+        log_msg_max: 30,
+        remote_qpn: 0x100,
+        path: AddressPath {
+            fl,
+            grh: true,
+            sgid_index: 2,
+            port: 1,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let mut qps = Vec::new();
+    for _ in 0..2 {
+        let mut q = d.create_qp(spec).unwrap();
+        let r2i = Rst2Init {
+            port: 1,
+            ..Default::default()
+        };
+        d.rst2init(&mut q, &r2i).unwrap();
+        qps.push(q);
+    }
+    let e = d.init2rtr(&mut qps[0], &rtr(false)).unwrap_err();
+    assert_eq!(
+        e,
+        DeviceError::Cmd(failure(
+            op::INIT2RTR_QP,
+            CmdStatus::BadParam,
+            reason::GID_INDEX
+        ))
+    );
+    // Force loopback: no address needed.
+    d.init2rtr(&mut qps[1], &rtr(true)).unwrap();
+    let a = RoceAddress {
+        gid: gid_link_local_eui64(mac),
+        mac,
+        vlan: None,
+        version: RoceVersion::V2,
+    };
+    d.set_gid(2, &a).unwrap();
+    d.init2rtr(&mut qps[0], &rtr(false)).unwrap();
+    let _ = d.teardown();
+}

@@ -190,6 +190,25 @@ impl SimFirmware {
                 q.rq_psn = g(qpc::NEXT_RCV_PSN);
                 q.min_rnr_nak = g(qpc::MIN_RNR_NAK) as u8;
                 q.log_rra_max = g(qpc::LOG_RRA_MAX) as u8;
+                // A connected QP on an Ethernet (RoCE) port whose path
+                // carries a GRH sends from the GID table entry the path
+                // names (`src_addr_index`): refused (BAD_PARAM) when that
+                // entry was never programmed (SET_ROCE_ADDRESS). A
+                // force-loopback path (`fl`) uses no address, and a path
+                // without a GRH names no source GID (the model's LID-routed
+                // paths, which the sim's fabric accepts on any port).
+                let connected = matches!(q.st, ServiceType::Rc | ServiceType::Uc);
+                if cur.port_type == bareverbs::device::PORT_TYPE_ETHERNET
+                    && connected
+                    && p(ads::FL) == 0
+                    && p(ads::GRH) == 1
+                {
+                    let i = p(ads::SRC_ADDR_INDEX) as usize;
+                    let programmed = self.gids.get(i).is_some_and(|e| e.iter().any(|&b| b != 0));
+                    if !programmed {
+                        return Fail(CmdStatus::BadParam, reason::GID_INDEX);
+                    }
+                }
                 q.fl = p(ads::FL) != 0;
                 q.grh = p(ads::GRH) != 0;
                 q.rlid = p(ads::RLID) as u16;
