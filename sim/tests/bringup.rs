@@ -187,6 +187,12 @@ fn bring_up_fills_device_caps_from_query_hca_cap() {
             op::QUERY_HCA_CAP,
             op::QUERY_HCA_CAP,
             op::SET_HCA_CAP,
+            // RoCE page (mlx5_vfio.c handle_hca_cap_roce): current,
+            // maximum, then SET_HCA_CAP op_mod 8 turning
+            // sw_r_roce_src_udp_port on (ref §7.14).
+            op::QUERY_HCA_CAP,
+            op::QUERY_HCA_CAP,
+            op::SET_HCA_CAP,
             op::QUERY_PAGES,
             op::MANAGE_PAGES,
             op::INIT_HCA,
@@ -808,18 +814,25 @@ fn missing_pages_fail_without_eq_and_are_requested_with_eq() {
         async_eq: false,
         ..DeviceConfig::default()
     };
+    // (A memory key: a CQ is refused before any command on a device
+    // without an EQ, since it must name one.)
     let mut d = bring_up_sim_with(cfg.clone(), dev).unwrap();
-    let e = d.create_cq(64, CqeSize::B64).unwrap_err();
+    let pd = d.alloc_pd().unwrap();
+    let buf = d.allocator().alloc(4096, 4096).unwrap();
+    // SAFETY: the test's own buffer, freed only after teardown.
+    let e = unsafe { d.create_mkey(pd, &buf, Access::LOCAL_WRITE) }.unwrap_err();
     assert_eq!(
         e,
         DeviceError::Cmd(failure(
-            op::CREATE_CQ,
+            op::CREATE_MKEY,
             CmdStatus::NoResources,
             reason::PAGES
         ))
     );
     assert_eq!(CmdStatus::NoResources.code(), 0x0f);
-    d.teardown();
+    let (_rep, _bar, _clock, alloc) = d.teardown();
+    // SAFETY: the function is torn down; nothing names the buffer.
+    unsafe { alloc.free(buf) };
 
     // With the async EQ: PAGE_REQUEST EQE → MANAGE_PAGES on the page slot
     // → the waiting CREATE_CQ completes.

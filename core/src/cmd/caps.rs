@@ -63,6 +63,8 @@ pub mod field {
     pub const CMDIF_CHECKSUM: Field = Field::new(16, 15, 14);
     /// roce.
     pub const ROCE: Field = Field::new(16, 2, 2);
+    /// num_vhca_ports (`dw48[15:8]`, byte 0xc2).
+    pub const NUM_VHCA_PORTS: Field = Field::new(48, 15, 8);
     /// atomic.
     pub const ATOMIC: Field = Field::new(16, 1, 1);
     /// uar_4k.
@@ -145,6 +147,8 @@ pub struct HcaCaps {
     pub cmdif_checksum: u8,
     /// RoCE supported.
     pub roce: bool,
+    /// vHCA ports (GID commands name `vhca_port_num` only when > 0).
+    pub num_vhca_ports: u8,
     /// Atomics supported.
     pub atomic: bool,
     /// 4 KiB UARs supported.
@@ -202,6 +206,7 @@ impl HcaCaps {
             cqe_version: g(CQE_VERSION) as u8,
             cmdif_checksum: g(CMDIF_CHECKSUM) as u8,
             roce: g(ROCE) != 0,
+            num_vhca_ports: g(NUM_VHCA_PORTS) as u8,
             atomic: g(ATOMIC) != 0,
             uar_4k: g(UAR_4K) != 0,
             umem_uid_0: g(UMEM_UID_0) != 0,
@@ -244,6 +249,7 @@ impl HcaCaps {
         s(CQE_VERSION, self.cqe_version as u32);
         s(CMDIF_CHECKSUM, self.cmdif_checksum as u32);
         s(ROCE, self.roce as u32);
+        s(NUM_VHCA_PORTS, self.num_vhca_ports as u32);
         s(ATOMIC, self.atomic as u32);
         s(UAR_4K, self.uar_4k as u32);
         s(UMEM_UID_0, self.umem_uid_0 as u32);

@@ -128,6 +128,18 @@ pub mod op {
     pub const DESTROY_SRQ: u16 = 0x701;
     /// QUERY_SRQ.
     pub const QUERY_SRQ: u16 = 0x702;
+    /// QUERY_ROCE_ADDRESS.
+    pub const QUERY_ROCE_ADDRESS: u16 = 0x760;
+    /// SET_ROCE_ADDRESS.
+    pub const SET_ROCE_ADDRESS: u16 = 0x761;
+    /// CREATE_RMP.
+    pub const CREATE_RMP: u16 = 0x90c;
+    /// MODIFY_RMP.
+    pub const MODIFY_RMP: u16 = 0x90d;
+    /// DESTROY_RMP.
+    pub const DESTROY_RMP: u16 = 0x90e;
+    /// QUERY_RMP.
+    pub const QUERY_RMP: u16 = 0x90f;
     /// QUERY_VPORT_STATE.
     pub const QUERY_VPORT_STATE: u16 = 0x750;
     /// QUERY_NIC_VPORT_CONTEXT.
@@ -187,6 +199,12 @@ pub fn opcode_name(opcode: u16) -> &'static str {
         op::CREATE_SRQ => "CREATE_SRQ",
         op::DESTROY_SRQ => "DESTROY_SRQ",
         op::QUERY_SRQ => "QUERY_SRQ",
+        op::QUERY_ROCE_ADDRESS => "QUERY_ROCE_ADDRESS",
+        op::SET_ROCE_ADDRESS => "SET_ROCE_ADDRESS",
+        op::CREATE_RMP => "CREATE_RMP",
+        op::MODIFY_RMP => "MODIFY_RMP",
+        op::DESTROY_RMP => "DESTROY_RMP",
+        op::QUERY_RMP => "QUERY_RMP",
         op::QUERY_VPORT_STATE => "QUERY_VPORT_STATE",
         op::QUERY_NIC_VPORT_CONTEXT => "QUERY_NIC_VPORT_CONTEXT",
         op::MODIFY_NIC_VPORT_CONTEXT => "MODIFY_NIC_VPORT_CONTEXT",
@@ -203,3 +221,5 @@ pub fn opcode_name(opcode: u16) -> &'static str {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod vendor_tests;

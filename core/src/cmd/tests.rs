@@ -221,6 +221,7 @@ fn create_qp_layout_matches_facts_byte_offsets() {
         log_rq_size: 5,
         log_rq_stride: 2,
         srqn: Some(0x00beef),
+        ts_format: 0,
         cqn_snd: 0x111111,
         cqn_rcv: 0x222222,
         dbr_addr: 0x1122_3344_5566_7788,
@@ -382,7 +383,7 @@ fn cq_eq_mkey_pages_layouts() {
             variant: 0x5a,
         },
     );
-    assert_eq!(r.in_len, 0x110 + 24);
+    assert_eq!(r.in_len, 0x110 + 32, "3 entries and a pad");
     let m = 0x10;
     assert_eq!(b[m + 0x0f], 0x33, "pd");
     assert_eq!(b[m + 0x07], 0x5a, "mkey_7_0");
@@ -429,7 +430,7 @@ fn cq_eq_mkey_pages_layouts() {
             variant: 1,
         },
     );
-    assert_eq!(r.in_len, 0x110 + 33 * 8);
+    assert_eq!(r.in_len, 0x110 + 34 * 8, "33 entries and a pad");
     assert_eq!(b[m + 0x3b] & 0x1f, 21, "absolute log page size");
     assert_eq!(get32(&b, m + 0x34), 17, "(33+1)/2 octwords");
     assert_eq!(get64(&b, 0x110), 0x4020_0000 | 3);

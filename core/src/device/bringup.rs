@@ -5,6 +5,7 @@
 use super::{Device, DeviceConfig, DeviceError, Step, UarMap, PORT_TYPE_ETHERNET};
 use crate::cmd::caps::{self, HcaCaps, GENERAL_CAP_LEN};
 use crate::cmd::initseg::{CmdqGeometry, InitSeg, InitSegError};
+use crate::cmd::layout::roce_cap;
 use crate::cmd::ops::{self, CapType, PagesKind};
 use crate::cmd::pages::PagePool;
 use crate::cmd::queue::{CmdQueue, SlotKind, MAX_MSG};
@@ -174,6 +175,29 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         }
         let r = ops::set_hca_cap(&mut self.inb, CapType::General, &cap);
         self.exec(r).map_err(bu(Step::HcaCaps))?;
+        if caps::get(&cap, caps::field::ROCE) != 0 {
+            self.set_roce_caps()?;
+        }
+        Ok(())
+    }
+
+    /// Step 8, RoCE page (rdma-core `mlx5_vfio.c` `handle_hca_cap_roce`):
+    /// on a device with RoCE, query the RoCE capabilities (current, then
+    /// maximum) and, when `sw_r_roce_src_udp_port` is off but settable,
+    /// send the current page back with it on (SET_HCA_CAP op_mod 8).
+    fn set_roce_caps(&mut self) -> Result<(), DeviceError> {
+        let page = ops::CAP_OFFSET..ops::CAP_OFFSET + roce_cap::LEN;
+        let r = ops::query_hca_cap(&mut self.inb, CapType::Roce, true);
+        self.exec(r).map_err(bu(Step::HcaCaps))?;
+        let mut cur = [0u8; roce_cap::LEN];
+        cur.copy_from_slice(&self.outb[page.clone()]);
+        let r = ops::query_hca_cap(&mut self.inb, CapType::Roce, false);
+        self.exec(r).map_err(bu(Step::HcaCaps))?;
+        let mut max = [0u8; roce_cap::LEN];
+        max.copy_from_slice(&self.outb[page]);
+        if let Some(r) = ops::set_roce_src_udp_port(&mut self.inb, &cur, &max) {
+            self.exec(r).map_err(bu(Step::HcaCaps))?;
+        }
         Ok(())
     }
 

@@ -86,7 +86,18 @@ impl CqHandle {
 impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
     /// CREATE_CQ with `ncqe` entries (power of two) of `cqe_size`; the ring
     /// is initialised with op_own = 0xF0 in every CQE ([ref §3.7, §7.10](crate::reference)).
+    ///
+    /// The CQ names the device's EQ (`c_eqn` = the number CREATE_EQ
+    /// returned), as the vendor's VFIO provider does: its `query_eqn`
+    /// answers every CQ with the async EQ of vector 0. A device brought up
+    /// without an EQ (`DeviceConfig::async_eq` off) has none to name, so
+    /// the CQ is refused with [`DeviceError::NoEventQueue`] before any
+    /// command: naming EQ 0 would name no EQ at all, and creating one
+    /// behind the caller's back would override the configuration.
     pub fn create_cq(&mut self, ncqe: u32, cqe_size: CqeSize) -> Result<CqHandle, DeviceError> {
+        let Some(c_eqn) = self.eq.as_ref().map(|(e, _)| e.eqn()) else {
+            return Err(DeviceError::NoEventQueue { what: "CQ" });
+        };
         let max = HcaCaps::pow2(self.hca.log_max_cq_sz);
         if !ncqe.is_power_of_two() || ncqe < 2 || ncqe > max {
             return Err(DeviceError::Limit {
@@ -124,7 +135,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
             log_cq_size: ncqe.trailing_zeros() as u8,
             cqe_sz: cqe_size as u8,
             uar_page: self.uar,
-            c_eqn: self.eq.as_ref().map(|(e, _)| e.eqn()).unwrap_or(0),
+            c_eqn,
             dbr_addr: dbrec.iova,
             pages_iova: ring.iova,
             npages,

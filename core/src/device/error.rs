@@ -60,6 +60,19 @@ pub enum DeviceError {
         /// Which table.
         what: &'static str,
     },
+    /// The object must name an event queue and the device has none (it
+    /// was brought up with `DeviceConfig::async_eq` off): a CQ's `c_eqn`
+    /// must be an EQ CREATE_EQ returned ([ref §7.10](crate::reference)).
+    NoEventQueue {
+        /// The object refused.
+        what: &'static str,
+    },
+    /// The request needs an Ethernet (RoCE) port and the device's port is
+    /// not one.
+    NotEthernet {
+        /// What was refused.
+        what: &'static str,
+    },
     /// A UAR index is outside BAR0.
     NoUar {
         /// The index.
@@ -155,6 +168,13 @@ impl fmt::Display for DeviceError {
                 max,
             } => write!(f, "{what} {requested} exceeds the device limit {max}"),
             DeviceError::TableFull { what } => write!(f, "driver table for {what} is full"),
+            DeviceError::NoEventQueue { what } => write!(
+                f,
+                "a {what} must name an event queue and the device has none (async_eq is off)"
+            ),
+            DeviceError::NotEthernet { what } => {
+                write!(f, "a {what} needs an Ethernet port")
+            }
             DeviceError::NoUar { index } => write!(f, "UAR {index} is outside BAR0"),
             DeviceError::WrongQpState {
                 qpn,

@@ -142,7 +142,8 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         // is contiguous in device address space, so any page size
         // describes it, and the key's start and length (not the pages)
         // bound what the device may touch.
-        let max = ((MAX_MSG - ops::PAS_OFFSET) / 8) as u64;
+        // The list is sent rounded up to an even count (`ops::mtt_entries`).
+        let max = (((MAX_MSG - ops::PAS_OFFSET) / 16) * 2) as u64;
         let mut log_page = ops::MKEY_LOG_PAGE_MIN;
         let (pages_iova, npages) = loop {
             let Some((first, n)) = ops::mkey_pages(buf.iova, buf.len as u64, log_page) else {

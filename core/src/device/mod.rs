@@ -29,6 +29,7 @@ mod dma;
 mod error;
 mod events;
 mod exec;
+mod gid;
 mod health;
 mod mkey;
 mod objects;

@@ -261,6 +261,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
             },
             log_rq_stride: spec.rq_wqe_shift - 4,
             srqn: spec.srqn,
+            ts_format: ops::qp_ts_format(self.roce.map_or(0, |r| r.qp_ts_format)),
             cqn_snd: spec.send_cqn,
             cqn_rcv: spec.recv_cqn,
             dbr_addr: dbrec.iova,

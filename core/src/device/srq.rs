@@ -1,5 +1,8 @@
 //! Shared receive queues created by command: [`SrqSpec`], the
-//! [`SrqHandle`] and its data-path queue, CREATE_SRQ and DESTROY_SRQ.
+//! [`SrqHandle`] and its data-path queue; created as an RMP
+//! (CREATE_RMP/DESTROY_RMP) at ISSI 1 and by CREATE_SRQ/DESTROY_SRQ at
+//! ISSI 0, as the vendor kernel's `srq_cmd.c` chooses
+//! ([ref §7.13](crate::reference)).
 
 use super::objects::Obj;
 use super::{Device, DeviceError, Pd, UarMap};
@@ -21,7 +24,7 @@ pub struct SrqSpec {
 /// An SRQ created by command.
 #[derive(Debug, PartialEq, Eq)]
 pub struct SrqHandle {
-    /// SRQ number.
+    /// SRQ number (the RMP number at ISSI 1).
     pub(crate) srqn: u32,
     /// WQE ring.
     pub(crate) ring: DmaBuf,
@@ -72,7 +75,8 @@ impl SrqHandle {
 }
 
 impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
-    /// CREATE_SRQ.
+    /// Creates an SRQ: CREATE_RMP at ISSI 1 (its `rmpn` is the SRQ number
+    /// QPs name), CREATE_SRQ at ISSI 0 ([ref §7.13](crate::reference)).
     pub fn create_srq(&mut self, spec: SrqSpec) -> Result<SrqHandle, DeviceError> {
         if spec.log_size > self.hca.log_max_srq_sz {
             return Err(DeviceError::Limit {
@@ -102,17 +106,31 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
                 return Err(e);
             }
         };
-        let p = ops::SrqParams {
-            log_srq_size: spec.log_size,
-            log_rq_stride: spec.wqe_shift - 4,
-            pd: spec.pd.0,
-            cqn: 0,
-            lwm: 0,
-            dbr_addr: dbrec.iova,
-            pages_iova: ring.iova,
-            npages: total / 4096,
+        let npages = total / 4096;
+        let r = if self.issi >= 1 {
+            let p = ops::RmpParams {
+                log_wq_sz: spec.log_size,
+                log_wq_stride: spec.wqe_shift,
+                pd: spec.pd.0,
+                lwm: 0,
+                dbr_addr: dbrec.iova,
+                pages_iova: ring.iova,
+                npages,
+            };
+            ops::create_rmp(&mut self.inb, &p)
+        } else {
+            let p = ops::SrqParams {
+                log_srq_size: spec.log_size,
+                log_rq_stride: spec.wqe_shift - 4,
+                pd: spec.pd.0,
+                cqn: 0,
+                lwm: 0,
+                dbr_addr: dbrec.iova,
+                pages_iova: ring.iova,
+                npages,
+            };
+            ops::create_srq(&mut self.inb, &p)
         };
-        let r = ops::create_srq(&mut self.inb, &p);
         if let Err(e) = self.exec(r) {
             if !matches!(e, CmdError::Timeout { .. }) {
                 self.free_dma(&[ring, dbrec]);
@@ -128,9 +146,10 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
             spec,
         })
     }
-    /// DESTROY_SRQ and free its memory.
+    /// DESTROY_RMP (ISSI 1) or DESTROY_SRQ (ISSI 0), and free its memory.
     pub fn destroy_srq(&mut self, srq: SrqHandle) -> Result<(), DeviceError> {
-        let r = ops::with_obj(&mut self.inb, op::DESTROY_SRQ, srq.srqn);
+        let opc = self.srq_destroy_op();
+        let r = ops::with_obj(&mut self.inb, opc, srq.srqn);
         self.exec(r)?;
         if let Some(Obj::Srq(_, a, b)) =
             self.untrack(|o| matches!(o, Obj::Srq(x, ..) if *x == srq.srqn))
@@ -138,5 +157,17 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
             self.free_dma(&[a, b]);
         }
         Ok(())
+    }
+}
+
+impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
+    /// The command that destroys an SRQ of this device: DESTROY_RMP once
+    /// ISSI 1 is set (its SRQs are RMPs), DESTROY_SRQ at ISSI 0.
+    pub(super) fn srq_destroy_op(&self) -> u16 {
+        if self.issi >= 1 {
+            op::DESTROY_RMP
+        } else {
+            op::DESTROY_SRQ
+        }
     }
 }

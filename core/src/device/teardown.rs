@@ -39,7 +39,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         while let Some(o) = self.objs.pop() {
             let (opc, id, bufs) = match o {
                 Obj::Qp(n, a, b, _) => (op::DESTROY_QP, n, Some((a, b))),
-                Obj::Srq(n, a, b) => (op::DESTROY_SRQ, n, Some((a, b))),
+                Obj::Srq(n, a, b) => (self.srq_destroy_op(), n, Some((a, b))),
                 Obj::Cq(n, a, b, _) => (op::DESTROY_CQ, n, Some((a, b))),
                 Obj::Mkey(n, _) => (op::DESTROY_MKEY, n, None),
                 Obj::Pd(n) => (op::DEALLOC_PD, n, None),

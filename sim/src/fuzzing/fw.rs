@@ -41,7 +41,7 @@ pub const OUT_LENS: [usize; 8] = [0x10, 0x20, 0x40, 0x110, 0x400, 0x810, 0x1010,
 
 /// Opcodes the fuzzer chooses from (every command the model answers plus
 /// one it does not).
-pub const OPCODES: [u16; 35] = [
+pub const OPCODES: [u16; 39] = [
     op::ALLOC_PD,
     op::DEALLOC_PD,
     op::CREATE_MKEY,
@@ -77,6 +77,10 @@ pub const OPCODES: [u16; 35] = [
     op::QUERY_NIC_VPORT_CONTEXT,
     op::QUERY_ADAPTER,
     op::QUERY_HCA_VPORT_CONTEXT,
+    op::CREATE_RMP,
+    op::DESTROY_RMP,
+    op::SET_ROCE_ADDRESS,
+    op::QUERY_ROCE_ADDRESS,
 ];
 
 fn take<'a>(data: &mut &'a [u8], n: usize) -> &'a [u8] {
@@ -352,6 +356,7 @@ impl Seeder {
                     log_rq_size: 2,
                     log_rq_stride: 0,
                     srqn: None,
+                    ts_format: 0,
                     cqn_snd: cq,
                     cqn_rcv: cq,
                     dbr_addr: mark(0xF040),

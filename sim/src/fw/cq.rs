@@ -25,7 +25,11 @@ impl SimFirmware {
         if !self.objects.uars.contains_key(&uar) {
             return Fail(CmdStatus::BadParam, reason::UNKNOWN_OBJECT);
         }
-        if !self.objects.eqs.is_empty() && !self.objects.eqs.contains_key(&eqn) {
+        // `c_eqn` must name an EQ CREATE_EQ made, also when there is none
+        // (a CQ naming "EQ 0" of a function without EQs names nothing).
+        // BAD_PARAM: the context's field names no object, the status the
+        // model gives every unknown object number inside a context.
+        if !self.objects.eqs.contains_key(&eqn) {
             return Fail(CmdStatus::BadParam, reason::UNKNOWN_OBJECT);
         }
         let npages = ((1usize << log) * (64 << cqe_sz)).div_ceil(4096);

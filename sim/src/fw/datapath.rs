@@ -1,7 +1,7 @@
 //! Command-created objects on the simulator's data path.
 //!
 //! [`FabricPath`] is the [`DataPath`] that makes the objects firmware
-//! creates by command (CREATE_MKEY, CREATE_CQ, CREATE_QP, CREATE_SRQ and
+//! creates by command (CREATE_MKEY, CREATE_CQ, CREATE_QP, CREATE_RMP or CREATE_SRQ and
 //! the modify-QP commands, [ref §6–§7](bareverbs::reference)) *the* objects a simulated
 //! [`Device`](crate::Device) executes: same numbers (QPN, CQN, SRQN, mkey
 //! index), same ring pages, same doorbell records, in one DMA address space

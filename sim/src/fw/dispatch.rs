@@ -28,6 +28,7 @@ impl SimFirmware {
                 self.query_roce_cap(&c)
             }
             op::QUERY_HCA_CAP => self.query_hca_cap(&c),
+            op::SET_HCA_CAP if c.op_mod >> 1 == ops::CapType::Roce as u16 => self.set_roce_cap(&c),
             op::SET_HCA_CAP => self.set_hca_cap(&c),
             op::INIT_HCA => self.init_hca(),
             op::TEARDOWN_HCA => self.teardown_hca(&c),
@@ -55,7 +56,11 @@ impl SimFirmware {
             | op::QP_2RST => self.modify_qp(&c),
             op::QUERY_QP => self.query_qp(&c),
             op::CREATE_SRQ => self.create_srq(&c),
-            op::DESTROY_SRQ => self.destroy_srq(&c),
+            op::DESTROY_SRQ => self.destroy_srq(&c, false),
+            op::CREATE_RMP => self.create_rmp(&c),
+            op::DESTROY_RMP => self.destroy_srq(&c, true),
+            op::SET_ROCE_ADDRESS => self.set_roce_address(&c),
+            op::QUERY_ROCE_ADDRESS => self.query_roce_address(&c),
             op::QUERY_VPORT_STATE => self.query_vport_state(),
             op::MODIFY_NIC_VPORT_CONTEXT => self.modify_nic_vport_context(&c),
             op::QUERY_NIC_VPORT_CONTEXT => self.query_nic_vport_context(&c),

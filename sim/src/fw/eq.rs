@@ -32,7 +32,8 @@ impl SimFirmware {
         if self.objects.eqs.len() as u64 >= 1u64 << cur.log_max_eq {
             return Fail(CmdStatus::ExceedLimit, reason::LIMIT);
         }
-        let Some(eqn) = (0..=255u8).find(|n| !self.objects.eqs.contains_key(n)) else {
+        let Some(eqn) = (self.cfg.first_eqn..=255u8).find(|n| !self.objects.eqs.contains_key(n))
+        else {
             return Fail(CmdStatus::ExceedLimit, reason::LIMIT);
         };
         self.objects.eqs.insert(

@@ -71,6 +71,7 @@ impl SimFirmware {
                         | op::CREATE_CQ
                         | op::CREATE_QP
                         | op::CREATE_SRQ
+                        | op::CREATE_RMP
                 );
                 if creates && cmd_out::STATUS.get(&o, 0) == 0 {
                     if let Some(n) = self.faults.object_number_next.take() {

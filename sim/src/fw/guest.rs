@@ -36,19 +36,27 @@ impl SimFirmware {
         self.dma.translate(iova, len).is_some()
     }
 
-    /// The first `n` PAS entries of `input`, flags stripped.
-    fn pas(input: &[u8], n: usize) -> Vec<u64> {
-        (0..n)
-            .map(|i| get64(input, PAS_OFFSET + 8 * i) & !0xfff)
-            .collect()
+    /// The first `n` PAS entries of `input` from byte `at`, flags stripped.
+    fn pas(input: &[u8], at: usize, n: usize) -> Vec<u64> {
+        (0..n).map(|i| get64(input, at + 8 * i) & !0xfff).collect()
     }
 
     /// Checks `n` pas entries fit the input and are mapped 4 KiB pages.
     pub(super) fn check_pas(&self, input: &[u8], n: usize) -> Result<Vec<u64>, (CmdStatus, u8)> {
-        if input.len() < PAS_OFFSET + 8 * n {
+        self.check_pas_at(input, PAS_OFFSET, n)
+    }
+
+    /// As [`Self::check_pas`], for a list starting at byte `at`.
+    pub(super) fn check_pas_at(
+        &self,
+        input: &[u8],
+        at: usize,
+        n: usize,
+    ) -> Result<Vec<u64>, (CmdStatus, u8)> {
+        if input.len() < at + 8 * n {
             return Err((CmdStatus::BadInputLen, reason::INPUT_LEN));
         }
-        let pas = Self::pas(input, n);
+        let pas = Self::pas(input, at, n);
         if pas.iter().any(|&p| !self.mapped(p, 4096)) {
             return Err((CmdStatus::BadParam, reason::ADDRESS));
         }

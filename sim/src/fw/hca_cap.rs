@@ -6,6 +6,7 @@ use super::handler::{ok, require, Cmd, Outcome};
 use super::status::reason;
 use super::{HcaState, SimFirmware};
 use bareverbs::cmd::caps::{self, HcaCaps, GENERAL_CAP_LEN};
+use bareverbs::cmd::layout::roce_cap;
 use bareverbs::cmd::ops::{CAP_LEN, CAP_OFFSET};
 use bareverbs::cmd::CmdStatus;
 use Outcome::NeedPages;
@@ -15,9 +16,54 @@ use Outcome::NeedPages;
 const GENERAL: usize = CAP_OFFSET + GENERAL_CAP_LEN;
 
 impl SimFirmware {
-    /// QUERY_HCA_CAP of the RoCE capability page.
+    /// The RoCE capability page, current (`true`) or maximum.
+    fn roce_page(&self, current: bool) -> [u8; roce_cap::LEN] {
+        let mut p = [0u8; roce_cap::LEN];
+        p[0] = self.cfg.roce_cap_byte0;
+        if current {
+            roce_cap::SW_R_ROCE_SRC_UDP_PORT.set(&mut p, 0, self.roce_sw_src_udp_port as u32);
+        }
+        roce_cap::QP_TS_FORMAT.set(&mut p, 0, self.cfg.qp_ts_format as u32);
+        roce_cap::L3_TYPE.set(&mut p, 0, 0x6); // IPv4 and IPv6
+        roce_cap::ROCE_VERSION.set(&mut p, 0, 0x5); // v1 and v2
+        roce_cap::R_ROCE_DEST_UDP_PORT.set(&mut p, 0, 4791);
+        roce_cap::ROCE_ADDRESS_TABLE_SIZE.set(&mut p, 0, self.cfg.roce_address_table_size as u32);
+        p
+    }
+
+    /// SET_HCA_CAP of the RoCE page (op_mod 8): the current page sent
+    /// back with only `sw_r_roce_src_udp_port` changed, on only where the
+    /// maximum allows (as the vendor's `handle_hca_cap_roce` sends it).
+    /// Anything else differing from the current page is BAD_PARAM.
+    pub(super) fn set_roce_cap(&mut self, c: &Cmd) -> Outcome {
+        let Cmd { input, .. } = *c;
+        require!(
+            matches!(self.hca, HcaState::Enabled),
+            CmdStatus::BadSysState,
+            reason::HCA_STATE
+        );
+        require!(self.cfg.caps.roce, CmdStatus::BadParam, reason::FIELD);
+        let end = CAP_OFFSET + roce_cap::LEN;
+        require!(c.need_in(end), CmdStatus::BadInputLen, reason::INPUT_LEN);
+        let new = &input[CAP_OFFSET..end];
+        let want = roce_cap::SW_R_ROCE_SRC_UDP_PORT.get(new, 0) == 1;
+        let max = self.roce_page(false);
+        require!(
+            !want || roce_cap::SW_R_ROCE_SRC_UDP_PORT.get(&max, 0) == 1,
+            CmdStatus::BadParam,
+            reason::FIELD
+        );
+        let mut cur = self.roce_page(true);
+        roce_cap::SW_R_ROCE_SRC_UDP_PORT.set(&mut cur, 0, want as u32);
+        require!(cur[..] == new[..], CmdStatus::BadParam, reason::FIELD);
+        self.roce_sw_src_udp_port = want;
+        Outcome::Ok(ok(16))
+    }
+
+    /// QUERY_HCA_CAP of the RoCE capability page (op_mod 8 maximum, 9
+    /// current).
     pub(super) fn query_roce_cap(&mut self, c: &Cmd) -> Outcome {
-        let Cmd { outlen, .. } = *c;
+        let Cmd { outlen, op_mod, .. } = *c;
         require!(
             self.hca_enabled(),
             CmdStatus::BadSysState,
@@ -30,7 +76,9 @@ impl SimFirmware {
             reason::OUTPUT_LEN
         );
         let mut o = ok((CAP_OFFSET + CAP_LEN).min(outlen));
-        o[CAP_OFFSET] = self.cfg.roce_cap_byte0;
+        let page = self.roce_page(op_mod & 1 == 1);
+        let n = page.len().min(o.len() - CAP_OFFSET);
+        o[CAP_OFFSET..CAP_OFFSET + n].copy_from_slice(&page[..n]);
         Outcome::Ok(o)
     }
 
@@ -109,5 +157,60 @@ impl SimFirmware {
         }
         self.cur_caps = c;
         Outcome::Ok(ok(16))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::FwConfig;
+    use super::*;
+    use crate::dma::HeapDma;
+    use bareverbs::cmd::ops;
+    use std::sync::Arc;
+
+    /// An enabled function (SET_HCA_CAP's state) under `cfg`.
+    fn enabled(cfg: FwConfig) -> SimFirmware {
+        let mut f = SimFirmware::new(Arc::new(HeapDma::new()), cfg);
+        let mut b = [0u8; 16];
+        let r = ops::enable_hca(&mut b);
+        assert!(matches!(f.execute(&b[..r.in_len], 16), Outcome::Ok(_)));
+        f
+    }
+
+    /// SET_HCA_CAP op_mod 8 takes the current RoCE page back with only
+    /// `sw_r_roce_src_udp_port` changed, on only where the maximum allows.
+    #[test]
+    fn roce_set_hca_cap_changes_only_the_udp_port_bit() {
+        let mut f = enabled(FwConfig::default());
+        let cur = f.roce_page(true);
+        let max = f.roce_page(false);
+        assert_eq!(roce_cap::SW_R_ROCE_SRC_UDP_PORT.get(&cur, 0), 0);
+        let mut b = vec![0u8; 0x1010];
+        // Another field changed as well: refused.
+        let mut page = cur;
+        roce_cap::SW_R_ROCE_SRC_UDP_PORT.set(&mut page, 0, 1);
+        page[3] ^= 1; // qp_ts_format
+        let r = ops::set_hca_cap(&mut b, ops::CapType::Roce, &page);
+        assert!(matches!(
+            f.execute(&b[..r.in_len], 16),
+            Outcome::Fail(CmdStatus::BadParam, reason::FIELD)
+        ));
+        assert!(!f.roce_sw_src_udp_port);
+        // The vendor form: accepted.
+        let r = ops::set_roce_src_udp_port(&mut b, &cur, &max).unwrap();
+        assert!(matches!(f.execute(&b[..r.in_len], 16), Outcome::Ok(_)));
+        assert!(f.roce_sw_src_udp_port);
+        // Not settable (maximum 0): refused.
+        let mut f = enabled(FwConfig {
+            roce_cap_byte0: 0x06,
+            ..FwConfig::default()
+        });
+        let mut page = f.roce_page(true);
+        roce_cap::SW_R_ROCE_SRC_UDP_PORT.set(&mut page, 0, 1);
+        let r = ops::set_hca_cap(&mut b, ops::CapType::Roce, &page);
+        assert!(matches!(
+            f.execute(&b[..r.in_len], 16),
+            Outcome::Fail(CmdStatus::BadParam, reason::FIELD)
+        ));
     }
 }

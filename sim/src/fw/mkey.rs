@@ -43,8 +43,24 @@ impl SimFirmware {
         if npages < need || npages > (1 << 20) {
             return Fail(CmdStatus::BadParam, reason::SIZE);
         }
-        if input.len() < PAS_OFFSET + 8 * need {
+        // The declared octwords must all be in the input: an odd page
+        // count is sent with a zero pad entry (the vendor's VFIO provider
+        // and kernel size the input `0x110 + 8 · roundup(npages, 2)`). A
+        // message shorter than the list it declares is a length error,
+        // BAD_INPUT_LEN, the status the PRM gives for an inbox length that
+        // does not match the command's content; a strict card reads the
+        // missing entry past the end of the message.
+        if input.len() < PAS_OFFSET + 8 * npages {
             return Fail(CmdStatus::BadInputLen, reason::INPUT_LEN);
+        }
+        // Access flags in the MTT entries (bits 0 read, 1 write) take
+        // effect only under `pg_access`; entries carrying them while it is
+        // clear are an inconsistent field combination, BAD_PARAM (the
+        // kernel writes flags only together with `pg_access`, mr.c
+        // reg_create; rdma-core mlx5_vfio.c sets both).
+        let pg_access = create_mkey_in::PG_ACCESS.get(input, 0) == 1;
+        if !pg_access && (0..npages).any(|i| get64(input, PAS_OFFSET + 8 * i) & 0xfff != 0) {
+            return Fail(CmdStatus::BadParam, reason::FIELD);
         }
         // Each entry a page-aligned device address; the part of the pages
         // the key reaches (its start offset in the first page, then len

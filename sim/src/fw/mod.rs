@@ -30,6 +30,7 @@ mod dispatch;
 mod eq;
 mod exec;
 pub mod fuzz;
+mod gid;
 mod guest;
 mod handler;
 mod hca;
@@ -119,10 +120,23 @@ pub struct FwConfig {
     pub port_mtu: u16,
     /// Permanent MAC address of the port (QUERY_NIC_VPORT_CONTEXT).
     pub mac: [u8; 6],
+    /// The lowest EQ number CREATE_EQ hands out (default 0); a nonzero base
+    /// shows that an object names the EQ it was given, not "EQ 0".
+    pub first_eqn: u8,
     /// Byte 0 of the RoCE capability page (QUERY_HCA_CAP type 4): 0x08
     /// sw_r_roce_src_udp_port, 0x04 fl_rc_qp_when_roce_disabled, 0x02
-    /// fl_rc_qp_when_roce_enabled. Default 0x0e (all three).
+    /// fl_rc_qp_when_roce_enabled. Default 0x0e (all three). The
+    /// maximum page reports it as is; in the current page
+    /// sw_r_roce_src_udp_port starts off and SET_HCA_CAP op_mod 8 turns it
+    /// on (only if set here).
     pub roce_cap_byte0: u8,
+    /// RoCE capability `qp_ts_format`: 0 free-running only, 1 real-time
+    /// only, 2 both (default, as current cards). CREATE_QP with a
+    /// `ts_format` the value does not allow is refused.
+    pub qp_ts_format: u8,
+    /// RoCE capability `roce_address_table_size`: GID table entries per
+    /// port (default 256).
+    pub roce_address_table_size: u16,
     /// MTU in bytes PMTU reports as `max_mtu` (same units as `port_mtu`).
     /// Default 10000, a model value (a 9978-byte netdev MTU + 22); an IB
     /// configuration should set it to an IB MTU (e.g. 4096).
@@ -192,7 +206,10 @@ impl Default for FwConfig {
             port_state: 1,
             init_pages_reported: None,
             mac: MAC,
+            first_eqn: 0,
             roce_cap_byte0: 0x0e,
+            qp_ts_format: 2,
+            roce_address_table_size: 256,
             port_mtu: 1522,
             port_max_mtu: 10000,
             pmtu_supported: true,
@@ -235,6 +252,7 @@ pub fn default_caps() -> HcaCaps {
         cqe_version: 1,
         cmdif_checksum: 3,
         roce: true,
+        num_vhca_ports: 0,
         atomic: true,
         uar_4k: true,
         umem_uid_0: true,
@@ -306,6 +324,12 @@ pub struct SimFirmware {
     /// The vport's `roce_en` (MODIFY_NIC_VPORT_CONTEXT). On an Ethernet
     /// port, RST2INIT fails while it is off.
     pub roce_en: bool,
+    /// The current RoCE capability `sw_r_roce_src_udp_port` (SET_HCA_CAP
+    /// op_mod 8).
+    pub roce_sw_src_udp_port: bool,
+    /// The port's GID table (SET_ROCE_ADDRESS entries, grown on first
+    /// use to `roce_address_table_size`).
+    pub(crate) gids: Vec<[u8; 0x20]>,
     pub(crate) cur_caps: [u8; 256],
     pub(crate) pages: Vec<u64>,
     pub(crate) charged_objects: u32,
@@ -343,6 +367,8 @@ impl SimFirmware {
             issi: 0,
             host_endianness: None,
             roce_en: false,
+            roce_sw_src_udp_port: false,
+            gids: Vec::new(),
             cur_caps,
             pages: Vec::new(),
             charged_objects: 0,

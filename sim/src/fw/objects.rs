@@ -154,9 +154,12 @@ pub struct QpObj {
     pub log_sra_max: u8,
 }
 
-/// A shared receive queue (CREATE_SRQ).
+/// A shared receive queue (CREATE_RMP at ISSI 1, CREATE_SRQ at ISSI 0).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SrqObj {
+    /// Created by CREATE_RMP (destroyed by DESTROY_RMP only), else by
+    /// CREATE_SRQ (destroyed by DESTROY_SRQ only).
+    pub rmp: bool,
     /// SRQ number.
     pub srqn: u32,
     /// log2 WQEs.

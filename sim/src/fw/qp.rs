@@ -7,7 +7,7 @@ use super::objects::{ObjectEvent, QpObj};
 use super::status::reason;
 use super::SimFirmware;
 use bareverbs::cmd::bits::Field;
-use bareverbs::cmd::layout::{ads, cmd_in, qpc};
+use bareverbs::cmd::layout::{ads, cmd_in, qpc, roce_cap};
 use bareverbs::cmd::op;
 use bareverbs::cmd::ops::{HwQpState, PAS_OFFSET, QPC, QPC_PATH};
 use bareverbs::cmd::CmdStatus;
@@ -38,6 +38,19 @@ impl SimFirmware {
             (Some(st), 0 | 1) => st,
             _ => return Fail(CmdStatus::BadParam, reason::FIELD),
         };
+        // ts_format within the RoCE capability `qp_ts_format` (the PRM:
+        // a QP may use only a format the device reports): real-time-only
+        // devices (cap 1) refuse FREE_RUNNING, free-running-only ones
+        // (cap 0) refuse REAL_TIME; value 3 is reserved.
+        let ts = g(qpc::TS_FORMAT);
+        let ts_ok = match self.cfg.qp_ts_format as u32 {
+            roce_cap::TS_CAP_FREE_RUNNING => ts != qpc::TS_FORMAT_REAL_TIME,
+            roce_cap::TS_CAP_REAL_TIME => ts != qpc::TS_FORMAT_FREE_RUNNING,
+            _ => true,
+        };
+        if !ts_ok || ts > qpc::TS_FORMAT_REAL_TIME {
+            return Fail(CmdStatus::BadParam, reason::FIELD);
+        }
         if log_sq > cur.log_max_qp_sz || log_rq > cur.log_max_qp_sz {
             return Fail(CmdStatus::BadParam, reason::SIZE);
         }
@@ -177,6 +190,25 @@ impl SimFirmware {
                 q.rq_psn = g(qpc::NEXT_RCV_PSN);
                 q.min_rnr_nak = g(qpc::MIN_RNR_NAK) as u8;
                 q.log_rra_max = g(qpc::LOG_RRA_MAX) as u8;
+                // A connected QP on an Ethernet (RoCE) port whose path
+                // carries a GRH sends from the GID table entry the path
+                // names (`src_addr_index`): refused (BAD_PARAM) when that
+                // entry was never programmed (SET_ROCE_ADDRESS). A
+                // force-loopback path (`fl`) uses no address, and a path
+                // without a GRH names no source GID (the model's LID-routed
+                // paths, which the sim's fabric accepts on any port).
+                let connected = matches!(q.st, ServiceType::Rc | ServiceType::Uc);
+                if cur.port_type == bareverbs::device::PORT_TYPE_ETHERNET
+                    && connected
+                    && p(ads::FL) == 0
+                    && p(ads::GRH) == 1
+                {
+                    let i = p(ads::SRC_ADDR_INDEX) as usize;
+                    let programmed = self.gids.get(i).is_some_and(|e| e.iter().any(|&b| b != 0));
+                    if !programmed {
+                        return Fail(CmdStatus::BadParam, reason::GID_INDEX);
+                    }
+                }
                 q.fl = p(ads::FL) != 0;
                 q.grh = p(ads::GRH) != 0;
                 q.rlid = p(ads::RLID) as u16;

@@ -37,6 +37,11 @@ pub mod reason {
     /// A QP was attached to an Ethernet port whose vport has RoCE disabled
     /// (the model's choice of status; real firmware refuses such QPs).
     pub const ROCE_DISABLED: u8 = 0x0f;
+    /// A command the negotiated ISSI does not use (CREATE_SRQ once ISSI 1
+    /// is set: SRQs are RMPs then; a model choice, see `fw/srq.rs`).
+    pub const ISSI: u8 = 0x10;
+    /// A GID table index beyond the port's table.
+    pub const GID_INDEX: u8 = 0x11;
 }
 
 /// The syndrome the model reports for `opcode` failing for `reason`.

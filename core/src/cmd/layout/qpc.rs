@@ -24,6 +24,16 @@ pub const LOG_RQ_STRIDE: Field = Field::new(2, 18, 16);
 pub const NO_SQ: Field = Field::new(2, 15, 15);
 /// `log_sq_size`: log2 SQ WQEBBs.
 pub const LOG_SQ_SIZE: Field = Field::new(2, 14, 11);
+/// `ts_format` (`dw2[7:6]`): the QP's timestamp format,
+/// [`TS_FORMAT_FREE_RUNNING`], [`TS_FORMAT_DEFAULT`] or
+/// [`TS_FORMAT_REAL_TIME`] ([ref §7.14](crate::reference)).
+pub const TS_FORMAT: Field = Field::new(2, 7, 6);
+/// `MLX5_QPC_TIMESTAMP_FORMAT_FREE_RUNNING`.
+pub const TS_FORMAT_FREE_RUNNING: u32 = 0;
+/// `MLX5_QPC_TIMESTAMP_FORMAT_DEFAULT`.
+pub const TS_FORMAT_DEFAULT: u32 = 1;
+/// `MLX5_QPC_TIMESTAMP_FORMAT_REAL_TIME`.
+pub const TS_FORMAT_REAL_TIME: u32 = 2;
 /// `uar_page`.
 pub const UAR_PAGE: Field = Field::new(3, 23, 0);
 /// `user_index` (reported in CQEs with CQE version 1).

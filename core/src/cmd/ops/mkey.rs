@@ -60,10 +60,29 @@ pub struct MkeyParams {
     pub variant: u8,
 }
 
-/// CREATE_MKEY (0x200). [ref §7.12](crate::reference).
+/// MTT entry flags of every page of a key: read (bit 0) and write (bit 1),
+/// "present" (`MLX5_MTT_PRESENT`); honoured because the command sets
+/// `pg_access`. [ref §7.12](crate::reference).
+pub const MTT_PRESENT: u64 = 0x3;
+
+/// The MTT entries a CREATE_MKEY input carries for `npages` pages: the
+/// count rounded up to an even number, since the list is sent in 16-byte
+/// octwords of two entries and the declared octwords must all be present
+/// (a pad entry, all zero, completes the last one).
+/// [ref §7.12](crate::reference).
+pub const fn mtt_entries(npages: usize) -> usize {
+    npages.div_ceil(2) * 2
+}
+
+/// CREATE_MKEY (0x200): `0x110 + 8 · roundup(npages, 2)` input bytes,
+/// both octword sizes `(npages + 1) / 2`, `pg_access` set and every page's
+/// entry carrying [`MTT_PRESENT`], as the vendor's VFIO provider sends it.
+/// [ref §7.12](crate::reference).
 pub fn create_mkey(b: &mut [u8], p: &MkeyParams) -> Req {
-    let in_len = PAS_OFFSET + 8 * p.npages;
+    let in_len = PAS_OFFSET + 8 * mtt_entries(p.npages);
+    // Zeroes the whole input, the pad entry included.
     hdr(b, op::CREATE_MKEY, 0, in_len);
+    create_mkey_in::PG_ACCESS.set(b, 0, 1);
     // a, rw, rr, lw, lr: mkc byte 2 bits 6..2 (dw0 bits 14..10).
     let a = MkeyAccess::from_ibv(p.access).union(MkeyAccess::LOCAL_READ);
     mkc::ACCESS.set(b, MKC, u32::from(a.bits()) >> 2);
@@ -77,7 +96,14 @@ pub fn create_mkey(b: &mut [u8], p: &MkeyParams) -> Req {
     mkc::TRANSLATIONS_OCTWORD_SIZE.set(b, MKC, octwords);
     mkc::LOG_PAGE_SIZE.set(b, MKC, p.log_page_size as u32);
     create_mkey_in::TRANSLATIONS_OCTWORD_ACTUAL_SIZE.set(b, 0, octwords);
-    put_pas_sized(b, PAS_OFFSET, p.pages_iova, p.npages, p.log_page_size, 0x3);
+    put_pas_sized(
+        b,
+        PAS_OFFSET,
+        p.pages_iova,
+        p.npages,
+        p.log_page_size,
+        MTT_PRESENT,
+    );
     Req {
         opcode: op::CREATE_MKEY,
         in_len,

@@ -22,7 +22,8 @@
 //! | `cq` | CREATE_CQ |
 //! | `qp` | hardware QP state, CREATE_QP, 2ERR_QP, 2RST_QP, QUERY_QP |
 //! | `qp_modify` | RST2INIT_QP, INIT2RTR_QP, RTR2RTS_QP and the address path |
-//! | `srq` | CREATE_SRQ |
+//! | `srq` | CREATE_RMP (ISSI 1), CREATE_SRQ (ISSI 0) |
+//! | `roce_addr` | SET_ROCE_ADDRESS, QUERY_ROCE_ADDRESS, GIDs of a port |
 //! | `vport` | QUERY_VPORT_STATE, QUERY/MODIFY_NIC_VPORT_CONTEXT |
 //! | `hca_vport` | QUERY_HCA_VPORT_CONTEXT |
 //! | `adapter` | QUERY_ADAPTER |
@@ -50,6 +51,7 @@ mod pd;
 mod qp;
 mod qp_modify;
 mod register;
+mod roce_addr;
 mod srq;
 mod vport;
 
@@ -69,6 +71,7 @@ pub use pd::*;
 pub use qp::*;
 pub use qp_modify::*;
 pub use register::*;
+pub use roce_addr::*;
 pub use srq::*;
 pub use vport::*;
 

@@ -94,6 +94,9 @@ pub struct QpParams {
     pub log_rq_stride: u8,
     /// Receive through this SRQ instead of an RQ.
     pub srqn: Option<u32>,
+    /// `qpc.ts_format` ([`qp_ts_format`](super::qp_ts_format) of the RoCE
+    /// capability).
+    pub ts_format: u8,
     /// Send CQ.
     pub cqn_snd: u32,
     /// Receive CQ.
@@ -121,6 +124,7 @@ pub fn create_qp(b: &mut [u8], p: &QpParams) -> Req {
     if !p.no_sq {
         qpc::LOG_SQ_SIZE.set(b, QPC, p.log_sq_size as u32);
     }
+    qpc::TS_FORMAT.set(b, QPC, p.ts_format as u32);
     qpc::UAR_PAGE.set(b, QPC, p.uar_page);
     qpc::USER_INDEX.set(b, QPC, p.user_index);
     qpc::LOG_PAGE_SIZE.set(b, QPC, 0);
