@@ -22,7 +22,7 @@
 //! Everything lives in fixed arrays on the stack: no allocation per run.
 
 use bareverbs::cq::{CompletionQueue, PollError};
-use bareverbs::cqe::{Completion, Cqe64, CqeSize, MiniCqeFormat, WorkCompletion};
+use bareverbs::cqe::{Completion, Cqe64, CqeSize, MiniCqeFormat, Syndrome, WorkCompletion};
 use bareverbs::platform::{DmaBuf, MemUar};
 use bareverbs::qp::QpType;
 use bareverbs::queue_pair::{QpSet, QueuePair};
@@ -632,7 +632,7 @@ fn device_cqe(cq: *mut u8, pi: &mut u32, ci: u32, opc: u8, k: usize, ctr: u16) {
         .set_wqe_counter(ctr)
         .set_byte_cnt(16);
     if opc == 13 || opc == 14 {
-        c.set_syndrome(0x05);
+        c.set_syndrome(Syndrome::WrFlushErr.as_u8());
     }
     let owner = ((*pi as usize & NCQE) != 0) as u8;
     c.set_op_own((opc << 4) | owner);
