@@ -361,6 +361,14 @@ impl CtrlSeg {
     pub const fn wqebbs(&self) -> u32 {
         (self.ds() as u32 * 16).div_ceil(64)
     }
+    /// Byte offset of the opcode in the segment: the low byte of the
+    /// big-endian `opmod_idx_opcode` dword. [ref §1.3](crate::reference).
+    pub const OPCODE_BYTE: usize = offset_of!(CtrlSeg, opmod_idx_opcode) + 3;
+    /// Byte offset of the DS count in the segment: the low byte of the
+    /// big-endian `qpn_ds` dword (masked with [`super::DS_MASK`]). [ref §1.3](crate::reference).
+    pub const DS_BYTE: usize = offset_of!(CtrlSeg, qpn_ds) + 3;
+    /// Byte offset of the `fm_ce_se` flags byte. [ref §1.3](crate::reference).
+    pub const FM_CE_SE_BYTE: usize = offset_of!(CtrlSeg, fm_ce_se);
 }
 
 impl AtomicSeg {

@@ -210,7 +210,7 @@ impl CtrlSeg {
             opmod_idx_opcode: Be32::new(
                 ((opmod as u32) << 24) | ((wqe_index as u32) << 8) | opcode as u32,
             ),
-            qpn_ds: Be32::new((qpn << 8) | (ds as u32 & 0x3f)),
+            qpn_ds: Be32::new((qpn << 8) | (ds as u32 & super::DS_MASK)),
             signature: 0,
             dci_stream_channel_id: Be16::new(0),
             fm_ce_se,
@@ -223,7 +223,7 @@ impl CtrlSeg {
     /// builder forms the QPN part once per queue.
     #[inline(always)]
     pub const fn qpn_ds_image(qpn: u32, ds: u8) -> u32 {
-        u32::from_ne_bytes(((qpn << 8) | (ds as u32 & 0x3f)).to_be_bytes())
+        u32::from_ne_bytes(((qpn << 8) | (ds as u32 & super::DS_MASK)).to_be_bytes())
     }
 
     /// The DS part of [`qpn_ds_image`](Self::qpn_ds_image) for `ds <= 63`
@@ -283,7 +283,7 @@ impl CtrlSeg {
     }
     /// The DS count: total WQE length in 16-byte units.
     pub const fn ds(&self) -> u8 {
-        (self.qpn_ds.get() & 0x3f) as u8
+        (self.qpn_ds.get() & super::DS_MASK) as u8
     }
 }
 

@@ -8,6 +8,7 @@ use crate::wire::Req;
 use crate::world::{vendor, TraceKind, World};
 use bareverbs::cqe::{Cqe64, Syndrome};
 use bareverbs::qp::{QpState, QpType};
+use bareverbs::wqe::{CtrlSeg, DS_BYTES, DS_MASK, SEND_WQE_BB};
 use std::rc::Rc;
 
 impl World {
@@ -173,15 +174,16 @@ impl World {
             }
             guard += 1;
             let idx = q.sq_fetched;
-            let off = (idx as usize & (q.sq_nbb as usize - 1)) * 64;
+            let off = (idx as usize & (q.sq_nbb as usize - 1)) * SEND_WQE_BB;
             // SAFETY: ctrl bytes of a slot inside the translated SQ ring.
             let (op, ds) = unsafe {
                 (
-                    std::ptr::read_volatile(q.sq_ring.add(off + 3)),
-                    std::ptr::read_volatile(q.sq_ring.add(off + 7)) & 0x3f,
+                    std::ptr::read_volatile(q.sq_ring.add(off + CtrlSeg::OPCODE_BYTE)),
+                    std::ptr::read_volatile(q.sq_ring.add(off + CtrlSeg::DS_BYTE)) as u32 & DS_MASK,
                 )
             };
-            let bbs = ((ds as u32 * 16).div_ceil(64).max(1) as u16).min(avail);
+            let bbs =
+                ((ds * DS_BYTES as u32).div_ceil(SEND_WQE_BB as u32).max(1) as u16).min(avail);
             q.sq_fetched = idx.wrapping_add(bbs);
             self.emit_err(
                 d,
