@@ -876,7 +876,7 @@ impl World {
         }
         dev.counters.dma_write(&params, 64);
         let wc = cqe.wqe_counter() as u32 | (cqe.syndrome() as u32) << 16;
-        let qpn = cqe.sop_drop_qpn() & 0xff_ffff;
+        let qpn = cqe.qpn();
         self.trace(TraceKind::Cqe, d, qpn, wc);
         true
     }

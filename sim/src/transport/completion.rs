@@ -2,11 +2,11 @@
 //! finish, error CQEs, the moves to ERR and SQE, and the flushes of
 //! outstanding, posted and receive WQEs.
 
-use super::{rd_be32, PSN_MASK};
+use super::rd_be32;
 use crate::objects::{Pending, Qp};
 use crate::wire::Req;
 use crate::world::{vendor, TraceKind, World};
-use bareverbs::cqe::{Cqe64, Syndrome};
+use bareverbs::cqe::{Cqe64, CqeOpcode, Syndrome};
 use bareverbs::qp::{QpState, QpType};
 use bareverbs::wqe::{CtrlSeg, DS_BYTES, DS_MASK, SEND_WQE_BB};
 use std::rc::Rc;
@@ -72,15 +72,15 @@ impl World {
     #[inline]
     pub(super) fn req_cqe(opcode: u8, qpn: u32, counter: u16, uidx: u32, byte_cnt: u32) -> Cqe64 {
         let mut c = Cqe64::default();
-        c.set_sop_drop_qpn((opcode as u32) << 24 | qpn)
+        c.set_send_wqe_opcode_qpn(opcode, qpn)
             .set_wqe_counter(counter)
-            .set_srqn_uidx(uidx & PSN_MASK)
+            .set_srqn_uidx(uidx & Cqe64::UIDX_MASK)
             .set_byte_cnt(byte_cnt)
-            .set_op_own(0x00);
+            .set_op_own_parts(CqeOpcode::Req as u8, 0, false, 0);
         c
     }
 
-    /// Writes an error CQE (REQ_ERR 13 or RESP_ERR 14). [ref §5.5](bareverbs::reference).
+    /// Writes an error CQE (REQ_ERR or RESP_ERR). [ref §5.5](bareverbs::reference).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn emit_err(
         &mut self,
@@ -94,12 +94,17 @@ impl World {
         s: u8,
     ) {
         let mut c = Cqe64::default();
-        c.set_srqn_uidx(uidx & PSN_MASK)
+        let cqe_op = if req {
+            CqeOpcode::ReqErr
+        } else {
+            CqeOpcode::RespErr
+        };
+        c.set_srqn_uidx(uidx & Cqe64::UIDX_MASK)
             .set_syndrome(s)
             .set_vendor_err_synd(vendor::of(s))
-            .set_sop_drop_qpn(if req { (opcode as u32) << 24 } else { 0 } | qpn)
+            .set_send_wqe_opcode_qpn(if req { opcode } else { 0 }, qpn)
             .set_wqe_counter(counter)
-            .set_op_own(if req { 13 << 4 } else { 14 << 4 });
+            .set_op_own_parts(cqe_op as u8, 0, false, 0);
         self.write_cqe(d, cq, c, true);
         if let Some(qi) = self.find_qp(d, qpn) {
             if let Some(q) = self.qp(d, qi) {
