@@ -268,7 +268,10 @@ impl Dev {
     }
 
     pub fn mr(&self, key: u32) -> Option<&Mr> {
-        let m = self.mrs.get((key >> 8) as usize)?.as_ref()?;
+        let m = self
+            .mrs
+            .get(bareverbs::mr::mkey_index(key) as usize)?
+            .as_ref()?;
         (m.key == key && m.valid).then_some(m)
     }
 }

@@ -9,7 +9,7 @@ use crate::cost::ceil_u64;
 use crate::wire::{Body, Nak, Packet, Req};
 use crate::world::{cnt2, World};
 use bareverbs::cqe::CqeOpcode;
-use bareverbs::mr::Access;
+use bareverbs::mr::{mkey_index, Access};
 use bareverbs::qp::QpType;
 use std::rc::Rc;
 
@@ -357,7 +357,7 @@ impl World {
                 let dev = &self.devs[d as usize];
                 let pd = dev.qps[qi as usize].as_ref().map(|q| q.pd);
                 match dev.mr(k) {
-                    Some(m) if Some(m.pd) == pd => Some((k >> 8) as usize),
+                    Some(m) if Some(m.pd) == pd => Some(mkey_index(k) as usize),
                     _ => return Err(Nak::InvReq),
                 }
             }
