@@ -136,3 +136,17 @@ impl MemoryRegion {
 pub fn find<'a>(mrs: &'a [MemoryRegion], sge: &Sge) -> Option<&'a MemoryRegion> {
     mrs.iter().find(|m| m.contains(sge))
 }
+
+/// The memory key (lkey = rkey) of mkey object `index` with variant byte
+/// `variant`: `index << 8 | variant`, the one owner of that layout.
+#[inline(always)]
+pub const fn mkey_from_parts(index: u32, variant: u8) -> u32 {
+    (index << 8) | variant as u32
+}
+
+/// The mkey object index of memory key `key`: `key >> 8` (the inverse of
+/// [`mkey_from_parts`] without the variant byte).
+#[inline(always)]
+pub const fn mkey_index(key: u32) -> u32 {
+    key >> 8
+}

@@ -38,6 +38,7 @@ mod round;
 
 pub use counters::Counters;
 pub(crate) use fast::{FastCosts, LenCosts};
+pub(crate) use formula::{bf_delivers, wqe_fetch_ns};
 pub use formula::{fetch_ns, gather_ns, latency_ns, WqeShape};
 pub use params::ModelParams;
 pub(crate) use round::{ceil_u64, trunc_u64};

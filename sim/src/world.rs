@@ -26,6 +26,8 @@ pub const QPN_BASE: u32 = 0x100;
 /// from hardware: the vendor syndrome is opaque to verbs ([ref §5.6](bareverbs::reference):
 /// `wc.vendor_err = vendor_err_synd`).
 pub mod vendor {
+    use bareverbs::cqe::Syndrome;
+
     /// WR_FLUSH_ERR (0x05) → 0xF9 (observed on hardware, see above).
     pub const FLUSH: u8 = 0xf9;
     /// LOCAL_LENGTH_ERR (0x01).
@@ -47,16 +49,16 @@ pub mod vendor {
 
     /// The vendor syndrome for `syndrome`.
     pub const fn of(syndrome: u8) -> u8 {
-        match syndrome {
-            0x01 => LOCAL_LENGTH,
-            0x02 => LOCAL_QP_OP,
-            0x04 => LOCAL_PROT,
-            0x05 => FLUSH,
-            0x12 => REMOTE_INVAL_REQ,
-            0x13 => REMOTE_ACCESS,
-            0x14 => REMOTE_OP,
-            0x15 => RETRY_EXC,
-            0x16 => RNR_RETRY_EXC,
+        match Syndrome::from_u8(syndrome) {
+            Syndrome::LocalLengthErr => LOCAL_LENGTH,
+            Syndrome::LocalQpOpErr => LOCAL_QP_OP,
+            Syndrome::LocalProtErr => LOCAL_PROT,
+            Syndrome::WrFlushErr => FLUSH,
+            Syndrome::RemoteInvalReqErr => REMOTE_INVAL_REQ,
+            Syndrome::RemoteAccessErr => REMOTE_ACCESS,
+            Syndrome::RemoteOpErr => REMOTE_OP,
+            Syndrome::TransportRetryExcErr => RETRY_EXC,
+            Syndrome::RnrRetryExcErr => RNR_RETRY_EXC,
             _ => 0,
         }
     }
@@ -266,7 +268,10 @@ impl Dev {
     }
 
     pub fn mr(&self, key: u32) -> Option<&Mr> {
-        let m = self.mrs.get((key >> 8) as usize)?.as_ref()?;
+        let m = self
+            .mrs
+            .get(bareverbs::mr::mkey_index(key) as usize)?
+            .as_ref()?;
         (m.key == key && m.valid).then_some(m)
     }
 }
@@ -874,7 +879,7 @@ impl World {
         }
         dev.counters.dma_write(&params, 64);
         let wc = cqe.wqe_counter() as u32 | (cqe.syndrome() as u32) << 16;
-        let qpn = cqe.sop_drop_qpn() & 0xff_ffff;
+        let qpn = cqe.qpn();
         self.trace(TraceKind::Cqe, d, qpn, wc);
         true
     }

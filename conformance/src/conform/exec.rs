@@ -3,7 +3,7 @@
 //! path, post its WRs and report what landed in memory.
 
 use anyhow::{bail, Context, Result};
-use bareverbs::platform::{DmaAllocator, DmaBuf, MemUar};
+use bareverbs::platform::{DmaAllocator, DmaBuf, MemUar, BF_OFFSET};
 use bareverbs::qp::QpType;
 use bareverbs::rq::{RecvQueue, RecvWr, RqConfig, RqSlot, SharedReceiveQueue, SrqConfig, SrqSlot};
 use bareverbs::sq::{
@@ -18,7 +18,7 @@ use crate::vectors::recv::{RecvCase, RecvPrep, SrqPrepOp};
 use crate::vectors::wqe::{self as vw, SgeAddr, WqeCase, WqeHeader};
 
 /// Offset of the BlueFlame register in the memory-backed UAR page.
-const BF_REG: usize = 0x800;
+const BF_REG: usize = BF_OFFSET;
 
 /// Executes wqe vectors on [`SendQueue`].
 #[derive(Debug, Default)]

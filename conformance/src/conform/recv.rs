@@ -17,8 +17,8 @@ use anyhow::{Context, Result};
 
 use crate::vectors::recv::{read_recv_file, RecvCase, RecvKind};
 
-/// Fill of the ring in the second run.
-pub const RING_FILL: u8 = 0xA5;
+/// Fill of the ring in the second run (the same fill as the wqe check's).
+pub use super::wqe::RING_FILL;
 
 /// What one receive post produced.
 #[derive(Debug, Clone, PartialEq, Eq)]

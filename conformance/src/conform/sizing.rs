@@ -435,7 +435,7 @@ fn c_cq_layout(
         return provider;
     }
     let ncqe = cq_ncqe_as_c_int(cqe);
-    if ncqe > 1 << 24 || (ncqe as u32) < cqe as u32 + 1 {
+    if i64::from(ncqe) > PROVIDER_MAX_NCQE as i64 || (ncqe as u32) < cqe as u32 + 1 {
         return provider;
     }
     if cqe_size != 64 && cqe_size != 128 {

@@ -440,6 +440,9 @@ impl CmdQueue {
         input: &[u8],
         out_len: usize,
     ) -> Result<(), CmdError> {
+        // The opcode is `cmd_in::OPCODE` (bits 31:16 of dword 0), read here as
+        // the first two bytes on purpose: the dword accessor yields 0 for a
+        // 2–3 byte input, which would change the opcode named in the error.
         let opcode = super::bits::get16(input, 0);
         let s = &mut self.slots[kind as usize];
         if s.stuck || s.pending.is_some() {

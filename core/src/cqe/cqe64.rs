@@ -339,6 +339,30 @@ impl Cqe64 {
         let n = (self.byte_cnt() as usize).min(INLINE_SCATTER_32_MAX);
         self.0.get(..n)
     }
+    /// Mask of a 24-bit QP number in `sop_drop_qpn` and `flags_rqpn`
+    /// (bits 23:0). [ref §5.7](crate::reference).
+    pub const QPN_MASK: u32 = 0x00ff_ffff;
+    /// Mask of the 24-bit SRQ number / user index in `srqn_uidx`
+    /// (bits 23:0). [ref §5.7](crate::reference).
+    pub const UIDX_MASK: u32 = 0x00ff_ffff;
+    /// `flags_rqpn` GRH field (bits 29:28) value 1: the packet carried a
+    /// GRH. [ref §5.8](crate::reference).
+    pub const FLAGS_RQPN_GRH: u32 = 1 << 28;
+    /// Sets `sop_drop_qpn` to send WQE opcode `opcode` (bits 31:24) and
+    /// QP number `qpn` (bits 23:0; OR-ed in unmasked, the caller's QPN
+    /// fits 24 bits). The inverse of [`Self::send_wqe_opcode`] and
+    /// [`Self::qpn`]. [ref §5.7](crate::reference).
+    #[inline(always)]
+    pub fn set_send_wqe_opcode_qpn(&mut self, opcode: u8, qpn: u32) -> &mut Self {
+        self.set_sop_drop_qpn((opcode as u32) << 24 | qpn)
+    }
+    /// Stores bytes 36–39 exactly as given (the inverse of
+    /// [`Self::imm_inval_pkey_raw`]).
+    #[inline(always)]
+    pub fn set_imm_inval_pkey_raw(&mut self, raw: [u8; 4]) -> &mut Self {
+        self.0[36..40].copy_from_slice(&raw);
+        self
+    }
 }
 
 impl core::fmt::Debug for Cqe64 {

@@ -181,7 +181,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         // created a key with this variant.
         self.mkey_variant = variant;
         let index = ops::parse_obj_id(&self.outb);
-        let key = (index << 8) | variant as u32;
+        let key = crate::mr::mkey_from_parts(index, variant);
         self.track(Obj::Mkey(index, key))?;
         Ok(Mkey {
             index,

@@ -62,6 +62,9 @@ pub const fn wqebbs_for_ds(ds: u32) -> u32 {
 }
 /// Largest DS count the 6-bit field can encode. [ref §1.1](crate::reference).
 pub const MAX_DS: u32 = 63;
+/// Mask of the control segment's 6-bit DS field (bits 5:0 of `qpn_ds`).
+/// [ref §1.3](crate::reference).
+pub const DS_MASK: u32 = 0x3f;
 /// Inline segment marker in `byte_count` (bit 31). [ref §1.5](crate::reference).
 pub const INLINE_SEG: u32 = 0x8000_0000;
 /// lkey value that terminates a receive scatter list. [ref §2.1](crate::reference).

@@ -211,7 +211,7 @@ impl CtrlSeg {
             opmod_idx_opcode: Be32::new(
                 ((opmod as u32) << 24) | ((wqe_index as u32) << 8) | opcode as u32,
             ),
-            qpn_ds: Be32::new((qpn << 8) | (ds as u32 & 0x3f)),
+            qpn_ds: Be32::new((qpn << 8) | (ds as u32 & super::DS_MASK)),
             signature: 0,
             dci_stream_channel_id: Be16::new(0),
             fm_ce_se,
@@ -224,7 +224,7 @@ impl CtrlSeg {
     /// builder forms the QPN part once per queue.
     #[inline(always)]
     pub const fn qpn_ds_image(qpn: u32, ds: u8) -> u32 {
-        u32::from_ne_bytes(((qpn << 8) | (ds as u32 & 0x3f)).to_be_bytes())
+        u32::from_ne_bytes(((qpn << 8) | (ds as u32 & super::DS_MASK)).to_be_bytes())
     }
 
     /// The DS part of [`qpn_ds_image`](Self::qpn_ds_image) for `ds <= 63`
@@ -284,7 +284,7 @@ impl CtrlSeg {
     }
     /// The DS count: total WQE length in 16-byte units.
     pub const fn ds(&self) -> u8 {
-        (self.qpn_ds.get() & 0x3f) as u8
+        (self.qpn_ds.get() & super::DS_MASK) as u8
     }
     /// The `fm_ce_se` byte as flags (unknown bits retained). [ref §1.3](crate::reference).
     pub const fn flags(&self) -> FmCeSe {
@@ -303,6 +303,14 @@ impl CtrlSeg {
     pub const fn wqebbs(&self) -> u32 {
         super::wqebbs_for_ds(self.ds() as u32)
     }
+    /// Byte offset of the opcode in the segment: the low byte of the
+    /// big-endian `opmod_idx_opcode` dword. [ref §1.3](crate::reference).
+    pub const OPCODE_BYTE: usize = core::mem::offset_of!(CtrlSeg, opmod_idx_opcode) + 3;
+    /// Byte offset of the DS count in the segment: the low byte of the
+    /// big-endian `qpn_ds` dword (masked with [`super::DS_MASK`]). [ref §1.3](crate::reference).
+    pub const DS_BYTE: usize = core::mem::offset_of!(CtrlSeg, qpn_ds) + 3;
+    /// Byte offset of the `fm_ce_se` flags byte. [ref §1.3](crate::reference).
+    pub const FM_CE_SE_BYTE: usize = core::mem::offset_of!(CtrlSeg, fm_ce_se);
 }
 
 /// Remote address segment (16 bytes). [ref §1.5](crate::reference).

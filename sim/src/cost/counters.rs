@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::params::dma_read_wire;
+use super::params::{dma_read_more_wire, dma_read_wire};
 use super::ModelParams;
 
 /// Counters kept per QP and per device.
@@ -88,6 +88,19 @@ impl Counters {
         self.pcie_reads += 1;
         self.pcie_read_bytes += n;
         self.pcie_wire_bytes += dma_read_wire(p, n);
+    }
+    /// Records the DMA fetch of one WQE of `n` bytes: the first of a
+    /// doorbell's read is one read ([`Self::dma_read`]), a later one only
+    /// extends it (its bytes and completions).
+    #[inline]
+    pub fn wqe_fetch(&mut self, p: &ModelParams, n: u64, first_in_batch: bool) {
+        self.wqe_bytes_fetched += n;
+        if first_in_batch {
+            self.dma_read(p, n)
+        } else {
+            self.pcie_read_bytes += n;
+            self.pcie_wire_bytes += dma_read_more_wire(p, n);
+        }
     }
     /// Records one DMA write of `n` bytes (one MWr).
     #[inline]

@@ -32,6 +32,36 @@ pub fn fetch_ns(p: &ModelParams, s: &WqeShape) -> f64 {
     }
 }
 
+/// Whether a WQE of `wqe_bytes` whose doorbell was a BlueFlame write
+/// (`bf_rung`) is delivered by that write, so never fetched: perf ref
+/// §2.3's BlueFlame rule, at most `bf_max_bytes`.
+#[inline]
+pub(crate) fn bf_delivers(p: &ModelParams, bf_rung: bool, wqe_bytes: u64) -> bool {
+    bf_rung && wqe_bytes <= p.bf_max_bytes as u64
+}
+
+/// The simulator's time to fetch one WQE of `wqebbs` WQEBBs (`wqe_bytes`
+/// bytes), one WQE at a time: BlueFlame-delivered it costs its MMIO lines;
+/// the first WQE of a doorbell's read costs a whole read, `t_rd`; each
+/// later one of the same read only its bytes at `beta`. Over a batch this
+/// sums to [`fetch_ns`]'s `t_rd(64 * WQEBBs * B)`.
+#[inline]
+pub(crate) fn wqe_fetch_ns(
+    p: &ModelParams,
+    bf_delivered: bool,
+    first_in_batch: bool,
+    wqebbs: u16,
+    wqe_bytes: u64,
+) -> f64 {
+    if bf_delivered {
+        p.t_mmio_line_ns * wqebbs as f64
+    } else if first_in_batch {
+        p.t_rd(wqe_bytes)
+    } else {
+        p.beta_ns_per_byte * wqe_bytes as f64
+    }
+}
+
 /// Time the NIC spends gathering the payload (ns).
 pub fn gather_ns(p: &ModelParams, s: &WqeShape) -> f64 {
     if s.inline || s.sges == 0 {

@@ -213,6 +213,14 @@ pub(crate) fn dma_read_wire(p: &ModelParams, n: u64) -> u64 {
     p.tlp_req_overhead as u64 + n + cpls * p.tlp_cpl_overhead as u64
 }
 
+/// Link bytes of `n` more bytes of a DMA read already requested (a later
+/// WQE of one doorbell's fetch): its completions of `read_cpl_bytes`
+/// each, no request TLP.
+#[inline]
+pub(crate) fn dma_read_more_wire(p: &ModelParams, n: u64) -> u64 {
+    n + n.div_ceil(p.read_cpl_bytes as u64) * p.tlp_cpl_overhead as u64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,6 +4,7 @@
 use super::placement::{place, pow2};
 use super::{CqHandle, Device, SimError};
 use crate::objects::Cq;
+use bareverbs::cqe::{CQE64_SIZE, OP_OWN_INIT, OP_OWN_OFFSET};
 
 impl Device {
     /// Creates a CQ of `ncqe` 64-byte entries (power of two ≥ 2) with CQE
@@ -70,7 +71,9 @@ impl Device {
         for i in 0..ncqe as usize {
             // SAFETY: entry i's op_own byte lies inside the ring just
             // allocated and translated.
-            unsafe { std::ptr::write_volatile(rp.add(i * 64 + 63), 0xF0) };
+            unsafe {
+                std::ptr::write_volatile(rp.add(i * CQE64_SIZE + OP_OWN_OFFSET), OP_OWN_INIT)
+            };
         }
         let mut w = self.w.borrow_mut();
         let d = &mut w.devs[self.id as usize];

@@ -5,7 +5,7 @@
 use super::placement::place;
 use super::{Device, Pd, SimError};
 use crate::objects::Mr;
-use bareverbs::mr::{Access, MemoryRegion};
+use bareverbs::mr::{mkey_from_parts, mkey_index, Access, MemoryRegion};
 use bareverbs::platform::DmaBuf;
 use std::ptr::NonNull;
 
@@ -58,7 +58,7 @@ impl Device {
         let d = &mut w.devs[self.id as usize];
         let idx = d.mrs.len() as u32;
         // Key = index << 8 | variant; never MLX5_INVALID_LKEY (0x100).
-        let key = idx << 8 | ((idx.wrapping_mul(0x5b) + 0x42) & 0xff);
+        let key = mkey_from_parts(idx, ((idx.wrapping_mul(0x5b) + 0x42) & 0xff) as u8);
         d.mrs.push(Some(Mr {
             key,
             pd: pd.0,
@@ -74,7 +74,7 @@ impl Device {
     /// Registers a memory key chosen by the caller (as CREATE_MKEY does):
     /// WQEs name bytes `[va, va + len)` under `key`; they live at device
     /// address `dev_addr`, which must lie inside one live DMA allocation.
-    /// The key's index (`key >> 8`) must be free.
+    /// The key's index ([`mkey_index`]) must be free.
     pub fn reg_mr_as(
         &self,
         key: u32,
@@ -99,7 +99,7 @@ impl Device {
             access,
             valid: true,
         };
-        place(&mut d.mrs, Some((key >> 8) as usize), mr, |m| m.valid)?;
+        place(&mut d.mrs, Some(mkey_index(key) as usize), mr, |m| m.valid)?;
         Ok(())
     }
 
@@ -135,7 +135,10 @@ impl Device {
     /// Invalidates a key (deregistration).
     pub fn dereg_mr(&self, key: u32) {
         let mut w = self.w.borrow_mut();
-        if let Some(Some(m)) = w.devs[self.id as usize].mrs.get_mut((key >> 8) as usize) {
+        if let Some(Some(m)) = w.devs[self.id as usize]
+            .mrs
+            .get_mut(mkey_index(key) as usize)
+        {
             if m.key == key {
                 m.valid = false;
             }

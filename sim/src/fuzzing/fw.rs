@@ -29,6 +29,8 @@ use bareverbs::device::{AddressPath, DeviceConfig, Init2Rtr, Rst2Init, Rtr2Rts};
 use bareverbs::mr::Access;
 use bareverbs::platform::{DmaAllocator, DmaBuf, Uar, BF_OFFSET, CQ_DOORBELL};
 use bareverbs::qp::ServiceType;
+use bareverbs::wqe::{CtrlSeg, DataSeg, FmCeSe, Opcode, RaddrSeg, DS_BYTES, SEND_WQE_BB};
+use std::mem::size_of;
 
 /// The marker of an address word (top 32 bits).
 pub const MARK: u32 = 0xA5A5_A5A5;
@@ -409,14 +411,17 @@ impl Seeder {
 }
 
 /// A second seed: `out`, with the scratch pattern a ring of WRITE
-/// WQE-like bytes (ctrl opcode 0x08, DS 3).
+/// WQE-like bytes (ctrl opcode RDMA_WRITE, DS 3, signaled).
 fn with_wqe_pattern(out: &[u8]) -> Vec<u8> {
+    /// DS of a WRITE with one data segment: control, remote address, data.
+    const WRITE_DS: u8 =
+        ((size_of::<CtrlSeg>() + size_of::<RaddrSeg>() + size_of::<DataSeg>()) / DS_BYTES) as u8;
     let mut second = out.to_vec();
     for (i, b) in second[..256].iter_mut().enumerate() {
-        *b = match i % 64 {
-            3 => 0x08,
-            7 => 0x03,
-            11 => 0x08,
+        *b = match i % SEND_WQE_BB {
+            CtrlSeg::OPCODE_BYTE => Opcode::RdmaWrite.bits(),
+            CtrlSeg::DS_BYTE => WRITE_DS,
+            CtrlSeg::FM_CE_SE_BYTE => FmCeSe::CQ_UPDATE.bits(),
             _ => (i as u8).wrapping_mul(13),
         };
     }

@@ -22,12 +22,15 @@
 //! Everything lives in fixed arrays on the stack: no allocation per run.
 
 use bareverbs::cq::{CompletionQueue, PollError};
-use bareverbs::cqe::{Completion, Cqe64, CqeSize, MiniCqeFormat, WorkCompletion};
+use bareverbs::cqe::{
+    Completion, Cqe64, CqeFormat, CqeOpcode, CqeSize, MiniCqeFormat, Syndrome, WorkCompletion,
+};
 use bareverbs::platform::{DmaBuf, MemUar};
 use bareverbs::qp::QpType;
 use bareverbs::queue_pair::{QpSet, QueuePair};
 use bareverbs::rq::{RecvQueue, RecvWr, RqConfig, RqSlot, SharedReceiveQueue, SrqConfig, SrqSlot};
 use bareverbs::sq::{SendFlags, SendOp, SendQueue, SendWr, Sge, SqConfig, SqSlot};
+use bareverbs::wqe::Opcode;
 use core::ptr::NonNull;
 
 const NCQE: usize = 16;
@@ -492,7 +495,11 @@ impl Scene {
         let it = m.sends[k].items();
         if !it.is_empty() {
             let r = it[b.u8() as usize % it.len()];
-            let opc = if op & 0x20 != 0 { 13 } else { 0 };
+            let opc = if op & 0x20 != 0 {
+                CqeOpcode::ReqErr as u8
+            } else {
+                CqeOpcode::Req as u8
+            };
             m.recent[(r.ctr & 3) as usize] = r.ctr;
             device_cqe(cq_p, &mut m.pi, cq.consumer_index(), opc, k, r.ctr);
         }
@@ -509,11 +516,22 @@ impl Scene {
             }
             let c = m.dev_rq;
             m.dev_rq = m.dev_rq.wrapping_add(1);
-            let opc = if op & 0x20 != 0 { 14 } else { 2 };
+            let opc = if op & 0x20 != 0 {
+                CqeOpcode::RespErr as u8
+            } else {
+                CqeOpcode::RespSend as u8
+            };
             device_cqe(cq_p, &mut m.pi, cq.consumer_index(), opc, 0, c);
         } else if m.srq.n > 0 {
             let r = m.srq.items()[b.u8() as usize % m.srq.n];
-            device_cqe(cq_p, &mut m.pi, cq.consumer_index(), 2, 1, r.slot);
+            device_cqe(
+                cq_p,
+                &mut m.pi,
+                cq.consumer_index(),
+                CqeOpcode::RespSend as u8,
+                1,
+                r.slot,
+            );
         }
     }
 
@@ -522,10 +540,10 @@ impl Scene {
         let Scene { cq, qps, m, p, .. } = self;
         let cq_p = p.cq;
         let opc = match b.u8() % 6 {
-            0 | 1 => 0,
-            2 => 2,
-            3 => 13,
-            4 => 14,
+            0 | 1 => CqeOpcode::Req as u8,
+            2 => CqeOpcode::RespSend as u8,
+            3 => CqeOpcode::ReqErr as u8,
+            4 => CqeOpcode::RespErr as u8,
             _ => b.u8() >> 4,
         };
         let k = b.u8() as usize % 3;
@@ -544,7 +562,13 @@ impl Scene {
         let cq_p = p.cq;
         let count = 1 + (b.u8() as u32 % 12);
         let k = b.u8() as usize % 3;
-        let opc = [0u8, 2, 13, 14, 5][(op >> 4) as usize % 5];
+        let opc = [
+            CqeOpcode::Req,
+            CqeOpcode::RespSend,
+            CqeOpcode::ReqErr,
+            CqeOpcode::RespErr,
+            CqeOpcode::Resize,
+        ][(op >> 4) as usize % 5] as u8;
         let first = match b.u8() % 3 {
             0 => b.u16(),
             1 => qps[0].rq.as_ref().expect("rq").tail() as u16,
@@ -627,15 +651,15 @@ fn device_cqe(cq: *mut u8, pi: &mut u32, ci: u32, opc: u8, k: usize, ctr: u16) {
     }
     let (qpn, uidx) = qp_ids(k);
     let mut c = Cqe64::ZERO;
-    c.set_sop_drop_qpn((0x0a << 24) | qpn)
+    c.set_send_wqe_opcode_qpn(Opcode::Send.bits(), qpn)
         .set_srqn_uidx(uidx)
         .set_wqe_counter(ctr)
         .set_byte_cnt(16);
-    if opc == 13 || opc == 14 {
-        c.set_syndrome(0x05);
+    if opc == CqeOpcode::ReqErr as u8 || opc == CqeOpcode::RespErr as u8 {
+        c.set_syndrome(Syndrome::WrFlushErr.as_u8());
     }
     let owner = ((*pi as usize & NCQE) != 0) as u8;
-    c.set_op_own((opc << 4) | owner);
+    c.set_op_own_parts(opc, 0, false, owner);
     write_entry(cq, *pi, c.as_bytes());
     *pi = pi.wrapping_add(1);
 }
@@ -685,12 +709,12 @@ fn device_session(
         write_entry(cq, pi.wrapping_add(off), arr);
     }
     let mut t = Cqe64::ZERO;
-    t.set_sop_drop_qpn((0x0a << 24) | qpn)
+    t.set_send_wqe_opcode_qpn(Opcode::Send.bits(), qpn)
         .set_srqn_uidx(uidx)
         .set_wqe_counter(first)
         .set_byte_cnt(count);
     let owner = ((*pi as usize & NCQE) != 0) as u8;
-    t.set_op_own((opc << 4) | (3 << 2) | owner);
+    t.set_op_own_parts(opc, CqeFormat::Compressed as u8, false, owner);
     write_entry(cq, *pi, t.as_bytes());
     *pi = pi.wrapping_add(count);
 }

@@ -14,6 +14,7 @@ use crate::device::{Device, Fabric};
 use crate::harness::{connect, ud_to_rts, ConnOpts, Endpoint, EpConfig};
 use bareverbs::platform::{Uar, BF_OFFSET, CQ_DOORBELL};
 use bareverbs::qp::QpType;
+use bareverbs::wqe::DS_MASK;
 
 type Ep = Endpoint<4, 4, 16>;
 
@@ -222,7 +223,7 @@ fn peer_doorbell(b: &mut Ep, r: &[u8; 12], dbv: u16, mmio: [u8; 8]) {
     } else {
         u32::from_be_bytes([0, r[1], r[2], r[3]])
     };
-    let ds = m[7] as u32 & 0x3f;
+    let ds = m[7] as u32 & DS_MASK;
     m[4..8].copy_from_slice(&((q << 8) | ds).to_be_bytes());
     put(b.dbrec(), 4, &(dbv as u32).to_be_bytes());
     b.uar_mut().write64(BF_OFFSET, m);

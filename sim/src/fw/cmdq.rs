@@ -4,10 +4,15 @@
 
 use super::SimFirmware;
 use bareverbs::cmd::bits::{get32, get64};
-use bareverbs::cmd::queue::{layout, mailbox, MAILBOX_BYTES, MAILBOX_DATA};
+use bareverbs::cmd::queue::{layout, mailbox, MAILBOX_BYTES, MAILBOX_DATA, MAILBOX_STRIDE};
+use bareverbs::cmd::DeliveryStatus;
 
 /// Largest message the model accepts (1 MiB); longer is a length error.
 pub(super) const MAX_FW_MSG: usize = 1 << 20;
+
+/// Low address bits a mailbox block pointer must have clear (blocks are
+/// [`MAILBOX_STRIDE`]-aligned).
+const MAILBOX_ALIGN_MASK: u64 = MAILBOX_STRIDE as u64 - 1;
 
 impl SimFirmware {
     /// Device address of command entry `slot`; `None` when the driver's
@@ -34,12 +39,14 @@ impl SimFirmware {
         let mut i = 0u32;
         let mut left = len;
         while left > 0 {
-            if ptr & 0x3ff != 0 {
-                return Err(5);
+            if ptr & MAILBOX_ALIGN_MASK != 0 {
+                return Err(DeliveryStatus::InPtrAlign.code());
             }
-            let b = self.rd(ptr, MAILBOX_BYTES).ok_or(0x10u8)?;
+            let b = self
+                .rd(ptr, MAILBOX_BYTES)
+                .ok_or(DeliveryStatus::BadCmdDescriptor.code())?;
             if get32(&b, mailbox::BLOCK_NUM) != i {
-                return Err(3);
+                return Err(DeliveryStatus::BadBlockNumber.code());
             }
             let take = left.min(MAILBOX_DATA);
             out.extend_from_slice(&b[..take]);
@@ -54,12 +61,14 @@ impl SimFirmware {
     pub(super) fn write_chain(&mut self, mut ptr: u64, data: &[u8]) -> Result<(), u8> {
         for (i, chunk) in data.chunks(MAILBOX_DATA).enumerate() {
             let i = i as u32;
-            if ptr & 0x3ff != 0 {
-                return Err(4);
+            if ptr & MAILBOX_ALIGN_MASK != 0 {
+                return Err(DeliveryStatus::OutPtrAlign.code());
             }
-            let b = self.rd(ptr, MAILBOX_BYTES).ok_or(0x10u8)?;
+            let b = self
+                .rd(ptr, MAILBOX_BYTES)
+                .ok_or(DeliveryStatus::BadCmdDescriptor.code())?;
             if get32(&b, mailbox::BLOCK_NUM) != i {
-                return Err(3);
+                return Err(DeliveryStatus::BadBlockNumber.code());
             }
             self.wr(ptr, chunk);
             if std::mem::take(&mut self.faults.corrupt_out_block_num) {

@@ -79,7 +79,7 @@ impl FabricPath {
         }
         let access = m.access.to_ibv();
         self.nic.adopt_pd(Pd(m.pd));
-        let key = m.index << 8 | m.variant as u32;
+        let key = bareverbs::mr::mkey_from_parts(m.index, m.variant);
         self.nic
             .reg_mr_as(
                 key,

@@ -9,8 +9,8 @@ use super::SimFirmware;
 use bareverbs::cmd::bits::{get32, get64};
 use bareverbs::cmd::layout::{cmd_in, cmd_out};
 use bareverbs::cmd::op;
-use bareverbs::cmd::queue::layout;
-use bareverbs::cmd::CmdStatus;
+use bareverbs::cmd::queue::{layout, CMD_TYPE_PCI, LAYOUT_BYTES};
+use bareverbs::cmd::{CmdStatus, DeliveryStatus};
 use Outcome::{Fail, NeedPages};
 
 impl SimFirmware {
@@ -28,20 +28,20 @@ impl SimFirmware {
     pub(crate) fn run_slot(&mut self, slot: u8) {
         let Some((base, e)) = self
             .entry_addr(slot)
-            .and_then(|base| Some((base, self.rd(base, 64)?)))
+            .and_then(|base| Some((base, self.rd(base, LAYOUT_BYTES)?)))
         else {
             return; // queue not mapped: nothing a device could do
         };
-        if e[layout::TYPE] != 7 {
-            return self.finish(slot, 0x10);
+        if e[layout::TYPE] != CMD_TYPE_PCI {
+            return self.finish(slot, DeliveryStatus::BadCmdDescriptor.code());
         }
         let inlen = get32(&e, layout::INLEN) as usize;
         let outlen = get32(&e, layout::OUTLEN) as usize;
         if !(16..=MAX_FW_MSG).contains(&inlen) {
-            return self.finish(slot, 7);
+            return self.finish(slot, DeliveryStatus::InputLen.code());
         }
         if !(16..=MAX_FW_MSG).contains(&outlen) {
-            return self.finish(slot, 8);
+            return self.finish(slot, DeliveryStatus::OutputLen.code());
         }
         let mut input = e[layout::IN..layout::IN + 16].to_vec();
         if inlen > 16 {

@@ -215,8 +215,9 @@ pub trait DataPath {
     fn uar_flush(&mut self, _uar: u32) {}
 }
 
-/// The first QP number firmware hands out.
-pub const FIRST_QPN: u32 = 0x100;
+/// The first QP number firmware hands out: the simulated device's
+/// [`QPN_BASE`](crate::world::QPN_BASE), so both number QPs alike.
+pub const FIRST_QPN: u32 = crate::world::QPN_BASE;
 
 /// All firmware objects.
 #[derive(Clone, Debug, Default)]

@@ -2,12 +2,13 @@
 //! finish, error CQEs, the moves to ERR and SQE, and the flushes of
 //! outstanding, posted and receive WQEs.
 
-use super::{rd_be32, PSN_MASK};
+use super::rd_be32;
 use crate::objects::{Pending, Qp};
 use crate::wire::Req;
 use crate::world::{vendor, TraceKind, World};
-use bareverbs::cqe::{Cqe64, Syndrome};
+use bareverbs::cqe::{Cqe64, CqeOpcode, Syndrome};
 use bareverbs::qp::{QpState, QpType};
+use bareverbs::wqe::{CtrlSeg, DS_BYTES, DS_MASK, SEND_WQE_BB};
 use std::rc::Rc;
 
 impl World {
@@ -71,15 +72,15 @@ impl World {
     #[inline]
     pub(super) fn req_cqe(opcode: u8, qpn: u32, counter: u16, uidx: u32, byte_cnt: u32) -> Cqe64 {
         let mut c = Cqe64::default();
-        c.set_sop_drop_qpn((opcode as u32) << 24 | qpn)
+        c.set_send_wqe_opcode_qpn(opcode, qpn)
             .set_wqe_counter(counter)
-            .set_srqn_uidx(uidx & PSN_MASK)
+            .set_srqn_uidx(uidx & Cqe64::UIDX_MASK)
             .set_byte_cnt(byte_cnt)
-            .set_op_own(0x00);
+            .set_op_own_parts(CqeOpcode::Req as u8, 0, false, 0);
         c
     }
 
-    /// Writes an error CQE (REQ_ERR 13 or RESP_ERR 14). [ref §5.5](bareverbs::reference).
+    /// Writes an error CQE (REQ_ERR or RESP_ERR). [ref §5.5](bareverbs::reference).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn emit_err(
         &mut self,
@@ -93,12 +94,17 @@ impl World {
         s: u8,
     ) {
         let mut c = Cqe64::default();
-        c.set_srqn_uidx(uidx & PSN_MASK)
+        let cqe_op = if req {
+            CqeOpcode::ReqErr
+        } else {
+            CqeOpcode::RespErr
+        };
+        c.set_srqn_uidx(uidx & Cqe64::UIDX_MASK)
             .set_syndrome(s)
             .set_vendor_err_synd(vendor::of(s))
-            .set_sop_drop_qpn(if req { (opcode as u32) << 24 } else { 0 } | qpn)
+            .set_send_wqe_opcode_qpn(if req { opcode } else { 0 }, qpn)
             .set_wqe_counter(counter)
-            .set_op_own(if req { 13 << 4 } else { 14 << 4 });
+            .set_op_own_parts(cqe_op as u8, 0, false, 0);
         self.write_cqe(d, cq, c, true);
         if let Some(qi) = self.find_qp(d, qpn) {
             if let Some(q) = self.qp(d, qi) {
@@ -173,15 +179,16 @@ impl World {
             }
             guard += 1;
             let idx = q.sq_fetched;
-            let off = (idx as usize & (q.sq_nbb as usize - 1)) * 64;
+            let off = (idx as usize & (q.sq_nbb as usize - 1)) * SEND_WQE_BB;
             // SAFETY: ctrl bytes of a slot inside the translated SQ ring.
             let (op, ds) = unsafe {
                 (
-                    std::ptr::read_volatile(q.sq_ring.add(off + 3)),
-                    std::ptr::read_volatile(q.sq_ring.add(off + 7)) & 0x3f,
+                    std::ptr::read_volatile(q.sq_ring.add(off + CtrlSeg::OPCODE_BYTE)),
+                    std::ptr::read_volatile(q.sq_ring.add(off + CtrlSeg::DS_BYTE)) as u32 & DS_MASK,
                 )
             };
-            let bbs = ((ds as u32 * 16).div_ceil(64).max(1) as u16).min(avail);
+            let bbs =
+                ((ds * DS_BYTES as u32).div_ceil(SEND_WQE_BB as u32).max(1) as u16).min(avail);
             q.sq_fetched = idx.wrapping_add(bbs);
             self.emit_err(
                 d,

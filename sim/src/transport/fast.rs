@@ -26,12 +26,20 @@ use crate::objects::Qp;
 use crate::world::{Dev, FastParts, TraceEvent, TraceKind, World, QPN_BASE};
 use bareverbs::mr::Access;
 use bareverbs::qp::{QpState, QpType};
-use bareverbs::wqe::{Opcode, INLINE_SEG, SEND_WQE_BB};
+use bareverbs::wqe::{
+    CtrlSeg, DataSeg, FmCeSe, Opcode, RaddrSeg, DS_BYTES, INLINE_SEG, SEND_WQE_BB,
+};
+use std::mem::{offset_of, size_of};
 
 /// The mlx5 opcode of RDMA WRITE.
 const OP_WRITE: u8 = Opcode::RdmaWrite as u8;
 /// DS of the fused shape: control, remote-address and one data segment.
-const FAST_DS: u8 = 3;
+const FAST_DS: u8 =
+    ((size_of::<CtrlSeg>() + size_of::<RaddrSeg>() + size_of::<DataSeg>()) / DS_BYTES) as u8;
+/// Offset of the remote-address segment in the fused shape.
+const RADDR_AT: usize = size_of::<CtrlSeg>();
+/// Offset of the data segment in the fused shape.
+const DATA_AT: usize = RADDR_AT + size_of::<RaddrSeg>();
 /// The inline flag of a data entry's byte count.
 const INLINE_BIT: u32 = INLINE_SEG;
 /// Bytes of one WQEBB.
@@ -148,15 +156,15 @@ fn fast_wqe(dev: &Dev, q: &Qp, qpn: u32) -> Option<FastWqe> {
     // it and the 48 bytes read lie in that WQEBB. A by-value copy (as
     // the general path's fetch), no reference into DMA memory.
     let w: [u8; 48] = unsafe { std::ptr::read_unaligned(q.sq_ring.add(off).cast()) };
-    if w[3] != OP_WRITE || w[7] != FAST_DS {
+    if w[CtrlSeg::OPCODE_BYTE] != OP_WRITE || w[CtrlSeg::DS_BYTE] != FAST_DS {
         return None;
     }
-    let signaled = w[11] & 0x08 != 0;
-    let raddr = be64(&w, 16);
-    let rkey = be32(&w, 24);
-    let len = be32(&w, 32);
-    let lkey = be32(&w, 36);
-    let laddr = be64(&w, 40);
+    let signaled = w[CtrlSeg::FM_CE_SE_BYTE] & FmCeSe::CQ_UPDATE.bits() != 0;
+    let raddr = be64(&w, RADDR_AT + offset_of!(RaddrSeg, raddr));
+    let rkey = be32(&w, RADDR_AT + offset_of!(RaddrSeg, rkey));
+    let len = be32(&w, DATA_AT + offset_of!(DataSeg, byte_count));
+    let lkey = be32(&w, DATA_AT + offset_of!(DataSeg, lkey));
+    let laddr = be64(&w, DATA_AT + offset_of!(DataSeg, addr));
     // One pointer entry of 1..=MTU bytes: one packet, one gather (no
     // MTU is below 256 bytes).
     if len & INLINE_BIT != 0 || len == 0 || (len > 256 && len > q.attr.mtu_bytes()) {

@@ -10,6 +10,7 @@ use crate::wire::{Body, Nak, Packet, Req};
 use crate::world::{cnt2, Event, TraceKind, World};
 use bareverbs::cqe::Syndrome;
 use bareverbs::qp::QpState;
+use bareverbs::wqe::Opcode;
 
 /// RNR NAK timer values by code (µs ×100 to keep integers: code → ns).
 /// IBA table: 0 = 655.36 ms, 1 = 0.01 ms … 31 = 491.52 ms (perf ref §3).
@@ -181,7 +182,10 @@ impl World {
             if p.done || p.err.is_some() {
                 continue;
             }
-            if p.opcode == 0x10 || p.opcode == 0x11 || p.opcode == 0x12 {
+            if p.opcode == Opcode::RdmaRead.bits()
+                || p.opcode == Opcode::AtomicCs.bits()
+                || p.opcode == Opcode::AtomicFa.bits()
+            {
                 break;
             }
             let last = (p.psn + p.npkts - 1) & PSN_MASK;
@@ -228,7 +232,10 @@ impl World {
             }
             let last = (p.psn + p.npkts - 1) & PSN_MASK;
             if psn_diff(last, psn) < 0 {
-                if p.opcode == 0x10 || p.opcode == 0x11 || p.opcode == 0x12 {
+                if p.opcode == Opcode::RdmaRead.bits()
+                    || p.opcode == Opcode::AtomicCs.bits()
+                    || p.opcode == Opcode::AtomicFa.bits()
+                {
                     // A READ/atomic cannot be acknowledged implicitly here.
                     return None;
                 }
@@ -290,7 +297,7 @@ impl World {
         let Some(i) = Self::implicit_ack(q, psn) else {
             return;
         };
-        if q.pend[i].opcode != 0x10 {
+        if q.pend[i].opcode != Opcode::RdmaRead.bits() {
             return;
         }
         let mut off = 0usize;
@@ -322,7 +329,9 @@ impl World {
         let Some(i) = Self::implicit_ack(q, psn) else {
             return;
         };
-        if !(q.pend[i].opcode == 0x11 || q.pend[i].opcode == 0x12) {
+        if !(q.pend[i].opcode == Opcode::AtomicCs.bits()
+            || q.pend[i].opcode == Opcode::AtomicFa.bits())
+        {
             return;
         }
         if let Some((p, _)) = q.pend[i].local.first().copied() {

@@ -5,25 +5,50 @@
 //! acknowledgement and retransmission [`super::reliability`]'s.
 
 use super::{rd_be32, PSN_MASK};
-use crate::cost::{ceil_u64, ModelParams};
+use crate::cost::{bf_delivers, ceil_u64, wqe_fetch_ns, ModelParams};
 use crate::objects::{Pending, Qp};
 use crate::wire::{Body, Packet, Req};
 use crate::world::{cnt2, Dev, Event, World};
 use bareverbs::cqe::Syndrome;
 use bareverbs::mr::Access;
 use bareverbs::qp::{QpState, QpType};
-use bareverbs::wqe::{DataEntry, SendWqe};
+use bareverbs::wqe::{
+    CtrlSeg, DataEntry, FmCeSe, Opcode, SendWqe, ATOMIC_SIZE, DS_BYTES, DS_MASK, MAX_WQE_BYTES,
+    SEND_WQE_BB,
+};
 use std::rc::Rc;
 
 /// Whether the QP type allows mlx5 opcode `op` ([ref §1.7](bareverbs::reference)).
 fn op_allowed(t: QpType, op: u8) -> bool {
     match t {
         QpType::Rc => matches!(
-            op,
-            0x00 | 0x01 | 0x08 | 0x09 | 0x0a | 0x0b | 0x10 | 0x11 | 0x12
+            Opcode::from_u8(op),
+            Some(
+                Opcode::Nop
+                    | Opcode::SendInval
+                    | Opcode::RdmaWrite
+                    | Opcode::RdmaWriteImm
+                    | Opcode::Send
+                    | Opcode::SendImm
+                    | Opcode::RdmaRead
+                    | Opcode::AtomicCs
+                    | Opcode::AtomicFa
+            )
         ),
-        QpType::Uc => matches!(op, 0x00 | 0x08 | 0x09 | 0x0a | 0x0b),
-        QpType::Ud => matches!(op, 0x00 | 0x0a | 0x0b),
+        QpType::Uc => matches!(
+            Opcode::from_u8(op),
+            Some(
+                Opcode::Nop
+                    | Opcode::RdmaWrite
+                    | Opcode::RdmaWriteImm
+                    | Opcode::Send
+                    | Opcode::SendImm
+            )
+        ),
+        QpType::Ud => matches!(
+            Opcode::from_u8(op),
+            Some(Opcode::Nop | Opcode::Send | Opcode::SendImm)
+        ),
         _ => false,
     }
 }
@@ -32,9 +57,10 @@ fn op_allowed(t: QpType, op: u8) -> bool {
 /// ring), from its control segment: opcode, signaled, solicited.
 #[inline]
 fn fetched(bytes: &[u8], idx: u16) -> Pending {
-    let opcode = bytes.get(3).copied().unwrap_or(0);
-    let signaled = bytes.get(11).is_some_and(|b| b & 0x08 != 0);
-    let solicited = bytes.get(11).is_some_and(|b| b & 0x02 != 0);
+    let opcode = bytes.get(CtrlSeg::OPCODE_BYTE).copied().unwrap_or(0);
+    let flags = bytes.get(CtrlSeg::FM_CE_SE_BYTE).copied();
+    let signaled = flags.is_some_and(|b| b & FmCeSe::CQ_UPDATE.bits() != 0);
+    let solicited = flags.is_some_and(|b| b & FmCeSe::SOLICITED.bits() != 0);
     Pending {
         wqe_counter: idx,
         opcode,
@@ -55,7 +81,7 @@ fn fetched(bytes: &[u8], idx: u16) -> Pending {
 /// syndrome it completes with.
 #[inline]
 fn check_wqe(bytes: &[u8], ty: QpType, opcode: u8, ring: usize) -> Result<SendWqe<'_>, u8> {
-    let ds_bytes = bytes.get(7).copied().unwrap_or(0) as usize * 16;
+    let ds_bytes = bytes.get(CtrlSeg::DS_BYTE).copied().unwrap_or(0) as usize * DS_BYTES;
     if ds_bytes > ring {
         return Err(Syndrome::LocalQpOpErr.as_u8());
     }
@@ -173,32 +199,32 @@ fn gather(
 #[inline]
 fn build_req(opcode: u8, wqe: &SendWqe<'_>, data: Vec<u8>, total: u64, pend: &mut Pending) -> Req {
     let imm_raw = wqe.ctrl.imm.raw();
-    match opcode {
-        0x0a => Req::Send {
+    match Opcode::from_u8(opcode) {
+        Some(Opcode::Send) => Req::Send {
             data,
             imm: None,
             inv: None,
         },
-        0x0b => Req::Send {
+        Some(Opcode::SendImm) => Req::Send {
             data,
             imm: Some(imm_raw),
             inv: None,
         },
-        0x01 => Req::Send {
+        Some(Opcode::SendInval) => Req::Send {
             data,
             imm: None,
             inv: Some(u32::from_be_bytes(imm_raw)),
         },
-        0x08 | 0x09 => {
+        Some(Opcode::RdmaWrite | Opcode::RdmaWriteImm) => {
             let r = wqe.raddr.unwrap_or_default();
             Req::Write {
                 raddr: r.raddr.get(),
                 rkey: r.rkey.get(),
                 data,
-                imm: (opcode == 0x09).then_some(imm_raw),
+                imm: (opcode == Opcode::RdmaWriteImm.bits()).then_some(imm_raw),
             }
         }
-        0x10 => {
+        Some(Opcode::RdmaRead) => {
             let r = wqe.raddr.unwrap_or_default();
             pend.byte_cnt = total as u32;
             Req::Read {
@@ -210,11 +236,11 @@ fn build_req(opcode: u8, wqe: &SendWqe<'_>, data: Vec<u8>, total: u64, pend: &mu
         _ => {
             let r = wqe.raddr.unwrap_or_default();
             let a = wqe.atomic.unwrap_or_default();
-            pend.byte_cnt = 8;
+            pend.byte_cnt = ATOMIC_SIZE;
             Req::Atomic {
                 raddr: r.raddr.get(),
                 rkey: r.rkey.get(),
-                cs: opcode == 0x11,
+                cs: opcode == Opcode::AtomicCs.bits(),
                 swap_add: a.swap_add.get(),
                 compare: a.compare.get(),
             }
@@ -228,7 +254,7 @@ fn msg_len(req: &Req) -> u32 {
     match req {
         Req::Send { data, .. } | Req::Write { data, .. } => data.len() as u32,
         Req::Read { len, .. } => *len,
-        Req::Atomic { .. } => 8,
+        Req::Atomic { .. } => ATOMIC_SIZE,
     }
 }
 
@@ -241,9 +267,7 @@ type Route = (u16, u32, Option<u32>, bool);
 fn route(q: &Qp, ty: QpType, wqe: &SendWqe<'_>) -> Route {
     if ty == QpType::Ud {
         let av = wqe.av.unwrap_or_default();
-        let grh = av.grh_gid_fl.get() & (1 << 30) != 0;
-        let qkey = u32::from_be_bytes([av.key[0], av.key[1], av.key[2], av.key[3]]);
-        (av.rlid.get(), av.dqp_dct.get() & PSN_MASK, Some(qkey), grh)
+        (av.rlid.get(), av.dqpn(), Some(av.qkey()), av.grh())
     } else {
         (q.attr.dlid, q.attr.dest_qp_num, None, q.attr.grh)
     }
@@ -339,14 +363,14 @@ impl World {
             }
             guard += 1;
             let nbb = q.sq_nbb;
-            let ring_bytes = nbb as usize * 64;
+            let ring_bytes = nbb as usize * SEND_WQE_BB;
             let idx = q.sq_fetched;
-            let off = (idx as usize & (nbb as usize - 1)) * 64;
+            let off = (idx as usize & (nbb as usize - 1)) * SEND_WQE_BB;
             // SAFETY: the ring was translated at QP creation to sq_nbb * 64
             // bytes of live DMA memory; off + 8 <= ring_bytes.
-            let raw_ds = unsafe { std::ptr::read_volatile(q.sq_ring.add(off + 7)) };
-            let ds = raw_ds & 0x3f;
-            let mut bbs = (ds as u32 * 16).div_ceil(64).max(1) as u16;
+            let raw_ds = unsafe { std::ptr::read_volatile(q.sq_ring.add(off + CtrlSeg::DS_BYTE)) };
+            let ds = raw_ds as u32 & DS_MASK;
+            let mut bbs = (ds * DS_BYTES as u32).div_ceil(SEND_WQE_BB as u32).max(1) as u16;
             if bbs as u32 > nbb {
                 // Larger than the whole ring: never complete. It fails as
                 // one WQEBB (LOCAL_QP_OP in exec_wqe) and stops the SQ.
@@ -361,27 +385,13 @@ impl World {
             if bf {
                 q.bf_index = None;
             }
-            let wbytes = bbs as u64 * 64;
+            let wbytes = bbs as u64 * SEND_WQE_BB as u64;
             q.sq_fetched = idx.wrapping_add(bbs);
             // Cost: BlueFlame delivered the WQE, or one DMA read per batch.
-            let fetch = if bf && wbytes <= p.bf_max_bytes as u64 {
-                p.t_mmio_line_ns * bbs as f64
-            } else if first_in_batch {
-                p.t_rd(wbytes)
-            } else {
-                p.beta_ns_per_byte * wbytes as f64
-            };
-            if !(bf && wbytes <= p.bf_max_bytes as u64) {
-                cnt2(self, d, qi, |c, p| {
-                    c.wqe_bytes_fetched += wbytes;
-                    if first_in_batch {
-                        c.dma_read(p, wbytes)
-                    } else {
-                        c.pcie_read_bytes += wbytes;
-                        c.pcie_wire_bytes += wbytes
-                            + wbytes.div_ceil(p.read_cpl_bytes as u64) * p.tlp_cpl_overhead as u64;
-                    }
-                });
+            let bf_delivered = bf_delivers(&p, bf, wbytes);
+            let fetch = wqe_fetch_ns(&p, bf_delivered, first_in_batch, bbs, wbytes);
+            if !bf_delivered {
+                cnt2(self, d, qi, |c, p| c.wqe_fetch(p, wbytes, first_in_batch));
                 first_in_batch = false;
             }
             cnt2(self, d, qi, |c, _| c.wqes += 1);
@@ -395,9 +405,11 @@ impl World {
                     c.dma_read(p, n);
                 });
             }
-            let len = (raw_ds as usize * 16).min(ring_bytes).max(64);
+            let len = (raw_ds as usize * DS_BYTES)
+                .min(ring_bytes)
+                .max(SEND_WQE_BB);
             let mut local = std::mem::take(&mut self.scratch);
-            local.resize(63 * 16 + 64, 0);
+            local.resize(MAX_WQE_BYTES + SEND_WQE_BB, 0);
             let take = len.min(local.len());
             let first = take.min(ring_bytes - off);
             let q = self.qp(d, qi).expect("qp");
@@ -432,15 +444,15 @@ impl World {
                 return self.push_pending(d, qi, pend);
             }
         };
-        if opcode == 0x00 {
+        if opcode == Opcode::Nop.bits() {
             // NOP: completes in order, no transport.
             pend.done = true;
             return self.push_pending(d, qi, pend);
         }
         let pd = q.pd;
         let mtu = q.attr.mtu_bytes();
-        let is_read = opcode == 0x10;
-        let is_atomic = opcode == 0x11 || opcode == 0x12;
+        let is_read = opcode == Opcode::RdmaRead.bits();
+        let is_atomic = opcode == Opcode::AtomicCs.bits() || opcode == Opcode::AtomicFa.bits();
         // Gather (SEND/WRITE) or collect local scatter targets (READ/atomic).
         let mut data = self.buf_pool.pop().unwrap_or_default();
         let to_local = is_read || is_atomic;

@@ -8,7 +8,8 @@ use super::{dma_read, dma_write, psn_diff, PSN_MASK};
 use crate::cost::ceil_u64;
 use crate::wire::{Body, Nak, Packet, Req};
 use crate::world::{cnt2, World};
-use bareverbs::mr::Access;
+use bareverbs::cqe::CqeOpcode;
+use bareverbs::mr::{mkey_index, Access};
 use bareverbs::qp::QpType;
 use std::rc::Rc;
 
@@ -343,12 +344,12 @@ impl World {
         solicited: bool,
     ) -> Result<Resp, Nak> {
         let op = if imm.is_some() {
-            3
+            CqeOpcode::RespSendImm
         } else if inv.is_some() {
-            4
+            CqeOpcode::RespSendInv
         } else {
-            2
-        };
+            CqeOpcode::RespSend
+        } as u8;
         // The key to invalidate must name a valid region of this
         // QP's PD; it is invalidated once the message is placed.
         let inv_slot = match inv {
@@ -356,7 +357,7 @@ impl World {
                 let dev = &self.devs[d as usize];
                 let pd = dev.qps[qi as usize].as_ref().map(|q| q.pd);
                 match dev.mr(k) {
-                    Some(m) if Some(m.pd) == pd => Some((k >> 8) as usize),
+                    Some(m) if Some(m.pd) == pd => Some(mkey_index(k) as usize),
                     _ => return Err(Nak::InvReq),
                 }
             }

@@ -54,11 +54,7 @@ pub struct PerfRunConfig {
 }
 
 fn sizing_type(c: Conn) -> QpType {
-    match c {
-        Conn::Rc => QpType::Rc,
-        Conn::Uc => QpType::Uc,
-        Conn::Ud => QpType::Ud,
-    }
+    c.into()
 }
 
 /// The QP request perftest would make for `cfg`.

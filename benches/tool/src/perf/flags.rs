@@ -4,6 +4,7 @@
 //! bareverbs' own). A leaf: every other `perf` module may use it.
 
 use crate::perftest::format::Verb;
+use bareverbs::qp::QpType;
 use std::path::PathBuf;
 
 /// Which perftest binary is imitated.
@@ -54,6 +55,17 @@ pub enum Conn {
     Uc,
     /// Unreliable datagram.
     Ud,
+}
+
+impl From<Conn> for QpType {
+    /// The QP type of connection type `c` (the one place the tool maps it).
+    fn from(c: Conn) -> QpType {
+        match c {
+            Conn::Rc => QpType::Rc,
+            Conn::Uc => QpType::Uc,
+            Conn::Ud => QpType::Ud,
+        }
+    }
 }
 
 /// perftest flags (those that apply) plus bareverbs' own.

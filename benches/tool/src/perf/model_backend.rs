@@ -26,8 +26,9 @@ use bareverbs::cqe::{WcOpcode, WcStatus, WorkCompletion};
 use bareverbs::qp::QpType as SqQpType;
 use bareverbs::sizing::{sq_layout, DeviceCaps, SqLayout};
 use bareverbs::sq::{PostError, PostErrorKind, RdmaOp, RdmaWr, SendOp, SendWr, Sge};
-use bareverbs::wqe::AddressVector;
+use bareverbs::wqe::{AddressVector, DS_BYTES};
 use bareverbs_sim::rng::Rng;
+use bareverbs_sim::vendor;
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::cell::RefCell;
 use std::cmp::Reverse;
@@ -208,7 +209,11 @@ impl World {
                 wr_id: a.wr_id,
                 status,
                 opcode,
-                vendor_err: if a.failed { 0x81 } else { 0 },
+                vendor_err: if a.failed {
+                    u32::from(vendor::RETRY_EXC)
+                } else {
+                    0
+                },
                 qp_num,
                 ..WorkCompletion::default()
             });
@@ -582,15 +587,18 @@ struct PairParts {
     remote: Endpoint,
 }
 
+/// DS units of UD's datagram segment (the address vector).
+const UD_AV_DS: u32 = (size_of::<AddressVector>() / DS_BYTES) as u32;
+
 /// What to post into the memory-backed SQ of the run's exact `layout`
 /// (batches of `batch` WRs), and the DS the probe leaves out: UD's
-/// datagram segment (3 DS) is added by the rule; the probe posts the
+/// datagram segment ([`UD_AV_DS`]) is added by the rule; the probe posts the
 /// RC-shaped remainder.
 fn probe_spec(cfg: &PerfRunConfig, plan: &Plan, layout: &SqLayout, batch: u32) -> (ProbeSpec, u32) {
     let (probe_type, extra_ds) = match cfg.conn {
         Conn::Rc => (SqQpType::Rc, 0),
         Conn::Uc => (SqQpType::Uc, 0),
-        Conn::Ud => (SqQpType::Rc, 3),
+        Conn::Ud => (SqQpType::Rc, UD_AV_DS),
     };
     let spec = ProbeSpec {
         op: wqe_op(plan.verb),

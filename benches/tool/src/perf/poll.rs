@@ -17,6 +17,7 @@ use bareverbs::qp::QpType;
 use bareverbs::queue_pair::QueuePair;
 use bareverbs::rq::RqSlot;
 use bareverbs::sq::{SendOp, SendQueue, SendWr, Sge, SqConfig, SqSlot};
+use bareverbs::wqe::Opcode;
 use bareverbs_sim::dma::HeapDma;
 use std::time::{Duration, Instant};
 
@@ -128,7 +129,7 @@ impl PollBench {
             let pi = self.produced + k;
             let mut c = Cqe64::ZERO;
             c.set_srqn_uidx(5);
-            c.set_sop_drop_qpn((0x08 << 24) | 0x1234);
+            c.set_send_wqe_opcode_qpn(Opcode::RdmaWrite.bits(), 0x1234);
             c.set_wqe_counter(pi as u16);
             c.set_byte_cnt(64);
             c.set_op_own_parts(0, 0, false, ((pi / CQ_ENTRIES as u64) & 1) as u8);

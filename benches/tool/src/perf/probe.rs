@@ -8,6 +8,7 @@ use crate::model::WqeOp;
 use bareverbs::platform::{DmaAllocator, DmaBuf, MemUar, BF_OFFSET};
 use bareverbs::qp::QpType;
 use bareverbs::sq::{BlueFlame, SendFlags, SendOp, SendQueue, SendWr, Sge, SqConfig, SqSlot};
+use bareverbs::wqe::DS_MASK;
 use bareverbs_sim::dma::HeapDma;
 use std::time::Instant;
 
@@ -301,7 +302,7 @@ fn read_ds(ring: &DmaBuf, idx: usize) -> u32 {
     unsafe {
         core::ptr::copy_nonoverlapping(ring.cpu.as_ptr().add(idx * 64 + 4), w.as_mut_ptr(), 4)
     };
-    u32::from_be_bytes(w) & 0x3f
+    u32::from_be_bytes(w) & DS_MASK
 }
 
 #[cfg(test)]

@@ -155,11 +155,7 @@ fn side(
     let pd = dev.alloc_pd();
     let ncqe = (plan.cap as usize + RQ_WQES).next_power_of_two() as u32;
     let cqh = dev.create_cq(ncqe, 1).map_err(sim_err("creating the CQ"))?;
-    let qp_type = match cfg.conn {
-        Conn::Rc => QpType::Rc,
-        Conn::Uc => QpType::Uc,
-        Conn::Ud => QpType::Ud,
-    };
+    let qp_type = QpType::from(cfg.conn);
     let h = dev
         .create_qp(&QpInit {
             qp_type,

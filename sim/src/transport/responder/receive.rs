@@ -4,10 +4,10 @@
 //! immediate consumes a WQE without placing data in it.
 
 use super::Resp;
-use crate::transport::{dma_write, rd_be32, PSN_MASK};
+use crate::transport::{dma_write, rd_be32};
 use crate::wire::Nak;
 use crate::world::{cnt2, World};
-use bareverbs::cqe::{Cqe64, Syndrome};
+use bareverbs::cqe::{Cqe64, CqeOpcode, Syndrome};
 use bareverbs::mr::Access;
 use bareverbs::qp::QpType;
 use bareverbs::wqe::{RecvWqe, INVALID_LKEY};
@@ -194,18 +194,18 @@ impl World {
         }
         self.devs[d as usize].counters.payload_rx_bytes += n;
         let mut c = Cqe64::default();
-        let mut rqpn = src_qpn & PSN_MASK;
+        let mut rqpn = src_qpn & Cqe64::QPN_MASK;
         if grh && ty == QpType::Ud {
-            rqpn |= 1 << 28;
+            rqpn |= Cqe64::FLAGS_RQPN_GRH;
         }
         c.set_flags_rqpn(rqpn)
-            .set_srqn_uidx(uidx & PSN_MASK)
+            .set_srqn_uidx(uidx & Cqe64::UIDX_MASK)
             .set_byte_cnt(msg.len() as u32)
             .set_sop_drop_qpn(qpn)
             .set_wqe_counter(counter)
-            .set_op_own((op << 4) | if solicited { 2 } else { 0 });
+            .set_op_own_parts(op, 0, solicited, 0);
         if let Some(x) = extra {
-            c.as_bytes_mut()[36..40].copy_from_slice(&x);
+            c.set_imm_inval_pkey_raw(x);
         }
         self.write_cqe(d, rcq, c, false);
         if let Some(q) = self.qp(d, qi) {
@@ -232,13 +232,13 @@ impl World {
             (q.qpn, q.uidx, q.rcq)
         };
         let mut c = Cqe64::default();
-        c.set_flags_rqpn(src_qpn & PSN_MASK)
-            .set_srqn_uidx(uidx & PSN_MASK)
+        c.set_flags_rqpn(src_qpn & Cqe64::QPN_MASK)
+            .set_srqn_uidx(uidx & Cqe64::UIDX_MASK)
             .set_byte_cnt(len)
             .set_sop_drop_qpn(qpn)
             .set_wqe_counter(counter)
-            .set_op_own((1 << 4) | if solicited { 2 } else { 0 });
-        c.as_bytes_mut()[36..40].copy_from_slice(&imm);
+            .set_op_own_parts(CqeOpcode::RespWrImm as u8, 0, solicited, 0);
+        c.set_imm_inval_pkey_raw(imm);
         self.write_cqe(d, rcq, c, false);
         Ok(Resp::Ack)
     }

@@ -8,7 +8,6 @@ use super::options::CmdOptions;
 use super::pair::open_pair;
 use crate::perf::config::PerfRunConfig;
 use crate::perf::engine::{Pair, PerfDevice, Plan, Timer};
-use crate::perf::flags::Conn;
 use anyhow::anyhow;
 use bareverbs::cmd::{Bar0, Clock};
 use bareverbs::device::{Device, UarMap};
@@ -125,11 +124,7 @@ where
             .dev
             .as_mut()
             .ok_or_else(|| anyhow!("the device was torn down"))?;
-        let st = match cfg.conn {
-            Conn::Rc => QpType::Rc,
-            Conn::Uc => QpType::Uc,
-            Conn::Ud => QpType::Ud,
-        };
+        let st = QpType::from(cfg.conn);
         let hca = dev.hca_caps();
         let link = Link {
             qp_type: st,

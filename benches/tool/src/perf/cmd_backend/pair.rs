@@ -10,7 +10,6 @@ use super::options::CmdOptions;
 use super::side::make_side;
 use crate::perf::config::PerfRunConfig;
 use crate::perf::engine::{Pair, PairAreas, Plan, QpRejected, SideOps, QKEY, RQ_WQES};
-use crate::perf::flags::Conn;
 use crate::perftest::format::Endpoint;
 use anyhow::anyhow;
 use bareverbs::cmd::{Bar0, Clock, CmdError};
@@ -187,11 +186,7 @@ fn queue_configs<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(
     } else {
         0
     };
-    let qp_type = match cfg.conn {
-        Conn::Rc => bareverbs::sizing::QpType::Rc,
-        Conn::Uc => bareverbs::sizing::QpType::Uc,
-        Conn::Ud => bareverbs::sizing::QpType::Ud,
-    };
+    let qp_type = bareverbs::sizing::QpType::from(cfg.conn);
     let sqc = |k: usize| {
         SqConfig::new(qp_type, l.sq.max_post, cfg.max_send_sge)
             .inline(l.sq.max_inline_data)

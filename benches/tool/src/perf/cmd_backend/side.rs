@@ -12,6 +12,7 @@ use bareverbs::platform::{DmaBuf, Uar};
 use bareverbs::queue_pair::QueuePair;
 use bareverbs::rq::{RecvError, RecvWr, RqConfig, RqSlot};
 use bareverbs::sq::{PostError, RdmaOp, RdmaWr, SendWr, Sge, SqConfig, SqSlot};
+use bareverbs::wqe::DS_MASK;
 
 /// One side's queues over runtime-sized storage (shared with the direct
 /// simulator device, [`crate::perf::sim_backend`]).
@@ -67,7 +68,7 @@ impl<U: Uar> SideOps for Side<U> {
         let off = (wqebb as usize & (n - 1)) * 64 + 7;
         // SAFETY: off < n * 64 = the ring's length; a raw byte read of the
         // control segment's DS field, which only the host writes.
-        (unsafe { std::ptr::read_volatile(self.ring.cpu.as_ptr().add(off)) } & 0x3f) as u32
+        (unsafe { std::ptr::read_volatile(self.ring.cpu.as_ptr().add(off)) }) as u32 & DS_MASK
     }
 }
 
