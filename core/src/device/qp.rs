@@ -259,7 +259,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
             } else {
                 spec.log_rq_size
             },
-            log_rq_stride: spec.rq_wqe_shift - 4,
+            log_rq_stride: spec.rq_wqe_shift - crate::cmd::layout::qpc::LOG_RQ_STRIDE_BASE,
             srqn: spec.srqn,
             ts_format: ops::qp_ts_format(self.roce.map_or(0, |r| r.qp_ts_format)),
             cqn_snd: spec.send_cqn,

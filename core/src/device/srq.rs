@@ -121,7 +121,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         } else {
             let p = ops::SrqParams {
                 log_srq_size: spec.log_size,
-                log_rq_stride: spec.wqe_shift - 4,
+                log_rq_stride: spec.wqe_shift - crate::cmd::layout::qpc::LOG_RQ_STRIDE_BASE,
                 pd: spec.pd.0,
                 cqn: 0,
                 lwm: 0,

@@ -17,8 +17,9 @@ const UMR_DS: u32 = ((UmrCtrlSeg::SIZE + MkeyContextSeg::SIZE) / DS_BYTES) as u3
 const KLM_BYTES: usize = 64;
 /// DS units (octowords) of the inline KLM list.
 const KLM_DS: u32 = (KLM_BYTES / DS_BYTES) as u32;
-/// The `qpn_mkey` QPN field (bits 31:8) of an mkey no QP owns: all ones.
-const QPN_NONE: u32 = 0xff_ffff << 8;
+/// The `qpn_mkey` QPN field (bits 31:8) of an mkey no QP owns: all ones
+/// (the mkey context's `qpn`, placed above the variant byte).
+const QPN_NONE: u32 = crate::cmd::layout::mkc::QPN_NONE << 8;
 
 impl SqRing {
     /// Writes the UMR control, mkey context and (for a bind with a length)

@@ -239,6 +239,16 @@ const IBV_TO_MKC: [(crate::mr::Access, MkeyAccess); 4] = [
 ];
 
 impl MkeyAccess {
+    /// The five rights as `mkc.access` holds them (bits 14..10 of mkc
+    /// dword 0, [`crate::cmd::layout::mkc::ACCESS`]): this byte's bits 6..2.
+    pub const fn to_mkc_field(self) -> u32 {
+        (self.bits() >> 2) as u32
+    }
+    /// The rights an `mkc.access` field value names (the inverse of
+    /// [`MkeyAccess::to_mkc_field`]; bits above the five are dropped).
+    pub const fn from_mkc_field(v: u32) -> Self {
+        Self::from_bits_truncate(((v & 0x1f) << 2) as u8)
+    }
     /// The mkey-context rights for `ibv_access_flags`: local write, remote
     /// write, remote read and remote atomic map one to one; local read is
     /// not an ibv flag (add [`MkeyAccess::LOCAL_READ`] where verbs implies

@@ -24,11 +24,13 @@ impl SimFirmware {
             op::QUERY_PAGES => self.query_pages(&c),
             op::MANAGE_PAGES => self.manage_pages(&c),
             op::ACCESS_REG => self.access_reg(&c),
-            op::QUERY_HCA_CAP if c.op_mod >> 1 == ops::CapType::Roce as u16 => {
+            op::QUERY_HCA_CAP if ops::cap_op_mod_parts(c.op_mod).0 == ops::CapType::Roce as u16 => {
                 self.query_roce_cap(&c)
             }
             op::QUERY_HCA_CAP => self.query_hca_cap(&c),
-            op::SET_HCA_CAP if c.op_mod >> 1 == ops::CapType::Roce as u16 => self.set_roce_cap(&c),
+            op::SET_HCA_CAP if ops::cap_op_mod_parts(c.op_mod).0 == ops::CapType::Roce as u16 => {
+                self.set_roce_cap(&c)
+            }
             op::SET_HCA_CAP => self.set_hca_cap(&c),
             op::INIT_HCA => self.init_hca(),
             op::TEARDOWN_HCA => self.teardown_hca(&c),

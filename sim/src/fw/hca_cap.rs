@@ -7,7 +7,7 @@ use super::status::reason;
 use super::{HcaState, SimFirmware};
 use bareverbs::cmd::caps::{self, HcaCaps, GENERAL_CAP_LEN};
 use bareverbs::cmd::layout::roce_cap;
-use bareverbs::cmd::ops::{CAP_LEN, CAP_OFFSET};
+use bareverbs::cmd::ops::{self, CAP_LEN, CAP_OFFSET};
 use bareverbs::cmd::CmdStatus;
 use Outcome::NeedPages;
 
@@ -76,7 +76,7 @@ impl SimFirmware {
             reason::OUTPUT_LEN
         );
         let mut o = ok((CAP_OFFSET + CAP_LEN).min(outlen));
-        let page = self.roce_page(op_mod & 1 == 1);
+        let page = self.roce_page(ops::cap_op_mod_parts(op_mod).1);
         let n = page.len().min(o.len() - CAP_OFFSET);
         o[CAP_OFFSET..CAP_OFFSET + n].copy_from_slice(&page[..n]);
         Outcome::Ok(o)
@@ -92,7 +92,11 @@ impl SimFirmware {
             CmdStatus::BadSysState,
             reason::HCA_STATE
         );
-        require!(op_mod >> 1 == 0, CmdStatus::BadParam, reason::FIELD);
+        require!(
+            ops::cap_op_mod_parts(op_mod).0 == ops::CapType::General as u16,
+            CmdStatus::BadParam,
+            reason::FIELD
+        );
         require!(
             outlen >= GENERAL,
             CmdStatus::BadOutputLen,
@@ -102,7 +106,7 @@ impl SimFirmware {
             return NeedPages(self.cfg.boot_pages - self.pages.len() as u32);
         }
         let mut o = ok((CAP_OFFSET + CAP_LEN).min(outlen));
-        if op_mod & 1 == 1 {
+        if ops::cap_op_mod_parts(op_mod).1 {
             o[CAP_OFFSET..GENERAL].copy_from_slice(&self.cur_caps);
         } else {
             let mut m = [0u8; GENERAL_CAP_LEN];
@@ -121,7 +125,11 @@ impl SimFirmware {
             CmdStatus::BadSysState,
             reason::HCA_STATE
         );
-        require!(op_mod >> 1 == 0, CmdStatus::BadParam, reason::FIELD);
+        require!(
+            ops::cap_op_mod_parts(op_mod).0 == ops::CapType::General as u16,
+            CmdStatus::BadParam,
+            reason::FIELD
+        );
         require!(
             c.need_in(GENERAL),
             CmdStatus::BadInputLen,

@@ -27,7 +27,9 @@ impl SimFirmware {
         // MTT access with an absolute page size from 4 KiB up to the
         // field's top value (6 bits: 2^63 bytes).
         let log_page = mkc::LOG_PAGE_SIZE.get(input, MKC) as u8;
-        if mkc::ACCESS_MODE_1_0.get(input, MKC) != 1 || log_page < ops::MKEY_LOG_PAGE_MIN {
+        if mkc::ACCESS_MODE_1_0.get(input, MKC) != mkc::ACCESS_MODE_MTT
+            || log_page < ops::MKEY_LOG_PAGE_MIN
+        {
             return Fail(CmdStatus::BadParam, reason::FIELD);
         }
         let len = mkc::LEN.get(input, MKC);
@@ -104,8 +106,7 @@ impl SimFirmware {
             pd,
             start,
             len,
-            // a, rw, rr, lw, lr: mkc.access, held at bits 6..2 of the byte.
-            access: MkeyAccess::from_bits_truncate((mkc::ACCESS.get(input, MKC) << 2) as u8),
+            access: MkeyAccess::from_mkc_field(mkc::ACCESS.get(input, MKC)),
             pages: pas,
             log_page_size: log_page,
         };

@@ -12,6 +12,7 @@ use bareverbs::cmd::op;
 use bareverbs::cmd::ops::{HwQpState, PAS_OFFSET, QPC, QPC_PATH};
 use bareverbs::cmd::CmdStatus;
 use bareverbs::qp::ServiceType;
+use bareverbs::wqe::SEND_WQE_BB;
 use Outcome::{Fail, NeedPages};
 
 impl SimFirmware {
@@ -35,7 +36,7 @@ impl SimFirmware {
         let srqn = g(qpc::SRQN_RMPN_XRQN);
         let dbr = qpc::DBR_ADDR.get(input, QPC);
         let stype = match (stype, rq_type) {
-            (Some(st), 0 | 1) => st,
+            (Some(st), qpc::RQ_TYPE_REGULAR | qpc::RQ_TYPE_SRQ) => st,
             _ => return Fail(CmdStatus::BadParam, reason::FIELD),
         };
         // ts_format within the RoCE capability `qp_ts_format` (the PRM:
@@ -57,19 +58,19 @@ impl SimFirmware {
         if !self.objects.pds.contains_key(&pd)
             || !self.objects.cqs.contains_key(&cqn_snd)
             || !self.objects.cqs.contains_key(&cqn_rcv)
-            || (rq_type == 1 && !self.objects.srqs.contains_key(&srqn))
+            || (rq_type == qpc::RQ_TYPE_SRQ && !self.objects.srqs.contains_key(&srqn))
         {
             return Fail(CmdStatus::BadResource, reason::UNKNOWN_OBJECT);
         }
         if !self.objects.uars.contains_key(&uar) {
             return Fail(CmdStatus::BadParam, reason::UNKNOWN_OBJECT);
         }
-        let rq_bytes = if rq_type == 1 {
+        let rq_bytes = if rq_type == qpc::RQ_TYPE_SRQ {
             0
         } else {
-            (1usize << log_rq) << (log_stride + 4)
+            (1usize << log_rq) << (log_stride + qpc::LOG_RQ_STRIDE_BASE)
         };
-        let sq_bytes = if no_sq { 0 } else { 64usize << log_sq };
+        let sq_bytes = if no_sq { 0 } else { SEND_WQE_BB << log_sq };
         let npages = (rq_bytes + sq_bytes).div_ceil(4096).max(1);
         let pages = match self.check_pas(input, npages) {
             Ok(p) => p,
@@ -250,7 +251,7 @@ impl SimFirmware {
         for (f, v) in [
             (qpc::STATE, q.state.bits() as u32),
             (qpc::ST, q.st.code() as u32),
-            (qpc::PM_STATE, 3), // migrated
+            (qpc::PM_STATE, qpc::PM_STATE_MIGRATED),
             (qpc::PD, q.pd),
             (qpc::MTU, q.mtu as u32),
             (qpc::LOG_RQ_SIZE, q.log_rq_size as u32),

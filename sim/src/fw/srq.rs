@@ -7,7 +7,7 @@ use super::handler::{ok, require, Cmd, Outcome};
 use super::objects::{ObjectEvent, SrqObj};
 use super::status::reason;
 use super::SimFirmware;
-use bareverbs::cmd::layout::{cmd_in, create_rmp_in, rmpc, srqc, wq};
+use bareverbs::cmd::layout::{cmd_in, create_rmp_in, qpc, rmpc, srqc, wq};
 use bareverbs::cmd::ops::{PAS_OFFSET, SRQC};
 use bareverbs::cmd::CmdStatus;
 use Outcome::{Fail, NeedPages};
@@ -51,13 +51,13 @@ impl SimFirmware {
             || wq::WQ_TYPE.get(input, w) != wq::WQ_TYPE_LINKED_LIST
             || wq::LOG_WQ_PG_SZ.get(input, w) != 0
             || wq::PAGE_OFFSET.get(input, w) != 0
-            || !(4..=11).contains(&stride)
+            || !(qpc::LOG_RQ_STRIDE_BASE..=11).contains(&stride)
         {
             return Fail(CmdStatus::BadParam, reason::FIELD);
         }
         let q = SrqQueue {
             log: wq::LOG_WQ_SZ.get(input, w) as u8,
-            stride: stride - 4,
+            stride: stride - qpc::LOG_RQ_STRIDE_BASE,
             pd: wq::PD.get(input, w),
             dbr: wq::DBR_ADDR.get(input, w),
             pas: create_rmp_in::PAS,
@@ -83,7 +83,7 @@ impl SimFirmware {
         if !self.objects.pds.contains_key(&pd) {
             return Fail(CmdStatus::BadResource, reason::UNKNOWN_OBJECT);
         }
-        let npages = ((1usize << log) << (stride + 4)).div_ceil(4096);
+        let npages = ((1usize << log) << (stride + qpc::LOG_RQ_STRIDE_BASE)).div_ceil(4096);
         let pages = match self.check_pas_at(input, pas, npages) {
             Ok(p) => p,
             Err((s, r)) => return Fail(s, r),

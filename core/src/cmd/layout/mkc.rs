@@ -6,10 +6,15 @@ use crate::cmd::bits::{Field, Field64};
 /// `a`, `rw`, `rr`, `lw`, `lr`: the five access bits, atomic first
 /// ([`crate::wqe::MkeyAccess`] holds them at bits 6..2 of the byte).
 pub const ACCESS: Field = Field::new(0, 14, 10);
-/// `access_mode_1_0` (1 = MTT).
+/// `access_mode_1_0` (1 = MTT, [`ACCESS_MODE_MTT`]).
 pub const ACCESS_MODE_1_0: Field = Field::new(0, 9, 8);
-/// `qpn` (0xff_ffff = not bound to a QP).
+/// `access_mode` value of a key translated by an MTT list
+/// (`MLX5_MKC_ACCESS_MODE_MTT`).
+pub const ACCESS_MODE_MTT: u32 = 1;
+/// `qpn` ([`QPN_NONE`] = not bound to a QP).
 pub const QPN: Field = Field::new(1, 31, 8);
+/// `qpn` of a key no QP owns: all 24 bits set.
+pub const QPN_NONE: u32 = 0xff_ffff;
 /// `mkey_7_0`: the variant byte of the key.
 pub const MKEY_7_0: Field = Field::new(1, 7, 0);
 /// `pd`.

@@ -8,8 +8,10 @@ use crate::cmd::bits::{Field, Field64};
 pub const STATE: Field = Field::new(0, 31, 28);
 /// `st`: the service type (RC 0, UC 1, UD 2 …).
 pub const ST: Field = Field::new(0, 23, 16);
-/// `pm_state`: path migration state (3 = migrated).
+/// `pm_state`: path migration state ([`PM_STATE_MIGRATED`]).
 pub const PM_STATE: Field = Field::new(0, 12, 11);
+/// `pm_state` value 3: migrated (no alternate path armed).
+pub const PM_STATE_MIGRATED: u32 = 3;
 /// `pd`.
 pub const PD: Field = Field::new(1, 23, 0);
 /// `mtu` (`enum ib_mtu`).
@@ -18,8 +20,11 @@ pub const MTU: Field = Field::new(2, 31, 29);
 pub const LOG_MSG_MAX: Field = Field::new(2, 28, 24);
 /// `log_rq_size`: log2 RQ WQEs.
 pub const LOG_RQ_SIZE: Field = Field::new(2, 22, 19);
-/// `log_rq_stride`: RQ WQE shift − 4.
+/// `log_rq_stride`: RQ WQE shift − [`LOG_RQ_STRIDE_BASE`].
 pub const LOG_RQ_STRIDE: Field = Field::new(2, 18, 16);
+/// What `log_rq_stride` (and `srqc.log_rq_stride`) counts from: strides
+/// are given in 16-byte units, log2(stride bytes) − 4.
+pub const LOG_RQ_STRIDE_BASE: u8 = 4;
 /// `no_sq`.
 pub const NO_SQ: Field = Field::new(2, 15, 15);
 /// `log_sq_size`: log2 SQ WQEBBs.
@@ -74,7 +79,12 @@ pub const CQN_RCV: Field = Field::new(39, 23, 0);
 pub const DBR_ADDR: Field64 = Field64::new(0xa0);
 /// `q_key`: the Q_Key of a UD QP.
 pub const Q_KEY: Field = Field::new(42, 31, 0);
-/// `rq_type` (1 = receive through an SRQ).
+/// `rq_type` ([`RQ_TYPE_REGULAR`], [`RQ_TYPE_SRQ`]).
 pub const RQ_TYPE: Field = Field::new(43, 26, 24);
+/// `rq_type` 0: the QP's own receive queue (`NON_ZERO_RQ`).
+pub const RQ_TYPE_REGULAR: u32 = 0;
+/// `rq_type` 1: receives through the SRQ/RMP `srqn_rmpn_xrqn` names
+/// (`SRQ_RQ`).
+pub const RQ_TYPE_SRQ: u32 = 1;
 /// `srqn_rmpn_xrqn`.
 pub const SRQN_RMPN_XRQN: Field = Field::new(43, 23, 0);

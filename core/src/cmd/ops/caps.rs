@@ -98,9 +98,28 @@ pub fn set_roce_src_udp_port(b: &mut [u8], cur: &[u8], max: &[u8]) -> Option<Req
     Some(set_hca_cap(b, CapType::Roce, &page))
 }
 
+impl CapType {
+    /// QUERY_HCA_CAP's op_mod for this page: `(type << 1) | current`
+    /// (`HCA_CAP_OPMOD_GET_CUR` = 1, `GET_MAX` = 0). [ref §7.6](crate::reference).
+    pub const fn query_op_mod(self, current: bool) -> u16 {
+        (self as u16) << 1 | current as u16
+    }
+    /// SET_HCA_CAP's op_mod for this page: `type << 1`. [ref §7.6](crate::reference).
+    pub const fn set_op_mod(self) -> u16 {
+        (self as u16) << 1
+    }
+}
+
+/// What a QUERY/SET_HCA_CAP op_mod names: the page's type code (bits
+/// 15:1, compare with `CapType::X as u16`) and the current bit (bit 0).
+/// The inverse of [`CapType::query_op_mod`]. [ref §7.6](crate::reference).
+pub const fn cap_op_mod_parts(op_mod: u16) -> (u16, bool) {
+    (op_mod >> 1, op_mod & 1 == 1)
+}
+
 /// QUERY_HCA_CAP (0x100), op_mod = (type << 1) | current. [ref §7.6](crate::reference).
 pub fn query_hca_cap(b: &mut [u8], cap: CapType, current: bool) -> Req {
-    let mut r = simple(b, op::QUERY_HCA_CAP, ((cap as u16) << 1) | current as u16);
+    let mut r = simple(b, op::QUERY_HCA_CAP, cap.query_op_mod(current));
     r.out_len = CAP_OFFSET + CAP_LEN;
     r
 }
@@ -109,7 +128,7 @@ pub fn query_hca_cap(b: &mut [u8], cap: CapType, current: bool) -> Req {
 /// (at most 4096 bytes) to byte 0x10. [ref §7.6](crate::reference) step 8.
 pub fn set_hca_cap(b: &mut [u8], cap: CapType, caps: &[u8]) -> Req {
     let in_len = CAP_OFFSET + CAP_LEN;
-    hdr(b, op::SET_HCA_CAP, (cap as u16) << 1, in_len);
+    hdr(b, op::SET_HCA_CAP, cap.set_op_mod(), in_len);
     let n = caps.len().min(CAP_LEN);
     if let Some(d) = b.get_mut(CAP_OFFSET..CAP_OFFSET + n) {
         d.copy_from_slice(&caps[..n]);

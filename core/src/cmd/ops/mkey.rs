@@ -83,11 +83,10 @@ pub fn create_mkey(b: &mut [u8], p: &MkeyParams) -> Req {
     // Zeroes the whole input, the pad entry included.
     hdr(b, op::CREATE_MKEY, 0, in_len);
     create_mkey_in::PG_ACCESS.set(b, 0, 1);
-    // a, rw, rr, lw, lr: mkc byte 2 bits 6..2 (dw0 bits 14..10).
     let a = MkeyAccess::from_ibv(p.access).union(MkeyAccess::LOCAL_READ);
-    mkc::ACCESS.set(b, MKC, u32::from(a.bits()) >> 2);
-    mkc::ACCESS_MODE_1_0.set(b, MKC, 1); // MTT
-    mkc::QPN.set(b, MKC, 0xff_ffff); // not bound to a QP
+    mkc::ACCESS.set(b, MKC, a.to_mkc_field());
+    mkc::ACCESS_MODE_1_0.set(b, MKC, mkc::ACCESS_MODE_MTT);
+    mkc::QPN.set(b, MKC, mkc::QPN_NONE);
     mkc::MKEY_7_0.set(b, MKC, p.variant as u32);
     mkc::PD.set(b, MKC, p.pd);
     mkc::START_ADDR.set(b, MKC, p.start_addr);

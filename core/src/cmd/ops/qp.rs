@@ -116,7 +116,7 @@ pub fn create_qp(b: &mut [u8], p: &QpParams) -> Req {
     let in_len = PAS_OFFSET + 8 * p.npages;
     hdr(b, op::CREATE_QP, 0, in_len);
     qpc::ST.set(b, QPC, p.st.code() as u32);
-    qpc::PM_STATE.set(b, QPC, 3); // migrated
+    qpc::PM_STATE.set(b, QPC, qpc::PM_STATE_MIGRATED);
     qpc::PD.set(b, QPC, p.pd);
     qpc::LOG_RQ_SIZE.set(b, QPC, p.log_rq_size as u32);
     qpc::LOG_RQ_STRIDE.set(b, QPC, p.log_rq_stride as u32);
@@ -132,7 +132,7 @@ pub fn create_qp(b: &mut [u8], p: &QpParams) -> Req {
     qpc::CQN_RCV.set(b, QPC, p.cqn_rcv);
     qpc::DBR_ADDR.set(b, QPC, p.dbr_addr);
     if let Some(srqn) = p.srqn {
-        qpc::RQ_TYPE.set(b, QPC, 1); // SRQ
+        qpc::RQ_TYPE.set(b, QPC, qpc::RQ_TYPE_SRQ);
         qpc::SRQN_RMPN_XRQN.set(b, QPC, srqn);
     }
     put_pas(b, PAS_OFFSET, p.pages_iova, p.npages, 0);

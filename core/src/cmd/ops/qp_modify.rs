@@ -89,7 +89,7 @@ pub struct Rst2Init {
 /// RST2INIT_QP (0x502). [ref §6.3, §7.11](crate::reference).
 pub fn rst2init(b: &mut [u8], qpn: u32, a: &Rst2Init) -> Req {
     let r = modify(b, op::RST2INIT_QP, qpn);
-    qpc::PM_STATE.set(b, QPC, 3); // migrated
+    qpc::PM_STATE.set(b, QPC, qpc::PM_STATE_MIGRATED);
     ads::PKEY_INDEX.set(b, QPC_PATH, a.pkey_index as u32);
     ads::VHCA_PORT_NUM.set(b, QPC_PATH, a.port as u32);
     qpc::RRE.set(b, QPC, a.remote_read as u32);
