@@ -29,6 +29,21 @@ pub const MAX_BLOCKS: usize = 10;
 pub const INLINE_BYTES: usize = 16;
 /// Largest message (input or output): the inline bytes + the mailbox data.
 pub const MAX_MSG: usize = INLINE_BYTES + MAX_BLOCKS * MAILBOX_DATA;
+/// `status_own` bit 0: the entry belongs to firmware. [ref §7.3](crate::reference).
+pub const OWNERSHIP_HW: u8 = 1;
+
+/// The `status_own` byte firmware writes back: delivery status in bits
+/// 7:1, ownership (0, software) in bit 0. [ref §7.3](crate::reference).
+pub const fn status_own_byte(delivery: u8) -> u8 {
+    delivery << 1
+}
+
+/// The delivery status bits (7:1) of a `status_own` byte.
+/// [ref §7.3](crate::reference).
+pub const fn delivery_bits(status_own: u8) -> u8 {
+    status_own >> 1
+}
+
 /// `type` byte of an entry: PCI command transport. [ref §7.3](crate::reference).
 pub const CMD_TYPE_PCI: u8 = 7;
 
@@ -69,10 +84,10 @@ pub mod mailbox {
 /// Number of mailbox blocks a message of `len` bytes needs:
 /// `ceil((len − 16) / 512)`, 0 when it fits inline. [ref §7.4](crate::reference).
 pub const fn blocks_for(len: usize) -> usize {
-    if len <= 16 {
+    if len <= INLINE_BYTES {
         0
     } else {
-        (len - 16).div_ceil(MAILBOX_DATA)
+        (len - INLINE_BYTES).div_ceil(MAILBOX_DATA)
     }
 }
 
@@ -447,7 +462,7 @@ impl CmdQueue {
         let s = &mut self.slots[kind as usize];
         if s.stuck || s.pending.is_some() {
             // SAFETY: our entry; the device may write status_own, hence volatile.
-            let own = unsafe { dma_load8(&s.entry, layout::STATUS_OWN) } & 1;
+            let own = unsafe { dma_load8(&s.entry, layout::STATUS_OWN) } & OWNERSHIP_HW;
             if own != 0 {
                 return Err(CmdError::SlotBusy {
                     opcode,
@@ -458,14 +473,14 @@ impl CmdQueue {
             s.pending = None;
         }
         let max = MAX_MSG;
-        if input.len() > max || input.len() < 16 {
+        if input.len() > max || input.len() < INLINE_BYTES {
             return Err(CmdError::TooLong {
                 opcode,
                 len: input.len(),
                 max,
             });
         }
-        if out_len > max || out_len < 16 {
+        if out_len > max || out_len < INLINE_BYTES {
             return Err(CmdError::TooLong {
                 opcode,
                 len: out_len,
@@ -475,11 +490,11 @@ impl CmdQueue {
         let mut e = [0u8; LAYOUT_BYTES];
         e[layout::TYPE] = CMD_TYPE_PCI;
         put32(&mut e, layout::INLEN, input.len() as u32);
-        e[layout::IN..layout::IN + 16].copy_from_slice(&input[..16]);
-        if input.len() > 16 {
+        e[layout::IN..layout::IN + INLINE_BYTES].copy_from_slice(&input[..INLINE_BYTES]);
+        if input.len() > INLINE_BYTES {
             put64(&mut e, layout::IN_PTR, s.in_mb.iova);
         }
-        if out_len > 16 {
+        if out_len > INLINE_BYTES {
             put64(&mut e, layout::OUT_PTR, s.out_mb.iova);
         }
         put32(&mut e, layout::OUTLEN, out_len as u32);
@@ -492,7 +507,7 @@ impl CmdQueue {
             // creation), so whatever a device left in them is gone.
             link_chain(&s.in_mb, blocks_for(input.len()));
             link_chain(&s.out_mb, blocks_for(out_len));
-            let rest = &input[16..];
+            let rest = &input[INLINE_BYTES..];
             for (i, chunk) in rest.chunks(MAILBOX_DATA).enumerate() {
                 let off = i * MAILBOX_STRIDE;
                 dma_write(&s.in_mb, off, chunk);
@@ -505,7 +520,7 @@ impl CmdQueue {
         }
         to_device_barrier();
         // SAFETY: as above; the ownership byte is stored last.
-        unsafe { dma_store8(&s.entry, layout::STATUS_OWN, 1) };
+        unsafe { dma_store8(&s.entry, layout::STATUS_OWN, OWNERSHIP_HW) };
         to_device_barrier();
         s.pending = Some(opcode);
         s.out_len = out_len;
@@ -517,7 +532,7 @@ impl CmdQueue {
     pub fn done(&self, kind: SlotKind) -> bool {
         let s = &self.slots[kind as usize];
         // SAFETY: our entry; volatile since the device writes status_own.
-        (unsafe { dma_load8(&s.entry, layout::STATUS_OWN) } & 1) == 0
+        (unsafe { dma_load8(&s.entry, layout::STATUS_OWN) } & OWNERSHIP_HW) == 0
     }
 
     /// Marks the command on `kind` as timed out: the slot stays unusable
@@ -537,11 +552,11 @@ impl CmdQueue {
         from_device_barrier();
         // SAFETY: ownership returned to software, the entry is ours.
         let so = unsafe { dma_load8(&s.entry, layout::STATUS_OWN) };
-        if let Some(status) = DeliveryStatus::from_u8(so >> 1) {
+        if let Some(status) = DeliveryStatus::from_u8(delivery_bits(so)) {
             return Err(CmdError::Delivery { opcode, status });
         }
         let n = s.out_len.min(out.len());
-        let head = n.min(16);
+        let head = n.min(INLINE_BYTES);
         // SAFETY: as above.
         unsafe { dma_read(&s.entry, layout::OUT, &mut out[..head]) };
         let mut done = head;

@@ -4,7 +4,9 @@
 
 use super::SimFirmware;
 use bareverbs::cmd::bits::{get32, get64};
-use bareverbs::cmd::queue::{layout, mailbox, MAILBOX_BYTES, MAILBOX_DATA, MAILBOX_STRIDE};
+use bareverbs::cmd::queue::{
+    layout, mailbox, status_own_byte, MAILBOX_BYTES, MAILBOX_DATA, MAILBOX_STRIDE,
+};
 use bareverbs::cmd::DeliveryStatus;
 
 /// Largest message the model accepts (1 MiB); longer is a length error.
@@ -30,7 +32,7 @@ impl SimFirmware {
             .entry_addr(slot)
             .and_then(|b| b.checked_add(layout::STATUS_OWN as u64))
         {
-            self.wr(a, &[delivery << 1]);
+            self.wr(a, &[status_own_byte(delivery)]);
         }
     }
 

@@ -9,7 +9,7 @@ use super::SimFirmware;
 use bareverbs::cmd::bits::{get32, get64};
 use bareverbs::cmd::layout::{cmd_in, cmd_out};
 use bareverbs::cmd::op;
-use bareverbs::cmd::queue::{layout, CMD_TYPE_PCI, LAYOUT_BYTES};
+use bareverbs::cmd::queue::{layout, CMD_TYPE_PCI, INLINE_BYTES, LAYOUT_BYTES};
 use bareverbs::cmd::{CmdStatus, DeliveryStatus};
 use Outcome::{Fail, NeedPages};
 
@@ -37,15 +37,17 @@ impl SimFirmware {
         }
         let inlen = get32(&e, layout::INLEN) as usize;
         let outlen = get32(&e, layout::OUTLEN) as usize;
-        if !(16..=MAX_FW_MSG).contains(&inlen) {
+        if !(INLINE_BYTES..=MAX_FW_MSG).contains(&inlen) {
             return self.finish(slot, DeliveryStatus::InputLen.code());
         }
-        if !(16..=MAX_FW_MSG).contains(&outlen) {
+        if !(INLINE_BYTES..=MAX_FW_MSG).contains(&outlen) {
             return self.finish(slot, DeliveryStatus::OutputLen.code());
         }
-        let mut input = e[layout::IN..layout::IN + 16].to_vec();
-        if inlen > 16 {
-            if let Err(d) = self.read_chain(get64(&e, layout::IN_PTR), inlen - 16, &mut input) {
+        let mut input = e[layout::IN..layout::IN + INLINE_BYTES].to_vec();
+        if inlen > INLINE_BYTES {
+            if let Err(d) =
+                self.read_chain(get64(&e, layout::IN_PTR), inlen - INLINE_BYTES, &mut input)
+            {
                 return self.finish(slot, d);
             }
         }
@@ -101,9 +103,9 @@ impl SimFirmware {
         self.log.push((opcode, status));
         self.slot_log.push((slot, opcode));
         let n = out.len().min(outlen);
-        self.wr(base + layout::OUT as u64, &out[..n.min(16)]);
-        if n > 16 {
-            if let Err(d) = self.write_chain(get64(&e, layout::OUT_PTR), &out[16..n]) {
+        self.wr(base + layout::OUT as u64, &out[..n.min(INLINE_BYTES)]);
+        if n > INLINE_BYTES {
+            if let Err(d) = self.write_chain(get64(&e, layout::OUT_PTR), &out[INLINE_BYTES..n]) {
                 return self.finish(slot, d);
             }
         }
