@@ -344,3 +344,20 @@ fn set_roce_address_is_mlx5_core_roce_gid_set() {
     assert_eq!((e.gid, e.mac, e.vlan_valid), (want_gid, a.mac, false));
     assert_eq!((e.l3_type, e.version), (0, 2));
 }
+
+/// The UDP source port a path without one gets, by the kernel's
+/// `rdma_get_udp_sport(0, lqpn, rqpn)` (`include/rdma/ib_verbs.h`:
+/// `rdma_calc_flow_label` then `rdma_flow_label_to_udp_sport`).
+#[test]
+fn roce_udp_sport_is_rdma_get_udp_sport() {
+    // 0x100 × 0x101 = 0x10100; both folds (>> 20, >> 40) are zero, so the
+    // flow label is 0x10100; its low 14 bits 0x0100 XOR its high 6 bits
+    // (0x10100 >> 14 = 0x4) = 0x0104, above 0xC000.
+    assert_eq!(roce_udp_sport(0x100, 0x101), 0xc104);
+    // 0x12345 × 0xabcde = 0xC_3795_41D6; XOR >> 20 (0xC379) gives
+    // 0xC_3795_82AF (the >> 40 fold is zero), masked to 20 bits 0x582AF;
+    // 0x02AF ^ (0x582AF >> 14 = 0x16) = 0x02B9, above 0xC000.
+    assert_eq!(roce_udp_sport(0x12345, 0xabcde), 0xc2b9);
+    // Every result is in the RoCE v2 source-port range 0xC000..=0xFFFF.
+    assert!(roce_udp_sport(u32::MAX >> 8, u32::MAX >> 8) >= ROCE_UDP_SPORT_MIN);
+}

@@ -61,22 +61,28 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         (self.hca.num_vhca_ports > 0).then_some(PORT)
     }
 
-    /// GID table entries exist on Ethernet ports only, up to the RoCE
-    /// capability's table size (when firmware reports it).
+    /// GID table entries exist on Ethernet ports only, below the RoCE
+    /// capability's table size (none without the RoCE page).
     fn check_gid_index(&self, index: u16) -> Result<(), DeviceError> {
         if self.hca.port_type != PORT_TYPE_ETHERNET {
             return Err(DeviceError::NotEthernet {
                 what: "GID table entry",
             });
         }
-        if let Some(size) = self.roce.map(|r| r.roce_address_table_size) {
-            if index >= size {
-                return Err(DeviceError::Limit {
-                    what: "GID index",
-                    requested: index as u64,
-                    max: size.saturating_sub(1) as u64,
-                });
-            }
+        // Without the RoCE capability page (no `roce` cap, or firmware that
+        // refused the query) there is no table size to bound the index by
+        // and no RoCE to address: refuse before sending anything.
+        let Some(size) = self.roce.map(|r| r.roce_address_table_size) else {
+            return Err(DeviceError::NotEthernet {
+                what: "GID table entry (the device reports no RoCE capability page)",
+            });
+        };
+        if index >= size {
+            return Err(DeviceError::Limit {
+                what: "GID index",
+                requested: index as u64,
+                max: size.saturating_sub(1) as u64,
+            });
         }
         Ok(())
     }

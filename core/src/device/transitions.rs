@@ -63,8 +63,17 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         self.transition(qp, true, HwQpState::Init, "RST2INIT", r)
     }
     /// INIT → RTR (INIT2RTR_QP).
+    ///
+    /// Once bring-up has turned on `sw_r_roce_src_udp_port`, a GRH path
+    /// (not force-loopback) with `udp_sport` 0 gets the kernel's port for
+    /// the QP pair ([`ops::roce_udp_sport`]) instead of going out as 0.
     pub fn init2rtr(&mut self, qp: &mut QpHandle, a: &Init2Rtr) -> Result<(), DeviceError> {
-        let r = ops::init2rtr(&mut self.inb, qp.qpn, a);
+        let mut a = *a;
+        let sw_sport = self.roce.is_some_and(|r| r.sw_r_roce_src_udp_port);
+        if sw_sport && a.path.grh && !a.path.fl && a.path.udp_sport == 0 {
+            a.path.udp_sport = ops::roce_udp_sport(qp.qpn, a.remote_qpn);
+        }
+        let r = ops::init2rtr(&mut self.inb, qp.qpn, &a);
         self.transition(qp, true, HwQpState::Rtr, "INIT2RTR", r)
     }
     /// RTR → RTS (RTR2RTS_QP).

@@ -209,6 +209,13 @@ impl SimFirmware {
                     if !programmed {
                         return Fail(CmdStatus::BadParam, reason::GID_INDEX);
                     }
+                    // With `sw_r_roce_src_udp_port` on, the UDP source port
+                    // goes on the wire as the path gives it; port 0 is no
+                    // valid source port, so the model refuses it (a model
+                    // choice: the vendor drivers always fill one in).
+                    if self.roce_sw_src_udp_port && p(ads::UDP_SPORT) == 0 {
+                        return Fail(CmdStatus::BadParam, reason::FIELD);
+                    }
                 }
                 q.fl = p(ads::FL) != 0;
                 q.grh = p(ads::GRH) != 0;
