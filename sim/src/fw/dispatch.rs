@@ -28,9 +28,9 @@ impl SimFirmware {
                 self.query_roce_cap(&c)
             }
             op::QUERY_HCA_CAP => self.query_hca_cap(&c),
-            op::SET_HCA_CAP if ops::cap_op_mod_parts(c.op_mod).0 == ops::CapType::Roce as u16 => {
-                self.set_roce_cap(&c)
-            }
+            // SET_HCA_CAP carries no current bit: op_mod 9 goes to the
+            // general handler, which refuses it.
+            op::SET_HCA_CAP if c.op_mod == ops::CapType::Roce.set_op_mod() => self.set_roce_cap(&c),
             op::SET_HCA_CAP => self.set_hca_cap(&c),
             op::INIT_HCA => self.init_hca(),
             op::TEARDOWN_HCA => self.teardown_hca(&c),

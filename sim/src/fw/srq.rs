@@ -42,6 +42,12 @@ impl SimFirmware {
     /// `log_wq_stride` of 16 to 2048 bytes.
     pub(super) fn create_rmp(&mut self, c: &Cmd) -> Outcome {
         let Cmd { input, .. } = *c;
+        // The RMP is an ISSI-1 object (the kernel's `create_srq_split`
+        // sends CREATE_RMP only at ISSI ≥ 1): refused before SET_ISSI 1,
+        // the mirror of CREATE_SRQ's refusal after it (a model choice).
+        if self.issi < 1 {
+            return Fail(CmdStatus::BadOp, reason::ISSI);
+        }
         if input.len() < create_rmp_in::PAS {
             return Fail(CmdStatus::BadInputLen, reason::INPUT_LEN);
         }
