@@ -64,7 +64,8 @@ fn create_mkey_refuses_a_short_list_and_flags_without_pg_access() {
 /// At ISSI 1 an SRQ is an RMP: the driver sends CREATE_RMP (the model
 /// records an RMP), CREATE_SRQ is refused (BAD_OP, the model's choice:
 /// `srq_cmd.c` never sends it at ISSI ≥ 1), DESTROY_SRQ does not destroy
-/// an RMP, and DESTROY_RMP does. At ISSI 0 the legacy CREATE_SRQ is used.
+/// an RMP, and DESTROY_RMP does. At ISSI 0 the legacy CREATE_SRQ is used
+/// and CREATE_RMP is refused.
 #[test]
 fn srqs_are_rmps_at_issi_1_and_legacy_srqs_at_issi_0() {
     use bareverbs::device::SrqSpec;
@@ -120,7 +121,27 @@ fn srqs_are_rmps_at_issi_1_and_legacy_srqs_at_issi_0() {
     let srq = d.create_srq(SrqSpec { pd, ..spec }).unwrap();
     assert!(!d.bar().fw().objects().srqs[&srq.srqn()].rmp, "CREATE_SRQ");
     d.destroy_srq(srq).unwrap();
-    let _ = d.teardown();
+    // The mirror image: CREATE_RMP before ISSI 1 is refused (BAD_OP).
+    let buf = d.allocator().alloc(4096, 4096).unwrap();
+    let r = ops::create_rmp(
+        d.input(),
+        &ops::RmpParams {
+            log_wq_sz: 6,
+            log_wq_stride: 6,
+            pd: pd.0,
+            lwm: 0,
+            dbr_addr: buf.iova,
+            pages_iova: buf.iova,
+            npages: 1,
+        },
+    );
+    // SAFETY: refused (asserted); the buffer outlives the device.
+    let e = unsafe { d.run(r) }.unwrap_err();
+    assert_eq!(e, failure(op::CREATE_RMP, CmdStatus::BadOp, reason::ISSI));
+    assert!(d.bar().fw().objects().srqs.is_empty());
+    let (_rep, _bar, _clock, alloc) = d.teardown();
+    // SAFETY: the function is torn down; nothing names the buffer.
+    unsafe { alloc.free(buf) };
 }
 
 /// A CQ names the EQ CREATE_EQ returned (here 7, the model's first EQ
