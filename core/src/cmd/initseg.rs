@@ -60,6 +60,16 @@ pub const fn nic_ifc_bits(cmdq_addr_l_sz: u32) -> u8 {
     ((cmdq_addr_l_sz >> 8) & 7) as u8
 }
 
+/// The `log_cmdq_size` (bits 7:4) and `log_cmdq_stride` (bits 3:0) fields
+/// of a `cmdq_addr_l_sz` word: the inverse of [`cmdq_addr_l_sz_word`]'s
+/// low byte.
+pub const fn cmdq_log_bits(cmdq_addr_l_sz: u32) -> (u8, u8) {
+    (
+        ((cmdq_addr_l_sz >> 4) & 0xf) as u8,
+        (cmdq_addr_l_sz & 0xf) as u8,
+    )
+}
+
 /// NIC interface state (`cmdq_addr_l_sz` bits 10:8). [ref §7.1](crate::reference).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NicIfcState {
@@ -253,12 +263,8 @@ impl<B: Bar0> InitSeg<'_, B> {
     }
     /// Command queue geometry (low byte of 0x014).
     pub fn cmdq_geometry(&self) -> CmdqGeometry {
-        let v = self.0.read32(CMDQ_ADDR_L_SZ);
-        // The low byte of the cmdq_addr_l_sz_word layout.
-        CmdqGeometry {
-            log_sz: ((v >> 4) & 0xf) as u8,
-            log_stride: (v & 0xf) as u8,
-        }
+        let (log_sz, log_stride) = cmdq_log_bits(self.0.read32(CMDQ_ADDR_L_SZ));
+        CmdqGeometry { log_sz, log_stride }
     }
     /// NIC interface state (bits 10:8 of 0x014).
     pub fn nic_interface(&self) -> NicIfcState {
