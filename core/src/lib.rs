@@ -45,7 +45,9 @@
 //!    the work in flight before it becomes a [`cqe::WorkCompletion`].
 //!
 //! Here on the simulated ConnectX (a dev-dependency), one RC QP pair on one
-//! function, connected to each other, moves 256 bytes with an RDMA WRITE:
+//! function, connected to each other over RoCE v2 (the function's GID table
+//! programmed with an IPv4 address, as the kernel lays it out), moves 256
+//! bytes with an RDMA WRITE:
 //!
 //! ```
 //! use bareverbs::cmd::ops::IbMtu;
@@ -62,8 +64,10 @@
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! // 1 + 2: a simulated function on a fabric, brought up by firmware command.
 //! let fabric = Fabric::new(1);
-//! let (dev, nic) = bring_up_on(&fabric, FwConfig::default(), DeviceConfig::default())?;
+//! let (dev, _nic) = bring_up_on(&fabric, FwConfig::default(), DeviceConfig::default())?;
 //! let ctx = Context::new(dev);
+//! let gids = ctx.add_ip_gids(std::net::Ipv4Addr::new(192, 168, 1, 10).into())?;
+//! let me = ctx.gid(gids.v2).ok_or("GID entry")?; // index 3: RoCE v2, ::ffff:192.168.1.10
 //!
 //! // 3: objects, each borrowing from the context.
 //! let pd = ctx.alloc_pd()?;
@@ -76,7 +80,7 @@
 //! let (qpn_a, qpn_b) = (a.qp_num(), b.qp_num());
 //! for (qp, peer, psn) in [(&mut a, qpn_b, (1, 2)), (&mut b, qpn_a, (2, 1))] {
 //!     qp.to_init(&InitAttr::new(1, Access::REMOTE_WRITE))?;
-//!     let ah = AddressHandle::ib(1, nic.lid());
+//!     let ah = AddressHandle::roce(1, me.gid, me.mac, gids.v2 as u8);
 //!     qp.to_rtr(&RtrAttr::new(IbMtu::Mtu1024, peer, psn.0, ah))?;
 //!     qp.to_rts(&RtsAttr::new(psn.1))?;
 //! }

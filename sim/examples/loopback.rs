@@ -4,7 +4,7 @@
 //! every byte checked, in safe Rust only (the test command checks this file
 //! for the keyword). `cargo run --release -p bareverbs-sim --example loopback`
 
-use bareverbs::cmd::ops::IbMtu;
+use bareverbs::cmd::ops::{IbMtu, RoceAddress};
 use bareverbs::cqe::{WcStatus, WorkCompletion};
 use bareverbs::device::DeviceConfig;
 use bareverbs::sizing::QpType;
@@ -19,13 +19,14 @@ use bareverbs_sim::Fabric;
 type Qp<'a> = bareverbs::verbs::QueuePair<'a, bareverbs_sim::fw::SimUar, 64, 16>;
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
-/// RESET → INIT → RTR → RTS toward the peer's QP number and LID.
-fn connect(qp: &mut Qp, peer_qpn: u32, peer_lid: u16, psn: (u32, u32)) -> Res<()> {
+/// RESET → INIT → RTR → RTS toward the peer's QP number at its RoCE v2
+/// address (GID and MAC), sending from our GID table entry `sgid`.
+fn connect(qp: &mut Qp, peer_qpn: u32, peer: RoceAddress, sgid: u16, psn: (u32, u32)) -> Res<()> {
     qp.to_init(&InitAttr::new(
         1,
         Access::REMOTE_WRITE | Access::REMOTE_READ,
     ))?;
-    let ah = AddressHandle::ib(1, peer_lid);
+    let ah = AddressHandle::roce(1, peer.gid, peer.mac, sgid as u8);
     qp.to_rtr(&RtrAttr::new(IbMtu::Mtu1024, peer_qpn, psn.0, ah))?;
     qp.to_rts(&RtsAttr::new(psn.1))?;
     Ok(())
@@ -47,9 +48,14 @@ fn wait(cq: &CompletionQueue, qp: &mut Qp, wr_id: u64) -> Res<WorkCompletion> {
 
 fn main() -> Res<()> {
     let fabric = Fabric::new(1);
-    let (dev_a, nic_a) = bring_up_on(&fabric, FwConfig::default(), DeviceConfig::default())?;
-    let (dev_b, nic_b) = bring_up_on(&fabric, FwConfig::default(), DeviceConfig::default())?;
+    let (dev_a, _) = bring_up_on(&fabric, FwConfig::default(), DeviceConfig::default())?;
+    let (dev_b, _) = bring_up_on(&fabric, FwConfig::default(), DeviceConfig::default())?;
     let (a, b) = (Context::new(dev_a), Context::new(dev_b));
+    // Each port's GID table as the kernel lays it out for one IPv4 address
+    // (RoCE v2 entry at index 3, `ib_write_bw -x 3`).
+    let ga = a.add_ip_gids(std::net::Ipv4Addr::new(192, 168, 1, 1).into())?;
+    let gb = b.add_ip_gids(std::net::Ipv4Addr::new(192, 168, 1, 2).into())?;
+    let (addr_a, addr_b) = (a.gid(ga.v2).ok_or("GID")?, b.gid(gb.v2).ok_or("GID")?);
     let rights = Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ;
     let (pd_a, pd_b) = (a.alloc_pd()?, b.alloc_pd()?);
     let (buf_a, buf_b) = (a.alloc_buffer(8192)?, b.alloc_buffer(8192)?);
@@ -67,8 +73,8 @@ fn main() -> Res<()> {
         qb.qp_num(),
         qa.cap()
     );
-    connect(&mut qa, qb.qp_num(), nic_b.lid(), (0x10, 0x20))?;
-    connect(&mut qb, qa.qp_num(), nic_a.lid(), (0x20, 0x10))?;
+    connect(&mut qa, qb.qp_num(), addr_b, ga.v2, (0x10, 0x20))?;
+    connect(&mut qb, qa.qp_num(), addr_a, gb.v2, (0x20, 0x10))?;
 
     // RDMA WRITE: A's bytes 0..4096 land in B's bytes 0..4096.
     let data: Vec<u8> = (0..4096u32).map(|i| (i * 7 + 3) as u8).collect();

@@ -726,7 +726,17 @@ fn bad_parameter_bad_opcode_and_wrong_state() {
         },
     )
     .unwrap();
-    let e = d.init2rtr(&mut q, &Init2Rtr::default()).unwrap_err();
+    // (Force-loopback, so the driver's RoCE address checks pass and the
+    // zero MTU reaches firmware.)
+    let fl = Init2Rtr {
+        path: AddressPath {
+            fl: true,
+            port: 1,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let e = d.init2rtr(&mut q, &fl).unwrap_err();
     assert!(e.to_string().contains("BAD_PARAM_ERR"), "{e}");
     assert_eq!(d.query_qp(&mut q).unwrap().state, HwQpState::Init);
 

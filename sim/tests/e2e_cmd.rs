@@ -53,8 +53,21 @@ struct Queues {
     cq: CompletionQueue<256>,
 }
 
+/// An InfiniBand port: QPs here are routed by LID, the LID the driver
+/// reads from the HCA vport context (the fabric assigns it).
+fn ib_fw() -> FwConfig {
+    let mut fw = FwConfig::default();
+    fw.caps.port_type = 0;
+    fw
+}
+
+/// The port's LID as the driver reads it (QUERY_HCA_VPORT_CONTEXT).
+fn lid(s: &mut Side) -> u16 {
+    s.d.devinfo().unwrap().ports[0].lid.unwrap()
+}
+
 fn side(fabric: &Fabric, access: Access) -> Side {
-    let (mut d, nic) = bring_up_on(fabric, FwConfig::default(), DeviceConfig::default()).unwrap();
+    let (mut d, nic) = bring_up_on(fabric, ib_fw(), DeviceConfig::default()).unwrap();
     let pd = d.alloc_pd().unwrap();
     let buf = d.allocator().alloc(BUF, 4096).unwrap();
     // SAFETY: the test's own buffer, freed only after teardown.
@@ -279,7 +292,8 @@ fn write_send_read_error_reset_reuse_teardown_by_command() {
 
     let mut qa = queues(&mut a);
     let mut qb = queues(&mut b);
-    let (la, lb) = (a.nic.lid(), b.nic.lid());
+    let (la, lb) = (lid(&mut a), lid(&mut b));
+    assert_eq!((la, lb), (a.nic.lid(), b.nic.lid()), "the fabric's LIDs");
     let (an, bn) = (a.qp.qpn(), b.qp.qpn());
     connect(&mut a, &mut qa, bn, lb, (0x10, 0x20));
     connect(&mut b, &mut qb, an, la, (0x20, 0x10));
@@ -407,7 +421,7 @@ fn remote_rights_of_a_command_created_key_are_enforced() {
     let mut b = side(&fabric, read_only);
     let mut qa = queues(&mut a);
     let mut qb = queues(&mut b);
-    let (an, bn, la, lb) = (a.qp.qpn(), b.qp.qpn(), a.nic.lid(), b.nic.lid());
+    let (an, bn, la, lb) = (a.qp.qpn(), b.qp.qpn(), lid(&mut a), lid(&mut b));
     connect(&mut a, &mut qa, bn, lb, (1, 2));
     connect(&mut b, &mut qb, an, la, (2, 1));
 

@@ -409,7 +409,7 @@ fn a_reused_mkey_index_gets_a_new_variant() {
 /// Expected values come from the operation performed (the bytes written)
 /// and the [reference](bareverbs::reference) (§5.6 statuses, §7.12 key = index << 8 | mkey_7_0).
 mod stale_rkey {
-    use bareverbs::cmd::ops::IbMtu;
+    use bareverbs::cmd::ops::{IbMtu, RoceAddress};
     use bareverbs::cqe::{WcStatus, WorkCompletion};
     use bareverbs::device::DeviceConfig;
     use bareverbs::sizing::QpType;
@@ -420,10 +420,10 @@ mod stale_rkey {
 
     type Qp<'a> = QueuePair<'a, SimUar, 64, 16>;
 
-    fn connect(qp: &mut Qp, peer_qpn: u32, peer_lid: u16) {
+    fn connect(qp: &mut Qp, peer_qpn: u32, peer: RoceAddress, sgid: u16) {
         let all = Access::REMOTE_WRITE | Access::REMOTE_READ;
         qp.to_init(&InitAttr::new(1, all)).unwrap();
-        let ah = AddressHandle::ib(1, peer_lid);
+        let ah = AddressHandle::roce(1, peer.gid, peer.mac, sgid as u8);
         qp.to_rtr(&RtrAttr::new(IbMtu::Mtu1024, peer_qpn, 0, ah))
             .unwrap();
         qp.to_rts(&RtsAttr::new(0)).unwrap();
@@ -442,8 +442,8 @@ mod stale_rkey {
             reuse_mkey_index: true,
             ..FwConfig::default()
         };
-        let (da, na) = bring_up_on(&fabric, FwConfig::default(), DeviceConfig::default()).unwrap();
-        let (db, nb) = bring_up_on(&fabric, reuse, DeviceConfig::default()).unwrap();
+        let (da, _) = bring_up_on(&fabric, FwConfig::default(), DeviceConfig::default()).unwrap();
+        let (db, _) = bring_up_on(&fabric, reuse, DeviceConfig::default()).unwrap();
         let (a, b) = (Context::new(da), Context::new(db));
         let rights = Access::LOCAL_WRITE | Access::REMOTE_WRITE;
         let (pa, pb) = (a.alloc_pd().unwrap(), b.alloc_pd().unwrap());
@@ -465,8 +465,11 @@ mod stale_rkey {
         let mut qb: Qp = b
             .create_qp(&pb, &QpInitAttr::new(QpType::Rc, &cb, &cb, cap))
             .unwrap();
-        connect(&mut qa, qb.qp_num(), nb.lid());
-        connect(&mut qb, qa.qp_num(), na.lid());
+        let ga = a.add_ip_gids([10, 0, 0, 1].into()).unwrap();
+        let gb = b.add_ip_gids([10, 0, 0, 2].into()).unwrap();
+        let (addr_a, addr_b) = (a.gid(ga.v2).unwrap(), b.gid(gb.v2).unwrap());
+        connect(&mut qa, qb.qp_num(), addr_b, ga.v2);
+        connect(&mut qb, qa.qp_num(), addr_a, gb.v2);
 
         // The new key works: WRITE A[0..512] → B[0..512].
         let data: Vec<u8> = (0..512u32).map(|i| (i * 31 + 5) as u8).collect();

@@ -394,15 +394,17 @@ fn gid_table_entries_are_programmed_and_bounded() {
     let _ = d.teardown();
 }
 
-/// INIT2RTR of an RC QP on an Ethernet port whose path (with a GRH, not
-/// force-loopback) names an empty GID table entry is refused (BAD_PARAM);
-/// the same transition after SET_ROCE_ADDRESS programs the entry is
-/// accepted, and a force-loopback path needs no entry.
+/// INIT2RTR of an RC QP on an Ethernet port whose RoCE path (not
+/// force-loopback) names an empty GID table entry: the driver refuses it
+/// before any command (`GidNotProgrammed`, it knows what it programmed),
+/// and the firmware model refuses the same command sent past that check
+/// (BAD_PARAM); after SET_ROCE_ADDRESS programs the entry both accept it,
+/// and a force-loopback path needs no entry.
 #[test]
 fn rtr_from_an_empty_gid_entry_is_refused() {
     use bareverbs::cqe::CqeSize;
-    use bareverbs::device::{AddressPath, DeviceError, Init2Rtr, QpSpec, Rst2Init};
-    use ops::{gid_link_local_eui64, RoceAddress, RoceVersion};
+    use bareverbs::device::{AddressPath, DeviceError, HwQpState, Init2Rtr, QpSpec, Rst2Init};
+    use ops::{gid_ipv4_mapped, gid_link_local_eui64, RoceAddress, RoceVersion};
     let fw = FwConfig::default();
     let mac = fw.mac;
     let mut d = bring_up_sim(fw).unwrap();
@@ -421,21 +423,24 @@ fn rtr_from_an_empty_gid_entry_is_refused() {
         max_send_wr: 0,
         max_recv_wr: 0,
     };
+    // The kernel's RoCE path: GID, MAC and source index, `grh` left 0.
     let rtr = |fl: bool| Init2Rtr {
         mtu: 3,
         log_msg_max: 30,
         remote_qpn: 0x100,
         path: AddressPath {
             fl,
-            grh: true,
             sgid_index: 2,
+            rgid: gid_ipv4_mapped([192, 168, 1, 20]),
+            rmac: [0x02, 0, 0, 0, 0, 0x20],
+            udp_sport: 0xc001,
             port: 1,
             ..Default::default()
         },
         ..Default::default()
     };
     let mut qps = Vec::new();
-    for _ in 0..2 {
+    for _ in 0..3 {
         let mut q = d.create_qp(spec).unwrap();
         let r2i = Rst2Init {
             port: 1,
@@ -444,7 +449,22 @@ fn rtr_from_an_empty_gid_entry_is_refused() {
         d.rst2init(&mut q, &r2i).unwrap();
         qps.push(q);
     }
+    let sent = |d: &bareverbs_sim::fw::SimDevice| {
+        d.bar()
+            .fw()
+            .log
+            .iter()
+            .filter(|(o, _)| *o == op::INIT2RTR_QP)
+            .count()
+    };
     let e = d.init2rtr(&mut qps[0], &rtr(false)).unwrap_err();
+    assert_eq!(e, DeviceError::GidNotProgrammed { index: 2 });
+    assert_eq!(sent(&d), 0, "refused before any command");
+    // The same command past the driver's check: the model refuses it.
+    let r = ops::init2rtr(d.input(), qps[0].qpn(), &rtr(false));
+    // SAFETY: an INIT2RTR built for this QP; the driver records RTR only
+    // if firmware accepts it.
+    let e = unsafe { d.modify_unchecked(&mut qps[0], r, HwQpState::Rtr) }.unwrap_err();
     assert_eq!(
         e,
         DeviceError::Cmd(failure(
@@ -463,5 +483,9 @@ fn rtr_from_an_empty_gid_entry_is_refused() {
     };
     d.set_gid(2, &a).unwrap();
     d.init2rtr(&mut qps[0], &rtr(false)).unwrap();
+    // Past the driver's check again, now with the entry programmed.
+    let r = ops::init2rtr(d.input(), qps[2].qpn(), &rtr(false));
+    // SAFETY: as above.
+    unsafe { d.modify_unchecked(&mut qps[2], r, HwQpState::Rtr) }.unwrap();
     let _ = d.teardown();
 }

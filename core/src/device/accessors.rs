@@ -106,6 +106,10 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
             r.fl_rc_qp_when_roce_disabled
         })
     }
+    /// The port's link layer (`cap.port_type`).
+    pub fn link_layer(&self) -> super::LinkLayer {
+        super::LinkLayer::from_port_type(self.hca.port_type)
+    }
     /// The DMA allocator.
     pub fn allocator(&self) -> &A {
         &self.alloc

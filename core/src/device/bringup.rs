@@ -66,6 +66,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
             hca: HcaCaps::default(),
             roce: None,
             roce_enabled: false,
+            gids: super::gid_table::GidTable::new(),
             uar: 0,
             eq: None,
             objs: heapless::Vec::new(),

@@ -101,11 +101,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
     /// `hw_ver`) is left `None` for the host to fill in.
     pub fn devinfo(&mut self) -> Result<DevInfo, DeviceError> {
         let c = self.hca;
-        let link_layer = match c.port_type {
-            0 => LinkLayer::InfiniBand,
-            1 => LinkLayer::Ethernet,
-            o => LinkLayer::Other(o),
-        };
+        let link_layer = LinkLayer::from_port_type(c.port_type);
         let adapter = soft(self.query_adapter())?;
         // Ethernet: one vport state for the function, reported per port.
         let eth_state = if link_layer == LinkLayer::InfiniBand {

@@ -135,6 +135,26 @@ pub enum DeviceError {
         /// Length of the buffer.
         len: usize,
     },
+    /// An address path names a source GID index this driver never
+    /// programmed (RoCE sends from that entry's GID and MAC).
+    GidNotProgrammed {
+        /// The source GID index.
+        index: u16,
+    },
+    /// An address path cannot reach a peer on this port's link layer.
+    BadPath {
+        /// What is wrong with it.
+        why: &'static str,
+    },
+    /// A MAC address that no RoCE entry can carry (all-zero or multicast):
+    /// given by the caller, or reported by the device as the function's
+    /// permanent address.
+    BadMac {
+        /// The address.
+        mac: [u8; 6],
+        /// Where it came from.
+        what: &'static str,
+    },
 }
 
 impl From<CmdError> for DeviceError {
@@ -205,6 +225,19 @@ impl fmt::Display for DeviceError {
                 f,
                 "a memory key over {len} bytes at 0x{iova:x} exceeds the address space"
             ),
+            DeviceError::GidNotProgrammed { index } => write!(
+                f,
+                "source GID index {index} holds no address: program it first \
+                 (Device::set_gid or add_ip_gids)"
+            ),
+            DeviceError::BadPath { why } => write!(f, "address path: {why}"),
+            DeviceError::BadMac { mac, what } => {
+                let [a, b, c, d, e, g] = mac;
+                write!(
+                    f,
+                    "{what} {a:02x}:{b:02x}:{c:02x}:{d:02x}:{e:02x}:{g:02x} is not a unicast MAC"
+                )
+            }
         }
     }
 }

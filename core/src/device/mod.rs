@@ -30,6 +30,7 @@ mod error;
 mod events;
 mod exec;
 mod gid;
+mod gid_table;
 mod health;
 mod mkey;
 mod objects;
@@ -57,6 +58,9 @@ pub use config::{DeviceConfig, Step};
 pub use cq::CqHandle;
 pub use devinfo::DevInfo;
 pub use error::DeviceError;
+pub use gid::gid_of_ip;
+pub(crate) use gid::unicast_mac;
+pub use gid_table::{gid_score, GidPair, GID_SLOTS};
 pub use events::EventsServed;
 pub use mkey::Mkey;
 pub use objects::MAX_OBJECTS;
@@ -91,6 +95,7 @@ pub struct Device<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> {
     hca: HcaCaps,
     roce: Option<ops::RoceCaps>,
     roce_enabled: bool,
+    gids: gid_table::GidTable,
     uar: u32,
     eq: Option<(EventQueue, B::Uar)>,
     objs: heapless::Vec<Obj, { 5 * MAX_OBJECTS }>,

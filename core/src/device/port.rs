@@ -20,6 +20,17 @@ pub enum LinkLayer {
     Other(u8),
 }
 
+impl LinkLayer {
+    /// The link layer `cap.port_type` names (0 InfiniBand, 1 Ethernet).
+    pub const fn from_port_type(t: u8) -> LinkLayer {
+        match t {
+            0 => LinkLayer::InfiniBand,
+            PORT_TYPE_ETHERNET => LinkLayer::Ethernet,
+            o => LinkLayer::Other(o),
+        }
+    }
+}
+
 /// Port state as `ibv_port_state` numbers it (`ibv_devinfo` prints
 /// `PORT_ACTIVE (4)`). An Ethernet port's comes from QUERY_VPORT_STATE (up
 /// → Active, down → Down), an InfiniBand port's from the HCA vport

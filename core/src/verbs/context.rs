@@ -8,9 +8,10 @@ use super::{
 use crate::cmd::{Bar0, Clock};
 use crate::cq::DynCompletionQueue;
 use crate::cqe::CqeSize;
+use crate::cmd::ops::RoceAddress;
 use crate::device::{
-    CqHandle, Device, DeviceError, Mkey, Pd, QpHandle, QpSpec, SrqHandle, SrqSpec, TeardownReport,
-    UarMap,
+    CqHandle, Device, DeviceError, GidPair, LinkLayer, Mkey, Pd, PortInfo, QpHandle, QpSpec,
+    SrqHandle, SrqSpec, TeardownReport, UarMap,
 };
 use crate::platform::{DmaAllocator, DmaBuf};
 use crate::rq::{RqConfig, RqSlot, SrqConfig, SrqSlot};
@@ -63,6 +64,42 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Context<B, C, A> {
     /// The device's sizing limits (from QUERY_HCA_CAP).
     pub fn device_caps(&self) -> sizing::DeviceCaps {
         self.dev.borrow().device_caps()
+    }
+
+    /// The port's link layer: InfiniBand ports are addressed by LID
+    /// ([`AddressHandle::ib`](super::AddressHandle::ib)), Ethernet ports
+    /// by GID and MAC ([`AddressHandle::roce`](super::AddressHandle::roce)).
+    pub fn link_layer(&self) -> LinkLayer {
+        self.dev.borrow().link_layer()
+    }
+
+    /// Adds `ip` to the port's GID table as the kernel does for an address
+    /// of its netdev ([`Device::add_ip_gids`]: RoCE v1 and v2 entries after
+    /// the link-local defaults, so the first address's v2 entry is index
+    /// 3), with the function's permanent MAC.
+    pub fn add_ip_gids(&self, ip: core::net::IpAddr) -> Result<GidPair, Error> {
+        Ok(self.dev.borrow_mut().add_ip_gids(ip, None, None)?)
+    }
+
+    /// GID table entry `index` as programmed (`ibv_query_gid_ex`): the
+    /// GID, MAC and RoCE version a peer addresses this port by.
+    pub fn gid(&self, index: u16) -> Option<RoceAddress> {
+        self.dev.borrow().gid(index)
+    }
+
+    /// The GID index perftest uses without `-x`
+    /// ([`Device::best_gid_index`]).
+    pub fn best_gid_index(&self, prefer_ipv6: bool) -> Option<u16> {
+        self.dev.borrow().best_gid_index(prefer_ipv6)
+    }
+
+    /// The port's attributes (`ibv_query_port`: state, MTU, LID on an
+    /// InfiniBand port).
+    pub fn query_port(&self) -> Result<PortInfo, Error> {
+        let info = self.dev.borrow_mut().devinfo()?;
+        info.ports.first().copied().ok_or(Error::Unsupported {
+            what: "a device reporting no port",
+        })
     }
 
     /// Runs `f` on the device. Commands sent this way are the caller's
@@ -346,6 +383,18 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Owner for Context<B, C, A> {
             Modify::Err => d.qp_to_err(h),
             Modify::Reset => d.qp_to_reset(h),
         }
+    }
+    fn address_path(
+        &self,
+        ah: &super::AddressHandle,
+        ty: QpType,
+    ) -> Result<crate::cmd::ops::AddressPath, DeviceError> {
+        let d = self.dev.borrow();
+        let sgid = ah
+            .grh
+            .and_then(|g| d.gid(g.sgid_index as u16))
+            .map(|a| a.version);
+        ah.path(d.link_layer(), ty, sgid)
     }
 }
 

@@ -172,6 +172,7 @@
 //! }
 //! ```
 
+mod address;
 mod buffer;
 mod context;
 mod cq;
@@ -184,6 +185,7 @@ mod recv;
 mod send_wr;
 mod srq;
 
+pub use address::MAX_UNICAST_LID;
 pub use buffer::DmaBuffer;
 pub use context::Context;
 pub use cq::CompletionQueue;
@@ -220,4 +222,11 @@ pub(crate) trait Owner {
     fn destroy_srq(&self, h: SrqHandle) -> bool;
     /// A QP state transition by command.
     fn modify_qp(&self, h: &mut QpHandle, m: qp::Modify) -> Result<(), DeviceError>;
+    /// The address path of a `ty` QP toward `ah` on this device's port
+    /// ([`AddressHandle::path`] with its link layer and GID record).
+    fn address_path(
+        &self,
+        ah: &AddressHandle,
+        ty: crate::sizing::QpType,
+    ) -> Result<crate::cmd::ops::AddressPath, DeviceError>;
 }

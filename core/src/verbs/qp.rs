@@ -6,7 +6,7 @@ use super::qp_attr::{InitAttr, QpCap, RtrAttr, RtsAttr};
 use super::send_wr::{check_send, send_sge, SendWr};
 use super::srq::SrqLink;
 use super::{Access, CompletionQueue, Error, Owner, ProtectionDomain, RecvWr};
-use crate::cmd::ops::{AddressPath, HwQpState, Init2Rtr, Rst2Init, Rtr2Rts};
+use crate::cmd::ops::{HwQpState, Init2Rtr, Rst2Init, Rtr2Rts};
 use crate::cq::{CompletionReject, RecvDone, SendDone, WrResolver};
 use crate::device::QpHandle;
 use crate::platform::Uar;
@@ -157,7 +157,7 @@ impl<'a, U: Uar, const SQ: usize, const RQ: usize> QueuePair<'a, U, SQ, RQ> {
         check("dest_qp_num", a.dest_qp_num as u64, 0xff_ffff)?;
         check("rq_psn", a.rq_psn as u64, 0xff_ffff)?;
         check("min_rnr_timer", a.min_rnr_timer as u64, 31)?;
-        let g = a.ah.grh.unwrap_or_default();
+        let path = self.owner.address_path(&a.ah, self.qp_type)?;
         self.modify(Modify::Rtr(Init2Rtr {
             mtu: a.path_mtu as u8,
             log_msg_max: self.log_msg_max,
@@ -165,19 +165,7 @@ impl<'a, U: Uar, const SQ: usize, const RQ: usize> QueuePair<'a, U, SQ, RQ> {
             rq_psn: a.rq_psn,
             log_rra_max: log_depth(a.max_dest_rd_atomic),
             min_rnr_nak: a.min_rnr_timer,
-            path: AddressPath {
-                fl: a.ah.force_loopback,
-                pkey_index: 0,
-                grh: a.ah.grh.is_some(),
-                rlid: a.ah.dlid,
-                sgid_index: g.sgid_index,
-                hop_limit: g.hop_limit,
-                rgid: g.dgid,
-                udp_sport: a.ah.udp_sport,
-                sl: a.ah.sl,
-                port: a.ah.port_num,
-                rmac: a.ah.dmac,
-            },
+            path,
         }))
     }
 

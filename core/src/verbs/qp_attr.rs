@@ -122,18 +122,38 @@ impl InitAttr {
 pub struct GlobalRoute {
     /// Destination GID (RoCE: the peer's IP as a GID).
     pub dgid: [u8; 16],
+    /// Flow label (20 bits).
+    pub flow_label: u32,
     /// Source GID table index.
     pub sgid_index: u8,
-    /// Hop limit.
+    /// Hop limit (RoCE v2: the IP TTL).
     pub hop_limit: u8,
+    /// Traffic class (RoCE v2: DSCP in its upper six bits, ECN below).
+    pub traffic_class: u8,
 }
 
-/// Where the peer is (`ibv_ah_attr`).
+impl GlobalRoute {
+    /// Toward `dgid` from source entry `sgid_index`, with perftest's hop
+    /// limit (0xff), traffic class 0 and flow label 0.
+    pub const fn new(dgid: [u8; 16], sgid_index: u8) -> Self {
+        GlobalRoute {
+            dgid,
+            flow_label: 0,
+            sgid_index,
+            hop_limit: 0xff,
+            traffic_class: 0,
+        }
+    }
+}
+
+/// Where the peer is (`ibv_ah_attr`); [`AddressHandle::path`] turns it
+/// into the mlx5 address path.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AddressHandle {
     /// Destination LID (InfiniBand).
     pub dlid: u16,
-    /// Service level.
+    /// Service level (InfiniBand: 0–15; RoCE: the Ethernet priority,
+    /// 0–7).
     pub sl: u8,
     /// Local port (1-based).
     pub port_num: u8,
@@ -141,7 +161,8 @@ pub struct AddressHandle {
     pub grh: Option<GlobalRoute>,
     /// Destination MAC (RoCE).
     pub dmac: [u8; 6],
-    /// UDP source port (RoCE v2).
+    /// UDP source port (RoCE v2, RC and UC; 0: the device picks the
+    /// kernel's port for the QP pair).
     pub udp_sport: u16,
     /// Loop packets back inside this function (force-loopback).
     pub force_loopback: bool,
@@ -159,6 +180,30 @@ impl AddressHandle {
             dmac: [0; 6],
             udp_sport: 0,
             force_loopback: false,
+        }
+    }
+
+    /// A RoCE address: local port `port_num`, the peer's GID `dgid` and
+    /// MAC `dmac`, sent from GID table entry `sgid_index` (the index
+    /// `ib_write_bw -x` / `ibv_rc_pingpong -g` name), priority 0.
+    pub const fn roce(port_num: u8, dgid: [u8; 16], dmac: [u8; 6], sgid_index: u8) -> Self {
+        AddressHandle {
+            dlid: 0,
+            sl: 0,
+            port_num,
+            grh: Some(GlobalRoute::new(dgid, sgid_index)),
+            dmac,
+            udp_sport: 0,
+            force_loopback: false,
+        }
+    }
+
+    /// This function's own QPs on `port_num` through the force-loopback
+    /// path (no address is needed or used).
+    pub const fn loopback(port_num: u8) -> Self {
+        AddressHandle {
+            force_loopback: true,
+            ..AddressHandle::ib(port_num, 0)
         }
     }
 }

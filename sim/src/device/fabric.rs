@@ -49,6 +49,7 @@ impl Fabric {
             lru_head: None,
             lru_tail: None,
             lru_len: 0,
+            roce_gids: Vec::new(),
         });
         Device {
             w: self.w.clone(),

@@ -20,6 +20,7 @@
 //! | qpc `log_rq_stride` | RQ WQE shift − 4 |
 //! | qpc `rre/rwe/rae` | QP access flags |
 //! | ads `fl` | route to the local port |
+//! | Ethernet port, connected QP: ads `rgid_rip` + `rmac` | route to the port whose GID table holds that GID with that MAC (none: lost) |
 //! | ads `rlid` | route to the port with that LID |
 //! | ads `grh` without `rlid` | route to the port whose GID is `rgid` ([`sim_gid`]) |
 //! | `log_rra_max` / `log_sra_max` | `max_dest_rd_atomic` / `max_rd_atomic` = 2^log |
@@ -33,7 +34,7 @@
 //! [`reason::DATA_PATH`]: super::reason::DATA_PATH
 
 use super::objects::{CqObj, DataPath, MkeyObj, ObjectEvent, QpObj, SrqObj};
-use super::{FakeClock, FwConfig, SharedDma, SimBar, SimDevice};
+use super::{guid_of_mac, FakeClock, FwConfig, SharedDma, SimBar, SimDevice};
 use crate::device::{sim_gid, Device as SimNic, Fabric, Pd, QpInit, SimUar};
 use crate::dma::HeapDma;
 use crate::objects::QpAttr;
@@ -164,6 +165,10 @@ impl FabricPath {
             transition_attrs(ty, from, to).ok_or("transition not legal on the data path")?;
         let dlid = if q.fl {
             self.nic.lid()
+        } else if q.roce {
+            // RoCE: the port that holds the destination GID with the
+            // destination MAC; nobody (LID 0, packets lost) otherwise.
+            self.nic.roce_lid(&q.rgid, &q.rmac).unwrap_or(0)
         } else if q.rlid != 0 {
             q.rlid
         } else if q.grh && q.rgid[..14] == sim_gid(0)[..14] {
@@ -236,6 +241,10 @@ impl DataPath for FabricPath {
                 self.nic.destroy_srq(*n);
                 Ok(())
             }
+            ObjectEvent::GidSet { index, gid, mac } => {
+                self.nic.set_roce_gid(*index as usize, *gid, *mac);
+                Ok(())
+            }
         }
     }
 
@@ -274,13 +283,32 @@ impl DataPath for FabricPath {
 /// emulated BAR0, a [`FabricPath`] between them, and the core's
 /// [`Device::bring_up`] with `dev`. Objects the returned driver creates by
 /// command run on the returned simulated device.
+///
+/// The fabric plays the subnet manager and the vendor's MAC assignment:
+/// when `fw` keeps the defaults, an InfiniBand port reports the fabric's
+/// LID for the device (QUERY_HCA_VPORT_CONTEXT), and the device's MAC
+/// (and the GUIDs derived from it) ends in its index, so functions on one
+/// fabric are told apart by their addresses as on a real network.
 pub fn bring_up_on(
     fabric: &Fabric,
-    fw: FwConfig,
+    mut fw: FwConfig,
     dev: DeviceConfig,
 ) -> Result<(SimDevice, SimNic), DeviceError> {
     let dma = Arc::new(HeapDma::new());
     let nic = fabric.add_device_with_dma(dma.clone());
+    let d = FwConfig::default();
+    if fw.lid == d.lid {
+        fw.lid = nic.lid();
+    }
+    if fw.mac == d.mac {
+        fw.mac[5] = fw.mac[5].wrapping_add(nic.index() as u8);
+        if fw.node_guid == d.node_guid {
+            fw.node_guid = guid_of_mac(fw.mac);
+        }
+        if fw.system_image_guid == d.system_image_guid {
+            fw.system_image_guid = guid_of_mac(fw.mac);
+        }
+    }
     let cqe_version = fw.caps.cqe_version;
     let bar = SimBar::new(dma.clone(), fw);
     bar.fw()

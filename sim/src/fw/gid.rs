@@ -3,6 +3,7 @@
 //! the table holds `roce_address_table_size` entries, all zero at first.
 
 use super::handler::{ok, require, Cmd, Outcome};
+use super::objects::ObjectEvent;
 use super::status::reason;
 use super::SimFirmware;
 use bareverbs::cmd::layout::{
@@ -52,6 +53,12 @@ impl SimFirmware {
         };
         let at = set_roce_address_in::ROCE_ADDRESS;
         self.gids[i].copy_from_slice(&input[at..at + roce_addr_layout::LEN]);
+        let e = bareverbs::cmd::ops::parse_roce_address(&self.gids[i], 0);
+        self.notify(ObjectEvent::GidSet {
+            index: i as u32,
+            gid: e.gid,
+            mac: e.mac,
+        });
         Outcome::Ok(ok(16))
     }
 

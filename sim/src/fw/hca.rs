@@ -117,6 +117,14 @@ impl SimFirmware {
         for m in objs.mkeys.keys() {
             self.notify(ObjectEvent::MkeyDestroyed(*m));
         }
+        // The GID table does not survive the function's teardown.
+        for index in 0..std::mem::take(&mut self.gids).len() as u32 {
+            self.notify(ObjectEvent::GidSet {
+                index,
+                gid: [0; 16],
+                mac: [0; 6],
+            });
+        }
         self.objects.next_id = objs.next_id;
         self.objects.next_qpn = objs.next_qpn;
         self.charged_objects = 0;

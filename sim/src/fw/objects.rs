@@ -148,6 +148,11 @@ pub struct QpObj {
     pub grh: bool,
     /// Remote GID of the primary path (INIT2RTR).
     pub rgid: [u8; 16],
+    /// Remote MAC of the primary path (INIT2RTR).
+    pub rmac: [u8; 6],
+    /// The primary path is routed by GID over Ethernet (RoCE): a connected
+    /// QP on an Ethernet port whose path is not force-loopback.
+    pub roce: bool,
     /// log2 max_dest_rd_atomic (INIT2RTR `log_rra_max`).
     pub log_rra_max: u8,
     /// log2 max_rd_atomic (RTR2RTS `log_sra_max`).
@@ -195,6 +200,16 @@ pub enum ObjectEvent {
     SrqCreated(SrqObj),
     /// An SRQ was destroyed.
     SrqDestroyed(u32),
+    /// GID table entry `index` now holds `gid` with source MAC `mac`
+    /// (SET_ROCE_ADDRESS; an all-zero `gid` is a cleared entry).
+    GidSet {
+        /// Table index.
+        index: u32,
+        /// The GID (`source_l3_address`).
+        gid: [u8; 16],
+        /// The entry's source MAC.
+        mac: [u8; 6],
+    },
 }
 
 /// The hook connecting firmware objects to a data-path model.

@@ -120,6 +120,8 @@ impl SimFirmware {
             rlid: 0,
             grh: false,
             rgid: [0; 16],
+            rmac: [0; 6],
+            roce: false,
             log_rra_max: 0,
             log_sra_max: 0,
         };
@@ -191,19 +193,17 @@ impl SimFirmware {
                 q.rq_psn = g(qpc::NEXT_RCV_PSN);
                 q.min_rnr_nak = g(qpc::MIN_RNR_NAK) as u8;
                 q.log_rra_max = g(qpc::LOG_RRA_MAX) as u8;
-                // A connected QP on an Ethernet (RoCE) port whose path
-                // carries a GRH sends from the GID table entry the path
-                // names (`src_addr_index`): refused (BAD_PARAM) when that
-                // entry was never programmed (SET_ROCE_ADDRESS). A
-                // force-loopback path (`fl`) uses no address, and a path
-                // without a GRH names no source GID (the model's LID-routed
-                // paths, which the sim's fabric accepts on any port).
+                // A connected QP on an Ethernet (RoCE) port routes by GID
+                // (the kernel's mlx5_set_path leaves `grh` and `rlid` 0
+                // there) and sends from the GID table entry the path names
+                // (`src_addr_index`): refused (BAD_PARAM) when that entry
+                // was never programmed (SET_ROCE_ADDRESS). A force-loopback
+                // path (`fl`) uses no address.
                 let connected = matches!(q.st, ServiceType::Rc | ServiceType::Uc);
-                if cur.port_type == bareverbs::device::PORT_TYPE_ETHERNET
+                let roce = cur.port_type == bareverbs::device::PORT_TYPE_ETHERNET
                     && connected
-                    && p(ads::FL) == 0
-                    && p(ads::GRH) == 1
-                {
+                    && p(ads::FL) == 0;
+                if roce {
                     let i = p(ads::SRC_ADDR_INDEX) as usize;
                     let programmed = self.gids.get(i).is_some_and(|e| e.iter().any(|&b| b != 0));
                     if !programmed {
@@ -218,6 +218,10 @@ impl SimFirmware {
                     }
                 }
                 q.fl = p(ads::FL) != 0;
+                q.roce = roce;
+                let m = (p(ads::RMAC_47_32) as u16).to_be_bytes();
+                let l = p(ads::RMAC_31_0).to_be_bytes();
+                q.rmac = [m[0], m[1], l[0], l[1], l[2], l[3]];
                 q.grh = p(ads::GRH) != 0;
                 q.rlid = p(ads::RLID) as u16;
                 let rgid = QPC_PATH + ads::RGID_RIP;

@@ -25,6 +25,9 @@ pub(crate) struct Dev {
     pub lru_head: Option<u32>,
     pub lru_tail: Option<u32>,
     pub lru_len: u32,
+    /// The port's RoCE GID table as firmware holds it: (GID, source MAC)
+    /// by index, all-zero for an empty entry.
+    pub roce_gids: Vec<([u8; 16], [u8; 6])>,
 }
 
 impl Dev {

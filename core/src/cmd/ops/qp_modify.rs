@@ -33,6 +33,16 @@ pub struct AddressPath {
     pub port: u8,
     /// Remote MAC (RoCE).
     pub rmac: [u8; 6],
+    /// Source LID path bits (`mlid`, InfiniBand, 7 bits).
+    pub mlid: u8,
+    /// GRH traffic class (`tclass`).
+    pub tclass: u8,
+    /// GRH flow label (`flow_label`, 20 bits).
+    pub flow_label: u32,
+    /// IP DSCP (`dscp`, RoCE v2, 6 bits).
+    pub dscp: u8,
+    /// Ethernet priority (`eth_prio`, RoCE, 3 bits).
+    pub eth_prio: u8,
 }
 
 /// Lowest UDP source port of RoCE v2 (`IB_ROCE_UDP_ENCAP_VALID_PORT_MIN`).
@@ -61,14 +71,19 @@ fn put_path(b: &mut [u8], p: &AddressPath) {
     ads::FL.set(b, a, p.fl as u32);
     ads::PKEY_INDEX.set(b, a, p.pkey_index as u32);
     ads::GRH.set(b, a, p.grh as u32);
+    ads::MLID.set(b, a, p.mlid as u32);
     ads::RLID.set(b, a, p.rlid as u32);
     ads::SRC_ADDR_INDEX.set(b, a, p.sgid_index as u32);
     ads::HOP_LIMIT.set(b, a, p.hop_limit as u32);
+    ads::TCLASS.set(b, a, p.tclass as u32);
+    ads::FLOW_LABEL.set(b, a, p.flow_label);
     let rgid = a + ads::RGID_RIP;
     if let Some(d) = b.get_mut(rgid..rgid + ads::RGID_RIP_LEN) {
         d.copy_from_slice(&p.rgid);
     }
+    ads::DSCP.set(b, a, p.dscp as u32);
     ads::UDP_SPORT.set(b, a, p.udp_sport as u32);
+    ads::ETH_PRIO.set(b, a, p.eth_prio as u32);
     ads::SL.set(b, a, p.sl as u32);
     ads::VHCA_PORT_NUM.set(b, a, p.port as u32);
     let [m0, m1, m2, m3, m4, m5] = p.rmac;
