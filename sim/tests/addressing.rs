@@ -17,11 +17,8 @@ use bareverbs_sim::Fabric;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 type Qp<'a> = QueuePair<'a, SimUar, 64, 16>;
-type Ctx = Context<
-    bareverbs_sim::fw::SimBar,
-    bareverbs_sim::fw::FakeClock,
-    bareverbs_sim::fw::SharedDma,
->;
+type Ctx =
+    Context<bareverbs_sim::fw::SimBar, bareverbs_sim::fw::FakeClock, bareverbs_sim::fw::SharedDma>;
 
 fn ctx(fabric: &Fabric, fw: FwConfig) -> Ctx {
     let (d, _nic): (SimDevice, _) = bring_up_on(fabric, fw, DeviceConfig::default()).unwrap();
@@ -35,7 +32,16 @@ fn ip4(a: u8, b: u8, c: u8, d: u8) -> IpAddr {
 /// Commands of `op` the firmware model has seen.
 fn sent(c: &Ctx, opcode: u16) -> usize {
     // SAFETY: reads the firmware model's log; no object changes.
-    unsafe { c.with_device(|d| d.bar().fw().log.iter().filter(|(o, _)| *o == opcode).count()) }
+    unsafe {
+        c.with_device(|d| {
+            d.bar()
+                .fw()
+                .log
+                .iter()
+                .filter(|(o, _)| *o == opcode)
+                .count()
+        })
+    }
 }
 
 fn up(qp: &mut Qp, peer_qpn: u32, ah: AddressHandle) -> Result<(), Error> {
@@ -65,7 +71,11 @@ fn gid_table_layout_and_perftest_choice() {
     let fabric = Fabric::new(3);
     let c = ctx(&fabric, FwConfig::default());
     assert_eq!(c.link_layer(), LinkLayer::Ethernet);
-    assert_eq!(c.best_gid_index(false), None, "an empty table has no choice");
+    assert_eq!(
+        c.best_gid_index(false),
+        None,
+        "an empty table has no choice"
+    );
     let mac = FwConfig::default().mac; // device 0 keeps the default MAC
     let g = c.add_ip_gids(ip4(192, 168, 1, 10)).unwrap();
     assert_eq!((g.v1, g.v2), (2, 3));
@@ -122,7 +132,10 @@ fn write_over(p: &Pair, ah_a: impl Fn(&RoceAddress, u8) -> AddressHandle) -> (Wc
     let ga = a.add_ip_gids(ip4(10, 0, 0, 1)).unwrap();
     let gb = b.add_ip_gids(ip4(10, 0, 0, 2)).unwrap();
     let (addr_a, addr_b) = (a.gid(ga.v2).unwrap(), b.gid(gb.v2).unwrap());
-    assert_ne!(addr_a.mac, addr_b.mac, "the fabric gives each function its MAC");
+    assert_ne!(
+        addr_a.mac, addr_b.mac,
+        "the fabric gives each function its MAC"
+    );
     let rights = Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ;
     let (pa, pb) = (a.alloc_pd().unwrap(), b.alloc_pd().unwrap());
     let (ba, bb) = (a.alloc_buffer(4096).unwrap(), b.alloc_buffer(4096).unwrap());
@@ -244,11 +257,7 @@ fn roce_paths_the_driver_refuses() {
         ),
     ];
     for (ah, want) in cases {
-        assert_eq!(
-            qp.to_rtr(&rtr(ah)),
-            Err(Error::Device(want)),
-            "{ah:?}"
-        );
+        assert_eq!(qp.to_rtr(&rtr(ah)), Err(Error::Device(want)), "{ah:?}");
     }
     let mut ah = AddressHandle::roce(1, me.gid, me.mac, g.v2 as u8);
     ah.sl = 8;
@@ -310,7 +319,10 @@ fn rc_write_between_two_infiniband_ports_by_lid() {
         }))
     );
     let mut ah = AddressHandle::ib(1, lb);
-    ah.grh = Some(GlobalRoute::new([0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2], 0));
+    ah.grh = Some(GlobalRoute::new(
+        [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2],
+        0,
+    ));
     qa.to_rtr(&RtrAttr::new(IbMtu::Mtu1024, qb.qp_num(), 0, ah))
         .unwrap();
     qa.to_rts(&RtsAttr::new(0)).unwrap();

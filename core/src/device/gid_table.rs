@@ -160,7 +160,11 @@ mod tests {
             (v6([0x20, 0x01]), V2, false, 12),
         ];
         for (gid, v, ipv6, want) in cases {
-            assert_eq!(gid_score(&entry(gid, v), ipv6), want, "{gid:02x?} {v:?} {ipv6}");
+            assert_eq!(
+                gid_score(&entry(gid, v), ipv6),
+                want,
+                "{gid:02x?} {v:?} {ipv6}"
+            );
         }
     }
 

@@ -167,7 +167,13 @@ mod tests {
         assert_eq!(f(ads::ECN), 0);
         // ... and none of the IB branch: no fl, rlid, mlid, grh bit, sl.
         assert_eq!(
-            (f(ads::FL), f(ads::RLID), f(ads::MLID), f(ads::GRH), f(ads::SL)),
+            (
+                f(ads::FL),
+                f(ads::RLID),
+                f(ads::MLID),
+                f(ads::GRH),
+                f(ads::SL)
+            ),
             (0, 0, 0, 0, 0)
         );
         // GRH part (both link layers): src_addr_index, hop_limit, tclass,
@@ -214,7 +220,10 @@ mod tests {
         let f = |x: crate::cmd::bits::Field| x.get(&b, PATH);
         // IB branch: rlid, sl & 0xf, grh bit only with a GRH; no RoCE fields.
         assert_eq!((f(ads::RLID), f(ads::SL), f(ads::GRH)), (0x17, 11, 0));
-        assert_eq!((f(ads::ETH_PRIO), f(ads::DSCP), f(ads::UDP_SPORT)), (0, 0, 0));
+        assert_eq!(
+            (f(ads::ETH_PRIO), f(ads::DSCP), f(ads::UDP_SPORT)),
+            (0, 0, 0)
+        );
         assert_eq!((f(ads::RMAC_47_32), f(ads::RMAC_31_0)), (0, 0));
         ah.grh = Some(GlobalRoute {
             traffic_class: 0x20,
@@ -223,7 +232,10 @@ mod tests {
         let p = ah.path(LinkLayer::InfiniBand, QpType::Rc, None).unwrap();
         let b = bytes(p);
         let f = |x: crate::cmd::bits::Field| x.get(&b, PATH);
-        assert_eq!((f(ads::GRH), f(ads::TCLASS), f(ads::HOP_LIMIT)), (1, 0x20, 0xff));
+        assert_eq!(
+            (f(ads::GRH), f(ads::TCLASS), f(ads::HOP_LIMIT)),
+            (1, 0x20, 0xff)
+        );
         assert_eq!(f(ads::DSCP), 0, "DSCP is a RoCE v2 field");
     }
 
@@ -233,7 +245,11 @@ mod tests {
         ah.sl = 16;
         assert!(matches!(
             ah.path(LinkLayer::InfiniBand, QpType::Rc, None),
-            Err(DeviceError::Limit { requested: 16, max: 15, .. })
+            Err(DeviceError::Limit {
+                requested: 16,
+                max: 15,
+                ..
+            })
         ));
         let mut ah = roce_ah();
         if let Some(g) = ah.grh.as_mut() {
@@ -250,7 +266,9 @@ mod tests {
         ));
         // Force-loopback needs no address on either link layer.
         for link in [LinkLayer::Ethernet, LinkLayer::InfiniBand] {
-            let p = AddressHandle::loopback(1).path(link, QpType::Rc, None).unwrap();
+            let p = AddressHandle::loopback(1)
+                .path(link, QpType::Rc, None)
+                .unwrap();
             assert!(p.fl && p.rlid == 0 && p.rmac == [0; 6]);
         }
     }

@@ -5,10 +5,10 @@ use super::{
     Access, CompletionQueue, DmaBuffer, Error, MemoryRegion, Owner, ProtectionDomain, QpCap,
     QpInitAttr, QueuePair, SharedReceiveQueue,
 };
+use crate::cmd::ops::RoceAddress;
 use crate::cmd::{Bar0, Clock};
 use crate::cq::DynCompletionQueue;
 use crate::cqe::CqeSize;
-use crate::cmd::ops::RoceAddress;
 use crate::device::{
     CqHandle, Device, DeviceError, GidPair, LinkLayer, Mkey, Pd, PortInfo, QpHandle, QpSpec,
     SrqHandle, SrqSpec, TeardownReport, UarMap,
