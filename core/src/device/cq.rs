@@ -95,7 +95,26 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
     /// command: naming EQ 0 would name no EQ at all, and creating one
     /// behind the caller's back would override the configuration.
     pub fn create_cq(&mut self, ncqe: u32, cqe_size: CqeSize) -> Result<CqHandle, DeviceError> {
-        let Some(c_eqn) = self.eq.as_ref().map(|(e, _)| e.eqn()) else {
+        self.create_cq_on(ncqe, cqe_size, None)
+    }
+
+    /// [`Device::create_cq`] on completion vector `vector`: the CQ names
+    /// that vector's completion EQ ([`Device::create_comp_eq`]), so its
+    /// events are taken by [`Device::poll_cq_events`] for that vector
+    /// (`None`: the async EQ, as `create_cq`). Refused with
+    /// [`DeviceError::NoEventQueue`] before any command when the vector has
+    /// no EQ.
+    pub fn create_cq_on(
+        &mut self,
+        ncqe: u32,
+        cqe_size: CqeSize,
+        vector: Option<u16>,
+    ) -> Result<CqHandle, DeviceError> {
+        let c_eqn = match vector {
+            None => self.eq.as_ref().map(|(e, _)| e.eqn()),
+            Some(v) => self.comp_eqn(v),
+        };
+        let Some(c_eqn) = c_eqn else {
             return Err(DeviceError::NoEventQueue { what: "CQ" });
         };
         let max = HcaCaps::pow2(self.hca.log_max_cq_sz);
@@ -148,7 +167,11 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
             return Err(e.into());
         }
         let cqn = ops::parse_obj_id(&self.outb);
-        self.track(Obj::Cq(cqn, ring, dbrec, CqLoad { ncqe, committed: 0 }))?;
+        self.track(Obj::Cq(cqn, ring, dbrec, CqLoad {
+                ncqe,
+                committed: 0,
+                eqn: c_eqn,
+            }))?;
         Ok(CqHandle {
             cqn,
             ring: ring.slice(0, bytes).unwrap_or(ring),

@@ -27,6 +27,7 @@ mod cq;
 mod devinfo;
 mod dma;
 mod error;
+mod comp_eq;
 mod events;
 mod exec;
 mod gid;
@@ -58,6 +59,7 @@ pub use config::{DeviceConfig, Step};
 pub use cq::CqHandle;
 pub use devinfo::DevInfo;
 pub use error::DeviceError;
+pub use comp_eq::{CqEvents, MAX_COMP_EQS};
 pub use events::EventsServed;
 pub use gid::gid_of_ip;
 pub(crate) use gid::unicast_mac;
@@ -69,6 +71,23 @@ pub use port::{port_mtu, IbPortInfo, LinkLayer, PortInfo, PortState, PORT_TYPE_E
 pub use qp::{QpHandle, QpSpec};
 pub use srq::{SrqHandle, SrqSpec};
 pub use teardown::TeardownReport;
+
+/// Interrupt delivery: the MSI-X vectors an EQ names in `eqc.intr`
+/// ([ref §7.17](crate::reference)). Over VFIO each vector is an eventfd
+/// (`VFIO_DEVICE_SET_IRQS`); on the simulator the device raises it when it
+/// writes an EQE. Vector 0 is the control vector (command, async and page
+/// events); completion EQs use vectors from 1 on, as the kernel's do.
+pub trait Interrupts {
+    /// MSI-X vectors the function has (0: no interrupts).
+    fn irq_vectors(&self) -> u16;
+    /// Makes `vector` deliver interrupts (VFIO: attaches an eventfd). False
+    /// when it cannot (out of range, or the host refused).
+    fn enable_irq(&mut self, vector: u16) -> bool;
+    /// Waits until `vector` fires or `timeout_us` microseconds pass, and
+    /// consumes what fired. True when it fired; false on timeout or for a
+    /// vector that is not enabled.
+    fn wait_irq(&mut self, vector: u16, timeout_us: u64) -> bool;
+}
 
 /// Maps UAR pages of BAR0 ([ref §4.2](crate::reference): UAR index N at BAR0 + N · 4 KiB).
 pub trait UarMap {
@@ -98,6 +117,9 @@ pub struct Device<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> {
     gids: gid_table::GidTable,
     uar: u32,
     eq: Option<(EventQueue, B::Uar)>,
+    comp_eqs: heapless::Vec<comp_eq::CompEq<B::Uar>, MAX_COMP_EQS>,
+    bad_events: u64,
+    irqs_enabled: u16,
     objs: heapless::Vec<Obj, { 5 * MAX_OBJECTS }>,
     page_events: u64,
     health_last: u32,

@@ -40,6 +40,8 @@ impl Obj {
 pub(super) struct CqLoad {
     pub(super) ncqe: u32,
     pub(super) committed: u32,
+    /// The EQ the CQ names (`c_eqn`).
+    pub(super) eqn: u8,
 }
 
 /// The outstanding WRs a QP may have, and the CQs they complete into.

@@ -53,6 +53,13 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
                 }
             }
         }
+        for c in self.take_comp_eqs() {
+            let r = ops::destroy_eq(&mut self.inb, c.eq.eqn());
+            let res = self.exec(r);
+            if note(&mut rep, res) {
+                self.free_dma(&[c.eq.ring()]);
+            }
+        }
         if let Some((eq, _)) = self.eq.take() {
             let r = ops::destroy_eq(&mut self.inb, eq.eqn());
             let res = self.exec(r);

@@ -10,7 +10,7 @@ use crate::cmd::{Bar0, Clock};
 use crate::cq::DynCompletionQueue;
 use crate::cqe::CqeSize;
 use crate::device::{
-    CqHandle, Device, DeviceError, GidPair, LinkLayer, Mkey, Pd, PortInfo, QpHandle, QpSpec,
+    CqHandle, Device, DeviceError, GidPair, Interrupts, LinkLayer, Mkey, Pd, PortInfo, QpHandle, QpSpec,
     SrqHandle, SrqSpec, TeardownReport, UarMap,
 };
 use crate::platform::{DmaAllocator, DmaBuf};
@@ -162,8 +162,31 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Context<B, C, A> {
     /// (`ibv_create_cq`: the ring gets the next power of two above `cqe`,
     /// [`CompletionQueue::cqe`] reports the usable entries).
     pub fn create_cq(&self, cqe: u32) -> Result<CompletionQueue<'_>, Error> {
+        self.make_cq(cqe, None)
+    }
+
+    /// [`Context::create_cq`] whose completion events arrive on MSI-X
+    /// `vector` (`ibv_create_cq` with a completion channel and
+    /// `comp_vector`): the vector's completion EQ is created with the first
+    /// CQ that asks for it ([`Device::create_comp_eq`]). Arm the CQ with
+    /// [`CompletionQueue::req_notify`] and wait with
+    /// [`Context::get_cq_event`].
+    pub fn create_cq_on(&self, cqe: u32, vector: u16) -> Result<CompletionQueue<'_>, Error> {
+        {
+            let mut d = self.dev.borrow_mut();
+            if d.comp_eqn(vector).is_none() {
+                d.create_comp_eq(vector)?;
+            }
+        }
+        self.make_cq(cqe, Some(vector))
+    }
+
+    fn make_cq(&self, cqe: u32, vector: Option<u16>) -> Result<CompletionQueue<'_>, Error> {
         let l = sizing::cq_layout(cqe, 64, &self.device_caps())?;
-        let h = self.dev.borrow_mut().create_cq(l.ncqe, CqeSize::B64)?;
+        let h = self
+            .dev
+            .borrow_mut()
+            .create_cq_on(l.ncqe, CqeSize::B64, vector)?;
         // SAFETY: the ring and record are this CQ's, allocated for it by
         // `create_cq`, page aligned; this is the only queue object over
         // them; the handle is kept (and the ring freed) by the returned
@@ -181,7 +204,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Context<B, C, A> {
         match q {
             Ok(mut q) => {
                 q.init_ring();
-                Ok(CompletionQueue::new(q, h, l.reported_cqe, self))
+                Ok(CompletionQueue::new(q, h, l.reported_cqe, vector, self))
             }
             Err(e) => {
                 self.destroy_cq(h);
@@ -384,6 +407,13 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Owner for Context<B, C, A> {
             Modify::Reset => d.qp_to_reset(h),
         }
     }
+    fn arm_cq(&self, cq: &mut DynCompletionQueue, solicited_only: bool) -> Result<(), DeviceError> {
+        let mut d = self.dev.borrow_mut();
+        let index = d.uar_index();
+        let mut uar = d.map_uar(index)?;
+        cq.arm(solicited_only, &mut uar);
+        Ok(())
+    }
     fn address_path(
         &self,
         ah: &super::AddressHandle,
@@ -395,6 +425,38 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Owner for Context<B, C, A> {
             .and_then(|g| d.gid(g.sgid_index as u16))
             .map(|a| a.version);
         ah.path(d.link_layer(), ty, sgid)
+    }
+}
+
+impl<B: Bar0 + UarMap + Interrupts, C: Clock, A: DmaAllocator> Context<B, C, A> {
+    /// Waits up to `timeout_us` for a completion event on `vector`
+    /// (`ibv_get_cq_event`) and returns the index in `cqs` of the CQ it is
+    /// for, with that CQ's event recorded as consumed (arm it again with
+    /// [`CompletionQueue::req_notify`] before polling it empty). `None` is a
+    /// timeout. The device's event is checked first: only a CQ this context
+    /// holds on that vector's EQ counts
+    /// ([`Device::poll_cq_events`]); an event for a CQ of this context
+    /// that is not in `cqs` is consumed and skipped.
+    pub fn get_cq_event(
+        &self,
+        vector: u16,
+        timeout_us: u64,
+        cqs: &[&CompletionQueue<'_>],
+    ) -> Result<Option<usize>, Error> {
+        let mut cqn = [0u32; 1];
+        loop {
+            let got = self
+                .dev
+                .borrow_mut()
+                .wait_cq_events(vector, timeout_us, &mut cqn)?;
+            if got.n == 0 {
+                return Ok(None);
+            }
+            if let Some(i) = cqs.iter().position(|c| c.cqn() == cqn[0]) {
+                cqs[i].event_consumed();
+                return Ok(Some(i));
+            }
+        }
     }
 }
 

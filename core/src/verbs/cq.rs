@@ -18,6 +18,7 @@ pub struct CompletionQueue<'a> {
     pub(crate) cq: RefCell<DynCompletionQueue>,
     handle: Option<CqHandle>,
     cqe: u32,
+    vector: Option<u16>,
     /// QPs attached (a leaked QP keeps this up: the CQ is then leaked too).
     pub(crate) attached: Cell<u32>,
     owner: &'a dyn Owner,
@@ -38,12 +39,14 @@ impl<'a> CompletionQueue<'a> {
         cq: DynCompletionQueue,
         handle: CqHandle,
         cqe: u32,
+        vector: Option<u16>,
         owner: &'a dyn Owner,
     ) -> Self {
         CompletionQueue {
             cq: RefCell::new(cq),
             handle: Some(handle),
             cqe,
+            vector,
             attached: Cell::new(0),
             owner,
         }
@@ -57,6 +60,28 @@ impl<'a> CompletionQueue<'a> {
     /// holds one more).
     pub fn cqe(&self) -> u32 {
         self.cqe
+    }
+    /// The MSI-X vector its completion events arrive on
+    /// ([`Context::create_cq_on`](super::Context::create_cq_on); `None`:
+    /// the async EQ's, which this layer does not wait on).
+    pub fn comp_vector(&self) -> Option<u16> {
+        self.vector
+    }
+
+    /// Arms the CQ for one completion event (`ibv_req_notify_cq`): the
+    /// device writes an event when the next CQE arrives (with
+    /// `solicited_only`, the next solicited or error CQE), once; arm again
+    /// after each event. Events are taken by
+    /// [`Context::get_cq_event`](super::Context::get_cq_event).
+    pub fn req_notify(&self, solicited_only: bool) -> Result<(), super::Error> {
+        let mut q = self.cq.borrow_mut();
+        Ok(self.owner.arm_cq(&mut q, solicited_only)?)
+    }
+
+    /// Records a consumed completion event (the arm sequence number moves
+    /// on, as `ibv_get_cq_event` does).
+    pub(crate) fn event_consumed(&self) {
+        self.cq.borrow_mut().event_consumed();
     }
 
     /// Polls up to `out.len()` completions of `qp` (which must report to

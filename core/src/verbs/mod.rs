@@ -222,6 +222,12 @@ pub(crate) trait Owner {
     fn destroy_srq(&self, h: SrqHandle) -> bool;
     /// A QP state transition by command.
     fn modify_qp(&self, h: &mut QpHandle, m: qp::Modify) -> Result<(), DeviceError>;
+    /// Arms `cq` for its next completion event through the context's UAR.
+    fn arm_cq(
+        &self,
+        cq: &mut crate::cq::DynCompletionQueue,
+        solicited_only: bool,
+    ) -> Result<(), DeviceError>;
     /// The address path of a `ty` QP toward `ah` on this device's port
     /// ([`AddressHandle::path`] with its link layer and GID record).
     fn address_path(

@@ -7,6 +7,21 @@ use crate::objects::AsyncEvent;
 use crate::world::QPN_BASE;
 
 impl Device {
+    /// Takes the completion events raised so far (a CQE written to an
+    /// armed CQ), leaving the other events in place.
+    pub fn take_completion_events(&self) -> Vec<u32> {
+        let mut w = self.w.borrow_mut();
+        let ev = &mut w.devs[self.id as usize].events;
+        let mut cqns = Vec::new();
+        ev.retain(|e| match e {
+            AsyncEvent::Completion { cqn } => {
+                cqns.push(*cqn);
+                false
+            }
+            _ => true,
+        });
+        cqns
+    }
     /// Takes the asynchronous events raised so far.
     pub fn take_events(&self) -> Vec<AsyncEvent> {
         std::mem::take(&mut self.w.borrow_mut().devs[self.id as usize].events)

@@ -248,6 +248,10 @@ impl DataPath for FabricPath {
         }
     }
 
+    fn take_completion_events(&mut self) -> Vec<u32> {
+        self.nic.take_completion_events()
+    }
+
     fn uar_write(&mut self, uar: u32, offset: usize, bytes: &[u8]) {
         let nic = &self.nic;
         let u = self.uars.entry(uar).or_insert_with(|| nic.uar());

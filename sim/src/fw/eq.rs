@@ -47,6 +47,8 @@ impl SimFirmware {
                 pi: 0,
                 ci: 0,
                 overruns: 0,
+                intr: eqc::INTR.get(input, EQC) as u8,
+                armed: false,
             },
         );
         let mut o = ok(16);
@@ -78,13 +80,50 @@ impl SimFirmware {
     /// Writes `entry` (owner byte set by the model) at the producer index of
     /// the EQ subscribed to PAGE_REQUEST and advances it.
     pub(super) fn post_eqe(&mut self, entry: [u8; 64]) -> bool {
-        let Some(eq) = self
+        let Some(eqn) = self
             .objects
             .eqs
             .values()
             .find(|e| e.mask & (1 << event::PAGE_REQUEST) != 0)
-            .cloned()
+            .map(|e| e.eqn)
         else {
+            return false;
+        };
+        self.post_eqe_on(eqn, entry)
+    }
+
+    /// Posts the completion events the data path raised: one completion
+    /// EQE (type 0, CQN at byte 0x38) on the EQ each CQ names; an armed EQ
+    /// then fires its vector ([`SimFirmware::take_irq`]) and is FIRED
+    /// until the driver re-arms it.
+    pub fn raise_completions(&mut self) {
+        let cqns = match self.hook.as_mut() {
+            Some(h) => h.take_completion_events(),
+            None => return,
+        };
+        for cqn in cqns {
+            let Some(eqn) = self.objects.cqs.get(&cqn).map(|c| c.eqn) else {
+                continue;
+            };
+            let mut e = [0u8; 64];
+            e[eqe::EVENT_TYPE] = event::COMP;
+            eqe::COMP_CQ_NUMBER.set(&mut e, 0, cqn);
+            self.post_eqe_on(eqn, e);
+        }
+    }
+
+    /// Whether MSI-X `vector` fired since the last call (and clears it).
+    pub fn take_irq(&mut self, vector: u16) -> bool {
+        let bit = 1u64 << (vector & 63);
+        let fired = self.irq_pending & bit != 0;
+        self.irq_pending &= !bit;
+        fired
+    }
+
+    /// Writes `entry` at the producer index of EQ `eqn` and advances it;
+    /// an armed EQ fires its vector.
+    pub(super) fn post_eqe_on(&mut self, eqn: u8, entry: [u8; 64]) -> bool {
+        let Some(eq) = self.objects.eqs.get(&eqn).cloned() else {
             return false;
         };
         let nent = 1u32 << eq.log_size;
@@ -109,6 +148,10 @@ impl SimFirmware {
         self.wr(addr + eqe::OWNER as u64, &[((eq.pi & nent) != 0) as u8]);
         if let Some(e) = self.objects.eqs.get_mut(&eq.eqn) {
             e.pi = e.pi.wrapping_add(1);
+            if e.armed {
+                e.armed = false;
+                self.irq_pending |= 1u64 << (e.intr & 63);
+            }
         }
         true
     }

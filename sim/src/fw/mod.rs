@@ -61,7 +61,7 @@ pub use bringup::{bring_up_sim, bring_up_sim_with, devinfo_sim, devinfo_sim_with
 pub use config::{default_caps, guid_of_mac, FwConfig, DEFAULT_PSID};
 pub use datapath::{bring_up_on, FabricPath};
 pub use faults::Faults;
-pub use platform::{FakeClock, SharedDma, SimBar, SimUar};
+pub use platform::{FakeClock, SharedDma, SimBar, SimUar, SIM_MSIX_VECTORS};
 pub use status::{reason, syndrome};
 
 /// The error the driver reports when this model fails `opcode` with
@@ -120,6 +120,10 @@ pub struct SimFirmware {
     /// The port's GID table (SET_ROCE_ADDRESS entries, grown on first
     /// use to `roce_address_table_size`).
     pub(crate) gids: Vec<[u8; 0x20]>,
+    /// MSI-X vectors fired and not yet taken (bit n: vector n).
+    pub(crate) irq_pending: u64,
+    /// MSI-X vectors the host enabled (bit n: vector n).
+    pub(crate) irq_enabled: u64,
     pub(crate) cur_caps: [u8; 256],
     pub(crate) pages: Vec<u64>,
     pub(crate) charged_objects: u32,
@@ -170,6 +174,8 @@ impl SimFirmware {
             log: Vec::new(),
             slot_log: Vec::new(),
             uar_writes: Vec::new(),
+            irq_pending: 0,
+            irq_enabled: 0,
             refusals: Vec::new(),
         }
     }

@@ -58,6 +58,11 @@ pub struct EqObj {
     pub ci: u32,
     /// Entries dropped because the ring was full.
     pub overruns: u64,
+    /// MSI-X vector (`eqc.intr`).
+    pub intr: u8,
+    /// Armed: the next EQE raises `intr` (set by the arm doorbell at UAR
+    /// + 0x40, cleared when it fires: the EQ is then FIRED until re-armed).
+    pub armed: bool,
 }
 
 /// A completion queue (CREATE_CQ, [ref §7.10](bareverbs::reference)).
@@ -228,6 +233,12 @@ pub trait DataPath {
     /// Called when the host flushes its write-combining buffer after a
     /// BlueFlame copy (`Uar::flush`).
     fn uar_flush(&mut self, _uar: u32) {}
+    /// CQ numbers of the completion events the data path raised since the
+    /// last call (a CQE written to an armed CQ), for firmware to post as
+    /// EQEs on the EQ each CQ names.
+    fn take_completion_events(&mut self) -> Vec<u32> {
+        Vec::new()
+    }
 }
 
 /// The first QP number firmware hands out: the simulated device's

@@ -4,7 +4,7 @@
 //! that never sleeps ([`FakeClock`]).
 
 use bareverbs::cmd::{Bar0, Clock};
-use bareverbs::device::UarMap;
+use bareverbs::device::{Interrupts, UarMap};
 use bareverbs::platform::{DmaAllocator, DmaBuf, Uar};
 use std::cell::{RefCell, RefMut};
 use std::rc::Rc;
@@ -55,6 +55,36 @@ impl UarMap for SimBar {
             fw: self.fw.clone(),
             index,
         })
+    }
+}
+
+/// MSI-X vectors of the simulated function (the control vector and eight
+/// completion vectors).
+pub const SIM_MSIX_VECTORS: u16 = 9;
+
+/// Interrupts as the simulated device raises them: a vector fires when an
+/// armed EQ naming it (`eqc.intr`) gets an EQE. The simulation runs in
+/// virtual time at each doorbell, so a wait never sleeps: it posts the
+/// completion events the data path raised, then reports whether the
+/// vector fired (false is an immediate timeout).
+impl Interrupts for SimBar {
+    fn irq_vectors(&self) -> u16 {
+        SIM_MSIX_VECTORS
+    }
+    fn enable_irq(&mut self, vector: u16) -> bool {
+        if vector >= SIM_MSIX_VECTORS {
+            return false;
+        }
+        self.fw().irq_enabled |= 1 << vector;
+        true
+    }
+    fn wait_irq(&mut self, vector: u16, _timeout_us: u64) -> bool {
+        let mut fw = self.fw();
+        if vector >= SIM_MSIX_VECTORS || fw.irq_enabled & (1 << vector) == 0 {
+            return false;
+        }
+        fw.raise_completions();
+        fw.take_irq(vector)
     }
 }
 

@@ -67,6 +67,9 @@ impl SimFirmware {
                 bareverbs::cmd::eq::parse_doorbell([bytes[0], bytes[1], bytes[2], bytes[3]]);
             if let Some(eq) = self.objects.eqs.get_mut(&eqn) {
                 eq.ci = ci;
+                if offset == EQ_DOORBELL_ARM {
+                    eq.armed = true;
+                }
             }
             if self.faults.eqe_storm {
                 while self.post_event(bareverbs::cmd::eq::event::PORT_CHANGE) {}
