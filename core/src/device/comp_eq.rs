@@ -118,7 +118,8 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
 
     /// The EQ number of `vector`'s completion EQ, if created.
     pub fn comp_eqn(&self, vector: u16) -> Option<u8> {
-        self.comp_eq_index(vector).map(|i| self.comp_eqs[i].eq.eqn())
+        self.comp_eq_index(vector)
+            .map(|i| self.comp_eqs[i].eq.eqn())
     }
 
     fn comp_eq_index(&self, vector: u16) -> Option<usize> {
@@ -133,10 +134,16 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
     /// and counted in [`CqEvents::rejected`] (a device writing garbage or
     /// flooding the EQ cannot make the caller act on a CQ it does not
     /// own, or spin: the call takes at most one EQ's worth of entries).
-    pub fn poll_cq_events(&mut self, vector: u16, cqns: &mut [u32]) -> Result<CqEvents, DeviceError> {
-        let i = self.comp_eq_index(vector).ok_or(DeviceError::NoEventQueue {
-            what: "completion event (no completion EQ on this vector)",
-        })?;
+    pub fn poll_cq_events(
+        &mut self,
+        vector: u16,
+        cqns: &mut [u32],
+    ) -> Result<CqEvents, DeviceError> {
+        let i = self
+            .comp_eq_index(vector)
+            .ok_or(DeviceError::NoEventQueue {
+                what: "completion event (no completion EQ on this vector)",
+            })?;
         let mut got = CqEvents::default();
         let budget = self.comp_eqs[i].eq.nent() as usize;
         let mut taken = 0usize;

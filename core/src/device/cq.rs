@@ -167,11 +167,16 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
             return Err(e.into());
         }
         let cqn = ops::parse_obj_id(&self.outb);
-        self.track(Obj::Cq(cqn, ring, dbrec, CqLoad {
+        self.track(Obj::Cq(
+            cqn,
+            ring,
+            dbrec,
+            CqLoad {
                 ncqe,
                 committed: 0,
                 eqn: c_eqn,
-            }))?;
+            },
+        ))?;
         Ok(CqHandle {
             cqn,
             ring: ring.slice(0, bytes).unwrap_or(ring),

@@ -22,12 +22,12 @@
 
 mod accessors;
 mod bringup;
+mod comp_eq;
 mod config;
 mod cq;
 mod devinfo;
 mod dma;
 mod error;
-mod comp_eq;
 mod events;
 mod exec;
 mod gid;
@@ -55,11 +55,11 @@ use core::fmt;
 use objects::Obj;
 
 pub use crate::cmd::ops::{AddressPath, HwQpState, Init2Rtr, Rst2Init, Rtr2Rts};
+pub use comp_eq::{CqEvents, MAX_COMP_EQS};
 pub use config::{DeviceConfig, Step};
 pub use cq::CqHandle;
 pub use devinfo::DevInfo;
 pub use error::DeviceError;
-pub use comp_eq::{CqEvents, MAX_COMP_EQS};
 pub use events::EventsServed;
 pub use gid::gid_of_ip;
 pub(crate) use gid::unicast_mac;

@@ -10,8 +10,8 @@ use crate::cmd::{Bar0, Clock};
 use crate::cq::DynCompletionQueue;
 use crate::cqe::CqeSize;
 use crate::device::{
-    CqHandle, Device, DeviceError, GidPair, Interrupts, LinkLayer, Mkey, Pd, PortInfo, QpHandle, QpSpec,
-    SrqHandle, SrqSpec, TeardownReport, UarMap,
+    CqHandle, Device, DeviceError, GidPair, Interrupts, LinkLayer, Mkey, Pd, PortInfo, QpHandle,
+    QpSpec, SrqHandle, SrqSpec, TeardownReport, UarMap,
 };
 use crate::platform::{DmaAllocator, DmaBuf};
 use crate::rq::{RqConfig, RqSlot, SrqConfig, SrqSlot};

@@ -122,7 +122,7 @@ impl SimFirmware {
 
     /// Writes `entry` at the producer index of EQ `eqn` and advances it;
     /// an armed EQ fires its vector.
-    pub(super) fn post_eqe_on(&mut self, eqn: u8, entry: [u8; 64]) -> bool {
+    pub fn post_eqe_on(&mut self, eqn: u8, entry: [u8; 64]) -> bool {
         let Some(eq) = self.objects.eqs.get(&eqn).cloned() else {
             return false;
         };
