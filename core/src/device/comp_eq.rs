@@ -157,7 +157,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
                 break;
             };
             taken += 1;
-            if taken % NUM_SPARE_EQE as usize == 0 {
+            if taken.is_multiple_of(NUM_SPARE_EQE as usize) {
                 c.uar.write32(EQ_DOORBELL_NO_ARM, c.eq.doorbell());
             }
             let eqn = c.eq.eqn();
