@@ -120,6 +120,11 @@ impl Field {
         get_bits(buf, base, self.dw, self.hi, self.lo)
     }
 
+    /// The largest value the field holds (`2^width − 1`).
+    pub const fn max(self) -> u32 {
+        u32::MAX >> (31 - (self.hi - self.lo))
+    }
+
     /// Sets the field of the structure at byte `base` of `buf` to the low
     /// bits of `v`; other bits are kept (dropped when out of range).
     #[inline]

@@ -62,7 +62,11 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         }
         let port = self.vhca_port();
         let r = ops::set_roce_address(&mut self.inb, index, port, Some(addr));
-        self.exec(r)?;
+        if let Err(e) = self.exec(r) {
+            // The device may hold the old entry, the new one or neither.
+            self.gids.forget(index);
+            return Err(e.into());
+        }
         self.gids.put(index, Some(*addr));
         Ok(())
     }
@@ -73,7 +77,10 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         self.check_gid_index(index)?;
         let port = self.vhca_port();
         let r = ops::set_roce_address(&mut self.inb, index, port, None);
-        self.exec(r)?;
+        if let Err(e) = self.exec(r) {
+            self.gids.forget(index);
+            return Err(e.into());
+        }
         self.gids.put(index, None);
         Ok(())
     }
@@ -124,61 +131,85 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
     }
 
     /// Adds `ip` to the GID table as the kernel's GID cache does for an
-    /// address of the port's netdev: one RoCE v1 and one RoCE v2 entry in
-    /// the two lowest free indices, after the port's default entries
-    /// (the link-local GID of the MAC, v1 at 0 and v2 at 1), which are
-    /// programmed first when index 0 and 1 are empty. So the first IPv4
+    /// address of the port's netdev: the port's default entries (the
+    /// link-local GID of the MAC, RoCE v1 at 0 and v2 at 1) are programmed
+    /// first where missing, then the address takes one RoCE v1 and one
+    /// RoCE v2 entry, each the lowest free index from 2. So the first IPv4
     /// address lands at 2 (v1) and 3 (v2), the index `ib_write_bw -x 3`
     /// and `ibv_rc_pingpong -g 3` name on a kernel host. `mac` defaults to
     /// the function's [permanent address](Device::permanent_mac). An
-    /// address already present (same GID and version) keeps its entries.
+    /// address already present keeps its entries (only a missing version
+    /// is added). A table of fewer than 4 entries cannot hold the layout
+    /// and is refused before any command; if the second entry of the
+    /// address cannot be written, the first one written by this call is
+    /// cleared again.
     pub fn add_ip_gids(
         &mut self,
         ip: IpAddr,
         mac: Option<[u8; 6]>,
         vlan: Option<u16>,
     ) -> Result<GidPair, DeviceError> {
+        let size = self.gid_table_size()?;
+        if size < 4 {
+            return Err(DeviceError::Limit {
+                what: "GID table entries (the kernel's layout needs 4)",
+                requested: 4,
+                max: size as u64,
+            });
+        }
         let mac = match mac {
             Some(m) => m,
             None => self.permanent_mac()?,
         };
-        if self.gids.get(0).is_none() && self.gids.get(1).is_none() {
-            let ll = gid_link_local_eui64(mac);
-            self.program_pair(GidPair { v1: 0, v2: 1 }, ll, mac, vlan)?;
+        let ll = gid_link_local_eui64(mac);
+        for (index, version) in [(0, RoceVersion::V1), (1, RoceVersion::V2)] {
+            if self.gids.get(index).is_none() {
+                self.set_gid(index, &Self::entry(ll, mac, vlan, version))?;
+            }
         }
         let gid = gid_of_ip(ip);
-        let present = (
-            self.gids.find(&gid, RoceVersion::V1),
-            self.gids.find(&gid, RoceVersion::V2),
-        );
-        if let (Some(v1), Some(v2)) = present {
-            return Ok(GidPair { v1, v2 });
+        let mut pair = [0u16; 2];
+        let mut written = None;
+        for (k, version) in [RoceVersion::V1, RoceVersion::V2].into_iter().enumerate() {
+            if let Some(i) = self.gids.find(&gid, version) {
+                pair[k] = i;
+                continue;
+            }
+            let other = (k == 1).then_some(pair[0]);
+            let Some(index) = self.gids.free_index(size, other) else {
+                self.undo(written);
+                return Err(DeviceError::TableFull {
+                    what: "GID entries",
+                });
+            };
+            if let Err(e) = self.set_gid(index, &Self::entry(gid, mac, vlan, version)) {
+                self.undo(written);
+                return Err(e);
+            }
+            written = Some(index);
+            pair[k] = index;
         }
-        let size = self.gid_table_size()?;
-        let pair = self.gids.free_pair(size).ok_or(DeviceError::TableFull {
-            what: "GID entries",
-        })?;
-        self.program_pair(pair, gid, mac, vlan)?;
-        Ok(pair)
+        Ok(GidPair {
+            v1: pair[0],
+            v2: pair[1],
+        })
     }
 
-    fn program_pair(
-        &mut self,
-        pair: GidPair,
-        gid: [u8; 16],
-        mac: [u8; 6],
-        vlan: Option<u16>,
-    ) -> Result<(), DeviceError> {
-        for (index, version) in [(pair.v1, RoceVersion::V1), (pair.v2, RoceVersion::V2)] {
-            let a = RoceAddress {
-                gid,
-                mac,
-                vlan,
-                version,
-            };
-            self.set_gid(index, &a)?;
+    fn entry(gid: [u8; 16], mac: [u8; 6], vlan: Option<u16>, version: RoceVersion) -> RoceAddress {
+        RoceAddress {
+            gid,
+            mac,
+            vlan,
+            version,
         }
-        Ok(())
+    }
+
+    /// Clears the entry `add_ip_gids` wrote before a later step failed
+    /// (best effort: a failed clear leaves it recorded as unknown).
+    fn undo(&mut self, written: Option<u16>) {
+        if let Some(i) = written {
+            let _ = self.clear_gid(i);
+        }
     }
 
     /// `vhca_port_num` of GID commands: the port only when the device has

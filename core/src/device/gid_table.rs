@@ -2,8 +2,11 @@
 //! [`Device::set_gid`](super::Device::set_gid) programmed, entry by entry.
 //!
 //! Over VFIO nothing but this driver writes the table (no kernel netdev
-//! fills it, and bring-up resets the function), so the record is what the
-//! table holds. Address paths are checked against it
+//! fills it), so the record is what the table holds as far as this driver
+//! instance wrote it: an entry left by an earlier instance that never tore
+//! the function down is unknown to it and so never used. An entry whose
+//! SET_ROCE_ADDRESS failed is recorded as unknown: neither used by a path
+//! nor taken as free. Address paths are checked against it
 //! ([`Device::init2rtr`](super::Device::init2rtr)), GID indices are chosen
 //! from it ([`GidTable::best_index`], perftest's rule) and new addresses
 //! are placed in it as the kernel places them ([`GidTable::free_pair`]),
@@ -27,39 +30,68 @@ pub struct GidPair {
     pub v2: u16,
 }
 
+/// The first index an address takes: 0 and 1 hold the port's default
+/// (link-local) entries, RoCE v1 and v2, as the kernel reserves them.
+pub const FIRST_ADDRESS_GID: u16 = 2;
+
+/// What the driver knows of one entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Slot {
+    /// Never programmed, or cleared.
+    Empty,
+    /// Programmed with this address.
+    Set(RoceAddress),
+    /// A command on it failed: the device may hold anything.
+    Unknown,
+}
+
 /// Programmed entries by index.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct GidTable {
-    slots: [Option<RoceAddress>; GID_SLOTS],
+    slots: [Slot; GID_SLOTS],
 }
 
 impl GidTable {
     /// An empty table (after bring-up).
     pub(super) const fn new() -> Self {
         GidTable {
-            slots: [None; GID_SLOTS],
+            slots: [Slot::Empty; GID_SLOTS],
         }
     }
 
     /// Entry `index`, if programmed.
     pub(super) fn get(&self, index: u16) -> Option<RoceAddress> {
-        self.slots.get(index as usize).copied().flatten()
+        match self.slots.get(index as usize) {
+            Some(Slot::Set(a)) => Some(*a),
+            _ => None,
+        }
+    }
+
+    fn is_free(&self, index: u16) -> bool {
+        matches!(self.slots.get(index as usize), Some(Slot::Empty))
     }
 
     /// Records entry `index` (`None`: cleared). Indices beyond the record
     /// are refused by the caller before any command.
     pub(super) fn put(&mut self, index: u16, a: Option<RoceAddress>) {
         if let Some(s) = self.slots.get_mut(index as usize) {
-            *s = a;
+            *s = a.map_or(Slot::Empty, Slot::Set);
+        }
+    }
+
+    /// Records that a command on entry `index` failed.
+    pub(super) fn forget(&mut self, index: u16) {
+        if let Some(s) = self.slots.get_mut(index as usize) {
+            *s = Slot::Unknown;
         }
     }
 
     /// Programmed entries in index order.
     pub(super) fn iter(&self) -> impl Iterator<Item = (u16, RoceAddress)> + '_ {
-        self.slots
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| s.map(|a| (i as u16, a)))
+        self.slots.iter().enumerate().filter_map(|(i, s)| match s {
+            Slot::Set(a) => Some((i as u16, *a)),
+            _ => None,
+        })
     }
 
     /// The index already holding `gid` as `version`, if any.
@@ -69,15 +101,12 @@ impl GidTable {
             .map(|(i, _)| i)
     }
 
-    /// The two lowest free indices below `limit` (v1 in the first, v2 in
-    /// the second), as the kernel's GID cache fills free entries in index
-    /// order for each GID type in turn.
-    pub(super) fn free_pair(&self, limit: u16) -> Option<GidPair> {
-        let mut free = (0..limit.min(GID_SLOTS as u16)).filter(|&i| self.get(i).is_none());
-        Some(GidPair {
-            v1: free.next()?,
-            v2: free.next()?,
-        })
+    /// The lowest free index from [`FIRST_ADDRESS_GID`] below `limit`
+    /// other than `not`, as the kernel's GID cache fills free entries in
+    /// index order.
+    pub(super) fn free_index(&self, limit: u16, not: Option<u16>) -> Option<u16> {
+        (FIRST_ADDRESS_GID..limit.min(GID_SLOTS as u16))
+            .find(|&i| self.is_free(i) && Some(i) != not)
     }
 
     /// perftest's choice of GID index when `-x` is not given
@@ -86,7 +115,9 @@ impl GidTable {
     pub(super) fn best_index(&self, prefer_ipv6: bool) -> Option<u16> {
         let mut best: Option<(u16, u32)> = None;
         for (i, a) in self.iter() {
-            let s = gid_score(&a, prefer_ipv6);
+            let Some(s) = gid_score(&a, prefer_ipv6) else {
+                continue;
+            };
             if best.is_none_or(|(_, b)| s > b) {
                 best = Some((i, s));
             }
@@ -99,9 +130,12 @@ impl GidTable {
 /// `compute_gid_score`): 100 when its address family is the one asked
 /// for (IPv4-mapped unless `prefer_ipv6`), 10 when it is not link-local
 /// (`fe80::/10`, or `169.254.0.0/16` for IPv4-mapped GIDs), plus its RoCE
-/// version's rank (v1 1, v2 2). An all-zero GID scores nothing (perftest
-/// skips it; the record never holds one).
-pub fn gid_score(a: &RoceAddress, prefer_ipv6: bool) -> u32 {
+/// version's rank (v1 1, v2 2). An all-zero GID has no score (`None`:
+/// perftest skips the empty entry).
+pub fn gid_score(a: &RoceAddress, prefer_ipv6: bool) -> Option<u32> {
+    if a.gid == [0; 16] {
+        return None;
+    }
     let v4 = is_ipv4_mapped(&a.gid);
     let mut s = 0;
     if v4 != prefer_ipv6 {
@@ -115,10 +149,12 @@ pub fn gid_score(a: &RoceAddress, prefer_ipv6: bool) -> u32 {
     if !link_local {
         s += 10;
     }
-    s + match a.version {
-        RoceVersion::V1 => 1,
-        RoceVersion::V2 => 2,
-    }
+    Some(
+        s + match a.version {
+            RoceVersion::V1 => 1,
+            RoceVersion::V2 => 2,
+        },
+    )
 }
 
 #[cfg(test)]
@@ -162,10 +198,11 @@ mod tests {
         for (gid, v, ipv6, want) in cases {
             assert_eq!(
                 gid_score(&entry(gid, v), ipv6),
-                want,
+                Some(want),
                 "{gid:02x?} {v:?} {ipv6}"
             );
         }
+        assert_eq!(gid_score(&entry([0; 16], V2), true), None, "the empty entry");
     }
 
     #[test]
@@ -183,17 +220,21 @@ mod tests {
     }
 
     #[test]
-    fn free_pairs_fill_holes_in_index_order_within_the_limit() {
+    fn free_indices_skip_the_defaults_and_unknown_entries() {
         let mut t = GidTable::new();
         let e = entry(gid_ipv4_mapped([1, 2, 3, 4]), RoceVersion::V1);
-        t.put(0, Some(e));
+        assert_eq!(t.free_index(8, None), Some(2), "0 and 1 are the defaults'");
         t.put(2, Some(e));
-        assert_eq!(t.free_pair(8), Some(GidPair { v1: 1, v2: 3 }));
-        assert_eq!(t.free_pair(3), None, "one free entry below 3");
+        t.forget(3);
+        assert_eq!(t.free_index(8, None), Some(4), "an unknown entry is not free");
+        assert_eq!(t.free_index(8, Some(4)), Some(5));
+        assert_eq!(t.get(3), None, "an unknown entry is not used");
+        assert_eq!(t.free_index(5, Some(4)), None);
         for i in 0..GID_SLOTS as u16 {
             t.put(i, Some(e));
         }
+        assert_eq!(t.free_index(u16::MAX, None), None);
         t.put(GID_SLOTS as u16 - 1, None);
-        assert_eq!(t.free_pair(u16::MAX), None);
+        assert_eq!(t.free_index(u16::MAX, None), Some(GID_SLOTS as u16 - 1));
     }
 }

@@ -2,9 +2,10 @@
 //! one QP state table ([ref §6.1–§6.3](crate::reference)).
 
 use super::{
-    unicast_mac, Device, DeviceError, HwQpState, Init2Rtr, LinkLayer, QpHandle, Rst2Init, Rtr2Rts,
-    UarMap,
+    check_fields, check_roce, has_peer_path, Device, DeviceError, HwQpState, Init2Rtr, LinkLayer,
+    QpHandle, Rst2Init, Rtr2Rts, UarMap,
 };
+use crate::cmd::ops::RoceVersion;
 use crate::cmd::ops::{self, Req};
 use crate::cmd::{Bar0, Clock};
 use crate::platform::DmaAllocator;
@@ -67,40 +68,31 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
     }
     /// INIT → RTR (INIT2RTR_QP).
     ///
-    /// On an Ethernet port a connected QP's path (not force-loopback) is
-    /// checked against what the driver knows before the command: RoCE
-    /// routes by GID, so the source entry `sgid_index` must be one this
-    /// driver programmed ([`Device::set_gid`]), the destination GID must
-    /// not be zero and the destination MAC must be unicast. Once bring-up
-    /// has turned on `sw_r_roce_src_udp_port`, such a path with
-    /// `udp_sport` 0 gets the kernel's port for the QP pair
-    /// ([`ops::roce_udp_sport`]) instead of going out as 0.
+    /// The path is checked before the command: every value must fit its
+    /// field, and on an Ethernet port a connected QP's path (not
+    /// force-loopback) must be a RoCE path the driver can vouch for — from
+    /// a source GID entry this driver programmed ([`Device::set_gid`]),
+    /// toward a non-zero GID at a unicast MAC, with `grh` and `rlid` 0.
+    /// Once bring-up has turned on `sw_r_roce_src_udp_port`, such a path
+    /// from a RoCE v2 entry with `udp_sport` 0 gets the kernel's port for
+    /// the QP pair ([`ops::roce_udp_sport`]) instead of going out as 0.
     /// [`AddressHandle::path`](crate::verbs::AddressHandle::path) builds
     /// paths that pass.
     pub fn init2rtr(&mut self, qp: &mut QpHandle, a: &Init2Rtr) -> Result<(), DeviceError> {
         let mut a = *a;
-        let connected = matches!(qp.spec.qp_type, QpType::Rc | QpType::Uc);
-        let roce = self.link_layer() == LinkLayer::Ethernet && connected && !a.path.fl;
+        check_fields(&a.path)?;
+        let link = self.link_layer();
+        if matches!(link, LinkLayer::Other(_)) && !a.path.fl {
+            return Err(DeviceError::BadPath {
+                why: "the port's link layer is neither InfiniBand nor Ethernet",
+            });
+        }
+        let roce = link == LinkLayer::Ethernet && has_peer_path(qp.spec.qp_type) && !a.path.fl;
         if roce {
-            let p = &a.path;
-            if self.gids.get(p.sgid_index as u16).is_none() {
-                return Err(DeviceError::GidNotProgrammed {
-                    index: p.sgid_index as u16,
-                });
-            }
-            if p.rgid == [0; 16] {
-                return Err(DeviceError::BadPath {
-                    why: "the destination GID is all zero",
-                });
-            }
-            if !unicast_mac(p.rmac) {
-                return Err(DeviceError::BadMac {
-                    mac: p.rmac,
-                    what: "destination MAC",
-                });
-            }
+            let source = self.gids.get(a.path.sgid_index as u16).map(|e| e.version);
+            let v2 = check_roce(&a.path, source)? == RoceVersion::V2;
             let sw_sport = self.roce.is_some_and(|r| r.sw_r_roce_src_udp_port);
-            if sw_sport && a.path.udp_sport == 0 {
+            if v2 && sw_sport && a.path.udp_sport == 0 {
                 a.path.udp_sport = ops::roce_udp_sport(qp.qpn, a.remote_qpn);
             }
         }

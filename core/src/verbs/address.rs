@@ -4,38 +4,29 @@
 //!
 //! | field | InfiniBand | Ethernet (RoCE) |
 //! | --- | --- | --- |
-//! | `fl` | force-loopback | force-loopback |
+//! | `fl` | force-loopback | 0 (bareverbs: force-loopback, where the RoCE cap's `fl_rc_qp_when_roce_*` allows it) |
 //! | `rlid` | `dlid` (1…0xbfff) | 0 |
 //! | `grh` | a GRH is given | 0 (RoCE always routes by GID) |
 //! | `sl` / `eth_prio` | `sl` (0…15) / 0 | 0 / `sl` (0…7) |
 //! | `rmac` | 0 | `dmac` (unicast) |
 //! | `src_addr_index`, `hop_limit`, `tclass`, `flow_label`, `rgid_rip` | from the GRH | from the GRH (required) |
 //! | `dscp` | 0 | `traffic_class >> 2` when the source entry is RoCE v2 |
-//! | `udp_sport` | 0 | `udp_sport` for RC and UC (0: the device fills it) |
+//! | `udp_sport` | 0 | RC/UC from a RoCE v2 source: the flow label's port, or 0 for the device to fill with the QP pair's (bareverbs: an explicit `udp_sport` wins) |
 //!
-//! Nothing is masked into range: a value its field cannot hold, a RoCE
-//! path without a GRH or MAC, an IB path to LID 0, or a source GID index
-//! the driver never programmed is refused with a typed error.
+//! A UD QP's INIT2RTR names no peer (the address goes in each WQE), so its
+//! path carries the port only. Nothing is masked into range: a value its
+//! field cannot hold, a RoCE path without a GRH or MAC, an IB path to LID
+//! 0, a link layer that is neither, or a source GID index the driver never
+//! programmed is refused with a typed error.
 
 use super::qp_attr::AddressHandle;
-use crate::cmd::ops::{AddressPath, RoceVersion};
-use crate::device::{DeviceError, LinkLayer};
+use crate::cmd::ops::{udp_sport_of_flow_label, AddressPath, RoceVersion};
+use crate::device::{check_fields, check_roce, has_peer_path, DeviceError, LinkLayer};
 use crate::sizing::QpType;
 
 /// Largest unicast LID (`0xc000` and up are multicast, `0xffff` the
 /// permissive LID).
 pub const MAX_UNICAST_LID: u16 = 0xbfff;
-
-fn limit(what: &'static str, v: u32, max: u32) -> Result<(), DeviceError> {
-    if v > max {
-        return Err(DeviceError::Limit {
-            what,
-            requested: v as u64,
-            max: max as u64,
-        });
-    }
-    Ok(())
-}
 
 impl AddressHandle {
     /// The address path of a `qp_type` QP on a `link` port toward this
@@ -48,26 +39,36 @@ impl AddressHandle {
         sgid: Option<RoceVersion>,
     ) -> Result<AddressPath, DeviceError> {
         let mut p = AddressPath {
-            fl: self.force_loopback,
             port: self.port_num,
             ..AddressPath::default()
         };
+        if !has_peer_path(qp_type) {
+            return Ok(p);
+        }
+        let ethernet = match link {
+            LinkLayer::Ethernet => true,
+            LinkLayer::InfiniBand => false,
+            LinkLayer::Other(_) => {
+                return Err(DeviceError::BadPath {
+                    why: "the port's link layer is neither InfiniBand nor Ethernet",
+                })
+            }
+        };
+        p.fl = self.force_loopback;
         if let Some(g) = self.grh {
-            limit("GRH flow label", g.flow_label, 0xf_ffff)?;
             p.sgid_index = g.sgid_index;
             p.hop_limit = g.hop_limit;
             p.tclass = g.traffic_class;
             p.flow_label = g.flow_label;
             p.rgid = g.dgid;
         }
-        let ethernet = link == LinkLayer::Ethernet;
         if ethernet {
-            limit("RoCE service level (Ethernet priority)", self.sl as u32, 7)?;
             p.eth_prio = self.sl;
         } else {
-            limit("service level", self.sl as u32, 15)?;
             p.sl = self.sl;
+            p.grh = self.grh.is_some();
         }
+        check_fields(&p)?;
         if self.force_loopback {
             return Ok(p);
         }
@@ -78,36 +79,21 @@ impl AddressHandle {
                 });
             }
             p.rlid = self.dlid;
-            p.grh = self.grh.is_some();
             return Ok(p);
         }
-        let Some(g) = self.grh else {
+        if self.grh.is_none() {
             return Err(DeviceError::BadPath {
                 why: "a RoCE path routes by GID: give the peer's GID (AddressHandle::roce)",
             });
-        };
-        if g.dgid == [0; 16] {
-            return Err(DeviceError::BadPath {
-                why: "the destination GID is all zero",
-            });
         }
-        if !crate::device::unicast_mac(self.dmac) {
-            return Err(DeviceError::BadMac {
-                mac: self.dmac,
-                what: "destination MAC",
-            });
-        }
-        let Some(version) = sgid else {
-            return Err(DeviceError::GidNotProgrammed {
-                index: g.sgid_index as u16,
-            });
-        };
         p.rmac = self.dmac;
-        if version == RoceVersion::V2 {
-            p.dscp = g.traffic_class >> 2;
-        }
-        if matches!(qp_type, QpType::Rc | QpType::Uc) {
-            p.udp_sport = self.udp_sport;
+        if check_roce(&p, sgid)? == RoceVersion::V2 {
+            p.dscp = p.tclass >> 2;
+            p.udp_sport = match (self.udp_sport, p.flow_label) {
+                (0, 0) => 0,
+                (0, fl) => udp_sport_of_flow_label(fl),
+                (port, _) => port,
+            };
         }
         Ok(p)
     }

@@ -49,19 +49,26 @@ pub struct AddressPath {
 pub const ROCE_UDP_SPORT_MIN: u16 = 0xc000;
 
 /// The UDP source port a RoCE v2 connection between `lqpn` and `rqpn`
-/// uses when the path names none, by the kernel's rule (`ib_verbs.h`
-/// `rdma_get_udp_sport` with flow label 0): the 20-bit flow label
-/// `rdma_calc_flow_label` derives from the QP numbers (their product,
-/// folded by XOR with itself shifted by 20 and by 40) folded into 14 bits
-/// (`rdma_flow_label_to_udp_sport`: the low 14 bits XOR the high 6) above
-/// [`ROCE_UDP_SPORT_MIN`]. Needed once bring-up has turned on
-/// `sw_r_roce_src_udp_port`: firmware then sends what the path says, and
-/// a zero would go on the wire as port 0. [ref §7.14](crate::reference).
+/// uses when the path names neither a port nor a flow label, by the
+/// kernel's rule (`ib_verbs.h` `rdma_get_udp_sport` with flow label 0):
+/// the 20-bit flow label `rdma_calc_flow_label` derives from the QP
+/// numbers (their product, folded by XOR with itself shifted by 20 and by
+/// 40), made a port by [`udp_sport_of_flow_label`]. Needed once bring-up
+/// has turned on `sw_r_roce_src_udp_port`: firmware then sends what the
+/// path says, and a zero would go on the wire as port 0.
+/// [ref §7.14](crate::reference).
 pub const fn roce_udp_sport(lqpn: u32, rqpn: u32) -> u16 {
     let mut v = lqpn as u64 * rqpn as u64;
     v ^= v >> 20;
     v ^= v >> 40;
-    let fl = (v & 0xf_ffff) as u32;
+    udp_sport_of_flow_label((v & 0xf_ffff) as u32)
+}
+
+/// The UDP source port of a 20-bit flow label
+/// (`rdma_flow_label_to_udp_sport`): its low 14 bits XOR its high 6, above
+/// [`ROCE_UDP_SPORT_MIN`]. [ref §7.16](crate::reference).
+pub const fn udp_sport_of_flow_label(flow_label: u32) -> u16 {
+    let fl = flow_label & 0xf_ffff;
     let low = (fl & 0x3fff) ^ (fl >> 14);
     (low as u16) | ROCE_UDP_SPORT_MIN
 }
