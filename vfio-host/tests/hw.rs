@@ -58,3 +58,35 @@ fn hw_loopback_selftest() {
         eprintln!("blueflame {blueflame}: {r:?}");
     }
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+#[ignore = "needs a ConnectX bound to vfio-pci (BAREVERBS_VFIO_BDF)"]
+fn hw_msix_wait_cq_events_times_out() {
+    use bareverbs::cqe::CqeSize;
+    use bareverbs::device::Interrupts;
+    let Some(bdf) = bdf() else {
+        eprintln!("BAREVERBS_VFIO_BDF not set; skipping");
+        return;
+    };
+    let (nic, mut d) =
+        bareverbs_vfio::bring_up_vfio(&bdf, bareverbs::device::DeviceConfig::default())
+            .unwrap_or_else(|e| panic!("{e}"));
+    let mut bar = nic.bar0();
+    let n = bar.irq_vectors();
+    eprintln!("MSI-X vectors: {n}");
+    assert!(n >= 2, "a ConnectX has a control and completion vectors");
+    assert!(!bar.wait_irq(1, 1_000), "vector 1 not enabled yet");
+    assert!(!bar.enable_irq(n), "out of range");
+    d.create_comp_eq(1).unwrap();
+    let cq = d.create_cq_on(256, CqeSize::B64, Some(1)).unwrap();
+    let mut cqns = [0u32; 8];
+    // Nothing posted: enables vector 1 through VFIO, then times out.
+    let t = std::time::Instant::now();
+    let got = d.wait_cq_events(1, 50_000, &mut cqns).unwrap();
+    assert_eq!(got.n, 0);
+    assert!(t.elapsed() >= std::time::Duration::from_millis(50));
+    d.destroy_cq(cq).unwrap();
+    let (rep, ..) = d.teardown();
+    assert_eq!(rep.first_error, None, "{rep:?}");
+}

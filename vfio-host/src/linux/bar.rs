@@ -1,12 +1,13 @@
 //! BAR0 and UAR mapping: the mmapped BAR0 region ([`BarMap`]), the core's
-//! [`Bar0`] / [`UarMap`] on it ([`VfioBar0`]) and one UAR page
-//! ([`VfioUar`]). [ref §4.2](bareverbs::reference).
+//! [`Bar0`] / [`UarMap`] / [`Interrupts`] on it ([`VfioBar0`]) and one UAR
+//! page ([`VfioUar`]). [ref §4.2](bareverbs::reference).
 
+use super::irq::{lock, wait_eventfd, Msix};
 use bareverbs::cmd::Bar0;
-use bareverbs::device::UarMap;
+use bareverbs::device::{Interrupts, UarMap};
 use bareverbs::platform::{mmio_flush_writes, Uar};
 use std::ptr::NonNull;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use vfio_ioctls::VfioDevice;
 
 /// The mmapped BAR0 (unmapped on drop).
@@ -32,10 +33,14 @@ impl Drop for BarMap {
     }
 }
 
-/// BAR0 of a VFIO-mapped ConnectX: the core's [`Bar0`] and [`UarMap`].
+/// BAR0 of a VFIO-mapped ConnectX: the core's [`Bar0`], [`UarMap`] and
+/// [`Interrupts`] (MSI-X through VFIO eventfds). Clones, and every BAR0
+/// handle of the same [`super::VfioNic`], share one set of MSI-X vectors.
 #[derive(Clone)]
 pub struct VfioBar0 {
     pub(super) map: Arc<BarMap>,
+    /// The function's MSI-X vectors and their eventfds (shared by clones).
+    pub(super) irqs: Arc<Mutex<Msix>>,
     /// Give UARs BlueFlame-capable stores (`write_bf` as eight 8-byte
     /// stores). Off by default: VFIO maps BARs uncached, so BlueFlame
     /// copies get no write-combining; the 8-byte doorbell is the default.
@@ -87,6 +92,26 @@ impl UarMap for VfioBar0 {
             base,
             blueflame: self.blueflame,
         })
+    }
+}
+
+/// MSI-X through VFIO (docs/two-hosts-facts.md §5.7): `enable_irq`
+/// attaches an eventfd to the vector (the first attach covers every vector,
+/// −1 for the others), `wait_irq` polls it and reads its counter.
+impl Interrupts for VfioBar0 {
+    fn irq_vectors(&self) -> u16 {
+        lock(&self.irqs).vectors()
+    }
+    fn enable_irq(&mut self, vector: u16) -> bool {
+        lock(&self.irqs).enable(vector)
+    }
+    fn wait_irq(&mut self, vector: u16, timeout_us: u64) -> bool {
+        // Take the eventfd out and wait without the lock, so other clones
+        // can enable or wait on their vectors meanwhile.
+        let Some(efd) = lock(&self.irqs).eventfd(vector) else {
+            return false;
+        };
+        wait_eventfd(&efd, timeout_us)
     }
 }
 

@@ -4,13 +4,14 @@
 
 use super::bar::{BarMap, VfioBar0};
 use super::dma::VfioDma;
+use super::irq::Msix;
 use crate::bdf::Bdf;
 use crate::error::VfioHostError;
 use crate::sysfs::{preflight, PciInfo, Roots};
 use std::io;
 use std::os::unix::io::AsRawFd;
 use std::ptr::NonNull;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use vfio_bindings::bindings::vfio::{
     VFIO_PCI_BAR0_REGION_INDEX, VFIO_PCI_CONFIG_REGION_INDEX, VFIO_REGION_INFO_FLAG_MMAP,
 };
@@ -59,6 +60,8 @@ pub struct VfioNic {
     dma: VfioDma,
     device: Arc<VfioDevice>,
     bar0: Arc<BarMap>,
+    /// MSI-X vectors, shared by every BAR0 handle.
+    irqs: Arc<Mutex<Msix>>,
 }
 
 impl VfioNic {
@@ -79,11 +82,13 @@ impl VfioNic {
                 .map_err(|e| vfio_err("opening the device", e))?,
         );
         let bar0 = Self::map_bar0(&device, bdf)?;
+        let irqs = Arc::new(Mutex::new(Msix::for_device(&device)));
         let nic = VfioNic {
             info,
             dma: VfioDma::for_container(container),
             device,
             bar0,
+            irqs,
         };
         nic.enable_bus_master()?;
         Ok(nic)
@@ -159,10 +164,12 @@ impl VfioNic {
         (u16::from_le_bytes(id), rev[0])
     }
 
-    /// BAR0 with 8-byte doorbells (the VFIO default).
+    /// BAR0 with 8-byte doorbells (the VFIO default). Every handle shares
+    /// the function's MSI-X vectors ([`bareverbs::device::Interrupts`]).
     pub fn bar0(&self) -> VfioBar0 {
         VfioBar0 {
             map: self.bar0.clone(),
+            irqs: self.irqs.clone(),
             blueflame: false,
         }
     }
