@@ -110,6 +110,12 @@ fn gid_table_layout_and_perftest_choice() {
     assert_eq!(c.add_ip_gids(ip4(192, 168, 1, 10)).unwrap(), g);
     assert_eq!(sent(&c, op::SET_ROCE_ADDRESS), before);
     assert_eq!(before, 6, "two defaults and two per address");
+    // A cleared default is programmed again, never given to an address.
+    // SAFETY: clears an entry no QP of this test uses.
+    unsafe { c.with_device(|d| d.clear_gid(0)) }.unwrap();
+    let g4 = c.add_ip_gids(ip4(172, 16, 0, 1)).unwrap();
+    assert_eq!((g4.v1, g4.v2), (6, 7));
+    assert_eq!(c.gid(0).unwrap().gid, ll);
 }
 
 struct Pair {
@@ -178,12 +184,7 @@ fn write_over(p: &Pair, ah_a: impl Fn(&RoceAddress, u8) -> AddressHandle) -> (Wc
 fn rc_write_between_two_functions_over_roce_v2() {
     let (_f, p) = pair(5);
     let r = write_over(&p, |peer, sgid| {
-        let mut ah = AddressHandle::roce(1, peer.gid, peer.mac, sgid);
-        ah.sl = 3;
-        if let Some(g) = ah.grh.as_mut() {
-            g.traffic_class = 0x68; // DSCP 26
-        }
-        ah
+        AddressHandle::roce(1, peer.gid, peer.mac, sgid)
     });
     assert_eq!(r, (WcStatus::Success, true));
 }
@@ -325,6 +326,10 @@ fn rc_write_between_two_infiniband_ports_by_lid() {
     ));
     qa.to_rtr(&RtrAttr::new(IbMtu::Mtu1024, qb.qp_num(), 0, ah))
         .unwrap();
+    // The GRH went to firmware (`grh` bit, as mlx5_set_path sets it on IB).
+    // SAFETY: reads the firmware model's QP table only.
+    let grh = unsafe { a.with_device(|d| d.bar().fw().objects().qps[&qa.qp_num()].grh) };
+    assert!(grh);
     qa.to_rts(&RtsAttr::new(0)).unwrap();
     up(&mut qb, qa.qp_num(), AddressHandle::ib(1, la)).unwrap();
     ba.write(0, &[0x5a; 256]).unwrap();
@@ -340,4 +345,28 @@ fn rc_write_between_two_infiniband_ports_by_lid() {
     let mut got = [0u8; 256];
     bb.read(0, &mut got).unwrap();
     assert_eq!(got, [0x5a; 256]);
+}
+
+/// A UD QP names no peer at INIT2RTR: it reaches RTS with no address on
+/// either link layer.
+#[test]
+fn ud_reaches_rts_without_an_address_on_both_link_layers() {
+    for port_type in [1u8, 0] {
+        let fabric = Fabric::new(10);
+        let mut fw = FwConfig::default();
+        fw.caps.port_type = port_type;
+        let c = ctx(&fabric, fw);
+        let pd = c.alloc_pd().unwrap();
+        let cq = c.create_cq(32).unwrap();
+        let cap = QpCap::new(16, 16, 1, 1);
+        let mut qp: QueuePair<SimUar, 32, 16> = c
+            .create_qp(&pd, &QpInitAttr::new(QpType::Ud, &cq, &cq, cap))
+            .unwrap();
+        let mut init = InitAttr::new(1, Access::empty());
+        init.qkey = 0x1111_1111;
+        qp.to_init(&init).unwrap();
+        let rtr = RtrAttr::new(IbMtu::Mtu1024, 0, 0, AddressHandle::default());
+        qp.to_rtr(&rtr).unwrap();
+        qp.to_rts(&RtsAttr::new(0)).unwrap();
+    }
 }

@@ -202,7 +202,11 @@ mod tests {
                 "{gid:02x?} {v:?} {ipv6}"
             );
         }
-        assert_eq!(gid_score(&entry([0; 16], V2), true), None, "the empty entry");
+        assert_eq!(
+            gid_score(&entry([0; 16], V2), true),
+            None,
+            "the empty entry"
+        );
     }
 
     #[test]
@@ -226,7 +230,11 @@ mod tests {
         assert_eq!(t.free_index(8, None), Some(2), "0 and 1 are the defaults'");
         t.put(2, Some(e));
         t.forget(3);
-        assert_eq!(t.free_index(8, None), Some(4), "an unknown entry is not free");
+        assert_eq!(
+            t.free_index(8, None),
+            Some(4),
+            "an unknown entry is not free"
+        );
         assert_eq!(t.free_index(8, Some(4)), Some(5));
         assert_eq!(t.get(3), None, "an unknown entry is not used");
         assert_eq!(t.free_index(5, Some(4)), None);

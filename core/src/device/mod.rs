@@ -63,13 +63,13 @@ pub use devinfo::DevInfo;
 pub use error::DeviceError;
 pub use events::EventsServed;
 pub use gid::gid_of_ip;
-pub(crate) use roce_path::{check_fields, check_roce, has_peer_path};
 pub use gid_table::{gid_score, GidPair, GID_SLOTS};
 pub use mkey::Mkey;
 pub use objects::MAX_OBJECTS;
 pub use pd::Pd;
 pub use port::{port_mtu, IbPortInfo, LinkLayer, PortInfo, PortState, PORT_TYPE_ETHERNET};
 pub use qp::{QpHandle, QpSpec};
+pub(crate) use roce_path::{check_fields, check_roce, has_peer_path};
 pub use srq::{SrqHandle, SrqSpec};
 pub use teardown::TeardownReport;
 

@@ -29,7 +29,11 @@ fn within(what: &'static str, v: u32, f: crate::cmd::bits::Field) -> Result<(), 
 /// Every value fits its `ads` field (nothing is masked into range).
 pub(crate) fn check_fields(p: &AddressPath) -> Result<(), DeviceError> {
     within("service level", p.sl as u32, ads::SL)?;
-    within("RoCE service level (Ethernet priority)", p.eth_prio as u32, ads::ETH_PRIO)?;
+    within(
+        "RoCE service level (Ethernet priority)",
+        p.eth_prio as u32,
+        ads::ETH_PRIO,
+    )?;
     within("DSCP", p.dscp as u32, ads::DSCP)?;
     within("GRH flow label", p.flow_label, ads::FLOW_LABEL)?;
     within("LID path bits (mlid)", p.mlid as u32, ads::MLID)?;

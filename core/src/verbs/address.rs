@@ -150,17 +150,10 @@ mod tests {
         assert_eq!(f(ads::UDP_SPORT), 0xc123);
         assert_eq!(f(ads::ETH_PRIO), 5);
         assert_eq!(f(ads::DSCP), 0x6b >> 2);
-        assert_eq!(f(ads::ECN), 0);
-        // ... and none of the IB branch: no fl, rlid, mlid, grh bit, sl.
+        // ... and none of the IB branch: no fl, rlid, grh bit, sl.
         assert_eq!(
-            (
-                f(ads::FL),
-                f(ads::RLID),
-                f(ads::MLID),
-                f(ads::GRH),
-                f(ads::SL)
-            ),
-            (0, 0, 0, 0, 0)
+            (f(ads::FL), f(ads::RLID), f(ads::GRH), f(ads::SL)),
+            (0, 0, 0, 0)
         );
         // GRH part (both link layers): src_addr_index, hop_limit, tclass,
         // flow_label, rgid_rip.
@@ -175,26 +168,55 @@ mod tests {
         // (dword 3, bits 27..20), dscp at 0x10a..0x110 (dword 8, 21..16),
         // eth_prio at 0x121..0x124 (dword 9, 30..28).
         assert_eq!(b[PATH + 0x0c] & 0x0f, 0x6b >> 4);
+        // flow_label at 0x6c..0x80: the low nibble of byte 0x0d and bytes
+        // 0x0e, 0x0f; tclass's low nibble above it.
+        assert_eq!(b[PATH + 0x0d..PATH + 0x10], [0xb1, 0x23, 0x45]);
+        assert_eq!(b[PATH + 0x22..PATH + 0x24], [0xc1, 0x23], "udp_sport");
         assert_eq!(b[PATH + 0x21] & 0x3f, 0x6b >> 2);
         assert_eq!(b[PATH + 0x24] >> 4, 5);
     }
 
     #[test]
-    fn roce_v1_has_no_dscp_and_ud_no_udp_sport() {
+    fn roce_v1_has_no_dscp_or_udp_sport_and_ud_no_peer() {
         let ah = roce_ah();
         let v1 = ah
             .path(LinkLayer::Ethernet, QpType::Rc, Some(RoceVersion::V1))
             .unwrap();
-        assert_eq!((v1.dscp, v1.tclass), (0, 0x6b));
-        // The kernel sets udp_sport for RC, UC and XRC only.
+        assert_eq!((v1.dscp, v1.tclass, v1.udp_sport), (0, 0x6b, 0));
         let uc = ah
             .path(LinkLayer::Ethernet, QpType::Uc, Some(RoceVersion::V2))
             .unwrap();
         assert_eq!(uc.udp_sport, 0xc123);
-        let ud = ah
-            .path(LinkLayer::Ethernet, QpType::Ud, Some(RoceVersion::V2))
+        // UD: INIT2RTR names no peer; the port only, on any link layer,
+        // whatever the handle holds (even nothing).
+        for link in [LinkLayer::Ethernet, LinkLayer::InfiniBand] {
+            for h in [ah, AddressHandle::default()] {
+                let ud = h.path(link, QpType::Ud, None).unwrap();
+                let want = AddressPath {
+                    port: h.port_num,
+                    ..AddressPath::default()
+                };
+                assert_eq!(ud, want);
+            }
+        }
+    }
+
+    #[test]
+    fn udp_sport_follows_the_flow_label_then_the_device() {
+        let mut ah = roce_ah();
+        ah.udp_sport = 0;
+        let p = ah
+            .path(LinkLayer::Ethernet, QpType::Rc, Some(RoceVersion::V2))
             .unwrap();
-        assert_eq!(ud.udp_sport, 0);
+        // rdma_flow_label_to_udp_sport(0x12345): (0x2345 ^ 0x4) | 0xc000.
+        assert_eq!(p.udp_sport, 0xe341);
+        if let Some(g) = ah.grh.as_mut() {
+            g.flow_label = 0;
+        }
+        let p = ah
+            .path(LinkLayer::Ethernet, QpType::Rc, Some(RoceVersion::V2))
+            .unwrap();
+        assert_eq!(p.udp_sport, 0, "left to the device (the QP pair's port)");
     }
 
     #[test]
@@ -257,5 +279,19 @@ mod tests {
                 .unwrap();
             assert!(p.fl && p.rlid == 0 && p.rmac == [0; 6]);
         }
+        // An IB force-loopback path with a GRH keeps the grh bit.
+        let mut fl = AddressHandle::loopback(1);
+        let gid = [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1];
+        fl.grh = Some(GlobalRoute::new(gid, 0));
+        assert!(
+            fl.path(LinkLayer::InfiniBand, QpType::Rc, None)
+                .unwrap()
+                .grh
+        );
+        // A link layer that is neither is refused.
+        assert!(matches!(
+            AddressHandle::ib(1, 1).path(LinkLayer::Other(7), QpType::Rc, None),
+            Err(DeviceError::BadPath { .. })
+        ));
     }
 }

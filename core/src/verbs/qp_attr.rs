@@ -161,8 +161,11 @@ pub struct AddressHandle {
     pub grh: Option<GlobalRoute>,
     /// Destination MAC (RoCE).
     pub dmac: [u8; 6],
-    /// UDP source port (RoCE v2, RC and UC; 0: the device picks the
-    /// kernel's port for the QP pair).
+    /// UDP source port (RoCE v2 sources, RC and UC; a bareverbs extension
+    /// over `ibv_ah_attr`). 0: the kernel's rule — the flow label's port
+    /// when the GRH has one, else, once bring-up has turned on
+    /// `sw_r_roce_src_udp_port`, the driver fills in the QP pair's port at
+    /// INIT2RTR.
     pub udp_sport: u16,
     /// Loop packets back inside this function (force-loopback).
     pub force_loopback: bool,

@@ -291,7 +291,8 @@ impl DataPath for FabricPath {
 /// The fabric plays the subnet manager and the vendor's MAC assignment:
 /// when `fw` keeps the defaults, an InfiniBand port reports the fabric's
 /// LID for the device (QUERY_HCA_VPORT_CONTEXT), and the device's MAC
-/// (and the GUIDs derived from it) ends in its index, so functions on one
+/// (and the GUIDs derived from it) ends in its index (the last two bytes
+/// count up from the default's), so functions on one
 /// fabric are told apart by their addresses as on a real network.
 pub fn bring_up_on(
     fabric: &Fabric,
@@ -305,7 +306,8 @@ pub fn bring_up_on(
         fw.lid = nic.lid();
     }
     if fw.mac == d.mac {
-        fw.mac[5] = fw.mac[5].wrapping_add(nic.index() as u8);
+        let low = u16::from_be_bytes([fw.mac[4], fw.mac[5]]).wrapping_add(nic.index() as u16);
+        [fw.mac[4], fw.mac[5]] = low.to_be_bytes();
         if fw.node_guid == d.node_guid {
             fw.node_guid = guid_of_mac(fw.mac);
         }
