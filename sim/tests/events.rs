@@ -182,3 +182,29 @@ fn a_full_slice_stops_the_call_with_more() {
     let got = d.poll_cq_events(1, &mut cqns).unwrap();
     assert_eq!((got.n, got.more), (2, false));
 }
+
+/// Arming a CQ that already holds unpolled CQEs raises its event at once
+/// (the arm carries the consumer index, which hardware compares with its
+/// producer index): a consumer that arms after its last poll cannot miss
+/// a completion that slipped in between.
+#[test]
+fn arming_behind_unpolled_cqes_fires_at_once() {
+    let fabric = Fabric::new(25);
+    let c = ctx(&fabric);
+    let pd = c.alloc_pd().unwrap();
+    let buf = c.alloc_buffer(4096).unwrap();
+    let mr = c
+        .reg_mr(&pd, &buf, Access::LOCAL_WRITE | Access::REMOTE_WRITE)
+        .unwrap();
+    let cq = c.create_cq_on(32, 1).unwrap();
+    let attr = QpInitAttr::new(QpType::Rc, &cq, &cq, QpCap::new(16, 16, 1, 1));
+    let mut qp: Qp = c.create_qp(&pd, &attr).unwrap();
+    loopback(&mut qp);
+    write(&mut qp, &mr, 1);
+    cq.req_notify(false).unwrap();
+    assert_eq!(c.get_cq_event(1, 1000, &[&cq]).unwrap(), Some(0));
+    assert_eq!(drain(&cq, &mut qp), [1]);
+    // Polled empty, then armed: nothing until the next CQE.
+    cq.req_notify(false).unwrap();
+    assert_eq!(c.get_cq_event(1, 1000, &[&cq]).unwrap(), None);
+}

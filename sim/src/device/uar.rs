@@ -52,8 +52,20 @@ unsafe impl Uar for SimUar {
             let cqn = (v & 0xff_ffff) as usize;
             let cmd = (v >> 32) as u32;
             if let Ok(mut w) = self.w.try_borrow_mut() {
-                if let Some(Some(cq)) = w.devs[self.dev as usize].cqs.get_mut(cqn) {
-                    cq.armed = Some(cmd & CQ_DB_REQ_NOT_SOL != 0);
+                let dev = &mut w.devs[self.dev as usize];
+                if let Some(Some(cq)) = dev.cqs.get_mut(cqn) {
+                    // The arm carries the consumer index: with CQEs already
+                    // past it the event fires at once (as mlx5 hardware
+                    // compares it with its producer index), else on the
+                    // next CQE.
+                    let ci = cmd & 0x00ff_ffff;
+                    if cq.pi & 0x00ff_ffff != ci {
+                        cq.armed = None;
+                        dev.events
+                            .push(crate::objects::AsyncEvent::Completion { cqn: cqn as u32 });
+                    } else {
+                        cq.armed = Some(cmd & CQ_DB_REQ_NOT_SOL != 0);
+                    }
                 }
             }
         } else if offset >= BF_OFFSET {

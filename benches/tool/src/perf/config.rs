@@ -51,6 +51,9 @@ pub struct PerfRunConfig {
     /// Device capabilities used for sizing.
     #[serde(skip)]
     pub caps: DeviceCaps,
+    /// Completions by CQ event (`-e`): armed CQs, sleeping on the
+    /// completion vector, instead of busy polling.
+    pub events: bool,
 }
 
 fn sizing_type(c: Conn) -> QpType {

@@ -150,6 +150,11 @@ pub struct PerfArgs {
     /// Device capabilities (TOML, as `budget --caps`).
     #[arg(long)]
     pub caps: Option<PathBuf>,
+    /// Sleep on CQ events (perftest's `-e`): arm the CQs and wait for the
+    /// completion interrupt instead of polling (`--device fw-sim` or
+    /// `vfio:BDF`).
+    #[arg(short = 'e', long = "events")]
+    pub events: bool,
 }
 
 /// The perf flags of the command line `v` (without the program name), for

@@ -43,6 +43,12 @@ pub fn perftest_rules(test: PerfTest, args: &PerfArgs) -> anyhow::Result<()> {
         (Conn::Ud, v) if v != Verb::Send => bail!("UD connection only possible in SEND verb"),
         _ => {}
     }
+    if args.events && verb == Verb::Write {
+        bail!(" Events feature not available on WRITE verb");
+    }
+    if args.events && args.duration.is_some() {
+        bail!("Duration mode doesn't work with events.");
+    }
     if let Some(m) = args.mtu.filter(|m| !PERFTEST_MTUS.contains(m)) {
         bail!(
             "Invalid MTU - {}: please choose mtu from {{256,512,1024,2048,4096}}",
@@ -278,6 +284,7 @@ pub fn configs_on_port(
             duration: args.duration,
             mtu: eff_mtu,
             caps,
+            events: args.events,
         });
     }
     Ok(out)

@@ -180,6 +180,7 @@ fn side(
             cq,
             mrs,
             ring: sq_ring,
+            cq_uar: None,
         }),
         qpn,
         out,

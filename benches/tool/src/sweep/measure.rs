@@ -63,6 +63,7 @@ pub(super) fn measure_row(
         duration: None,
         mtu: 4096,
         caps,
+        events: false,
     };
     let rep = match be.run(&cfg) {
         Ok(r) => r,

@@ -5,12 +5,12 @@
 use super::connect::{mtu_enum, Link};
 use super::objects::Objects;
 use super::options::CmdOptions;
-use super::pair::open_pair;
+use super::pair::{open_pair, EVENT_VECTOR};
 use crate::perf::config::PerfRunConfig;
-use crate::perf::engine::{Pair, PerfDevice, Plan, Timer};
+use crate::perf::engine::{EventWait, Pair, PerfDevice, Plan, Timer};
 use anyhow::anyhow;
 use bareverbs::cmd::{Bar0, Clock};
-use bareverbs::device::{Device, UarMap};
+use bareverbs::device::{Device, Interrupts, UarMap};
 use bareverbs::platform::DmaAllocator;
 use bareverbs::qp::QpType;
 use bareverbs::sizing::DeviceCaps;
@@ -58,9 +58,20 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator, T: Timer> Drop for CmdBackend<
     }
 }
 
+/// Event mode's wait: the completion events of [`EVENT_VECTOR`], each
+/// checked by the core against the CQs it holds before it counts.
+impl<B: Bar0 + UarMap + Interrupts, C: Clock, A: DmaAllocator> EventWait for Device<B, C, A> {
+    fn wait(&mut self, timeout_us: u64, cqns: &mut [u32]) -> anyhow::Result<usize> {
+        let got = self
+            .wait_cq_events(EVENT_VECTOR, timeout_us, cqns)
+            .map_err(|e| anyhow!("waiting for a completion event: {e}"))?;
+        Ok(got.n)
+    }
+}
+
 impl<B, C, A, T> PerfDevice for CmdBackend<B, C, A, T>
 where
-    B: Bar0 + UarMap,
+    B: Bar0 + UarMap + Interrupts,
     B::Uar: 'static,
     C: Clock,
     A: DmaAllocator,
@@ -119,6 +130,11 @@ where
         &mut self.timer
     }
 
+    fn timer_and_events(&mut self) -> (&mut dyn Timer, Option<&mut dyn EventWait>) {
+        let ev = self.dev.as_mut().map(|d| d as &mut dyn EventWait);
+        (&mut self.timer, ev)
+    }
+
     fn open(&mut self, cfg: &PerfRunConfig, plan: &Plan) -> anyhow::Result<Vec<Pair>> {
         let dev = self
             .dev
@@ -131,6 +147,10 @@ where
             mtu: mtu_enum(cfg.mtu)?,
             log_ra: hca.log_max_ra_req_qp.min(hca.log_max_ra_res_qp).min(4),
         };
+        if cfg.events && dev.comp_eqn(EVENT_VECTOR).is_none() {
+            dev.create_comp_eq(EVENT_VECTOR)
+                .map_err(|e| anyhow!("CREATE_EQ for completion vector {EVENT_VECTOR}: {e}"))?;
+        }
         let objs = &mut self.objs;
         let pd = dev.alloc_pd().map_err(|e| anyhow!("ALLOC_PD: {e}"))?;
         objs.pd = Some(pd);

@@ -44,7 +44,7 @@ where
     let mut mrs_a = Vec::new();
     let mut mrs_b = Vec::new();
     let areas = message_areas(dev, objs, pd, plan, &mut mrs_a, &mut mrs_b)?;
-    let first_cq = create_cqs(dev, objs, plan)?;
+    let first_cq = create_cqs(dev, objs, plan, cfg.events.then_some(EVENT_VECTOR))?;
     let first_qp = create_qps(dev, objs, plan, link, pd, q, first_cq)?;
     let (qa, qb) = connect_pair(dev, objs, link, first_qp)?;
     let queues = queue_configs(dev, opts, cfg, plan);
@@ -81,10 +81,16 @@ fn message_areas<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(
 
 /// Creates the pair's two CQs (A's, then B's); returns the index of A's
 /// in `objs.cqs`.
+/// The completion vector of event mode (`-e`): the first completion
+/// vector, as perftest's `--eq_num` default (`mlx5_0_comp0`) names the
+/// first completion EQ.
+pub(super) const EVENT_VECTOR: u16 = 1;
+
 fn create_cqs<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(
     dev: &mut Device<B, C, A>,
     objs: &mut Objects,
     plan: &Plan,
+    vector: Option<u16>,
 ) -> anyhow::Result<usize> {
     // Each CQ holds a completion for every WR its QP may have outstanding
     // (ref §3.7): the run's cap on send WRs plus the receive queue.
@@ -92,7 +98,7 @@ fn create_cqs<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(
     let first_cq = objs.cqs.len();
     for _ in 0..2 {
         let cq = dev
-            .create_cq(ncqe, CqeSize::B64)
+            .create_cq_on(ncqe, CqeSize::B64, vector)
             .map_err(|e| anyhow!("CREATE_CQ with {ncqe} entries: {e}"))?;
         objs.cqs.push(cq);
     }
@@ -239,8 +245,14 @@ where
         .map_err(|e| anyhow!("{e}"))?;
     // Queue storage sized at run time from the geometry the device was
     // given (no size macro, no big stack).
+    let cq_uar = |dev: &mut Device<B, C, A>| {
+        let i = dev.uar_index();
+        dev.map_uar(i).map_err(|e| anyhow!("{e}"))
+    };
+    let (cq_uar_a, cq_uar_b) = (cq_uar(dev)?, cq_uar(dev)?);
     let a = make_side(
         uar_a,
+        cq_uar_a,
         &objs.qps[first_qp],
         &objs.cqs[first_cq],
         sqc_a,
@@ -249,6 +261,7 @@ where
     )?;
     let b = make_side(
         uar_b,
+        cq_uar_b,
         &objs.qps[first_qp + 1],
         &objs.cqs[first_cq + 1],
         sqc_b,

@@ -25,6 +25,9 @@ pub(in crate::perf) struct Side<U: Uar> {
     pub(in crate::perf) mrs: Vec<MemoryRegion>,
     /// The send ring (WQEs are read back from it).
     pub(in crate::perf) ring: DmaBuf,
+    /// The UAR page the CQ is armed through (event mode; `None` on the
+    /// direct simulator device).
+    pub(in crate::perf) cq_uar: Option<U>,
 }
 
 impl<U: Uar> SideOps for Side<U> {
@@ -63,6 +66,20 @@ impl<U: Uar> SideOps for Side<U> {
     fn cur_post(&self) -> u32 {
         self.qp.sq.cur_post()
     }
+    fn cqn(&self) -> u32 {
+        self.cq.cqn()
+    }
+    fn arm(&mut self) -> anyhow::Result<()> {
+        let uar = self
+            .cq_uar
+            .as_mut()
+            .ok_or_else(|| anyhow!("this device has no completion events"))?;
+        self.cq.arm(false, uar);
+        Ok(())
+    }
+    fn event_consumed(&mut self) {
+        self.cq.event_consumed();
+    }
     fn wqe_ds(&self, wqebb: u32) -> u32 {
         let n = self.ring.len / 64;
         let off = (wqebb as usize & (n - 1)) * 64 + 7;
@@ -75,6 +92,7 @@ impl<U: Uar> SideOps for Side<U> {
 /// The data-path queues over one side's command-created QP and CQ.
 pub(super) fn make_side<U: Uar + 'static>(
     uar: U,
+    cq_uar: U,
     qp: &QpHandle,
     cq: &CqHandle,
     sqc: SqConfig,
@@ -117,5 +135,6 @@ pub(super) fn make_side<U: Uar + 'static>(
         cq: cqq.map_err(|e| anyhow!("CQ: {e}"))?,
         mrs,
         ring: qp.sq(),
+        cq_uar: Some(cq_uar),
     }))
 }

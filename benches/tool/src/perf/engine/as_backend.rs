@@ -97,8 +97,25 @@ pub fn run_on<D: PerfDevice + ?Sized>(
     };
     let (local, remote) = (pairs[0].local.clone(), pairs[0].remote.clone());
     let r = {
-        let mut e = Engine::new(dev.timer(), pairs, &plan, cfg);
-        e.run().map(|()| e.finish(&plan))
+        let (timer, events) = dev.timer_and_events();
+        let events = match (cfg.events, events) {
+            (false, _) => None,
+            (true, Some(ev)) => Some(ev),
+            (true, None) => {
+                drop(pairs);
+                let _ = dev.close();
+                anyhow::bail!(
+                    "-e (sleep on CQ events) needs a device with completion events: \
+                     --device fw-sim or vfio:BDF"
+                );
+            }
+        };
+        let cpu = super::cpu::CpuUse::start();
+        let mut e = Engine::new(timer, events, pairs, &plan, cfg);
+        e.run().map(|()| e.finish(&plan)).map(|mut rep| {
+            cpu.finish(&mut rep.counters);
+            rep
+        })
     };
     let c = dev.close();
     let mut rep = r?;

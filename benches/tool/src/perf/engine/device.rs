@@ -2,6 +2,7 @@
 //! for a perftest run (name, sizing caps, memory limits, the clock, open
 //! and close the pairs, annotate the report).
 
+use super::events::EventWait;
 use super::pair::Pair;
 use super::plan::Plan;
 use super::timer::Timer;
@@ -36,6 +37,12 @@ pub trait PerfDevice {
     }
     /// The run's clock.
     fn timer(&mut self) -> &mut dyn Timer;
+    /// The run's clock and, when `cfg.events` asks for completions by
+    /// event, what to sleep on (devices without events return `None`;
+    /// they refuse `-e` in [`refuse`](Self::refuse)).
+    fn timer_and_events(&mut self) -> (&mut dyn Timer, Option<&mut dyn EventWait>) {
+        (self.timer(), None)
+    }
     /// Creates and connects `plan.pairs` QP pairs with their registered
     /// slots. What it created stays until [`close`](Self::close).
     fn open(&mut self, cfg: &PerfRunConfig, plan: &Plan) -> anyhow::Result<Vec<Pair>>;

@@ -37,6 +37,8 @@
 //! | `errors` | the typed refusals [`QpRejected`], [`TooMuchMemory`] |
 //! | `timer` | the clock of a run ([`Timer`], [`WallTimer`]) |
 //! | `side` | one side's data path ([`SideOps`]) |
+//! | `events` | sleeping on completion events (`-e`, [`EventWait`]) |
+//! | `cpu` | the CPU time of a run against its wall-clock time |
 //! | `pair` | a connected QP pair and its message slots ([`Slot`], [`Areas`], [`PairAreas`], [`Pair`]) |
 //! | `plan` | what a run decides before anything is created ([`Plan`]) and its memory check |
 //! | `device` | the backend trait [`PerfDevice`] |
@@ -47,8 +49,10 @@
 
 mod as_backend;
 mod consts;
+mod cpu;
 mod device;
 mod errors;
+mod events;
 mod pair;
 mod payload;
 mod plan;
@@ -61,6 +65,7 @@ pub use as_backend::run_on;
 pub use consts::{AREA_BYTES, DEFAULT_TIMEOUT_NS, GRH_BYTES, QKEY, RQ_WQES, SIM_INFLIGHT_BYTES};
 pub use device::PerfDevice;
 pub use errors::{QpRejected, TooMuchMemory};
+pub use events::EventWait;
 pub use pair::{Areas, Pair, PairAreas, Slot};
 pub use plan::Plan;
 pub use side::SideOps;

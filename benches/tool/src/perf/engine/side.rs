@@ -26,4 +26,14 @@ pub trait SideOps {
     fn cur_post(&self) -> u32;
     /// DS count of the WQE whose first WQEBB is `wqebb`, read from the ring.
     fn wqe_ds(&self, wqebb: u32) -> u32;
+    /// The side's CQ number (event mode).
+    fn cqn(&self) -> u32 {
+        0
+    }
+    /// Arms the side's CQ for its next completion event (event mode).
+    fn arm(&mut self) -> anyhow::Result<()> {
+        anyhow::bail!("this backend has no completion events")
+    }
+    /// Records a consumed completion event of the side's CQ.
+    fn event_consumed(&mut self) {}
 }

@@ -21,6 +21,7 @@ mod report;
 mod timeouts;
 
 use super::consts::DEFAULT_TIMEOUT_NS;
+use super::events::EventWait;
 use super::pair::{Pair, Slot};
 use super::plan::Plan;
 use super::side::SideOps;
@@ -66,6 +67,10 @@ enum Who {
 /// The mutable state of one run.
 pub(super) struct Engine<'t> {
     timer: &'t mut dyn Timer,
+    /// Event mode (`-e`): sleep on completion events between polls.
+    events: Option<&'t mut dyn EventWait>,
+    /// Completion events taken (event mode).
+    wakeups: u64,
     pairs: Vec<PairRun>,
     body: Vec<u8>,
     test: PerfTest,
@@ -96,6 +101,7 @@ pub(super) struct Engine<'t> {
 impl<'t> Engine<'t> {
     pub(super) fn new(
         timer: &'t mut dyn Timer,
+        events: Option<&'t mut dyn EventWait>,
         pairs: Vec<Pair>,
         plan: &Plan,
         cfg: &PerfRunConfig,
@@ -136,6 +142,8 @@ impl<'t> Engine<'t> {
             .collect();
         Engine {
             timer,
+            events,
+            wakeups: 0,
             pairs,
             body,
             test: cfg.test,

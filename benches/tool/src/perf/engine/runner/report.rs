@@ -80,6 +80,9 @@ impl Engine<'_> {
         c.insert("doorbells".into(), self.doorbells as f64);
         c.insert("wrs_posted".into(), self.post_wrs as f64);
         c.insert("cqes_polled".into(), self.cqes as f64);
+        if self.events.is_some() {
+            c.insert("cq_events".into(), self.wakeups as f64);
+        }
         c.insert("window".into(), self.window as f64);
         c.insert("slots".into(), plan.slots as f64);
         c.insert("posted_sge".into(), plan.k as f64);

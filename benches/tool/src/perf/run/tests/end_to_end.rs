@@ -197,3 +197,53 @@ fn unreliable_bandwidth_keeps_to_the_link() {
         );
     }
 }
+
+/// `-e` (perftest's event mode) on the command path: every completion is
+/// found after sleeping on the completion vector (one CQ event per
+/// wake-up, checked by the core), every byte as sent, and the run's CPU
+/// use reported beside the polling run's.
+#[test]
+fn events_mode_on_fw_sim() {
+    for (test, wrs) in [
+        (PerfTest::SendLat, 400),
+        (PerfTest::ReadBw, 200),
+        (PerfTest::SendBw, 200),
+    ] {
+        let mut polled = None;
+        for e in [false, true] {
+            let mut a = vec!["--device", "fw-sim", "-n", "200", "--json"];
+            if e {
+                a.push("-e");
+            }
+            let j: serde_json::Value =
+                serde_json::from_str(&run(test, &args(&a)).unwrap()).unwrap();
+            let r = &j["results"][0];
+            assert_eq!(r["posted"], wrs, "{test:?} -e {e}");
+            assert_eq!(r["completed_ok"], wrs, "{test:?} -e {e}");
+            assert_eq!(
+                (r["completed_err"].as_u64(), r["mismatches"].as_u64()),
+                (Some(0), Some(0))
+            );
+            let c = &r["device_counters"];
+            assert!(c["cpu_percent"].as_f64().is_some(), "{c}");
+            let cqes = if r["counters"]["cqes_polled"].is_null() {
+                c["cqes_polled"].clone()
+            } else {
+                r["counters"]["cqes_polled"].clone()
+            };
+            let events = c["cq_events"].as_f64();
+            if e {
+                let n = events.unwrap();
+                assert!(n >= 1.0 && n <= cqes.as_f64().unwrap() * 2.0, "{c}");
+                assert_eq!(
+                    cqes,
+                    *polled.as_ref().unwrap(),
+                    "the same completions either way"
+                );
+            } else {
+                assert!(events.is_none(), "no events without -e");
+                polled = Some(cqes);
+            }
+        }
+    }
+}

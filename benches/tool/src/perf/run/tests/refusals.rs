@@ -186,3 +186,39 @@ fn perftest_adjustments() {
     let c = configs(PerfTest::SendBw, &args(&["-c", "UD", "-m", "2048"])).unwrap();
     assert_eq!(c[0].size, 2048);
 }
+
+/// `-e` where perftest refuses it (WRITE, duration mode) with perftest's
+/// words, and on a backend without completion events.
+#[test]
+fn events_refusals() {
+    for t in [PerfTest::WriteLat, PerfTest::WriteBw] {
+        let e = run(t, &args(&["--device", "fw-sim", "-e"])).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("Events feature not available on WRITE verb"),
+            "{e}"
+        );
+    }
+    let e = run(
+        PerfTest::SendBw,
+        &args(&["--device", "fw-sim", "-e", "-D", "1"]),
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("Duration mode doesn't work with events."),
+        "{e}"
+    );
+    for dev in ["sim", "model"] {
+        let e = run(
+            PerfTest::SendLat,
+            &args(&["--device", dev, "-e", "-n", "10"]),
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("needs a device with completion events"),
+            "{dev}: {e}"
+        );
+    }
+}
