@@ -58,7 +58,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator, T: Timer> Drop for CmdBackend<
     }
 }
 
-/// Event mode's wait: the completion events of [`EVENT_VECTOR`], each
+/// Event mode's wait: the completion events of the first completion vector, each
 /// checked by the core against the CQs it holds before it counts.
 impl<B: Bar0 + UarMap + Interrupts, C: Clock, A: DmaAllocator> EventWait for Device<B, C, A> {
     fn wait(&mut self, timeout_us: u64, cqns: &mut [u32]) -> anyhow::Result<usize> {
