@@ -208,3 +208,38 @@ fn arming_behind_unpolled_cqes_fires_at_once() {
     cq.req_notify(false).unwrap();
     assert_eq!(c.get_cq_event(1, 1000, &[&cq]).unwrap(), None);
 }
+
+/// An event for a CQ the call did not wait on is kept, not lost: the call
+/// that waits on that CQ gets it. A CQ without a completion vector cannot
+/// be armed (nothing could wait for its event).
+#[test]
+fn events_for_other_cqs_are_kept_for_their_waiter() {
+    let fabric = Fabric::new(26);
+    let c = ctx(&fabric);
+    let pd = c.alloc_pd().unwrap();
+    let buf = c.alloc_buffer(4096).unwrap();
+    let mr = c
+        .reg_mr(&pd, &buf, Access::LOCAL_WRITE | Access::REMOTE_WRITE)
+        .unwrap();
+    let cq = c.create_cq_on(32, 1).unwrap();
+    let idle = c.create_cq_on(32, 1).unwrap();
+    let attr = QpInitAttr::new(QpType::Rc, &cq, &cq, QpCap::new(16, 16, 1, 1));
+    let mut qp: Qp = c.create_qp(&pd, &attr).unwrap();
+    loopback(&mut qp);
+    cq.req_notify(false).unwrap();
+    idle.req_notify(false).unwrap();
+    write(&mut qp, &mr, 1);
+    assert_eq!(c.get_cq_event(1, 1000, &[&idle]).unwrap(), None);
+    assert_eq!(c.get_cq_event(1, 1000, &[&idle, &cq]).unwrap(), Some(1));
+    assert_eq!(drain(&cq, &mut qp), [1]);
+    assert_eq!(
+        c.get_cq_event(1, 1000, &[&cq]).unwrap(),
+        None,
+        "delivered once"
+    );
+    let plain = c.create_cq(32).unwrap();
+    assert!(matches!(
+        plain.req_notify(false),
+        Err(Error::Unsupported { .. })
+    ));
+}

@@ -31,6 +31,9 @@ use core::mem::ManuallyDrop;
 pub struct Context<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> {
     dev: ManuallyDrop<RefCell<Device<B, C, A>>>,
     next_uidx: Cell<u32>,
+    /// Completion events taken for CQs a `get_cq_event` call did not wait
+    /// on: (vector, CQ number), delivered later.
+    pending: RefCell<heapless::Vec<(u16, u32), 64>>,
 }
 
 impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> fmt::Debug for Context<B, C, A> {
@@ -49,6 +52,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Context<B, C, A> {
         Context {
             dev: ManuallyDrop::new(RefCell::new(dev)),
             next_uidx: Cell::new(1),
+            pending: RefCell::new(heapless::Vec::new()),
         }
     }
 
@@ -434,27 +438,51 @@ impl<B: Bar0 + UarMap + Interrupts, C: Clock, A: DmaAllocator> Context<B, C, A> 
     /// for, with that CQ's event recorded as consumed (arm it again with
     /// [`CompletionQueue::req_notify`] before polling it empty). `None` is a
     /// timeout. The device's event is checked first: only a CQ this context
-    /// holds on that vector's EQ counts
-    /// ([`Device::poll_cq_events`]); an event for a CQ of this context
-    /// that is not in `cqs` is consumed and skipped.
+    /// holds on that vector's EQ counts ([`Device::poll_cq_events`]). An
+    /// event for a CQ of this context that is not in `cqs` is kept (up to
+    /// 64) and delivered by the first call that waits on that CQ.
     pub fn get_cq_event(
         &self,
         vector: u16,
         timeout_us: u64,
         cqs: &[&CompletionQueue<'_>],
     ) -> Result<Option<usize>, Error> {
+        let held = |cqn: u32| cqs.iter().position(|c| c.cqn() == cqn);
+        {
+            let mut p = self.pending.borrow_mut();
+            if let Some(k) = p
+                .iter()
+                .position(|&(v, c)| v == vector && held(c).is_some())
+            {
+                let (_, cqn) = p.remove(k);
+                let i = held(cqn).unwrap_or(0);
+                cqs[i].event_consumed();
+                return Ok(Some(i));
+            }
+        }
+        let start = self.dev.borrow_mut().clock_mut().now_us();
         let mut cqn = [0u32; 1];
         loop {
-            let got = self
-                .dev
-                .borrow_mut()
-                .wait_cq_events(vector, timeout_us, &mut cqn)?;
+            let mut d = self.dev.borrow_mut();
+            let spent = d.clock_mut().now_us().saturating_sub(start);
+            if spent >= timeout_us {
+                return Ok(None);
+            }
+            let got = d.wait_cq_events(vector, timeout_us - spent, &mut cqn)?;
+            drop(d);
             if got.n == 0 {
                 return Ok(None);
             }
-            if let Some(i) = cqs.iter().position(|c| c.cqn() == cqn[0]) {
+            if let Some(i) = held(cqn[0]) {
                 cqs[i].event_consumed();
                 return Ok(Some(i));
+            }
+            // Another CQ's event: kept for the call that waits on it.
+            if self.pending.borrow_mut().push((vector, cqn[0])).is_err() {
+                return Err(Error::Unsupported {
+                    what: "more undelivered completion events than get_cq_event keeps (64): \
+                           wait with every armed CQ of the vector in the slice",
+                });
             }
         }
     }

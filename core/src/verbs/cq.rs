@@ -74,6 +74,11 @@ impl<'a> CompletionQueue<'a> {
     /// after each event. Events are taken by
     /// [`Context::get_cq_event`](super::Context::get_cq_event).
     pub fn req_notify(&self, solicited_only: bool) -> Result<(), super::Error> {
+        if self.vector.is_none() {
+            return Err(super::Error::Unsupported {
+                what: "arming a CQ without a completion vector (create it with create_cq_on)",
+            });
+        }
         let mut q = self.cq.borrow_mut();
         Ok(self.owner.arm_cq(&mut q, solicited_only)?)
     }

@@ -127,7 +127,8 @@ impl SimFirmware {
             return false;
         };
         let nent = 1u32 << eq.log_size;
-        if eq.pi.wrapping_sub(eq.ci) >= nent {
+        // The driver's consumer index is 24 bits wide (the doorbell's).
+        if eq.pi.wrapping_sub(eq.ci) & 0x00ff_ffff >= nent {
             if let Some(e) = self.objects.eqs.get_mut(&eq.eqn) {
                 e.overruns += 1;
             }
@@ -149,8 +150,14 @@ impl SimFirmware {
         if let Some(e) = self.objects.eqs.get_mut(&eq.eqn) {
             e.pi = e.pi.wrapping_add(1);
             if e.armed {
+                // The EQ fires; without an eventfd on the vector (not
+                // enabled by the host) the interrupt is lost, as MSI-X
+                // without a handler is.
                 e.armed = false;
-                self.irq_pending |= 1u64 << (e.intr & 63);
+                let bit = 1u64 << (e.intr & 63);
+                if self.irq_enabled & bit != 0 {
+                    self.irq_pending |= bit;
+                }
             }
         }
         true

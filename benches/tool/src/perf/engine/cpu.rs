@@ -7,7 +7,8 @@ use std::time::Instant;
 
 /// User and system CPU time of the process so far, in microseconds.
 fn cpu_us() -> (u64, u64) {
-    // SAFETY: `getrusage` writes one `rusage` into the zeroed value we own.
+    // SAFETY: `rusage` is plain integers and `timeval`s: all-zero bytes
+    // are a valid value.
     let mut u: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: valid pointer to a live `rusage`; RUSAGE_SELF is a valid
     // `who`.

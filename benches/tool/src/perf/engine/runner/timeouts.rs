@@ -141,8 +141,12 @@ impl Engine<'_> {
             // Event mode: arm and sleep until a completion arrives (the
             // next pass looks at what it brought).
             self.arm_all()?;
-            let left = self.timeout_ns.saturating_sub(idle) / 1000;
-            self.sleep_on_events(left)?;
+            let mut left = self.timeout_ns.saturating_sub(idle);
+            if send && !reliable {
+                // A lost SEND raises no event: wake for the loss check.
+                left = left.min(LOSS_GRACE_NS.saturating_sub(idle).max(1));
+            }
+            self.sleep_on_events(left / 1000)?;
         } else {
             self.timer.relax();
         }
