@@ -12,8 +12,8 @@
 
 use super::objects::Obj;
 use super::{Device, DeviceError, Interrupts, UarMap};
-use crate::cmd::eq::{Eqe, EventQueue, EQE_BYTES, NUM_SPARE_EQE};
-use crate::cmd::{ops, Bar0, Clock};
+use crate::cmd::eq::{Eqe, EventQueue, NUM_SPARE_EQE};
+use crate::cmd::{Bar0, Clock};
 use crate::platform::{DmaAllocator, Uar, EQ_DOORBELL_ARM, EQ_DOORBELL_NO_ARM};
 
 /// Completion EQs a device holds at most (vectors 1 ..= 8).
@@ -66,37 +66,8 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         }
         let log_max = self.hca.log_max_eq_sz.min(31);
         let nent = COMP_EQ_ENTRIES.min(1 << log_max);
-        let bytes = nent as usize * EQE_BYTES;
-        let npages = bytes.div_ceil(4096);
-        Self::check_pages(npages)?;
-        let ring = self.alloc_dma(npages * 4096, "completion EQ")?;
-        let Some(uar) = self.bar.map_uar(self.uar) else {
-            self.free_dma(&[ring]);
-            return Err(DeviceError::NoUar { index: self.uar });
-        };
-        // SAFETY: fresh ring owned by the EQ, not yet given to the device.
-        let Some(mut eq) = (unsafe { EventQueue::new(ring, nent) }) else {
-            self.free_dma(&[ring]);
-            return Err(DeviceError::OutOfDmaMemory {
-                what: "completion EQ",
-            });
-        };
-        let p = ops::EqParams {
-            log_eq_size: nent.trailing_zeros() as u8,
-            uar_page: self.uar,
-            intr: vector as u8,
-            event_bitmask: 0,
-            pages_iova: ring.iova,
-            npages,
-        };
-        let r = ops::create_eq(&mut self.inb, &p);
-        if let Err(e) = self.exec(r) {
-            if !matches!(e, crate::cmd::CmdError::Timeout { .. }) {
-                self.free_dma(&[ring]);
-            }
-            return Err(e.into());
-        }
-        let eqn = ops::parse_create_eq(&self.outb);
+        let (eq, mut uar) = self.open_eq(nent, vector as u8, 0, "completion EQ")?;
+        let eqn = eq.eqn();
         let taken = self.eq.as_ref().is_some_and(|(e, _)| e.eqn() == eqn)
             || self.comp_eqs.iter().any(|c| c.eq.eqn() == eqn);
         if taken {
@@ -108,8 +79,6 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
                 number: eqn as u32,
             });
         }
-        eq.set_eqn(eqn);
-        let mut uar = uar;
         uar.write32(EQ_DOORBELL_ARM, eq.doorbell());
         // Capacity was checked by `comp_eq_index`'s bound on `vector`.
         let _ = self.comp_eqs.push(CompEq { eq, uar, vector });

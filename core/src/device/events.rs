@@ -19,46 +19,62 @@ pub struct EventsServed {
 }
 
 impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
-    pub(super) fn create_async_eq(&mut self) -> Result<(), DeviceError> {
-        let nent = ASYNC_EQ_ENTRIES;
+    /// Creates an EQ of `nent` entries (power of two) interrupting on
+    /// `intr` with the event subscriptions `mask`: its ring (every owner
+    /// bit 1), CREATE_EQ on the function's UAR page, the number firmware
+    /// returned. The caller arms it. A failed command is
+    /// [`DeviceError::Cmd`]; the ring is freed unless the command timed out
+    /// (firmware may still write it then).
+    pub(super) fn open_eq(
+        &mut self,
+        nent: u32,
+        intr: u8,
+        mask: u64,
+        what: &'static str,
+    ) -> Result<(EventQueue, B::Uar), DeviceError> {
         let bytes = nent as usize * EQE_BYTES;
-        let ring = self
-            .alloc
-            .alloc(bytes, 4096)
-            .ok_or(DeviceError::OutOfDmaMemory { what: "async EQ" })?;
-        let uar = match self.bar.map_uar(self.uar) {
-            Some(u) => u,
-            None => {
-                // SAFETY: fresh ring, never given to the device.
-                unsafe { self.alloc.free(ring) };
-                return Err(DeviceError::NoUar { index: self.uar });
-            }
+        let npages = bytes.div_ceil(4096);
+        Self::check_pages(npages)?;
+        let ring = self.alloc_dma(npages * 4096, what)?;
+        let Some(uar) = self.bar.map_uar(self.uar) else {
+            self.free_dma(&[ring]);
+            return Err(DeviceError::NoUar { index: self.uar });
         };
-        // SAFETY: fresh ring owned by the EQ.
+        // SAFETY: fresh ring owned by the EQ, not yet given to the device.
         let Some(mut eq) = (unsafe { EventQueue::new(ring, nent) }) else {
-            // SAFETY: as above.
-            unsafe { self.alloc.free(ring) };
-            return Err(DeviceError::OutOfDmaMemory { what: "async EQ" });
+            self.free_dma(&[ring]);
+            return Err(DeviceError::OutOfDmaMemory { what });
         };
         let p = ops::EqParams {
             log_eq_size: nent.trailing_zeros() as u8,
             uar_page: self.uar,
-            intr: 0,
-            event_bitmask: 1u64 << crate::cmd::eq::event::PAGE_REQUEST,
+            intr,
+            event_bitmask: mask,
             pages_iova: ring.iova,
-            npages: bytes.div_ceil(4096),
+            npages,
         };
         let r = ops::create_eq(&mut self.inb, &p);
-        if let Err(err) = self.exec(r) {
-            // SAFETY: CREATE_EQ failed, the device does not use the ring.
-            unsafe { self.alloc.free(ring) };
-            return Err(DeviceError::BringUp {
-                step: Step::AsyncEq,
-                err,
-            });
+        if let Err(e) = self.exec(r) {
+            if !matches!(e, crate::cmd::CmdError::Timeout { .. }) {
+                self.free_dma(&[ring]);
+            }
+            return Err(e.into());
         }
         eq.set_eqn(ops::parse_create_eq(&self.outb));
-        let mut uar = uar;
+        Ok((eq, uar))
+    }
+
+    pub(super) fn create_async_eq(&mut self) -> Result<(), DeviceError> {
+        let mask = 1u64 << crate::cmd::eq::event::PAGE_REQUEST;
+        let (eq, mut uar) = match self.open_eq(ASYNC_EQ_ENTRIES, 0, mask, "async EQ") {
+            Err(DeviceError::Cmd(err)) => {
+                return Err(DeviceError::BringUp {
+                    step: Step::AsyncEq,
+                    err,
+                })
+            }
+            r => r?,
+        };
         uar.write32(EQ_DOORBELL_ARM, eq.doorbell());
         self.eq = Some((eq, uar));
         Ok(())

@@ -450,12 +450,12 @@ impl<B: Bar0 + UarMap + Interrupts, C: Clock, A: DmaAllocator> Context<B, C, A> 
         let held = |cqn: u32| cqs.iter().position(|c| c.cqn() == cqn);
         {
             let mut p = self.pending.borrow_mut();
-            if let Some(k) = p
+            let found = p
                 .iter()
-                .position(|&(v, c)| v == vector && held(c).is_some())
-            {
-                let (_, cqn) = p.remove(k);
-                let i = held(cqn).unwrap_or(0);
+                .enumerate()
+                .find_map(|(k, &(v, c))| held(c).filter(|_| v == vector).map(|i| (k, i)));
+            if let Some((k, i)) = found {
+                p.remove(k);
                 cqs[i].event_consumed();
                 return Ok(Some(i));
             }
