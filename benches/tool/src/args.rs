@@ -412,3 +412,21 @@ mod tests {
         assert!(check_output_path("--svg", &dir).is_err());
     }
 }
+
+/// A MAC address as `ip link` prints it: six hexadecimal bytes separated
+/// by `:` (or `-`).
+pub fn mac(text: &str) -> Result<[u8; 6], String> {
+    let parts: Vec<&str> = text.split([':', '-']).collect();
+    let bad = || format!("{text:?} is not a MAC address (six hex bytes, e.g. 0c:42:a1:00:00:01)");
+    if parts.len() != 6 {
+        return Err(bad());
+    }
+    let mut m = [0u8; 6];
+    for (b, p) in m.iter_mut().zip(parts) {
+        if p.is_empty() || p.len() > 2 {
+            return Err(bad());
+        }
+        *b = u8::from_str_radix(p, 16).map_err(|_| bad())?;
+    }
+    Ok(m)
+}

@@ -4,6 +4,7 @@
 //! `--device`. A leaf over the shared types.
 
 use super::config::PerfRunConfig;
+use super::engine::{PeerLink, Role};
 use super::flags::PerfArgs;
 use super::report::PerfRunReport;
 
@@ -18,6 +19,16 @@ pub trait PerfBackend {
     }
     /// Runs one configuration.
     fn run(&mut self, cfg: &PerfRunConfig) -> anyhow::Result<PerfRunReport>;
+    /// Runs this host's side (`role`) of one configuration against the
+    /// peer host behind `link` (perftest's server/client mode).
+    fn run_half(
+        &mut self,
+        _cfg: &PerfRunConfig,
+        _role: Role,
+        _link: &mut dyn PeerLink,
+    ) -> anyhow::Result<PerfRunReport> {
+        anyhow::bail!("{} cannot reach another host", self.name())
+    }
     /// Why this backend cannot honour `cfg` / `args` (a flag perftest
     /// accepts but this backend does not implement), if it cannot.
     fn refuse(&self, _cfg: &PerfRunConfig, _args: &PerfArgs) -> Option<String> {

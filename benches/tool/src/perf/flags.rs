@@ -155,7 +155,38 @@ pub struct PerfArgs {
     /// `vfio:BDF`).
     #[arg(short = 'e', long = "events")]
     pub events: bool,
+    /// The server to connect to (perftest's client mode). Without it, a
+    /// device that can reach another host waits for a client (server
+    /// mode): `vfio:BDF`, or `fw-sim` with `--wire`.
+    #[arg(value_name = "HOST")]
+    pub host: Option<String>,
+    /// TCP port of the out-of-band exchange (perftest's default 18515).
+    #[arg(short = 'p', long = "port", default_value_t = DEF_PORT)]
+    pub port: u16,
+    /// Source GID index (perftest's `-x`; default: perftest's choice
+    /// among the programmed entries, RoCE v2 IPv4 first).
+    #[arg(short = 'x', long = "gid-index")]
+    pub gid_index: Option<u16>,
+    /// This port's IP address, programmed into the GID table as the
+    /// kernel would (RoCE over VFIO, where no kernel fills it).
+    #[arg(long)]
+    pub ip: Option<std::net::IpAddr>,
+    /// The peer port's MAC address (RoCE; default: derived from the
+    /// peer's GID when its GID names it).
+    #[arg(long, value_parser = crate::args::mac)]
+    pub dmac: Option<[u8; 6]>,
+    /// `--device fw-sim` only: join the simulated port to other
+    /// processes' simulated ports over UDP, bound to this address.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub wire: Option<std::net::SocketAddrV4>,
+    /// Run both sides on this device (the NIC's loopback), also where a
+    /// peer host could be reached.
+    #[arg(long, conflicts_with = "host")]
+    pub loopback: bool,
 }
+
+/// perftest's default TCP port of the out-of-band exchange (`DEF_PORT`).
+pub const DEF_PORT: u16 = 18515;
 
 /// The perf flags of the command line `v` (without the program name), for
 /// tests.

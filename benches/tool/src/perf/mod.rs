@@ -20,3 +20,4 @@ pub mod rules;
 pub mod run;
 pub mod sim_backend;
 pub mod steps;
+pub mod two_hosts;

@@ -63,6 +63,38 @@ pub struct PerfRunReport {
     pub local: Option<Endpoint>,
     /// The peer QP (`remote address` line); as `local`.
     pub remote: Option<Endpoint>,
+    /// A two-host run: the peer host and what it reported.
+    pub peer: Option<PeerRun>,
+}
+
+/// The peer host of a two-host run, as the out-of-band exchange showed it.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct PeerRun {
+    /// This host's role: `"client"` or `"server"`.
+    pub role: &'static str,
+    /// The version the peer announced (perftest's version string).
+    pub version: String,
+    /// The peer is bareverbs (its messages carry bareverbs' tags, so what
+    /// it wrote or holds was checked byte for byte); `false` for perftest.
+    pub bareverbs: bool,
+    /// The bandwidth report the peer sent (perftest's `xchg_bw_reports`),
+    /// if the test exchanges one.
+    pub bw: Option<PeerBw>,
+}
+
+/// A bandwidth report as perftest exchanges it (`struct bw_report_data`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct PeerBw {
+    /// Message bytes.
+    pub size: u64,
+    /// Iterations.
+    pub iters: u64,
+    /// Peak bandwidth, in the run's unit (MB/s or Gb/s).
+    pub bw_peak: f64,
+    /// Average bandwidth, in the run's unit.
+    pub bw_avg: f64,
+    /// Average message rate, Mpps.
+    pub msg_rate_avg: f64,
 }
 
 /// The stamps of a `-D` run past the kept ones ([`PerfRunReport::beyond`]).

@@ -3,14 +3,15 @@
 //! and implements [`PerfDevice`] (open a run's QP pairs, close them).
 
 use super::connect::{mtu_enum, Link};
+use super::half::{open_halves, HalfRun};
 use super::objects::Objects;
 use super::options::CmdOptions;
 use super::pair::{open_pair, EVENT_VECTOR};
 use crate::perf::config::PerfRunConfig;
-use crate::perf::engine::{EventWait, Pair, PerfDevice, Plan, Timer};
+use crate::perf::engine::{EventWait, KeyExchange, Pair, PerfDevice, Plan, Role, Timer};
 use anyhow::anyhow;
 use bareverbs::cmd::{Bar0, Clock};
-use bareverbs::device::{Device, Interrupts, UarMap};
+use bareverbs::device::{Device, Interrupts, Pd, UarMap};
 use bareverbs::platform::DmaAllocator;
 use bareverbs::qp::QpType;
 use bareverbs::sizing::DeviceCaps;
@@ -42,6 +43,30 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator, T: Timer> CmdBackend<B, C, A, 
             keep,
             objs: Objects::default(),
         }
+    }
+}
+
+impl<B: Bar0 + UarMap + Interrupts, C: Clock, A: DmaAllocator, T: Timer> CmdBackend<B, C, A, T> {
+    /// What every run starts with: the link settings of `cfg`, the
+    /// completion EQ of event mode, the protection domain.
+    fn prepare_run(&mut self, cfg: &PerfRunConfig) -> anyhow::Result<(Link, Pd)> {
+        let dev = self
+            .dev
+            .as_mut()
+            .ok_or_else(|| anyhow!("the device was torn down"))?;
+        let hca = dev.hca_caps();
+        let link = Link {
+            qp_type: QpType::from(cfg.conn),
+            mtu: mtu_enum(cfg.mtu)?,
+            log_ra: hca.log_max_ra_req_qp.min(hca.log_max_ra_res_qp).min(4),
+        };
+        if cfg.events && dev.comp_eqn(EVENT_VECTOR).is_none() {
+            dev.create_comp_eq(EVENT_VECTOR)
+                .map_err(|e| anyhow!("CREATE_EQ for completion vector {EVENT_VECTOR}: {e}"))?;
+        }
+        let pd = dev.alloc_pd().map_err(|e| anyhow!("ALLOC_PD: {e}"))?;
+        self.objs.pd = Some(pd);
+        Ok((link, pd))
     }
 }
 
@@ -136,29 +161,37 @@ where
     }
 
     fn open(&mut self, cfg: &PerfRunConfig, plan: &Plan) -> anyhow::Result<Vec<Pair>> {
+        let (link, pd) = self.prepare_run(cfg)?;
         let dev = self
             .dev
             .as_mut()
             .ok_or_else(|| anyhow!("the device was torn down"))?;
-        let st = QpType::from(cfg.conn);
-        let hca = dev.hca_caps();
-        let link = Link {
-            qp_type: st,
-            mtu: mtu_enum(cfg.mtu)?,
-            log_ra: hca.log_max_ra_req_qp.min(hca.log_max_ra_res_qp).min(4),
-        };
-        if cfg.events && dev.comp_eqn(EVENT_VECTOR).is_none() {
-            dev.create_comp_eq(EVENT_VECTOR)
-                .map_err(|e| anyhow!("CREATE_EQ for completion vector {EVENT_VECTOR}: {e}"))?;
-        }
         let objs = &mut self.objs;
-        let pd = dev.alloc_pd().map_err(|e| anyhow!("ALLOC_PD: {e}"))?;
-        objs.pd = Some(pd);
         let mut pairs = Vec::with_capacity(plan.pairs);
         for q in 0..plan.pairs {
             pairs.push(open_pair(dev, objs, &self.opts, cfg, plan, &link, pd, q)?);
         }
         Ok(pairs)
+    }
+
+    fn open_half(
+        &mut self,
+        cfg: &PerfRunConfig,
+        plan: &Plan,
+        role: Role,
+        keys: &mut KeyExchange<'_>,
+    ) -> anyhow::Result<Vec<Pair>> {
+        let (link, pd) = self.prepare_run(cfg)?;
+        let dev = self
+            .dev
+            .as_mut()
+            .ok_or_else(|| anyhow!("the device was torn down"))?;
+        let run = HalfRun {
+            role,
+            addr: &self.opts.peer,
+            keys,
+        };
+        open_halves(dev, &mut self.objs, &self.opts, cfg, plan, &link, pd, run)
     }
 
     fn close(&mut self) -> anyhow::Result<()> {

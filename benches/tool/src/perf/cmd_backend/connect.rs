@@ -1,6 +1,7 @@
 //! Connecting a command-created QP: the run's link settings ([`Link`],
 //! the MTU code from [`mtu_enum`]) and the RESET → INIT → RTR → RTS walk
-//! by command ([`connect`]) on the NIC's force-loopback path.
+//! by command: on the NIC's force-loopback path ([`connect`]) or any
+//! address path ([`connect_on`], toward a peer host).
 
 use crate::perf::engine::QKEY;
 use anyhow::{anyhow, bail};
@@ -37,9 +38,28 @@ pub(super) fn connect<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(
     plan: &Link,
     psn: (u32, u32),
 ) -> anyhow::Result<()> {
+    let ud = plan.qp_type == QpType::Ud;
+    let path = AddressPath {
+        fl: !ud,
+        port: 1,
+        ..Default::default()
+    };
+    connect_on(dev, qp, peer, plan, psn, path)
+}
+
+/// RESET → INIT → RTR → RTS by command toward QP `peer` over `path`
+/// (`psn`: the receive PSN the peer starts at, this QP's send PSN).
+pub(super) fn connect_on<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(
+    dev: &mut Device<B, C, A>,
+    qp: &mut QpHandle,
+    peer: u32,
+    plan: &Link,
+    psn: (u32, u32),
+    path: AddressPath,
+) -> anyhow::Result<()> {
     let rc = plan.qp_type == QpType::Rc;
     let ud = plan.qp_type == QpType::Ud;
-    if rc && dev.force_loopback_rc() == Some(false) {
+    if rc && path.fl && dev.force_loopback_rc() == Some(false) {
         bail!(
             "this device does not allow force-loopback RC QPs in its RoCE state \
              (RoCE capability fl_rc_qp_when_roce_enabled/_disabled = 0); \
@@ -70,11 +90,7 @@ pub(super) fn connect<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(
             rq_psn: psn.0,
             log_rra_max: if rc { plan.log_ra } else { 0 },
             min_rnr_nak: if rc { 12 } else { 0 },
-            path: AddressPath {
-                fl: !ud,
-                port: 1,
-                ..Default::default()
-            },
+            path,
         },
     )
     .map_err(|e| ctx("INIT2RTR", e))?;

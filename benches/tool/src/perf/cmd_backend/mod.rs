@@ -32,17 +32,20 @@
 //! impl (`backend`), the bring-ups [`fw_sim`] and [`vfio`] (`bring_up`),
 //! what a run created and its teardown (`objects`), message memory in
 //! keyed DMA chunks (`memory`), one QP pair step by step (`pair`),
-//! connecting a QP by command (`connect`) and one side's queues behind
-//! `dyn SideOps` (`side`).
+//! connecting a QP by command (`connect`), one side's queues behind
+//! `dyn SideOps` (`side`), and for two-host runs this host's addressing
+//! ([`HostAddr`], `peer_addr`) and its half of each pair (`half`).
 
 mod backend;
 mod bring_up;
 mod connect;
 mod fabric_timer;
+mod half;
 mod memory;
 mod objects;
 mod options;
 mod pair;
+mod peer_addr;
 mod side;
 #[cfg(test)]
 mod tests;
@@ -53,4 +56,5 @@ pub use bring_up::{fw_sim, vfio};
 pub use fabric_timer::FabricTimer;
 pub use memory::CHUNK_BYTES;
 pub use options::CmdOptions;
+pub use peer_addr::{mac_of_link_local, HostAddr, MacOfGid};
 pub(super) use side::Side;

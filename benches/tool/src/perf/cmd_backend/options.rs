@@ -1,6 +1,8 @@
 //! [`CmdOptions`]: the knobs of the command-path backend (BlueFlame,
-//! busy-wait limit, loopback LID, the `--device` label).
+//! busy-wait limit, loopback LID, the `--device` label, the addressing
+//! of a two-host run).
 
+use super::peer_addr::HostAddr;
 use crate::perf::engine::DEFAULT_TIMEOUT_NS;
 
 /// Knobs of the command-path backend.
@@ -16,6 +18,8 @@ pub struct CmdOptions {
     pub loopback_lid: u16,
     /// The `--device` string, for names and messages.
     pub label: String,
+    /// How this host is addressed toward a peer host (two-host runs).
+    pub peer: HostAddr,
 }
 
 impl CmdOptions {
@@ -26,6 +30,7 @@ impl CmdOptions {
             timeout_ns: DEFAULT_TIMEOUT_NS,
             loopback_lid: 0,
             label: label.to_string(),
+            peer: HostAddr::default(),
         }
     }
 }

@@ -141,7 +141,7 @@ fn create_qps<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(
 
 /// The error of a failed CREATE_QP, naming the rings asked for
 /// ([`QpRejected`] when the device refused the QP).
-fn create_qp_error(e: DeviceError, l: &QpLayout) -> anyhow::Error {
+pub(super) fn create_qp_error(e: DeviceError, l: &QpLayout) -> anyhow::Error {
     let text = format!(
         "CREATE_QP ({} WQEBBs of send ring, {} receive WQEs): {e}",
         l.sq.wqe_cnt, l.rq.wqe_cnt
@@ -173,13 +173,13 @@ fn connect_pair<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(
 
 /// The core's configurations of the pair's queues: A's and B's send
 /// queue (each on its own BlueFlame register) and the receive queue.
-struct QueueConfigs {
-    sq: [SqConfig; 2],
-    rq: RqConfig,
+pub(super) struct QueueConfigs {
+    pub(super) sq: [SqConfig; 2],
+    pub(super) rq: RqConfig,
 }
 
 /// The queue configurations for the plan's geometry on this device.
-fn queue_configs<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(
+pub(super) fn queue_configs<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(
     dev: &Device<B, C, A>,
     opts: &CmdOptions,
     cfg: &PerfRunConfig,

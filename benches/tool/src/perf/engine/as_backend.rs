@@ -5,7 +5,9 @@
 use super::device::PerfDevice;
 use super::errors::QpRejected;
 use super::plan::{memory_check, Plan};
+use super::role::Role;
 use super::runner::Engine;
+use super::two_hosts::PeerLink;
 use crate::perf::backend::PerfBackend;
 use crate::perf::config::PerfRunConfig;
 use crate::perf::flags::PerfArgs;
@@ -20,6 +22,14 @@ impl<D: PerfDevice> PerfBackend for D {
     }
     fn run(&mut self, cfg: &PerfRunConfig) -> anyhow::Result<PerfRunReport> {
         run_on(self, cfg)
+    }
+    fn run_half(
+        &mut self,
+        cfg: &PerfRunConfig,
+        role: Role,
+        link: &mut dyn PeerLink,
+    ) -> anyhow::Result<PerfRunReport> {
+        super::two_hosts::run_half(self, cfg, role, link)
     }
     fn notes(&self, cfg: &PerfRunConfig) -> Vec<String> {
         let mut v = Vec::new();

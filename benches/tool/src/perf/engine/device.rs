@@ -5,11 +5,17 @@
 use super::events::EventWait;
 use super::pair::Pair;
 use super::plan::Plan;
+use super::role::Role;
 use super::timer::Timer;
 use crate::perf::config::PerfRunConfig;
 use crate::perf::flags::PerfArgs;
 use crate::perf::report::PerfRunReport;
+use crate::perftest::format::Endpoint;
 use bareverbs::sizing::DeviceCaps;
+
+/// Exchanges this host's key messages (one [`Endpoint`] per QP) for the
+/// peer host's, in the same order (perftest's `ctx_hand_shake` per QP).
+pub type KeyExchange<'a> = dyn FnMut(&[Endpoint]) -> anyhow::Result<Vec<Endpoint>> + 'a;
 
 /// A backend of the engine: the device operations of a perftest run.
 pub trait PerfDevice {
@@ -46,6 +52,24 @@ pub trait PerfDevice {
     /// Creates and connects `plan.pairs` QP pairs with their registered
     /// slots. What it created stays until [`close`](Self::close).
     fn open(&mut self, cfg: &PerfRunConfig, plan: &Plan) -> anyhow::Result<Vec<Pair>>;
+    /// A two-host run: creates this host's side (`role`) of `plan.pairs`
+    /// QP pairs, hands their key messages to `keys` and connects each QP
+    /// toward the endpoint the peer sent back. What it created stays until
+    /// [`close`](Self::close). Devices that cannot reach another host
+    /// refuse (the default).
+    fn open_half(
+        &mut self,
+        _cfg: &PerfRunConfig,
+        _plan: &Plan,
+        _role: Role,
+        _keys: &mut KeyExchange<'_>,
+    ) -> anyhow::Result<Vec<Pair>> {
+        anyhow::bail!(
+            "{} cannot reach another host: server/client runs need --device vfio:BDF or \
+             --device fw-sim --wire ADDR:PORT",
+            self.name()
+        )
+    }
     /// Destroys what [`open`](Self::open) created (the pairs are dropped
     /// before this is called).
     fn close(&mut self) -> anyhow::Result<()>;

@@ -40,11 +40,13 @@
 //! | `events` | sleeping on completion events (`-e`, [`EventWait`]) |
 //! | `cpu` | the CPU time of a run against its wall-clock time |
 //! | `pair` | a connected QP pair and its message slots ([`Slot`], [`Areas`], [`PairAreas`], [`Pair`]) |
+//! | `role` | which sides a run drives ([`Role`]: loopback, or perftest's client or server) and the peer's side ([`RemoteSide`]) |
 //! | `plan` | what a run decides before anything is created ([`Plan`]) and its memory check |
 //! | `device` | the backend trait [`PerfDevice`] |
 //! | `as_backend` | every [`PerfDevice`] as a [`PerfBackend`](super::backend::PerfBackend), and [`run_on`] |
 //! | `runner/` | the engine's run state and loops: setup, posting, completions, latency and bandwidth loops, timeouts and loss, the report |
 //! | `payload` | the iteration stamps in each message and the in-place payload checks |
+//! | `two_hosts` | a run against a peer host ([`run_half`]) over the out-of-band link ([`PeerLink`]) |
 //! | `test_name` | the CLI name of a test ([`test_name`]) |
 
 mod as_backend;
@@ -56,18 +58,22 @@ mod events;
 mod pair;
 mod payload;
 mod plan;
+mod role;
 mod runner;
 mod side;
 mod test_name;
 mod timer;
+mod two_hosts;
 
 pub use as_backend::run_on;
 pub use consts::{AREA_BYTES, DEFAULT_TIMEOUT_NS, GRH_BYTES, QKEY, RQ_WQES, SIM_INFLIGHT_BYTES};
-pub use device::PerfDevice;
+pub use device::{KeyExchange, PerfDevice};
 pub use errors::{QpRejected, TooMuchMemory};
 pub use events::EventWait;
 pub use pair::{Areas, Pair, PairAreas, Slot};
 pub use plan::Plan;
+pub use role::{RemoteSide, Role};
 pub use side::SideOps;
 pub use test_name::test_name;
 pub use timer::{Timer, WallTimer};
+pub use two_hosts::{run_half, PeerLink};

@@ -1,9 +1,10 @@
 //! One connected QP pair as a backend hands it to the engine: its two
 //! sides, its message slots ([`Slot`]) in the four areas ([`Areas`] says
 //! which a test uses, [`PairAreas`] holds them), the UD address vector
-//! and the two address lines. [`Pair::new`] and [`PairAreas::endpoint`]
-//! are the one place every backend builds them.
+//! and the two address lines. [`Pair::new`], [`Pair::half`] and
+//! [`PairAreas::endpoint`] are the one place every backend builds them.
 
+use super::role::{RemoteSide, Role};
 use super::side::SideOps;
 use crate::perftest::format::Endpoint;
 use bareverbs::wqe::AddressVector;
@@ -54,6 +55,12 @@ pub struct Pair {
     pub local: Endpoint,
     /// The `remote address` line (B).
     pub remote: Endpoint,
+    /// Which sides this process drives (the other's slots are the peer's).
+    pub role: Role,
+    /// What the CPU pointers of the peer's slots name: a local buffer of
+    /// one slot, so that no pointer of a [`Slot`] is ever dangling (the
+    /// engine reads and writes only the slots of the sides it drives).
+    _scratch: Option<Box<[u8]>>,
 }
 
 /// The four message areas of one pair, as a backend allocated them (an
@@ -120,6 +127,59 @@ impl Pair {
             av,
             local,
             remote,
+            role: Role::Loopback,
+            _scratch: None,
         }
+    }
+
+    /// The half of a pair this process drives in a two-host run: `role`
+    /// says which side `local` is ([`Role::Client`]: A, [`Role::Server`]:
+    /// B), `areas` holds that side's slots (the other side's are empty).
+    /// The peer's side is `peer` (its QP and the buffer it exposes, as its
+    /// key message named them): its slots are `slots` consecutive
+    /// `slot_bytes` at `peer.vaddr` under `peer.rkey`, in both of its
+    /// areas `used` names. `mine` is this side's address line.
+    #[allow(clippy::too_many_arguments)]
+    pub fn half(
+        role: Role,
+        local: Box<dyn SideOps>,
+        mut areas: PairAreas,
+        used: Areas,
+        peer: &Endpoint,
+        slots: usize,
+        slot_bytes: usize,
+        mine: Endpoint,
+    ) -> Pair {
+        let mut scratch = vec![0u8; slot_bytes.max(1)].into_boxed_slice();
+        let at = NonNull::new(scratch.as_mut_ptr()).unwrap_or(NonNull::dangling());
+        let remote_slots = |on: bool| -> Vec<Slot> {
+            if !on {
+                return Vec::new();
+            }
+            (0..slots)
+                .map(|k| Slot {
+                    cpu: at,
+                    addr: peer.vaddr.wrapping_add((k * slot_bytes) as u64),
+                    key: peer.rkey,
+                })
+                .collect()
+        };
+        let other: Box<dyn SideOps> = Box::new(RemoteSide { qpn: peer.qpn });
+        let (a, b, local_ep, remote_ep) = match role {
+            Role::Server => {
+                areas.a_src = remote_slots(used.a_src);
+                areas.a_dst = remote_slots(used.a_dst);
+                (other, local, peer.clone(), mine)
+            }
+            _ => {
+                areas.b_src = remote_slots(used.b_src);
+                areas.b_dst = remote_slots(used.b_dst);
+                (local, other, mine, peer.clone())
+            }
+        };
+        let mut p = Pair::new(a, b, areas, AddressVector::default(), local_ep, remote_ep);
+        p.role = role;
+        p._scratch = Some(scratch);
+        p
     }
 }

@@ -100,8 +100,26 @@ pub(super) fn result_json(
         "modeled_latency_ns": rep.map_or(Value::Null, |r| if r.modeled { known(r.modeled_latency_ns) } else { Value::Null }),
         "local": ep(rep.and_then(|r| r.local.as_ref())),
         "remote": ep(rep.and_then(|r| r.remote.as_ref())),
+        "peer": peer(rep.and_then(|r| r.peer.as_ref())),
         "counters": counters,
         "device_counters": device,
+    })
+}
+
+/// The `peer` object of a result: the peer host of a two-host run, every
+/// key `null` in a loopback run.
+fn peer(p: Option<&crate::perf::report::PeerRun>) -> serde_json::Value {
+    use serde_json::json;
+    let bw = p.and_then(|p| p.bw);
+    json!({
+        "role": p.map(|p| p.role),
+        "version": p.map(|p| p.version.clone()),
+        "bareverbs": p.map(|p| p.bareverbs),
+        "bw_size": bw.map(|b| b.size),
+        "bw_iters": bw.map(|b| b.iters),
+        "bw_peak": bw.map(|b| b.bw_peak),
+        "bw_avg": bw.map(|b| b.bw_avg),
+        "msg_rate_avg": bw.map(|b| b.msg_rate_avg),
     })
 }
 

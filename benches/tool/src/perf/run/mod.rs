@@ -20,6 +20,7 @@
 //! | `text` | perftest's header, address lines and result columns |
 //! | `row` | one result row and the statistics behind it |
 //! | `json` | the perf JSON schema (docs/json.md): result objects, the perf object, [`failure_json`] |
+//! | `two_hosts` | a run against a peer host (perftest's server/client mode), from connecting to its output |
 //! | `names` | perftest's binary name of a test ([`perftest_name`]) |
 
 mod backend;
@@ -30,6 +31,7 @@ mod stream;
 #[cfg(test)]
 mod tests;
 mod text;
+mod two_hosts;
 mod verdict;
 
 pub use super::backend::PerfBackend;
@@ -45,4 +47,5 @@ pub use backend::backend;
 pub use json::failure_json;
 pub use names::perftest_name;
 pub use stream::{run, run_outcome, run_streaming, PerfOutcome};
+pub use two_hosts::WAITING_BANNER;
 pub use verdict::verdict;

@@ -56,6 +56,10 @@ pub fn run_streaming(
     // Bad flags are usage errors (exit 2), found before anything runs.
     let cfgs = configs_on_port(test, args, port).usage()?;
     let mut be = backend(args)?;
+    let role = crate::perf::two_hosts::role_of(args);
+    if role.two_hosts() {
+        return super::two_hosts::stream_two_hosts(test, args, port, &cfgs, &mut *be, role, out);
+    }
     stream_on(test, args, port, &cfgs, &mut *be, out)
 }
 

@@ -54,6 +54,7 @@ impl Engine<'_> {
                 inline_flags,
                 ud,
                 qpn_b: b.qpn(),
+                stamp_b: self.role.drives_b(),
                 first: posted,
                 signaled: &flags,
             };
@@ -149,6 +150,9 @@ impl Engine<'_> {
         let mut n = self.iters;
         let send = self.verb == Verb::Send;
         let nq = self.pairs.len();
+        if !self.role.drives_a() {
+            return self.bw_server(n);
+        }
         self.bw_prepare(n)?;
         let mut t_first: Option<u64> = None;
         let mut last_progress = self.timer.now_ns();
@@ -168,10 +172,12 @@ impl Engine<'_> {
                     .saturating_add(1)
                     .max(5);
             }
+            // The receives of a client's SENDs are the server's to count.
+            let receives = send && reliable && self.role.drives_b();
             let done = self
                 .pairs
                 .iter()
-                .all(|p| p.completed >= n && (!send || !reliable || p.received >= n));
+                .all(|p| p.completed >= n && (!receives || p.received >= n));
             if done {
                 break;
             }
@@ -199,6 +205,9 @@ impl Engine<'_> {
         let nq = self.pairs.len();
         let rx_slots = if send { slots.min(RQ_WQES as u64) } else { 0 };
         for q in 0..nq {
+            if !self.role.drives_b() {
+                break;
+            }
             for s in 0..rx_slots {
                 self.post_recv(q, Who::B, s as usize)?;
             }
@@ -207,5 +216,45 @@ impl Engine<'_> {
         self.rep.tposted.reserve(total as usize);
         self.rep.tcompleted.reserve(total as usize);
         Ok(())
+    }
+}
+
+impl Engine<'_> {
+    /// The server's part of a bandwidth test whose `n` WRs per pair the
+    /// client posts: SEND: every receive posted, each message checked as
+    /// it arrives, until `n` have; READ: B's sources stamped once, slot
+    /// `k` with iteration `k`'s tag (the client cannot stamp the server's
+    /// memory); WRITE: nothing until the client is done
+    /// ([`check_landed`](Self::check_landed) then).
+    fn bw_server(&mut self, n: u64) -> anyhow::Result<()> {
+        let nq = self.pairs.len();
+        match self.verb {
+            Verb::Send => {
+                for q in 0..nq {
+                    // The client's iterations, as the message tags name them.
+                    self.pairs[q].posted = n;
+                }
+                self.bw_prepare(n)?;
+                let mut last_progress = self.timer.now_ns();
+                while self.pairs.iter().any(|p| p.received < n) {
+                    let mut progressed = false;
+                    for q in 0..nq {
+                        progressed |= self.reap_recvs(q)?;
+                    }
+                    self.after_pass(progressed, &mut last_progress, n)?;
+                }
+                Ok(())
+            }
+            Verb::Read => {
+                let size = self.size;
+                for p in &self.pairs {
+                    for (k, s) in p.p.b_src.iter().enumerate() {
+                        super::super::payload::stamp(s, size, k as u64);
+                    }
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
     }
 }

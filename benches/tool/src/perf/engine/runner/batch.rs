@@ -38,8 +38,9 @@ pub(super) fn split(s: &Slot, size: usize, k: u32) -> Vec<Sge> {
 
 /// One batch of a bandwidth run and how it posts: the verb, message size,
 /// slots per area, the fast path (`post_rdma`: neither inline nor UD),
-/// the flags of an unsignaled WR, UD and the peer's QPN, the batch's
-/// first iteration and each WR's signaled flag.
+/// the flags of an unsignaled WR, UD and the peer's QPN, whether B's
+/// sources are stamped here, the batch's first iteration and each WR's
+/// signaled flag.
 pub(super) struct Batch<'f> {
     pub(super) verb: Verb,
     pub(super) size: usize,
@@ -48,6 +49,8 @@ pub(super) struct Batch<'f> {
     pub(super) inline_flags: SendFlags,
     pub(super) ud: bool,
     pub(super) qpn_b: u32,
+    /// B's sources are this process's to stamp (not a peer host's).
+    pub(super) stamp_b: bool,
     pub(super) first: u64,
     pub(super) signaled: &'f [bool],
 }
@@ -73,7 +76,9 @@ pub(super) fn build_batch<'a>(
         let sig = b.signaled[j];
         let remote = match verb {
             Verb::Read => {
-                stamp(&b_src[slot], size, it);
+                if b.stamp_b {
+                    stamp(&b_src[slot], size, it);
+                }
                 b_src[slot]
             }
             _ => {

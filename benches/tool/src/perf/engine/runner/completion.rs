@@ -92,12 +92,23 @@ impl Engine<'_> {
                 if reliable && verb != Verb::Send {
                     let slot = (it % slots) as usize;
                     let p = &self.pairs[q].p;
-                    let at = match verb {
-                        Verb::Read => p.a_dst[slot].cpu.as_ptr(),
-                        _ => p.b_dst[slot].cpu.as_ptr(),
-                    };
                     let upto = self.pairs[q].posted;
-                    self.rep.mismatches += mismatches(at, size, it, &self.body, slots, upto);
+                    if verb == Verb::Read && !self.role.drives_b() {
+                        // A server's sources hold slot k's tag (bw_server).
+                        if self.peer_payload {
+                            let at = p.a_dst[slot].cpu.as_ptr();
+                            let k = slot as u64;
+                            self.rep.mismatches += mismatches(at, size, k, &self.body, 1, k + 1);
+                        }
+                    } else if verb == Verb::Read {
+                        let at = p.a_dst[slot].cpu.as_ptr();
+                        self.rep.mismatches += mismatches(at, size, it, &self.body, slots, upto);
+                    } else if self.role.drives_b() {
+                        // A WRITE to a peer host lands in its memory: the
+                        // server checks it when the client is done.
+                        let at = p.b_dst[slot].cpu.as_ptr();
+                        self.rep.mismatches += mismatches(at, size, it, &self.body, slots, upto);
+                    }
                 }
             }
             self.pairs[q].completed = to;
@@ -157,7 +168,9 @@ impl Engine<'_> {
                     }
                 }
             }
-            self.rep.mismatches += mismatches(p, self.size, it, &self.body, 1, it + 1);
+            if self.peer_payload || self.role.drives_a() {
+                self.rep.mismatches += mismatches(p, self.size, it, &self.body, 1, it + 1);
+            }
             self.pairs[q].rx_next = it + 1;
             self.post_recv(q, Who::B, slot as usize)?;
         }

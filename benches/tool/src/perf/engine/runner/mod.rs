@@ -24,6 +24,7 @@ use super::consts::DEFAULT_TIMEOUT_NS;
 use super::events::EventWait;
 use super::pair::{Pair, Slot};
 use super::plan::Plan;
+use super::role::Role;
 use super::side::SideOps;
 use super::timer::Timer;
 use crate::perf::config::PerfRunConfig;
@@ -96,6 +97,11 @@ pub(super) struct Engine<'t> {
     doorbells: u64,
     cqes: u64,
     wqe_seen: bool,
+    /// Which sides this process drives.
+    role: Role,
+    /// Check what the peer host's side wrote or holds (off when the peer
+    /// is not bareverbs: its payload is its own).
+    peer_payload: bool,
 }
 
 impl<'t> Engine<'t> {
@@ -107,11 +113,17 @@ impl<'t> Engine<'t> {
         cfg: &PerfRunConfig,
     ) -> Self {
         let body: Vec<u8> = (0..plan.size).map(|j| ((j * 7) % 251 + 1) as u8).collect();
+        let role = pairs.first().map_or(Role::Loopback, |p| p.role);
         let pairs = pairs
             .into_iter()
             .map(|p| {
-                // Source slots hold the body; the tags are written per iteration.
-                for s in p.a_src.iter().chain(&p.b_src) {
+                // Source slots hold the body; the tags are written per
+                // iteration. Only the sides this process drives: the
+                // peer's slots are the peer's memory.
+                let (a, b) = (role.drives_a(), role.drives_b());
+                let a_src = if a { &p.a_src[..] } else { &[] };
+                let b_src = if b { &p.b_src[..] } else { &[] };
+                for s in a_src.iter().chain(b_src) {
                     // SAFETY: each slot holds slot_bytes >= size bytes of
                     // live registered memory no WR uses yet.
                     unsafe {
@@ -178,7 +190,46 @@ impl<'t> Engine<'t> {
             doorbells: 0,
             cqes: 0,
             wqe_seen: false,
+            role,
+            peer_payload: true,
         }
+    }
+
+    /// The server's wait for the client's end of the test: `spoke` says
+    /// whether the client has sent its next out-of-band message; until it
+    /// has, the clock relaxes (a simulated device keeps running).
+    pub(in crate::perf::engine) fn wait_for_peer(
+        &mut self,
+        spoke: &mut dyn FnMut() -> anyhow::Result<bool>,
+    ) -> anyhow::Result<()> {
+        while !spoke()? {
+            self.timer.relax();
+        }
+        Ok(())
+    }
+
+    /// The server's checks once the client is done: every WRITE landed in
+    /// B's slots as sent; the counter of the atomics holds their number.
+    pub(in crate::perf::engine) fn after_peer(&mut self) {
+        if !self.peer_payload {
+            return;
+        }
+        let n = self.iters;
+        match self.test {
+            PerfTest::WriteBw => {
+                for q in 0..self.pairs.len() {
+                    self.check_landed(q, n);
+                }
+            }
+            PerfTest::AtomicLat => self.check_counter(n),
+            _ => {}
+        }
+    }
+
+    /// Whether to check what the peer host's side wrote or holds (`false`
+    /// when the peer is not bareverbs: its messages carry its own bytes).
+    pub(in crate::perf::engine) fn check_peer_payload(&mut self, on: bool) {
+        self.peer_payload = on;
     }
 
     /// `-D` ran out: stop posting (what is in flight still completes).

@@ -158,7 +158,6 @@ impl Engine<'_> {
     /// received count `size` bytes each).
     pub(super) fn settle_and_check(&mut self) -> anyhow::Result<()> {
         let size = self.size;
-        let slots = self.slots as u64;
         let send = self.verb == Verb::Send;
         // Unreliable transports complete before the data lands: let it
         // settle, then check what arrived.
@@ -171,13 +170,25 @@ impl Engine<'_> {
                 self.pairs[q].received += k;
                 self.rep.mismatches += n.saturating_sub(self.pairs[q].received) * size as u64;
             } else {
-                for s in 0..slots.min(n) {
-                    let it = s + (n - 1 - s) / slots * slots;
-                    let at = self.pairs[q].p.b_dst[s as usize].cpu.as_ptr();
-                    self.rep.mismatches += mismatches(at, size, it, &self.body, 1, it + 1);
-                }
+                self.check_landed(q, n);
             }
         }
         Ok(())
+    }
+
+    /// After `n` WRITEs of pair `q` through B's destination slots (B is
+    /// this process's): each slot holds the last iteration that used it,
+    /// every byte.
+    pub(super) fn check_landed(&mut self, q: usize, n: u64) {
+        let size = self.size;
+        let slots = self.slots as u64;
+        if !self.role.drives_b() || slots == 0 {
+            return;
+        }
+        for s in 0..slots.min(n) {
+            let it = s + (n - 1 - s) / slots * slots;
+            let at = self.pairs[q].p.b_dst[s as usize].cpu.as_ptr();
+            self.rep.mismatches += mismatches(at, size, it, &self.body, 1, it + 1);
+        }
     }
 }
