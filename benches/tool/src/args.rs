@@ -314,6 +314,24 @@ pub fn check_output_path(option: &str, path: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A MAC address as `ip link` prints it: six hexadecimal bytes separated
+/// by `:` (or `-`).
+pub fn mac(text: &str) -> Result<[u8; 6], String> {
+    let parts: Vec<&str> = text.split([':', '-']).collect();
+    let bad = || format!("{text:?} is not a MAC address (six hex bytes, e.g. 0c:42:a1:00:00:01)");
+    if parts.len() != 6 {
+        return Err(bad());
+    }
+    let mut m = [0u8; 6];
+    for (b, p) in m.iter_mut().zip(parts) {
+        if p.is_empty() || p.len() > 2 {
+            return Err(bad());
+        }
+        *b = u8::from_str_radix(p, 16).map_err(|_| bad())?;
+    }
+    Ok(m)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -411,22 +429,20 @@ mod tests {
         assert!(!p.exists(), "the probe file is removed again");
         assert!(check_output_path("--svg", &dir).is_err());
     }
-}
 
-/// A MAC address as `ip link` prints it: six hexadecimal bytes separated
-/// by `:` (or `-`).
-pub fn mac(text: &str) -> Result<[u8; 6], String> {
-    let parts: Vec<&str> = text.split([':', '-']).collect();
-    let bad = || format!("{text:?} is not a MAC address (six hex bytes, e.g. 0c:42:a1:00:00:01)");
-    if parts.len() != 6 {
-        return Err(bad());
-    }
-    let mut m = [0u8; 6];
-    for (b, p) in m.iter_mut().zip(parts) {
-        if p.is_empty() || p.len() > 2 {
-            return Err(bad());
+    #[test]
+    fn mac_addresses() {
+        assert_eq!(mac("0c:42:a1:00:00:2f"), Ok([0x0c, 0x42, 0xa1, 0, 0, 0x2f]));
+        assert_eq!(mac("0C-42-A1-0-0-2F"), Ok([0x0c, 0x42, 0xa1, 0, 0, 0x2f]));
+        for bad in [
+            "",
+            "0c:42:a1:00:00",
+            "0c:42:a1:00:00:2f:01",
+            "0c:42:a1:00:00:2g",
+            "0c:42:a1:000:00:2f",
+            "0c::a1:00:00:2f",
+        ] {
+            assert!(mac(bad).is_err(), "{bad}");
         }
-        *b = u8::from_str_radix(p, 16).map_err(|_| bad())?;
     }
-    Ok(m)
 }
