@@ -18,6 +18,7 @@
 //! | [`objects`] | device-side tables: MR (mkey), CQ, SRQ, QP contexts |
 //! | [`transport`] | SQ fetch/execute, RC/UC/UD, ACK/NAK/RNR, timers, flush |
 //! | `wire` | the messages between requester and responder (crate-internal) |
+//! | [`udp_wire`] | a port joined to other processes' simulated ports over UDP ([`Fabric::join_wire`]), in wall-clock time |
 //! | [`world`] | the event queue, fabric delivery, CQE writer, syndromes |
 //! | [`fault`] | seeded fault plans |
 //! | [`rng`] | the deterministic test and simulation generator [`Rng`] (not cryptographic) |
@@ -91,6 +92,7 @@ pub mod objects;
 pub mod perf;
 pub mod rng;
 pub mod transport;
+pub mod udp_wire;
 mod wire;
 pub mod world;
 
@@ -99,6 +101,7 @@ pub use device::{CqHandle, Device, Fabric, Pd, QpHandle, QpInit, SimError, SimUa
 pub use fault::{FaultPlan, Stall, Window};
 pub use objects::{AsyncEvent, QpAttr};
 pub use rng::Rng;
+pub use udp_wire::{wire_addr_of_gid, wire_gid, wire_mac, wire_mac_of_gid, WireSocket, WireStats};
 pub use world::{vendor, TraceEvent, TraceKind};
 
 /// The README's code blocks, compiled and run as doctests.

@@ -95,6 +95,7 @@ impl World {
             .iter()
             .position(|x| x.lid == lid)
             .map(|i| i as u16)
+            .or_else(|| self.wire_dev_of_lid(lid))
     }
 
     /// Transmits a packet from device `d`, serialising on its port.
@@ -126,6 +127,11 @@ impl World {
 
     pub(crate) fn deliver(&mut self, pkt: Packet) {
         let d = pkt.dst_dev;
+        if d >= crate::udp_wire::WIRE_DEV_BASE {
+            // A wired peer's: its fate is decided, it leaves as datagrams.
+            self.wire_out(pkt);
+            return;
+        }
         self.trace(TraceKind::Arrive, d, pkt.dst_qpn, pkt.psn());
         let Some(qi) = self.find_qp(d, pkt.dst_qpn) else {
             return;

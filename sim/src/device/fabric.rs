@@ -2,10 +2,11 @@
 //! fault plan and cost parameters, driving virtual time, fast paths,
 //! fingerprints and the trace.
 
-use super::Device;
+use super::{Device, SimError};
 use crate::cost::{Counters, ModelParams};
 use crate::dma::HeapDma;
 use crate::fault::FaultPlan;
+use crate::udp_wire::{Wire, WireSocket, WireStats};
 use crate::world::{Dev, TraceEvent, World};
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -92,31 +93,97 @@ impl Fabric {
     pub fn set_pass_limit(&self, wqes: u32) {
         self.w.borrow_mut().pass_limit = wqes.max(1);
     }
-    /// Virtual time (ns).
+    /// Virtual time (ns); on a wired fabric, wall-clock time.
     pub fn now_ns(&self) -> u64 {
-        self.w.borrow().now
+        let mut w = self.w.borrow_mut();
+        w.follow_wall_clock();
+        w.now
     }
     /// Runs events until none is left (or the horizon). Also flushes
-    /// receives posted to QPs in ERR. Returns the events processed.
+    /// receives posted to QPs in ERR. Returns the events processed. On a
+    /// wired fabric: what arrived and every event due by now, without
+    /// waiting for later ones.
     pub fn run_until_idle(&self) -> u64 {
-        self.w.borrow_mut().run_until_idle()
-    }
-    /// Runs the events of the next `ns` nanoseconds and advances the clock.
-    pub fn run_for(&self, ns: u64) -> u64 {
         let mut w = self.w.borrow_mut();
-        let t = w.now + ns;
+        if w.wire.is_none() {
+            return w.run_until_idle();
+        }
+        w.follow_wall_clock();
+        w.wire_poll();
+        let t = w.now;
         w.run_until(t)
     }
+    /// Runs the events of the next `ns` nanoseconds and advances the
+    /// clock. On a wired fabric this takes `ns` of wall time, taking in
+    /// what arrives meanwhile.
+    pub fn run_for(&self, ns: u64) -> u64 {
+        if !self.is_wall_clock() {
+            let mut w = self.w.borrow_mut();
+            let t = w.now + ns;
+            return w.run_until(t);
+        }
+        let end = self.now_ns().saturating_add(ns);
+        let mut n = 0;
+        loop {
+            let busy = self.step();
+            n += u64::from(busy);
+            if self.now_ns() >= end {
+                return n;
+            }
+            if !busy {
+                std::thread::sleep(std::time::Duration::from_micros(20));
+            }
+        }
+    }
     /// Processes the earliest pending event, whenever it is due. Returns
-    /// false when the queue is empty.
+    /// false when the queue is empty. On a wired fabric: takes in what
+    /// arrived, then processes the earliest event if it is due by now;
+    /// false when nothing happened.
     pub fn step(&self) -> bool {
         let mut w = self.w.borrow_mut();
-        w.step(u64::MAX)
+        if w.wire.is_none() {
+            return w.step(u64::MAX);
+        }
+        w.follow_wall_clock();
+        let got = w.wire_poll();
+        let t = w.now;
+        w.step(t) || got > 0
     }
     /// Advances the clock by `ns` of host CPU time (events that fall due
-    /// are processed on the next step or run).
+    /// are processed on the next step or run). A wired fabric's clock is
+    /// the wall clock, which the CPU time has moved already: no change.
     pub fn spend(&self, ns: u64) {
-        self.w.borrow_mut().now += ns;
+        let mut w = self.w.borrow_mut();
+        if w.wire.is_none() {
+            w.now += ns;
+        }
+    }
+    /// Wires `dev` (a device of this fabric) to other fabrics over UDP
+    /// through `sock` ([`crate::udp_wire`]); from now on the fabric's
+    /// clock follows the wall clock. The port's GID and MAC are the
+    /// socket's ([`WireSocket::gid`], [`WireSocket::mac`]): program the GID
+    /// table with them. A fabric has one wire: a second join is refused
+    /// ([`SimError::NumberUnavailable`]).
+    pub fn join_wire(&self, dev: &Device, sock: WireSocket) -> Result<(), SimError> {
+        let mut w = self.w.borrow_mut();
+        if w.wire.is_some() {
+            return Err(SimError::NumberUnavailable);
+        }
+        let now = w.now;
+        w.wire = Some(Box::new(Wire::new(sock, dev.id, now)));
+        Ok(())
+    }
+    /// Whether the fabric is wired (its clock is the wall clock).
+    pub fn is_wall_clock(&self) -> bool {
+        self.w.borrow().wire.is_some()
+    }
+    /// What the wire did so far (`None`: not wired).
+    pub fn wire_stats(&self) -> Option<WireStats> {
+        self.w.borrow().wire.as_ref().map(|x| x.stats())
+    }
+    /// The wired address (`None`: not wired).
+    pub fn wire_addr(&self) -> Option<std::net::SocketAddrV4> {
+        self.w.borrow().wire.as_ref().map(|x| x.addr())
     }
     /// Events waiting in the queue.
     pub fn pending_events(&self) -> usize {

@@ -36,6 +36,12 @@ impl Device {
             .find(|d| d.roce_gids.iter().any(|(g, m)| g == gid && m == mac))
             .map(|d| d.lid)
     }
+    /// The LID of the wired peer at (`gid`, `mac`) when this device's
+    /// fabric is wired and no local port holds that address
+    /// ([`crate::udp_wire`]).
+    pub fn wire_lid(&self, gid: &[u8; 16], mac: &[u8; 6]) -> Option<u16> {
+        self.w.borrow_mut().wire_lid(gid, mac)
+    }
     /// Index of the device in the fabric.
     pub fn index(&self) -> usize {
         self.id as usize

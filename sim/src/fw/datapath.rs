@@ -168,7 +168,11 @@ impl FabricPath {
         } else if q.roce {
             // RoCE: the port that holds the destination GID with the
             // destination MAC; nobody (LID 0, packets lost) otherwise.
-            self.nic.roce_lid(&q.rgid, &q.rmac).unwrap_or(0)
+            // A wired fabric routes the other addresses over the wire.
+            self.nic
+                .roce_lid(&q.rgid, &q.rmac)
+                .or_else(|| self.nic.wire_lid(&q.rgid, &q.rmac))
+                .unwrap_or(0)
         } else if q.rlid != 0 {
             q.rlid
         } else if q.grh && q.rgid[..14] == sim_gid(0)[..14] {

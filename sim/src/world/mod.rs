@@ -103,6 +103,9 @@ pub(crate) struct World {
     pub fast_paths: bool,
     /// Operations the fast paths executed.
     pub fast_runs: u64,
+    /// The UDP wire, once a device of this fabric is wired
+    /// ([`crate::Fabric::join_wire`]); the clock then follows wall time.
+    pub(crate) wire: Option<Box<crate::udp_wire::Wire>>,
 }
 
 /// Default pass limit ([`Fabric::set_pass_limit`](crate::Fabric::set_pass_limit)):
@@ -138,6 +141,7 @@ impl World {
             req_pool: Vec::new(),
             fast_paths: true,
             fast_runs: 0,
+            wire: None,
         }
     }
 

@@ -65,6 +65,9 @@ pub struct PerfRunReport {
     pub remote: Option<Endpoint>,
     /// A two-host run: the peer host and what it reported.
     pub peer: Option<PeerRun>,
+    /// The test's time on the run's clock, from the engine starting it to
+    /// the last completion (ns).
+    pub run_ns: u64,
 }
 
 /// The peer host of a two-host run, as the out-of-band exchange showed it.

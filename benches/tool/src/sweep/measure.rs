@@ -28,7 +28,7 @@ pub(super) fn measuring_backend(args: &SweepArgs) -> anyhow::Result<Option<Box<d
     match args.device.as_str() {
         "model" => Ok(None),
         // The simulated ConnectX, measured through the command path.
-        "fw-sim" | "sim" => cmd::fw_sim(1, opts).map(Some),
+        "fw-sim" | "sim" => cmd::fw_sim(1, opts, None).map(Some),
         d => Err(crate::device_arg::unknown_device(d)),
     }
 }

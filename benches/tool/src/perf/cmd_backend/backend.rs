@@ -106,7 +106,7 @@ where
         format!(
             "bareverbs-cmd on {} ({}, objects and QPs by firmware command, {})",
             self.opts.label,
-            if self.timer.modeled() {
+            if self.timer.simulated() {
                 "simulated ConnectX"
             } else {
                 "ConnectX through VFIO"
@@ -133,7 +133,7 @@ where
     fn memory_limit(&self) -> Option<u64> {
         // The simulator's DMA memory is this process's heap; on hardware
         // the registered buffers are what the host must provide anyway.
-        self.timer.modeled().then_some(1 << 30)
+        self.timer.simulated().then_some(1 << 30)
     }
 
     fn variance_note(&self) -> Option<String> {
@@ -147,7 +147,7 @@ where
 
     fn inflight_bytes(&self) -> Option<u64> {
         self.timer
-            .modeled()
+            .simulated()
             .then_some(crate::perf::engine::SIM_INFLIGHT_BYTES)
     }
 

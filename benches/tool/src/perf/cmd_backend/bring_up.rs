@@ -13,18 +13,38 @@ use bareverbs::device::DeviceConfig;
 
 /// `--device fw-sim`: a simulated ConnectX brought up through the core's
 /// command interface ([`bareverbs_sim::fw::bring_up_on`]) on a fabric
-/// seeded with `seed`.
-pub fn fw_sim(seed: u64, mut opts: CmdOptions) -> anyhow::Result<Box<dyn PerfBackend>> {
+/// seeded with `seed`; with `wire`, its port joined over UDP at that
+/// address to other processes' simulated ports
+/// ([`bareverbs_sim::udp_wire`], wall-clock time).
+pub fn fw_sim(
+    seed: u64,
+    mut opts: CmdOptions,
+    wire: Option<std::net::SocketAddrV4>,
+) -> anyhow::Result<Box<dyn PerfBackend>> {
     let fabric = bareverbs_sim::Fabric::new(seed);
-    let (dev, nic) = bareverbs_sim::fw::bring_up_on(
-        &fabric,
-        bareverbs_sim::fw::FwConfig::default(),
-        DeviceConfig::default(),
-    )
-    .map_err(|e| anyhow!("simulated bring-up failed: {e}"))?;
+    // A wired port's MAC and GID follow from its UDP address.
+    let sock = wire
+        .map(|a| {
+            bareverbs_sim::WireSocket::bind(a)
+                .map_err(|e| anyhow!("--wire {a}: binding the UDP socket: {e}"))
+        })
+        .transpose()?;
+    let mut fw = bareverbs_sim::fw::FwConfig::default();
+    if let Some(s) = &sock {
+        fw.mac = s.mac();
+    }
+    let (dev, nic) = bareverbs_sim::fw::bring_up_on(&fabric, fw, DeviceConfig::default())
+        .map_err(|e| anyhow!("simulated bring-up failed: {e}"))?;
     // The backend drives time itself (FabricTimer::relax).
     fabric.set_auto_progress(false);
     opts.loopback_lid = nic.lid();
+    if let Some(s) = sock {
+        opts.peer.fixed = Some((s.gid(), s.mac()));
+        opts.peer.mac_of_gid = Some(bareverbs_sim::wire_mac_of_gid);
+        fabric
+            .join_wire(&nic, s)
+            .map_err(|e| anyhow!("joining the wire: {e}"))?;
+    }
     let timer = FabricTimer::new(fabric, nic);
     Ok(Box::new(CmdBackend::new(dev, timer, opts, None)))
 }

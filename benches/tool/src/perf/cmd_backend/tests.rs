@@ -18,7 +18,7 @@ fn run(test: PerfTest, v: &[&str]) -> anyhow::Result<PerfRunReport> {
     let a = args(v);
     let mut opts = CmdOptions::new("fw-sim");
     opts.blueflame = a.blueflame;
-    let mut be = fw_sim(a.seed, opts)?;
+    let mut be = fw_sim(a.seed, opts, None)?;
     let cfg = configs(test, &a)?.remove(0);
     be.run(&cfg)
 }

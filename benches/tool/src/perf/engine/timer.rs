@@ -21,6 +21,11 @@ pub trait Timer {
     fn settle(&mut self);
     /// Times are modeled, not measured.
     fn modeled(&self) -> bool;
+    /// The device is the simulator (whatever its clock): its memory is
+    /// this process's heap and it holds in-flight payloads.
+    fn simulated(&self) -> bool {
+        self.modeled()
+    }
     /// What the header says about the times.
     fn note(&self) -> String;
     /// Applies the run's packet-loss setting (an error where loss cannot

@@ -53,8 +53,12 @@ pub(super) fn stream_two_hosts(
     if role == Role::Server {
         emit(&mut text, WAITING_BANNER);
     }
-    let mut link = TcpPeer::establish(test, args, cfg, role, port)?;
-    let h = header_info(test, args, port, cfgs, be);
+    let (mut link, mtu) = TcpPeer::establish(test, args, cfg, role)?;
+    // check_mtu: both sides use the smaller of their MTUs.
+    let mut cfg = cfg.clone();
+    cfg.mtu = cfg.mtu.min(mtu);
+    let cfg = &cfg;
+    let h = header_info(test, args, port, std::slice::from_ref(cfg), be);
     emit(&mut text, &pf::header(&h));
     let columns = result_columns(test, unit, false);
     let (result, failure) = match be.run_half(cfg, role, &mut link) {
@@ -66,28 +70,36 @@ pub(super) fn stream_two_hosts(
         Ok(rep) => {
             emit(&mut text, &addresses(test.verb(), &h, &rep, columns));
             let peer_bw = rep.peer.as_ref().and_then(|p| p.bw);
-            let (row, fig, failure) = match (role, peer_bw) {
-                (Role::Server, Some(bw)) if test.is_bw() => {
+            let (row, fig, failure) = match (role, test) {
+                (Role::Server, PerfTest::WriteBw | PerfTest::ReadBw) => match peer_bw {
                     // perftest's server prints the client's report.
-                    let s = BwStats {
-                        bw_peak: bw.bw_peak,
-                        bw_avg: bw.bw_avg,
-                        msg_rate_mpps: bw.msg_rate_avg,
-                        unit,
-                        gbps_avg: bw.bw_avg * unit.divisor() / GBS_DIVISOR,
-                    };
-                    let row = pf::bw_row(bw.size, bw.iters, &s);
-                    let fig = Figures {
-                        bw: Some(s),
-                        ..Figures::default()
-                    };
-                    (row, fig, server_verdict(test, cfg, &rep))
-                }
-                (Role::Server, _) if test.is_bw() => (
+                    Some(bw) => {
+                        let s = BwStats {
+                            bw_peak: bw.bw_peak,
+                            bw_avg: bw.bw_avg,
+                            msg_rate_mpps: bw.msg_rate_avg,
+                            unit,
+                            gbps_avg: bw.bw_avg * unit.divisor() / GBS_DIVISOR,
+                        };
+                        let row = pf::bw_row(bw.size, bw.iters, &s);
+                        let fig = Figures {
+                            bw: Some(s),
+                            ..Figures::default()
+                        };
+                        (row, fig, server_verdict(test, cfg, &rep))
+                    }
+                    None => (
+                        String::new(),
+                        Figures::default(),
+                        Some("the client sent no bandwidth report".into()),
+                    ),
+                },
+                // perftest's server of a READ or atomic latency test only
+                // waits for the client to close.
+                (Role::Server, PerfTest::ReadLat | PerfTest::AtomicLat) => (
                     String::new(),
                     Figures::default(),
-                    server_verdict(test, cfg, &rep)
-                        .or_else(|| Some("the client sent no bandwidth report".into())),
+                    server_verdict(test, cfg, &rep),
                 ),
                 _ => {
                     let iters = if test.is_bw() {

@@ -19,7 +19,7 @@
 mod tcp_peer;
 mod verdict;
 
-pub use tcp_peer::TcpPeer;
+pub use tcp_peer::{Script, TcpPeer};
 pub use verdict::server_verdict;
 
 use super::engine::Role;

@@ -19,7 +19,8 @@ pub fn server_verdict(test: PerfTest, cfg: &PerfRunConfig, rep: &PerfRunReport) 
             rep.mismatches
         ));
     }
-    if !test.is_bw() && rep.posted < cfg.iters {
+    let pongs = matches!(test, PerfTest::WriteLat | PerfTest::SendLat);
+    if pongs && rep.posted < cfg.iters {
         return Some(format!(
             "only {} of {} replies were posted",
             rep.posted, cfg.iters

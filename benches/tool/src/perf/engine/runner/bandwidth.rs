@@ -235,11 +235,23 @@ impl Engine<'_> {
                     self.pairs[q].posted = n;
                 }
                 self.bw_prepare(n)?;
-                let mut last_progress = self.timer.now_ns();
+                // The receive side's stamps, as perftest's server keeps
+                // them: each arrival completes an "iteration" that began
+                // at the previous one (the first at the start).
+                let t0 = self.timer.now_ns();
+                let mut prev = 0u64;
+                let mut last_progress = t0;
                 while self.pairs.iter().any(|p| p.received < n) {
                     let mut progressed = false;
                     for q in 0..nq {
+                        let before = self.pairs[q].received;
                         progressed |= self.reap_recvs(q)?;
+                        let now = self.timer.now_ns() - t0;
+                        for _ in before..self.pairs[q].received {
+                            self.push_posted(prev);
+                            self.push_completed(now);
+                            prev = now;
+                        }
                     }
                     self.after_pass(progressed, &mut last_progress, n)?;
                 }

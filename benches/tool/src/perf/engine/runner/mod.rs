@@ -263,6 +263,14 @@ impl<'t> Engine<'t> {
 
     /// Runs the test, then waits until every WR posted has completed.
     pub(super) fn run(&mut self) -> anyhow::Result<()> {
+        let t0 = self.timer.now_ns();
+        self.run_test()?;
+        self.rep.run_ns = self.timer.now_ns().saturating_sub(t0);
+        Ok(())
+    }
+
+    /// [`run`](Self::run) without its clock.
+    fn run_test(&mut self) -> anyhow::Result<()> {
         match self.test {
             PerfTest::WriteLat | PerfTest::SendLat => self.ping_pong(),
             PerfTest::ReadLat | PerfTest::AtomicLat => self.op_lat(),
