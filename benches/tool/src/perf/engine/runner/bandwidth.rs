@@ -33,7 +33,10 @@ impl Engine<'_> {
             _ => RdmaOp::Send,
         };
         let mut any = false;
-        while let Some((posted, m, flags)) = self.next_batch(q, n, window, send, rx_slots) {
+        // A peer host's receives are its own to count: only a loopback
+        // run holds its SENDs back to the receives it posted.
+        let gate = send && self.role.drives_b();
+        while let Some((posted, m, flags)) = self.next_batch(q, n, window, gate, rx_slots) {
             let (inline_flags, ud) = (self.flags(false), self.ud);
             let test = self.test;
             let PairRun { p, sg, .. } = &mut self.pairs[q];

@@ -208,6 +208,12 @@ impl<'t> Engine<'t> {
         Ok(())
     }
 
+    /// Lets the device finish what it owes the peer (see
+    /// [`Timer::settle`]).
+    pub(in crate::perf::engine) fn settle(&mut self) {
+        self.timer.settle();
+    }
+
     /// The server's checks once the client is done: every WRITE landed in
     /// B's slots as sent; the counter of the atomics holds their number.
     pub(in crate::perf::engine) fn after_peer(&mut self) {
