@@ -104,14 +104,7 @@ impl Fabric {
     /// wired fabric: what arrived and every event due by now, without
     /// waiting for later ones.
     pub fn run_until_idle(&self) -> u64 {
-        let mut w = self.w.borrow_mut();
-        if w.wire.is_none() {
-            return w.run_until_idle();
-        }
-        w.follow_wall_clock();
-        w.wire_poll();
-        let t = w.now;
-        w.run_until(t)
+        self.w.borrow_mut().run_until_idle()
     }
     /// Runs the events of the next `ns` nanoseconds and advances the
     /// clock. On a wired fabric this takes `ns` of wall time, taking in

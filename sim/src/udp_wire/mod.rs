@@ -56,6 +56,14 @@ pub(crate) const WIRE_LID_BASE: u16 = 0xf000;
 const MAX_PEERS: usize = 0x0ffe;
 /// Most datagrams one poll takes off the socket.
 const POLL_BATCH: usize = 4096;
+/// Most whole packets one poll delivers: each is stamped with the wall
+/// time it was taken in, and its events run before the socket is read
+/// again (a poll that kept reading while a peer retransmits would never
+/// return, and its clock would stand still).
+const POLL_DELIVER: usize = 16;
+/// Body bytes after which a poll returns (a few large packets are as much
+/// work as many small ones).
+const POLL_BYTES: usize = 256 << 10;
 /// Socket buffer bytes asked for (the kernel may cap them).
 #[cfg(target_os = "linux")]
 const SOCKET_BUFFER: i32 = 8 << 20;
@@ -287,7 +295,11 @@ impl World {
     /// the port's checks is delivered now. Returns the packets delivered.
     pub(crate) fn wire_poll(&mut self) -> usize {
         let mut delivered = 0;
+        let mut bytes = 0;
         for _ in 0..POLL_BATCH {
+            if delivered >= POLL_DELIVER || bytes >= POLL_BYTES {
+                break;
+            }
             let Some(w) = self.wire.as_mut() else {
                 return delivered;
             };
@@ -310,7 +322,9 @@ impl World {
             let Some(body) = w.reasm.add(from, h, &part, now) else {
                 continue;
             };
+            bytes += body.len();
             if let Some(pkt) = self.admit_wired(from, &h, &body) {
+                self.follow_wall_clock();
                 let at = self.now;
                 self.schedule(at, Event::Deliver(pkt));
                 delivered += 1;

@@ -248,6 +248,14 @@ impl World {
     /// Runs events until the queue is empty or the next event lies more
     /// than the horizon past the start. Returns the number processed.
     pub fn run_until_idle(&mut self) -> u64 {
+        if self.wire.is_some() {
+            // Wired: what arrived, and what is due by the wall clock.
+            self.scan_error_rqs();
+            self.follow_wall_clock();
+            self.wire_poll();
+            let t = self.now;
+            return self.run_until(t);
+        }
         self.scan_error_rqs();
         let limit = self.now.saturating_add(self.horizon_ns);
         let mut n = 0;

@@ -65,6 +65,9 @@ pub struct PerfRunReport {
     pub remote: Option<Endpoint>,
     /// A two-host run: the peer host and what it reported.
     pub peer: Option<PeerRun>,
+    /// The source GID index this host's QPs sent from (a two-host run on
+    /// a port that uses one).
+    pub sgid_index: Option<u16>,
     /// The test's time on the run's clock, from the engine starting it to
     /// the last completion (ns).
     pub run_ns: u64,

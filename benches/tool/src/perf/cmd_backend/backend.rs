@@ -25,6 +25,8 @@ pub struct CmdBackend<B: Bar0 + UarMap, C: Clock, A: DmaAllocator, T: Timer> {
     keep: Option<Box<dyn std::any::Any>>,
     /// What the current run created.
     objs: Objects,
+    /// The source GID index of the current two-host run.
+    sgid_index: Option<u16>,
 }
 
 impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator, T: Timer> CmdBackend<B, C, A, T> {
@@ -42,6 +44,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator, T: Timer> CmdBackend<B, C, A, 
             opts,
             keep,
             objs: Objects::default(),
+            sgid_index: None,
         }
     }
 }
@@ -191,7 +194,14 @@ where
             addr: &self.opts.peer,
             keys,
         };
-        open_halves(dev, &mut self.objs, &self.opts, cfg, plan, &link, pd, run)
+        let (pairs, sgid) =
+            open_halves(dev, &mut self.objs, &self.opts, cfg, plan, &link, pd, run)?;
+        self.sgid_index = sgid;
+        Ok(pairs)
+    }
+
+    fn annotate(&self, _cfg: &PerfRunConfig, rep: &mut crate::perf::report::PerfRunReport) {
+        rep.sgid_index = self.sgid_index;
     }
 
     fn close(&mut self) -> anyhow::Result<()> {

@@ -27,7 +27,8 @@ pub(super) struct HalfRun<'a, 'k> {
 }
 
 /// Creates this host's side of `plan.pairs` QP pairs, exchanges key
-/// messages through `run.keys` and connects each QP to the peer's.
+/// messages through `run.keys` and connects each QP to the peer's;
+/// returns the pairs and the source GID index they send from.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn open_halves<B, C, A>(
     dev: &mut Device<B, C, A>,
@@ -38,7 +39,7 @@ pub(super) fn open_halves<B, C, A>(
     link: &Link,
     pd: Pd,
     run: HalfRun<'_, '_>,
-) -> anyhow::Result<Vec<Pair>>
+) -> anyhow::Result<(Vec<Pair>, Option<u16>)>
 where
     B: Bar0 + UarMap,
     B::Uar: 'static,
@@ -144,7 +145,7 @@ where
             ep,
         ));
     }
-    Ok(pairs)
+    Ok((pairs, local.gid_index))
 }
 
 /// This host's side's message areas (A's for the client, B's for the

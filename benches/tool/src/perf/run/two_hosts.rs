@@ -58,10 +58,15 @@ pub(super) fn stream_two_hosts(
     let mut cfg = cfg.clone();
     cfg.mtu = cfg.mtu.min(mtu);
     let cfg = &cfg;
-    let h = header_info(test, args, port, std::slice::from_ref(cfg), be);
-    emit(&mut text, &pf::header(&h));
+    let mut h = header_info(test, args, port, std::slice::from_ref(cfg), be);
     let columns = result_columns(test, unit, false);
-    let (result, failure) = match be.run_half(cfg, role, &mut link) {
+    let run = be.run_half(cfg, role, &mut link);
+    // The header names the GID index the run sent from.
+    if let Ok(rep) = &run {
+        h.gid_index = rep.sgid_index.map(u32::from);
+    }
+    emit(&mut text, &pf::header(&h));
+    let (result, failure) = match run {
         Err(e) => {
             let f = format!("{e:#}");
             let r = result_json(cfg, None, 0, &Figures::default(), unit, Some(&f));
