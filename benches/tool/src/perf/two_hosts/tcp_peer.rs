@@ -68,7 +68,16 @@ pub struct TcpPeer {
     no_peak: bool,
     /// QP 0's key message, sent in every sync.
     first: Option<KeyMessage>,
+    /// The outstanding READs/atomics every key message announces: the
+    /// peer sets its QPs' `max_rd_atomic` to it (perftest's
+    /// `ctx_modify_qp_to_rts`), so it is what perftest would announce.
+    out_reads: u32,
 }
+
+/// The most READs/atomics in flight per QP this host offers (the
+/// negotiate block's `max_qp_rd_atom`, the key message's `out_reads` for
+/// READ and atomic tests before the peer's limit lowers it).
+const MAX_RD_ATOM: u32 = 16;
 
 /// This host's page size and cache line (perftest's defaults:
 /// `sysconf(_SC_PAGESIZE)` and the CPU's line).
@@ -124,10 +133,18 @@ impl TcpPeer {
             iters: cfg.iters,
             num_of_qps: cfg.qps,
             duration: 5,
-            max_qp_rd_atom: 16,
+            max_qp_rd_atom: MAX_RD_ATOM,
             ..Negotiate::default()
         };
-        oob.negotiate(&peer, &n, 16)?;
+        // perftest asks for its device's limit only for READ and atomic
+        // tests (`ctx_set_out_reads`), 1 otherwise, and lowers it to the
+        // peer's `max_qp_rd_atom` (`compare_ibv_device`).
+        let wanted = if matches!(test.verb(), Verb::Read | Verb::Atomic) {
+            MAX_RD_ATOM
+        } else {
+            1
+        };
+        let out_reads = oob.negotiate(&peer, &n, wanted)?;
         let link = TcpPeer {
             oob: Some(oob),
             role,
@@ -141,6 +158,7 @@ impl TcpPeer {
             },
             no_peak: args.no_peak,
             first: None,
+            out_reads,
         };
         Ok((link, mtu_bytes))
     }
@@ -157,6 +175,17 @@ impl TcpPeer {
             .first
             .ok_or_else(|| anyhow!("no key message to synchronise with"))?;
         self.oob()?.hand_shake(&m)
+    }
+
+    /// The key messages of `mine`, announcing the negotiated `out_reads`.
+    fn key_messages(&self, mine: &[Endpoint]) -> Vec<KeyMessage> {
+        let reads = self.out_reads.min(0xffff) as u16;
+        mine.iter()
+            .map(|e| KeyMessage {
+                out_reads: reads,
+                ..key_of(e)
+            })
+            .collect()
     }
 
     /// One `ctx_hand_shake` per QP.
@@ -236,7 +265,7 @@ impl PeerLink for TcpPeer {
     }
 
     fn keys(&mut self, mine: &[Endpoint]) -> anyhow::Result<Vec<Endpoint>> {
-        let keys: Vec<KeyMessage> = mine.iter().map(key_of).collect();
+        let keys = self.key_messages(mine);
         self.first = keys.first().copied();
         if matches!(self.script, Script::WriteLat | Script::ReadLat) {
             self.sync()?;
@@ -245,7 +274,7 @@ impl PeerLink for TcpPeer {
     }
 
     fn ready(&mut self, mine: &[Endpoint]) -> anyhow::Result<()> {
-        let keys: Vec<KeyMessage> = mine.iter().map(key_of).collect();
+        let keys = self.key_messages(mine);
         if matches!(self.script, Script::SendBw | Script::SendLat) {
             self.sync()?;
         }
