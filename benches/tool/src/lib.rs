@@ -14,6 +14,7 @@
 //! | [`selftest`] | `selftest` and `devinfo --selftest`: the core's loopback self-test |
 //! | [`perf`] | `perf`: CPU cost of post/poll on memory-backed queues, and the perftest-style tests (`write-lat` … `atomic-lat`) over the `sim`, `fw-sim`, `model` and `vfio:BDF` backends |
 //! | [`perftest`] | perftest's statistics and text layout, so results line up with real perftest runs |
+//! | [`pingpong`] | `pingpong`: `ibv_rc_pingpong` between two hosts (its flags, address exchange and report) |
 //! | [`sweep`] | `sweep`: the `max_send_wr` × `max_send_sge` design space |
 //! | [`model`] | the closed-form NIC/PCIe cost model behind `sweep` and the `model` backend |
 //! | [`args`], [`device_arg`] | shared argument parsing: sizes, counts, paths, `--device` names |
@@ -40,6 +41,7 @@ pub mod envelope;
 pub mod model;
 pub mod perf;
 pub mod perftest;
+pub mod pingpong;
 pub mod selftest;
 pub mod sweep;
 

@@ -31,6 +31,9 @@ enum Cli {
     /// Measure the data path (post/poll on memory-backed queues).
     #[command(subcommand)]
     Perf(PerfCmd),
+    /// `ibv_rc_pingpong` between two hosts: the same flags, exchange and
+    /// report (a stock `ibv_rc_pingpong` can be the other side).
+    Pingpong(bareverbs_tool::pingpong::PingpongArgs),
     /// max_send_wr x max_send_sge design space: sizing, posted WQE, CPU and NIC cost.
     Sweep(bareverbs_tool::sweep::SweepArgs),
 }
@@ -144,6 +147,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cli::Decode(d) => decode(d)?,
         Cli::Devinfo(a) => devinfo(a)?,
         Cli::Selftest(a) => selftest(a)?,
+        Cli::Pingpong(a) => return bareverbs_tool::pingpong::run(&a),
         Cli::Budget(args) => {
             // budget only computes: every error is about its input.
             let code = bareverbs_tool::budget::run(&args).usage()?;
