@@ -75,10 +75,19 @@
 //!   `Device::bring_up` and CREATE_MKEY / CREATE_CQ / CREATE_QP / modify-QP
 //!   commands over an emulated BAR0, whose objects [`fw::FabricPath`] makes
 //!   the ones the data path executes (same numbers, rings and records).
+//! * **Two processes** ([`udp_wire`]): a port joined to a UDP socket
+//!   ([`Fabric::join_wire`]) sends each packet addressed to a wired peer as
+//!   datagrams (a header naming GIDs, MAC and QPs, the body in fragments
+//!   of at most 60,000 bytes) and takes in what arrives, checked as a RoCE
+//!   port checks it (the sender's GID names its address, the destination
+//!   GID and MAC are in this port's table, the QP is connected to the
+//!   sender); what fails is dropped and counted ([`WireStats`]). A wired
+//!   fabric's clock is the wall clock; the fault plan still applies to
+//!   what leaves. RC only is exercised across the wire.
 //! * **Not modelled yet**: fences and `max_rd_atomic` limits, UMR / memory
 //!   windows / LOCAL_INV, XRC, raw packet QPs, 128-byte and compressed
-//!   CQEs, scatter-to-CQE, completion events through EQs, the WQE cache
-//!   and the IOTLB (the QP-context cache is modelled).
+//!   CQEs, scatter-to-CQE, the WQE cache and the IOTLB (the QP-context
+//!   cache is modelled).
 #![deny(missing_docs, clippy::undocumented_unsafe_blocks)]
 
 pub mod cost;

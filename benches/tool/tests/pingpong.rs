@@ -99,6 +99,8 @@ fn ok_json(o: &Output, what: &str) -> Value {
 fn two_processes_exchange_every_message_checked() {
     let (s, c) = two_processes(&["-n", "300", "-s", "5000", "-c", "--json"]);
     let (s, c) = (ok_json(&s, "server"), ok_json(&c, "client"));
+    bareverbs_tool::envelope::assert_documented("pingpong", &s);
+    bareverbs_tool::envelope::assert_documented("pingpong", &c);
     for (v, role) in [(&s, "server"), (&c, "client")] {
         assert_eq!(v["role"], role, "{v}");
         assert_eq!(v["iters"], 300);

@@ -11,6 +11,7 @@
 //! | `dev.rs` | one device's state and its QP-context cache |
 //! | `fingerprint.rs` | the state fingerprint |
 //! | `cqe_writer.rs` | writing a CQE into a CQ ring |
+//! | `wired.rs` | the world on the UDP wire: wired LIDs, the wall clock, packets out as datagrams, arrivals checked as a RoCE port checks them |
 
 mod cqe_writer;
 mod dev;
@@ -18,6 +19,7 @@ mod events;
 mod fingerprint;
 mod trace;
 pub mod vendor;
+mod wired;
 
 use crate::cost::{Counters, FastCosts, LenCosts, ModelParams};
 use crate::fault::FaultPlan;

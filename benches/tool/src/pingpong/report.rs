@@ -87,29 +87,31 @@ impl Outcome {
         };
         let usec = self.usec();
         let r = self.rep.as_ref();
-        json!({
-            "tool": "pingpong",
-            "role": match self.role {
-                Role::Client => "client",
-                _ => "server",
-            },
-            "device": self.device,
-            "local": self.addresses.as_ref().map(|(m, _)| addr(m)),
-            "remote": self.addresses.as_ref().map(|(_, p)| addr(p)),
-            "size": self.size,
-            "iters": self.iters,
-            "bytes": self.bytes(),
-            "seconds": usec / 1e6,
-            "mbit_per_sec": if usec > 0.0 { self.bytes() as f64 * 8.0 / usec } else { 0.0 },
-            "usec_per_iter": usec / f64::from(self.iters.max(1)),
-            "modeled": r.is_some_and(|r| r.modeled),
-            "checked": self.checked,
-            "posted": r.map(|r| r.posted),
-            "completed_ok": r.map(|r| r.completed_ok),
-            "completed_err": r.map(|r| r.completed_err),
-            "mismatches": r.map(|r| r.mismatches),
-            "failure": self.failure,
-        })
+        crate::envelope::envelope(
+            "pingpong",
+            json!({
+                "role": match self.role {
+                    Role::Client => "client",
+                    _ => "server",
+                },
+                "device": self.device,
+                "local": self.addresses.as_ref().map(|(m, _)| addr(m)),
+                "remote": self.addresses.as_ref().map(|(_, p)| addr(p)),
+                "size": self.size,
+                "iters": self.iters,
+                "bytes": self.bytes(),
+                "seconds": usec / 1e6,
+                "mbit_per_sec": if usec > 0.0 { self.bytes() as f64 * 8.0 / usec } else { 0.0 },
+                "usec_per_iter": usec / f64::from(self.iters.max(1)),
+                "modeled": r.is_some_and(|r| r.modeled),
+                "checked": self.checked,
+                "posted": r.map(|r| r.posted),
+                "completed_ok": r.map(|r| r.completed_ok),
+                "completed_err": r.map(|r| r.completed_err),
+                "mismatches": r.map(|r| r.mismatches),
+                "failure": self.failure,
+            }),
+        )
     }
 }
 

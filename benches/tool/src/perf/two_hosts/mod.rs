@@ -1,6 +1,6 @@
 //! perftest's server/client mode: a host runs one side of each QP pair
 //! and a peer host the other, the two meeting over TCP (perftest's
-//! sockets protocol, [`crate::perftest::exchange`]).
+//! sockets protocol, [`crate::perftest::sockets`]).
 //!
 //! Which mode a command line means ([`role_of`]) follows perftest: a
 //! `HOST` makes this host the client; without one, a device that can
