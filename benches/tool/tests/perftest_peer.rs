@@ -27,6 +27,8 @@
 //! malformed key messages, and the key's `out_reads` against the peer's
 //! `max_qp_rd_atom` (for WRITE, perftest's 1).
 
+mod common;
+
 use bareverbs::cmd::ops::{IbMtu, RoceAddress, RoceVersion};
 use bareverbs::cqe::{WcStatus, WorkCompletion};
 use bareverbs::device::DeviceConfig;
@@ -35,10 +37,11 @@ use bareverbs::sq::SendOp;
 use bareverbs::verbs::*;
 use bareverbs_sim::fw::{bring_up_on, FwConfig, SimUar};
 use bareverbs_sim::{Fabric, WireSocket};
+use common::{free_tcp, free_udp, spawn, wait};
 use serde_json::Value;
 use std::io::{ErrorKind, Read, Write};
-use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream, UdpSocket};
-use std::process::{Child, Command, Output, Stdio};
+use std::net::{Ipv4Addr, SocketAddrV4, TcpListener, TcpStream};
+use std::process::{Child, Output};
 use std::time::{Duration, Instant};
 
 // ---------------------------------------------------------------------
@@ -697,14 +700,7 @@ fn psn(salt: u64) -> u32 {
 
 /// A TCP port and a UDP port nobody holds right now.
 fn free_ports() -> (u16, u16) {
-    let t = TcpListener::bind("127.0.0.1:0").unwrap();
-    let u = UdpSocket::bind("127.0.0.1:0").unwrap();
-    let p = (
-        t.local_addr().unwrap().port(),
-        u.local_addr().unwrap().port(),
-    );
-    drop((t, u));
-    p
+    (free_tcp(), free_udp::<1>()[0])
 }
 
 /// `bareverbs perf write-bw` on fw-sim wired at 127.0.0.1:`wire`, TCP
@@ -728,32 +724,12 @@ fn spawn_ours(tcp: u16, wire: u16, extra: &[&str], client: bool) -> Child {
     if client {
         a.push("127.0.0.1".into());
     }
-    Command::new(env!("CARGO_BIN_EXE_bareverbs"))
-        .args(&a)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run bareverbs")
+    spawn(&a)
 }
 
 /// Waits for `c` at most `LIMIT` (then kills it); its output.
-fn finish(mut c: Child) -> Output {
-    let t = Instant::now();
-    loop {
-        if c.try_wait().unwrap().is_some() {
-            return c.wait_with_output().unwrap();
-        }
-        if t.elapsed() > LIMIT {
-            let _ = c.kill();
-            let o = c.wait_with_output().unwrap();
-            panic!(
-                "bareverbs still running after {LIMIT:?}; stdout: {} stderr: {}",
-                String::from_utf8_lossy(&o.stdout),
-                String::from_utf8_lossy(&o.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+fn finish(c: Child) -> Output {
+    wait(c, "bareverbs", LIMIT)
 }
 
 fn text(o: &Output) -> String {

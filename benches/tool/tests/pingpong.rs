@@ -6,61 +6,22 @@
 //! 32-hex-digit GID and its NUL; the client ends with `"done"` and its
 //! NUL) — the exchange only: the fake owns no device.
 
+mod common;
+
+use common::{free_tcp, free_udp, spawn, wait};
 use serde_json::Value;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream, UdpSocket};
-use std::process::{Child, Command, Output, Stdio};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-fn free_tcp() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn free_udp() -> u16 {
-    UdpSocket::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn spawn(args: &[String]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_bareverbs"))
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run bareverbs")
-}
-
-/// Waits for `c` (killing it after `limit`).
-fn wait(mut c: Child, what: &str, limit: Duration) -> Output {
-    let t = Instant::now();
-    while c.try_wait().unwrap().is_none() {
-        if t.elapsed() > limit {
-            let _ = c.kill();
-            let o = c.wait_with_output().unwrap();
-            panic!(
-                "{what}: still running after {limit:?}; stderr: {}",
-                String::from_utf8_lossy(&o.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    c.wait_with_output().unwrap()
-}
-
-fn pingpong_args(tcp: u16, extra: &[&str], host: Option<&str>) -> Vec<String> {
+fn pingpong_args(tcp: u16, wire: u16, extra: &[&str], host: Option<&str>) -> Vec<String> {
     let mut v: Vec<String> = [
         "pingpong",
         "-d",
         "fw-sim",
         "--wire",
-        &format!("127.0.0.1:{}", free_udp()),
+        &format!("127.0.0.1:{wire}"),
         "-p",
         &tcp.to_string(),
         "-g",
@@ -77,8 +38,9 @@ fn pingpong_args(tcp: u16, extra: &[&str], host: Option<&str>) -> Vec<String> {
 /// A server and a client process; their outputs (server first).
 fn two_processes(extra: &[&str]) -> (Output, Output) {
     let tcp = free_tcp();
-    let server = spawn(&pingpong_args(tcp, extra, None));
-    let client = spawn(&pingpong_args(tcp, extra, Some("127.0.0.1")));
+    let [wa, wb] = free_udp();
+    let server = spawn(&pingpong_args(tcp, wa, extra, None));
+    let client = spawn(&pingpong_args(tcp, wb, extra, Some("127.0.0.1")));
     let limit = Duration::from_secs(60);
     let c = wait(client, "client", limit);
     let s = wait(server, "server", limit);
@@ -201,7 +163,12 @@ fn our_client_speaks_rc_pingpongs_exchange() {
         l,
         message("0000:000123:000456:fd6276770000000000000000000000ff"),
     );
-    let c = spawn(&pingpong_args(tcp, &["-n", "5"], Some("127.0.0.1")));
+    let c = spawn(&pingpong_args(
+        tcp,
+        free_udp::<1>()[0],
+        &["-n", "5"],
+        Some("127.0.0.1"),
+    ));
     let o = wait(c, "client", Duration::from_secs(60));
     let (m, rest) = fake.join().unwrap();
     assert!(
@@ -228,7 +195,12 @@ fn malformed_messages_are_refused_without_a_panic() {
     let tcp = l.local_addr().unwrap().port();
     let fake = fake_server(l, message("0000:zz0123:000456:fd627677"));
     let o = wait(
-        spawn(&pingpong_args(tcp, &["-n", "5"], Some("127.0.0.1"))),
+        spawn(&pingpong_args(
+            tcp,
+            free_udp::<1>()[0],
+            &["-n", "5"],
+            Some("127.0.0.1"),
+        )),
         "client",
         Duration::from_secs(60),
     );
@@ -241,7 +213,7 @@ fn malformed_messages_are_refused_without_a_panic() {
     );
     // To our server: a message one byte short, then the connection closes.
     let tcp = free_tcp();
-    let s = spawn(&pingpong_args(tcp, &["-n", "5"], None));
+    let s = spawn(&pingpong_args(tcp, free_udp::<1>()[0], &["-n", "5"], None));
     let t = Instant::now();
     let mut sock = loop {
         match TcpStream::connect(("127.0.0.1", tcp)) {
@@ -268,7 +240,7 @@ fn what_pingpong_cannot_do_is_a_usage_error() {
         (&["-l", "3"][..], "service level 0"),
         (&["-r", "0"][..], "-r 0"),
     ] {
-        let mut a = pingpong_args(free_tcp(), extra, Some("127.0.0.1"));
+        let mut a = pingpong_args(free_tcp(), free_udp::<1>()[0], extra, Some("127.0.0.1"));
         a.push("--json".into());
         let o = wait(spawn(&a), "pingpong", Duration::from_secs(30));
         let err = String::from_utf8_lossy(&o.stderr);

@@ -4,53 +4,22 @@
 //! binary, and a server and a client thread in one process; every byte
 //! verified and nothing lost.
 
+mod common;
+
+use common::{free_tcp, free_udp, spawn, wait};
 use serde_json::Value;
-use std::net::{TcpListener, UdpSocket};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Child;
+use std::time::Duration;
 
 /// A TCP port and two UDP ports nobody holds right now.
 fn free_ports() -> (u16, u16, u16) {
-    let t = TcpListener::bind("127.0.0.1:0").unwrap();
-    let a = UdpSocket::bind("127.0.0.1:0").unwrap();
-    let b = UdpSocket::bind("127.0.0.1:0").unwrap();
-    let ports = (
-        t.local_addr().unwrap().port(),
-        a.local_addr().unwrap().port(),
-        b.local_addr().unwrap().port(),
-    );
-    drop((t, a, b));
-    ports
-}
-
-fn spawn(args: &[String]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_bareverbs"))
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run bareverbs")
+    let [a, b] = free_udp();
+    (free_tcp(), a, b)
 }
 
 /// Waits for `c` (at most `limit`), then its exit status and JSON.
 fn finish(c: Child, what: &str, limit: Duration) -> Value {
-    let t = Instant::now();
-    let mut c = c;
-    loop {
-        if c.try_wait().unwrap().is_some() {
-            break;
-        }
-        if t.elapsed() > limit {
-            let _ = c.kill();
-            let o = c.wait_with_output().unwrap();
-            panic!(
-                "{what}: still running after {limit:?}; stderr: {}",
-                String::from_utf8_lossy(&o.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let o = c.wait_with_output().unwrap();
+    let o = wait(c, what, limit);
     assert!(
         o.status.success(),
         "{what}: {}\n{}",
