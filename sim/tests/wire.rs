@@ -13,7 +13,7 @@ use bareverbs::device::DeviceConfig;
 use bareverbs::sizing::QpType;
 use bareverbs::sq::SendOp;
 use bareverbs::verbs::*;
-use bareverbs_sim::fw::{bring_up_on, FwConfig, SimUar};
+use bareverbs_sim::fw::{bring_up_wired, FwConfig, SimUar};
 use bareverbs_sim::{Fabric, FaultPlan, WireSocket, WireStats};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::sync::mpsc::{channel, Receiver, Sender};
@@ -54,14 +54,8 @@ struct Side {
 fn side(seed: u64, program: bool) -> Side {
     let fabric = Fabric::new(seed);
     let sock = WireSocket::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0)).unwrap();
-    let (gid, mac) = (sock.gid(), sock.mac());
-    let fw = FwConfig {
-        mac,
-        ..FwConfig::default()
-    };
-    let (d, nic) = bring_up_on(&fabric, fw, DeviceConfig::default()).unwrap();
-    fabric.join_wire(&nic, sock).unwrap();
-    assert!(fabric.is_wall_clock());
+    let w = bring_up_wired(&fabric, sock, FwConfig::default(), DeviceConfig::default()).unwrap();
+    let (d, gid, mac) = (w.dev, w.gid, w.mac);
     let c = Context::new(d);
     // A port that does not hold its wire GID holds another one at the
     // same index (so its QPs can still send from it).

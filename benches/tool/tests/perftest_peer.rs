@@ -35,7 +35,7 @@ use bareverbs::device::DeviceConfig;
 use bareverbs::sizing::QpType;
 use bareverbs::sq::SendOp;
 use bareverbs::verbs::*;
-use bareverbs_sim::fw::{bring_up_on, FwConfig, SimUar};
+use bareverbs_sim::fw::{bring_up_wired, FwConfig, SimUar};
 use bareverbs_sim::{Fabric, WireSocket};
 use common::{free_tcp, free_udp, spawn, wait};
 use serde_json::Value;
@@ -626,13 +626,8 @@ struct Side {
 fn side(seed: u64) -> Side {
     let fabric = Fabric::new(seed);
     let sock = WireSocket::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0)).unwrap();
-    let (gid, mac) = (sock.gid(), sock.mac());
-    let fw = FwConfig {
-        mac,
-        ..FwConfig::default()
-    };
-    let (d, nic) = bring_up_on(&fabric, fw, DeviceConfig::default()).unwrap();
-    fabric.join_wire(&nic, sock).unwrap();
+    let w = bring_up_wired(&fabric, sock, FwConfig::default(), DeviceConfig::default()).unwrap();
+    let (d, gid, mac) = (w.dev, w.gid, w.mac);
     let c = Context::new(d);
     let e = RoceAddress {
         gid,

@@ -22,7 +22,8 @@
 //! The data path connects through [`objects::DataPath`];
 //! [`datapath::FabricPath`] connects it to a simulated device on a
 //! [`Fabric`](crate::Fabric), and [`bring_up_on`] assembles the whole
-//! function (firmware, BAR0, data path, the core's bring-up).
+//! function (firmware, BAR0, data path, the core's bring-up);
+//! [`bring_up_wired`] does the same for a function on the UDP wire.
 
 mod bringup;
 mod cmdq;
@@ -52,6 +53,7 @@ mod srq;
 mod status;
 mod uar;
 mod vport;
+mod wired;
 
 use bareverbs::cmd::caps::HcaCaps;
 use std::sync::Arc;
@@ -63,6 +65,7 @@ pub use datapath::{bring_up_on, FabricPath};
 pub use faults::Faults;
 pub use platform::{FakeClock, SharedDma, SimBar, SimUar, SIM_MSIX_VECTORS};
 pub use status::{reason, syndrome};
+pub use wired::{bring_up_wired, WiredError, WiredFunction};
 
 /// The error the driver reports when this model fails `opcode` with
 /// `status` for `reason` (the syndrome is [`syndrome`]`(opcode, reason)`):

@@ -22,29 +22,25 @@ pub fn fw_sim(
     wire: Option<std::net::SocketAddrV4>,
 ) -> anyhow::Result<Box<dyn PerfBackend>> {
     let fabric = bareverbs_sim::Fabric::new(seed);
-    // A wired port's MAC and GID follow from its UDP address.
-    let sock = wire
-        .map(|a| {
-            bareverbs_sim::WireSocket::bind(a)
-                .map_err(|e| anyhow!("--wire {a}: binding the UDP socket: {e}"))
-        })
-        .transpose()?;
-    let mut fw = bareverbs_sim::fw::FwConfig::default();
-    if let Some(s) = &sock {
-        fw.mac = s.mac();
-    }
-    let (dev, nic) = bareverbs_sim::fw::bring_up_on(&fabric, fw, DeviceConfig::default())
-        .map_err(|e| anyhow!("simulated bring-up failed: {e}"))?;
+    let fw = bareverbs_sim::fw::FwConfig::default();
+    let cfg = DeviceConfig::default();
+    let (dev, nic) = match wire {
+        None => bareverbs_sim::fw::bring_up_on(&fabric, fw, cfg)
+            .map_err(|e| anyhow!("simulated bring-up failed: {e}"))?,
+        Some(a) => {
+            // A wired port's MAC and GID follow from its UDP address.
+            let sock = bareverbs_sim::WireSocket::bind(a)
+                .map_err(|e| anyhow!("--wire {a}: binding the UDP socket: {e}"))?;
+            let w = bareverbs_sim::fw::bring_up_wired(&fabric, sock, fw, cfg)
+                .map_err(|e| anyhow!("{e}"))?;
+            opts.peer.fixed = Some((w.gid, w.mac));
+            opts.peer.mac_of_gid = Some(bareverbs_sim::wire_mac_of_gid);
+            (w.dev, w.nic)
+        }
+    };
     // The backend drives time itself (FabricTimer::relax).
     fabric.set_auto_progress(false);
     opts.loopback_lid = nic.lid();
-    if let Some(s) = sock {
-        opts.peer.fixed = Some((s.gid(), s.mac()));
-        opts.peer.mac_of_gid = Some(bareverbs_sim::wire_mac_of_gid);
-        fabric
-            .join_wire(&nic, s)
-            .map_err(|e| anyhow!("joining the wire: {e}"))?;
-    }
     let timer = FabricTimer::new(fabric, nic);
     Ok(Box::new(CmdBackend::new(dev, timer, opts, None)))
 }
