@@ -83,7 +83,9 @@ impl Address {
         let g = parts
             .next()
             .ok_or_else(|| anyhow!("the peer's address message has no GID: {text:?}"))?;
-        if g.len() != 32 || parts.next().is_some() {
+        // Bytes, not characters: a multi-byte character must not reach
+        // the slicing below.
+        if g.len() != 32 || !g.bytes().all(|b| b.is_ascii_hexdigit()) || parts.next().is_some() {
             bail!("the peer's GID {g:?} is not 32 hex digits");
         }
         let mut gid = [0u8; 16];
@@ -184,6 +186,16 @@ mod tests {
         assert_eq!(wide.len(), MESSAGE_BYTES);
         let e = Address::decode(&wide).unwrap_err().to_string();
         assert!(e.contains("LID"), "{e}");
+        let mut utf8 = good;
+        utf8[19..21].copy_from_slice("é".as_bytes());
+        utf8[22..24].copy_from_slice("é".as_bytes());
+        assert!(Address::decode(&utf8).is_err(), "multi-byte GID text");
+        let mut odd = good;
+        odd[20..22].copy_from_slice("é".as_bytes());
+        assert!(
+            Address::decode(&odd).is_err(),
+            "a character across a digit pair"
+        );
         let mut text = [0u8; MESSAGE_BYTES];
         text[..4].copy_from_slice(b"zzzz");
         assert!(Address::decode(&text).is_err());
