@@ -40,6 +40,18 @@ struct Hello {
     rkey: u32,
 }
 
+/// What `s` tells the peer of `qp` and of all of `mr`.
+fn hello(s: &Side, qp: &Qp, mr: &MemoryRegion) -> Hello {
+    let r = mr.remote(0, BUF as u64).unwrap();
+    Hello {
+        qpn: qp.qp_num(),
+        gid: s.gid,
+        mac: s.mac,
+        addr: r.addr,
+        rkey: r.rkey,
+    }
+}
+
 /// One wired side: its fabric, its device as a verbs context, its wire
 /// identity.
 struct Side {
@@ -216,15 +228,7 @@ fn run_pair<R>(
             let sge = [mr.sge(i as u64 * 4096, 4096).unwrap()];
             qp.post_recv(&[RecvWr::new(i as u64, &sge)]).unwrap();
         }
-        let r = mr.remote(0, BUF as u64).unwrap();
-        to_a.send(Hello {
-            qpn: qp.qp_num(),
-            gid: s.gid,
-            mac: s.mac,
-            addr: r.addr,
-            rkey: r.rkey,
-        })
-        .unwrap();
+        to_a.send(hello(&s, &qp, &mr)).unwrap();
         let a = from_a.recv().unwrap();
         connect(&mut qp, &a, Patience::Succeed);
         ready_tx.send(()).unwrap();
@@ -247,15 +251,7 @@ fn run_pair<R>(
         s.c.create_qp(&pd, &QpInitAttr::new(QpType::Rc, &cq, &cq, cap))
             .unwrap();
     let mut peer = from_b.recv_timeout(LIMIT).unwrap();
-    let r = mr.remote(0, BUF as u64).unwrap();
-    to_b.send(Hello {
-        qpn: qp.qp_num(),
-        gid: s.gid,
-        mac: s.mac,
-        addr: r.addr,
-        rkey: r.rkey,
-    })
-    .unwrap();
+    to_b.send(hello(&s, &qp, &mr)).unwrap();
     tweak(&mut peer);
     to_init(&mut qp);
     connect(&mut qp, &peer, patience);
@@ -475,4 +471,16 @@ fn what_a_roce_nic_drops_is_dropped() {
     assert_eq!(st, WcStatus::RetryExcErr);
     assert!(stats_b.dropped_qpn > 0, "{stats_b:?}");
     assert_eq!(&b[..256], &[0u8; 256][..]);
+}
+
+/// A port's GID names its UDP address, and peers check each datagram's
+/// source against it: an unspecified address would name no one, so it is
+/// refused when the socket is bound.
+#[test]
+fn an_unspecified_address_is_refused() {
+    let e = WireSocket::bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0))
+        .err()
+        .expect("0.0.0.0 refused");
+    assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+    assert!(e.to_string().contains("0.0.0.0"), "{e}");
 }

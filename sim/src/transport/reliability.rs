@@ -300,6 +300,12 @@ impl World {
         if q.pend[i].opcode != Opcode::RdmaRead.bits() {
             return;
         }
+        // A response of another length than the READ asked for is not
+        // this READ's: dropped (the requester retries, as on a lost one).
+        let asked: u64 = q.pend[i].local.iter().map(|&(_, len)| u64::from(len)).sum();
+        if asked != data.len() as u64 {
+            return;
+        }
         let mut off = 0usize;
         let targets = q.pend[i].local.clone();
         for (p, len) in targets {

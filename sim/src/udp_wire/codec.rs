@@ -248,6 +248,9 @@ pub(crate) fn encode_body(b: &Body) -> Vec<u8> {
 }
 
 /// The body encoded in `b`, which must be exactly one encoding.
+/// Most PSNs one request may span (half the 24-bit PSN space).
+pub(crate) const MAX_NPKTS: u32 = 1 << 23;
+
 pub(crate) fn decode_body(b: &[u8]) -> Option<Body> {
     let mut r = Reader(b);
     let tag = r.u8()?;
@@ -260,7 +263,10 @@ pub(crate) fn decode_body(b: &[u8]) -> Option<Body> {
             let npkts = r.u32()?;
             let flags = r.u8()?;
             let qkey = r.u32()?;
-            if flags & !7 != 0 || npkts == 0 {
+            // A message spans at least one PSN and at most half the
+            // 24-bit PSN space (IBA's valid window): more could only be
+            // hostile, and would move the responder's expected PSN.
+            if flags & !7 != 0 || npkts == 0 || npkts > MAX_NPKTS {
                 return None;
             }
             let imm = |v: Option<u32>| v.map(u32::to_be_bytes);
@@ -439,6 +445,28 @@ mod tests {
         });
         e[5..9].copy_from_slice(&u32::MAX.to_be_bytes());
         assert!(decode_body(&e).is_none());
+    }
+
+    /// npkts is bounded by the PSN window (IBA: half the 24-bit space);
+    /// a larger count could move a responder's expected PSN anywhere.
+    #[test]
+    fn a_request_spanning_more_than_half_the_psn_space_is_refused() {
+        let req = |npkts: u32| Body::Req {
+            psn: 0xff_ffff,
+            npkts,
+            req: Rc::new(Req::Read {
+                raddr: 0,
+                rkey: 1,
+                len: 1,
+            }),
+            ud_qkey: None,
+            grh: true,
+            solicited: false,
+        };
+        assert!(decode_body(&encode_body(&req(1 << 23))).is_some());
+        for n in [(1 << 23) + 1, 1 << 24, u32::MAX] {
+            assert!(decode_body(&encode_body(&req(n))).is_none(), "{n}");
+        }
     }
 
     #[test]

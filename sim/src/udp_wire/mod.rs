@@ -79,8 +79,20 @@ pub struct WireSocket {
 }
 
 impl WireSocket {
-    /// Binds a non-blocking UDP socket at `addr`.
+    /// Binds a non-blocking UDP socket at `addr`, a specific IPv4 address
+    /// (not 0.0.0.0: the port's GID names it).
     pub fn bind(addr: SocketAddrV4) -> std::io::Result<WireSocket> {
+        // The port's GID names this address, and peers check that each
+        // datagram comes from the address its source GID names: an
+        // unspecified address would name no one.
+        if addr.ip().is_unspecified() {
+            return Err(std::io::Error::new(
+                ErrorKind::InvalidInput,
+                format!(
+                    "{addr}: the wire needs the address peers send to (its GID names it), not 0.0.0.0"
+                ),
+            ));
+        }
         let sock = UdpSocket::bind(addr)?;
         sock.set_nonblocking(true)?;
         grow_buffers(&sock);
@@ -155,8 +167,12 @@ pub struct WireStats {
     pub dropped_mac: u64,
     /// Packets to no QP, or to a QP not connected to the sender's.
     pub dropped_qpn: u64,
-    /// Packets whose fragments did not all arrive in time.
+    /// Packets whose fragments were not put back together: not all in
+    /// time, no room for another partial packet, or fragments that
+    /// disagree.
     pub dropped_incomplete: u64,
+    /// Peer addresses known: those a QP of this port was connected to.
+    pub peers: u64,
 }
 
 /// A wired port inside a world.
@@ -197,14 +213,21 @@ impl Wire {
 
     /// The peer number of `addr`, added if new (`None`: too many peers).
     pub(crate) fn peer(&mut self, addr: SocketAddrV4) -> Option<u16> {
-        if let Some(k) = self.peers.iter().position(|&p| p == addr) {
-            return Some(k as u16);
+        if let Some(k) = self.known_peer(addr) {
+            return Some(k);
         }
         if self.peers.len() >= MAX_PEERS {
             return None;
         }
         self.peers.push(addr);
         Some((self.peers.len() - 1) as u16)
+    }
+
+    /// The peer number of `addr` if a QP was ever connected to it (what
+    /// arrives from anyone else is not added: a sender cannot fill the
+    /// table).
+    pub(crate) fn known_peer(&self, addr: SocketAddrV4) -> Option<u16> {
+        self.peers.iter().position(|&p| p == addr).map(|k| k as u16)
     }
 
     /// The wall-clock time of the world.
@@ -221,6 +244,7 @@ impl Wire {
     pub(crate) fn stats(&self) -> WireStats {
         let mut s = self.stats;
         s.dropped_incomplete = self.reasm.dropped;
+        s.peers = self.peers.len() as u64;
         s
     }
 }

@@ -144,16 +144,20 @@ impl World {
             self.wire_count(|s| s.dropped_mac += 1);
             return None;
         }
-        let k = self.wire.as_mut()?.peer(from)?;
-        let connected = h
-            .dst_qpn
-            .checked_sub(crate::world::QPN_BASE)
-            .and_then(|qi| self.devs.get(dev as usize)?.qps.get(qi as usize)?.as_ref())
-            .is_some_and(|q| q.attr.dlid == WIRE_LID_BASE + k && q.attr.dest_qp_num == h.src_qpn);
-        if !connected {
+        // Only a peer some QP was connected to has a number; the QP must
+        // be connected to this sender's QP.
+        let qp = |k: u16| {
+            h.dst_qpn
+                .checked_sub(crate::world::QPN_BASE)
+                .and_then(|qi| self.devs.get(dev as usize)?.qps.get(qi as usize)?.as_ref())
+                .is_some_and(|q| {
+                    q.attr.dlid == WIRE_LID_BASE + k && q.attr.dest_qp_num == h.src_qpn
+                })
+        };
+        let Some(k) = self.wire.as_ref()?.known_peer(from).filter(|&k| qp(k)) else {
             self.wire_count(|s| s.dropped_qpn += 1);
             return None;
-        }
+        };
         self.wire_count(|s| s.packets_rx += 1);
         Some(Packet {
             src_dev: WIRE_DEV_BASE + k,
@@ -168,5 +172,60 @@ impl World {
         if let Some(w) = self.wire.as_mut() {
             f(&mut w.stats);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::udp_wire::codec::{encode_body, Header};
+    use crate::udp_wire::{wire_gid, WireSocket};
+    use crate::wire::Body;
+    use crate::Fabric;
+    use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
+
+    /// Well-formed datagrams from many strangers (each from the address
+    /// its source GID names, to this port's GID and MAC) name no QP
+    /// connected to them: each is dropped as such, and none takes one of
+    /// the port's peer numbers, which only a connected QP hands out.
+    #[test]
+    fn strangers_are_dropped_and_take_no_peer_slot() {
+        let fabric = Fabric::new(1);
+        let nic = fabric.add_device();
+        let sock = WireSocket::bind(SocketAddrV4::new(Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let (port, gid, mac) = (sock.addr(), sock.gid(), sock.mac());
+        nic.set_roce_gid(3, gid, mac);
+        fabric.join_wire(&nic, sock).unwrap();
+        let n = 40;
+        for i in 0..n {
+            let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+            let std::net::SocketAddr::V4(from) = s.local_addr().unwrap() else {
+                unreachable!()
+            };
+            let h = Header {
+                src_gid: wire_gid(from),
+                dst_gid: gid,
+                dst_mac: mac,
+                src_qpn: 0x100 + i,
+                dst_qpn: 0x100,
+                id: 1,
+                index: 0,
+                count: 1,
+            };
+            let mut d = Vec::new();
+            h.put(&mut d);
+            d.extend_from_slice(&encode_body(&Body::Ack { psn: 1 }));
+            s.send_to(&d, port).unwrap();
+        }
+        let t = std::time::Instant::now();
+        while fabric.wire_stats().unwrap().dropped_qpn < n as u64 {
+            fabric.step();
+            assert!(t.elapsed().as_secs() < 10, "{:?}", fabric.wire_stats());
+        }
+        let st = fabric.wire_stats().unwrap();
+        assert_eq!(
+            (st.dropped_bad, st.packets_rx, st.peers),
+            (0, 0, 0),
+            "{st:?}"
+        );
     }
 }

@@ -19,7 +19,8 @@ pub struct PerfRunReport {
     pub completed_ok: u64,
     /// Error completions (incl. flushed).
     pub completed_err: u64,
-    /// Messages that did not arrive intact at the responder.
+    /// Bytes that did not arrive as sent (a message not received counts
+    /// all its bytes).
     pub mismatches: u64,
     /// Message rate (Mpps).
     pub msg_rate_mpps: f64,

@@ -67,7 +67,7 @@ pub struct PingpongArgs {
     pub gid_idx: Option<u16>,
     /// Check every received message byte for byte. Both sides must be
     /// bareverbs run with `-c` (what it sends carries its tags; a stock
-    /// `ibv_rc_pingpong` sends an unwritten buffer).
+    /// `ibv_rc_pingpong` sends its own 0x7b fill and echoes what it got).
     #[arg(short = 'c', long = "chk")]
     pub chk: bool,
     /// `--device fw-sim`: the UDP address of the simulated port.

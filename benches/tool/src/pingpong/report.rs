@@ -123,7 +123,7 @@ fn verdict(a: &PingpongArgs, r: &PerfRunReport) -> Option<String> {
     }
     if r.mismatches > 0 {
         return Some(format!(
-            "{} received messages differ from what the peer sent",
+            "{} received bytes differ from what the peer sent",
             r.mismatches
         ));
     }
