@@ -108,7 +108,6 @@ fn run_pairs<D: PerfDevice + ?Sized>(
     pairs: Vec<super::pair::Pair>,
     mine: &[Endpoint],
 ) -> anyhow::Result<PerfRunReport> {
-    link.ready(mine)?;
     let (timer, events) = dev.timer_and_events();
     let events = match (cfg.events, events) {
         (false, _) => None,
@@ -118,6 +117,9 @@ fn run_pairs<D: PerfDevice + ?Sized>(
     let cpu = CpuUse::start();
     let mut e = Engine::new(timer, events, pairs, plan, cfg);
     e.check_peer_payload(link.peer_is_bareverbs());
+    // Receives first: the peer may send as soon as it is told to start.
+    e.first_receives()?;
+    link.ready(mine)?;
     e.run()?;
     // What this side's device still owes the peer (the ACK of the last
     // message it received) leaves before the run ends: a NIC answers on

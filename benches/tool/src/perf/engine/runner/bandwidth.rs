@@ -2,11 +2,11 @@
 //! of WRs in flight on every pair, posted in batches of the post list,
 //! with its preparation and the accounting of each batch.
 
-use super::super::consts::{RESERVE_MAX, RQ_WQES};
+use super::super::consts::RESERVE_MAX;
 use super::super::pair::Pair;
 use super::super::test_name::test_name;
 use super::batch::{build_batch, Batch};
-use super::{Engine, PairRun, Who};
+use super::{Engine, PairRun};
 use crate::perftest::format::Verb;
 use anyhow::anyhow;
 use bareverbs::sq::RdmaOp;
@@ -25,7 +25,7 @@ impl Engine<'_> {
         let window = self.window as u64;
         let verb = self.verb;
         let send = verb == Verb::Send;
-        let rx_slots = if send { slots.min(RQ_WQES as u64) } else { 0 };
+        let rx_slots = self.rx_slots();
         let fast = !self.inline && !self.ud;
         let rop = match verb {
             Verb::Write => RdmaOp::Write,
@@ -203,18 +203,8 @@ impl Engine<'_> {
     /// Before a bandwidth run of `n` WRs per pair: every receive slot of
     /// each responder posted (SEND), and room for the stamps reserved.
     pub(super) fn bw_prepare(&mut self, n: u64) -> anyhow::Result<()> {
-        let slots = self.slots as u64;
-        let send = self.verb == Verb::Send;
         let nq = self.pairs.len();
-        let rx_slots = if send { slots.min(RQ_WQES as u64) } else { 0 };
-        for q in 0..nq {
-            if !self.role.drives_b() {
-                break;
-            }
-            for s in 0..rx_slots {
-                self.post_recv(q, Who::B, s as usize)?;
-            }
-        }
+        self.first_receives()?;
         let total = n.saturating_mul(nq as u64).min(RESERVE_MAX);
         self.rep.tposted.reserve(total as usize);
         self.rep.tcompleted.reserve(total as usize);

@@ -71,10 +71,7 @@ impl Engine<'_> {
         }
         let size = self.size;
         let send = self.verb == Verb::Send;
-        if send {
-            self.post_recv(0, Who::A, 0)?;
-            self.post_recv(0, Who::B, 0)?;
-        }
+        self.first_receives()?;
         let mut t = 0u64;
         self.rep.tposted.push(0);
         let mut i = 0;
@@ -216,9 +213,7 @@ impl Engine<'_> {
     fn ping_client(&mut self) -> anyhow::Result<()> {
         let size = self.size;
         let send = self.verb == Verb::Send;
-        if send {
-            self.post_recv(0, Who::A, 0)?;
-        }
+        self.first_receives()?;
         let mut t = 0u64;
         self.rep.tposted.push(0);
         let mut i = 0;
@@ -247,9 +242,7 @@ impl Engine<'_> {
     fn pong_server(&mut self) -> anyhow::Result<()> {
         let size = self.size;
         let send = self.verb == Verb::Send;
-        if send {
-            self.post_recv(0, Who::B, 0)?;
-        }
+        self.first_receives()?;
         // Samples: the time between successive pongs (a round trip of the
         // client's, as perftest's server measures it).
         let mut t = 0u64;

@@ -20,7 +20,7 @@ mod post;
 mod report;
 mod timeouts;
 
-use super::consts::DEFAULT_TIMEOUT_NS;
+use super::consts::{DEFAULT_TIMEOUT_NS, RQ_WQES};
 use super::events::EventWait;
 use super::pair::{Pair, Slot};
 use super::plan::Plan;
@@ -102,6 +102,9 @@ pub(super) struct Engine<'t> {
     /// Check what the peer host's side wrote or holds (off when the peer
     /// is not bareverbs: its payload is its own).
     peer_payload: bool,
+    /// The receives a SEND test starts with are posted
+    /// ([`Engine::first_receives`]).
+    receives_posted: bool,
 }
 
 impl<'t> Engine<'t> {
@@ -192,7 +195,49 @@ impl<'t> Engine<'t> {
             wqe_seen: false,
             role,
             peer_payload: true,
+            receives_posted: false,
         }
+    }
+
+    /// The receive slots of a bandwidth test's B side (0 but for SEND).
+    pub(super) fn rx_slots(&self) -> u64 {
+        if self.verb == Verb::Send {
+            (self.slots as u64).min(RQ_WQES as u64)
+        } else {
+            0
+        }
+    }
+
+    /// Posts the receives a SEND test starts with on the sides this
+    /// process drives (one per side for send-lat, a ring's worth on B for
+    /// send-bw), once. A two-host run calls it before it tells the peer
+    /// to start, so the peer's first SEND finds a receive (no RNR NAK);
+    /// each test loop calls it too (then it does nothing).
+    pub(in crate::perf::engine) fn first_receives(&mut self) -> anyhow::Result<()> {
+        if self.receives_posted || self.verb != Verb::Send {
+            return Ok(());
+        }
+        self.receives_posted = true;
+        match self.test {
+            PerfTest::SendLat => {
+                if self.role.drives_a() {
+                    self.post_recv(0, Who::A, 0)?;
+                }
+                if self.role.drives_b() {
+                    self.post_recv(0, Who::B, 0)?;
+                }
+            }
+            PerfTest::SendBw if self.role.drives_b() => {
+                let rx_slots = self.rx_slots();
+                for q in 0..self.pairs.len() {
+                    for s in 0..rx_slots {
+                        self.post_recv(q, Who::B, s as usize)?;
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(())
     }
 
     /// The server's wait for the client's end of the test: `spoke` says
