@@ -18,20 +18,25 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("post");
     for (name, sge, batch) in cases() {
         g.throughput(Throughput::Elements(batch as u64));
-        let mut rust = PostBench::new(PostArgs {
-            opcode: PerfOpcode::Write,
-            sge,
-            inline: None,
-            batch,
-            signal_every: 16,
-            iters: 0,
-            blueflame: false,
-            general: false,
-            c_loop: false,
-            isolate: false,
-        })
-        .expect("bench queue");
-        g.bench_function(format!("rust/{name}"), |b| b.iter(|| rust.step()));
+        // Both Rust forms: a list of WRs (`post_rdma_raw`) and pushes
+        // into a batch (`SendBatch`).
+        for (form, pushed) in [("list", false), ("pushed", true)] {
+            let mut rust = PostBench::new(PostArgs {
+                opcode: PerfOpcode::Write,
+                sge,
+                inline: None,
+                batch,
+                signal_every: 16,
+                iters: 0,
+                blueflame: false,
+                general: false,
+                c_loop: false,
+                isolate: false,
+                pushed,
+            })
+            .expect("bench queue");
+            g.bench_function(format!("rust-{form}/{name}"), |b| b.iter(|| rust.step()));
+        }
         // The C side only with the `c-loop` feature (it needs mlx5dv.h).
         #[cfg(feature = "c-loop")]
         {

@@ -104,6 +104,7 @@ impl Limits {
     }
 
     #[cold]
+    #[inline]
     pub(super) fn too_many_sges(&self, num: usize) -> PostErrorKind {
         PostErrorKind::TooManySges {
             num,
@@ -146,6 +147,7 @@ impl Limits {
     }
 
     #[cold]
+    #[inline]
     fn not_allowed(&self, atomic: bool, op: &'static str) -> PostErrorKind {
         if atomic && !self.atomics && self.qp_type != QpType::Ud {
             PostErrorKind::AtomicsDisabled
@@ -159,8 +161,10 @@ impl Limits {
 
     /// Checks of the rarer shapes: UMR WQEs (`bind_len`: a bind's length),
     /// UD destinations, oversize. Takes plain values, not the WR, so the
-    /// common path never has to keep the WR in memory for it.
-    #[inline(never)]
+    /// common path never has to keep the WR in memory for it. Inlined into
+    /// the (rarely taken) full-check branch: an out-of-line call that might
+    /// unwind would make the compiler keep a batch in memory to drop it.
+    #[inline(always)]
     fn check_rare(
         &self,
         bind_len: Option<u64>,

@@ -19,6 +19,7 @@
 //! the ring untouched, the good prefix of a batch is posted and rung with
 //! the last WQE actually built, and the failing index is reported.
 
+mod batch;
 mod build;
 mod config;
 mod doorbell;
@@ -32,6 +33,7 @@ mod umr;
 mod wr;
 
 pub use crate::sge::Sge;
+pub use batch::SendBatch;
 pub use config::{BlueFlame, SqConfig};
 pub use error::{PostError, PostErrorKind};
 pub use lane::SendLane;
@@ -292,6 +294,8 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     }
 }
 
+#[cfg(test)]
+mod batch_tests;
 #[cfg(test)]
 mod post_tests;
 

@@ -381,15 +381,13 @@ fn send(wr_id: u64, sgl: &[Sge]) -> SendWr<'_> {
 
 // ---------------------------------------------------------------------------
 // Slot storage that shrinks after `new`.
-// queue.
 // ---------------------------------------------------------------------------
 
-/// The engine's comment says storage that shrank records into a spare
-/// entry "so nothing posted now ever completes". But `new` fills the
-/// records with `SqSlot::default()` (counter 0, sequence 0), which is not
-/// a forgotten record: with the records unreachable through `AsMut`, a
-/// completion for counter 0 retires the WR posted there and returns
-/// `wr_id` 0, an id never posted. `new` must leave every record forgotten.
+/// Storage that shrank leaves the queue no room (see `SendQueue::batch`):
+/// the post is refused as queue full. And `new` must leave every record
+/// forgotten: a record left as `SqSlot::default()` (counter 0, sequence 0)
+/// would let a completion for counter 0 retire and return `wr_id` 0, an
+/// id never posted.
 #[test]
 fn shrunk_storage_never_reports_a_wr_id_that_was_not_posted() {
     let n = 8;
@@ -406,7 +404,18 @@ fn shrunk_storage_never_reports_a_wr_id_that_was_not_posted() {
     q.enable();
     let sg = one_sge();
     // SAFETY: memory-only ring; SGEs never dereferenced.
-    unsafe { q.post_send_raw(&[send(100, &sg), send(101, &sg)]) }.unwrap();
+    let posted = unsafe { q.post_send_raw(&[send(100, &sg), send(101, &sg)]) };
+    // Records that cannot be reached leave no room: the post is refused.
+    assert!(
+        matches!(
+            posted,
+            Err(PostError {
+                index: 0,
+                kind: PostErrorKind::QueueFull { .. }
+            })
+        ),
+        "{posted:?}"
+    );
     // SAFETY: as above.
     let r = unsafe { q.retire(0) };
     assert!(

@@ -3,8 +3,7 @@
 //! under the explicit ring-end wrap rule. [ref §1.5, §1.8](crate::reference).
 
 use crate::sge::with_len;
-use crate::wqe::{Be32, CtrlSeg, Segment, ATOMIC_SIZE};
-use core::mem::offset_of;
+use crate::wqe::{Be32, CtrlSeg, FmCeSe, Segment, ATOMIC_SIZE};
 use core::ptr::NonNull;
 
 /// The send ring as the builder sees it: base, size and the QP number
@@ -105,19 +104,26 @@ impl SqRing {
         }
     }
 
-    /// ORs `bits` into the `fm_ce_se` byte of the WQE that starts at WQEBB
-    /// counter `cur`.
+    /// ORs the fence `fence` into the `fm_ce_se` byte of the WQE that
+    /// starts at WQEBB counter `cur`, if that WQE has no fence of its own
+    /// (a WR's own FENCE flag wins over a cached fence, [ref §1.3](crate::reference)).
     ///
     /// # Safety
     /// A WQE was built at `cur` and not yet rung.
     #[inline(always)]
-    pub(super) unsafe fn or_fm_ce_se(self, cur: u32, bits: u8) {
+    pub(super) unsafe fn or_first_fence(self, cur: u32, fence: u8) {
         let ctrl = ((cur & self.mask) as usize) << crate::wqe::SEND_WQE_SHIFT;
         // SAFETY: byte 11 (fm_ce_se) of that WQE's control segment, inside
-        // the ring this queue owns; not yet rung.
+        // the ring this queue owns; not yet rung. Raw reads and writes.
         unsafe {
-            let p = self.base.as_ptr().add(ctrl + offset_of!(CtrlSeg, fm_ce_se));
-            p.write(p.read() | bits);
+            let p = self
+                .base
+                .as_ptr()
+                .add(ctrl + core::mem::offset_of!(CtrlSeg, fm_ce_se));
+            let b = p.read();
+            if b & FmCeSe::FENCE_FIELD == 0 {
+                p.write(b | fence);
+            }
         }
     }
 }

@@ -5,12 +5,12 @@ use super::*;
 use crate::platform::{MemUar, BF_OFFSET};
 use crate::wqe::{AddressVector, Be16, SendWqe};
 
-const N: usize = 8;
+pub(super) const N: usize = 8;
 
 /// Test memory for one queue: ring, doorbell record, inline payload.
-struct Fixture {
-    ring: [u64; N * 8],
-    db: [u64; 1],
+pub(super) struct Fixture {
+    pub(super) ring: [u64; N * 8],
+    pub(super) db: [u64; 1],
 }
 
 fn buf<T>(a: &mut [T]) -> DmaBuf {
@@ -35,7 +35,7 @@ pub(super) fn cfg(qp_type: QpType, max_post: u32, max_gs: u32, inline: u32) -> S
         })
 }
 
-fn queue(f: &mut Fixture, c: SqConfig) -> SendQueue<MemUar, [SqSlot; N]> {
+pub(super) fn queue(f: &mut Fixture, c: SqConfig) -> SendQueue<MemUar, [SqSlot; N]> {
     // SAFETY: the fixture outlives the queue in every test and nothing
     // else touches it while the queue lives.
     let mut q = unsafe {
@@ -52,7 +52,7 @@ fn queue(f: &mut Fixture, c: SqConfig) -> SendQueue<MemUar, [SqSlot; N]> {
     q
 }
 
-fn ring_bytes(f: &Fixture) -> [u8; N * 64] {
+pub(super) fn ring_bytes(f: &Fixture) -> [u8; N * 64] {
     let mut out = [0u8; N * 64];
     for (i, w) in f.ring.iter().enumerate() {
         out[i * 8..i * 8 + 8].copy_from_slice(&w.to_ne_bytes());

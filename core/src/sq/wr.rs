@@ -193,20 +193,14 @@ pub enum RdmaOp {
 }
 
 impl RdmaOp {
-    /// The mlx5 opcode of the operation (that of the [`SendOp`] it posts).
-    pub(super) const fn mlx5_opcode(self) -> u8 {
+    /// The [`SendOp`] of this operation with its remote address and key
+    /// (unused by SEND).
+    #[inline(always)]
+    pub const fn send_op(self, remote_addr: u64, rkey: u32) -> SendOp {
         match self {
-            RdmaOp::Write => SendOp::Write {
-                remote_addr: 0,
-                rkey: 0,
-            }
-            .mlx5_opcode(),
-            RdmaOp::Read => SendOp::Read {
-                remote_addr: 0,
-                rkey: 0,
-            }
-            .mlx5_opcode(),
-            RdmaOp::Send => SendOp::Send.mlx5_opcode(),
+            RdmaOp::Write => SendOp::Write { remote_addr, rkey },
+            RdmaOp::Read => SendOp::Read { remote_addr, rkey },
+            RdmaOp::Send => SendOp::Send,
         }
     }
 }

@@ -262,6 +262,7 @@ pub fn compare(case: CompareCase, rounds: u32, per_round: u64) -> anyhow::Result
         iters: per_round,
         blueflame: false,
         general: false,
+        pushed: false,
         c_loop: false,
         isolate: false,
     })?;

@@ -9,7 +9,8 @@ use crate::args::usage_error;
 use bareverbs::platform::{DmaAllocator, MemUar, BF_OFFSET};
 use bareverbs::qp::QpType;
 use bareverbs::sq::{
-    BlueFlame, RdmaOp, RdmaWr, SendFlags, SendOp, SendQueue, SendWr, Sge, SqConfig, SqSlot,
+    BlueFlame, PostError, RdmaOp, RdmaWr, SendFlags, SendOp, SendQueue, SendWr, Sge, SqConfig,
+    SqSlot,
 };
 use bareverbs_sim::dma::HeapDma;
 
@@ -60,6 +61,12 @@ pub struct PostArgs {
     /// counts of both by the same method.
     #[arg(long = "c-loop")]
     pub c_loop: bool,
+    /// Post through a [`SendBatch`](bareverbs::sq::SendBatch) (each WR
+    /// pushed as the loop forms it, one doorbell per batch) instead of a
+    /// list of WRs given to `post_rdma_raw` (RDMA WRITE/READ/SEND with
+    /// pointer SGEs only).
+    #[arg(long)]
+    pub pushed: bool,
     /// Call the post path through an out-of-line function
     /// (`post_rdma_once` / `post_send_once`), so instruction counters can
     /// count the post calls alone; without it the post is inlined into the
@@ -102,6 +109,11 @@ impl PostBench {
             return Err(usage_error("batch and signal-every must be >= 1"));
         }
         crate::device_arg::check_bench_sge(args.sge)?;
+        if args.pushed && (args.inline.is_some() || args.general) {
+            return Err(usage_error(
+                "--pushed posts pointer SGEs through a batch (no --inline, --general)",
+            ));
+        }
         let dma = HeapDma::new();
         let ring = dma
             .alloc(RING_BBS * 64, 4096)
@@ -211,7 +223,14 @@ impl PostBench {
         let a = self.args;
         let n = self.wrs.len();
         let mut to_signal = self.to_signal;
-        let r = if a.inline.is_none() && !a.general {
+        let r = if a.pushed {
+            let (sgl, every, base) = (self.rwrs[0].sgl, a.signal_every, self.posted);
+            if a.isolate {
+                push_rdma_once(&mut self.sq, self.op, n, sgl, base, &mut to_signal, every)
+            } else {
+                push_rdma_shaped(&mut self.sq, self.op, n, sgl, base, &mut to_signal, every)
+            }
+        } else if a.inline.is_none() && !a.general {
             for (k, wr) in self.rwrs.iter_mut().enumerate() {
                 to_signal -= 1;
                 wr.wr_id = self.posted + k as u64;
@@ -253,7 +272,7 @@ impl PostBench {
             Ok(()) => n,
             Err(e) => e.index,
         };
-        if posted == n {
+        if posted == n || a.pushed {
             self.to_signal = to_signal;
         }
         self.posted += posted as u64;
@@ -294,6 +313,94 @@ pub fn post_rdma_once(
     // SAFETY: the benchmark's SGEs name fake device addresses that the
     // memory-backed UAR never dereferences.
     unsafe { sq.post_rdma_raw(op, wrs) }
+}
+
+/// Posts `n` WRs of `op` through one [`SendBatch`](bareverbs::sq::SendBatch),
+/// each formed as it is pushed (`wr_id` from `base`, signaled by the
+/// down-counter `to_signal`, reloaded with `every`); on a refusal the WRs
+/// before it are posted and the down-counter counts only those.
+#[inline(always)]
+pub fn push_rdma(
+    sq: &mut SendQueue<MemUar, [SqSlot; RING_BBS]>,
+    op: RdmaOp,
+    n: usize,
+    sgl: &[Sge],
+    base: u64,
+    to_signal: &mut u32,
+    every: u32,
+) -> Result<(), PostError> {
+    let mut t = *to_signal;
+    let mut b = sq.batch();
+    for k in 0..n as u64 {
+        let signaled = t == 1;
+        let wr = RdmaWr {
+            wr_id: base + k,
+            remote_addr: 0x2000_0000,
+            rkey: 0x77,
+            sgl,
+            signaled,
+        };
+        // SAFETY: the benchmark's SGEs name fake device addresses that the
+        // memory-backed UAR never dereferences.
+        if let Err(kind) = unsafe { b.push_rdma(op, &wr) } {
+            *to_signal = t;
+            b.ring();
+            return Err(PostError {
+                index: k as usize,
+                kind,
+            });
+        }
+        t = if signaled { every } else { t - 1 };
+    }
+    *to_signal = t;
+    b.ring();
+    Ok(())
+}
+
+/// [`push_rdma`] out of line, one instance per operation, with the SGE
+/// list's length a constant for 1 and 16 SGEs (as an application that
+/// knows its shape has it), for `--isolate`.
+#[inline(never)]
+pub fn push_rdma_once(
+    sq: &mut SendQueue<MemUar, [SqSlot; RING_BBS]>,
+    op: RdmaOp,
+    n: usize,
+    sgl: &[Sge],
+    base: u64,
+    to_signal: &mut u32,
+    every: u32,
+) -> Result<(), PostError> {
+    push_rdma_shaped(sq, op, n, sgl, base, to_signal, every)
+}
+
+/// [`push_rdma`] with `op` and, for 1 and 16 SGEs, the list's length
+/// made constants.
+#[inline(always)]
+pub fn push_rdma_shaped(
+    sq: &mut SendQueue<MemUar, [SqSlot; RING_BBS]>,
+    op: RdmaOp,
+    n: usize,
+    sgl: &[Sge],
+    base: u64,
+    to_signal: &mut u32,
+    every: u32,
+) -> Result<(), PostError> {
+    macro_rules! shaped {
+        ($op:expr) => {
+            if let Ok(one) = <&[Sge; 1]>::try_from(sgl) {
+                push_rdma(sq, $op, n, one, base, to_signal, every)
+            } else if let Ok(sixteen) = <&[Sge; 16]>::try_from(sgl) {
+                push_rdma(sq, $op, n, sixteen, base, to_signal, every)
+            } else {
+                push_rdma(sq, $op, n, sgl, base, to_signal, every)
+            }
+        };
+    }
+    match op {
+        RdmaOp::Write => shaped!(RdmaOp::Write),
+        RdmaOp::Read => shaped!(RdmaOp::Read),
+        RdmaOp::Send => shaped!(RdmaOp::Send),
+    }
 }
 
 /// One `post_send_raw` call, out of line (as [`post_rdma_once`]).
