@@ -8,6 +8,8 @@
 #             ibv_poll_cq), measured once on this machine class
 #   C loop    benches/tool/c/post_loop.c, a lean mlx5dv.h loop (counted here, in
 #             the same run, by the same method)
+#   list /    the Rust post forms: a slice of WRs per post_rdma_raw call, or
+#   pushed    each WR pushed into a SendBatch (sq::batch) as it is formed
 #   goal      what the hot path is meant to reach
 #
 #   scripts/callgrind-post.sh [path/to/bareverbs]
@@ -52,21 +54,24 @@ verdict() {
 }
 
 echo "Send post: RC RDMA WRITE into a memory-backed ring, full doorbell sequence (instructions per WR)"
-printf "%-30s %9s %9s %7s %7s %6s  %s\n" "case" "bareverbs" "post only" "C loop" "vendor" "goal" ""
+printf "%-30s %7s %7s %9s %7s %7s %6s  %s\n" "case" "list" "pushed" "push only" "C loop" "vendor" "goal" ""
 send_row() {
   local name=$1 vendor=$2 goal=$3; shift 3
-  local all only c
-  all=$(per_op perf post --opcode write --signal-every 16 "$@")
-  only=$(VG_EXTRA='--toggle-collect=*post_rdma_once*' per_op perf post --isolate --opcode write --signal-every 16 "$@")
+  local list pushed only c
+  list=$(per_op perf post --opcode write --signal-every 16 "$@")
+  pushed=$(per_op perf post --pushed --opcode write --signal-every 16 "$@")
+  only=$(VG_EXTRA='--toggle-collect=*push_rdma_once*' per_op perf post --pushed --isolate --opcode write --signal-every 16 "$@")
   c=$(per_op perf post --c-loop --opcode write --signal-every 16 "$@")
-  printf "%-30s %9s %9s %7s %7s %6s  %s\n" "$name" "$all" "$only" "$c" "$vendor" "<=$goal" "$(verdict "$all" "$goal")"
+  printf "%-30s %7s %7s %9s %7s %7s %6s  %s\n" "$name" "$list" "$pushed" "$only" "$c" "$vendor" "<=$goal" "$(verdict "$pushed" "$goal")"
 }
 send_row "1 SGE, 16 WRs per doorbell" 192 40 --sge 1 --batch 16
 send_row "1 SGE, 1 WR per doorbell" 322 80 --sge 1 --batch 1
 send_row "16 SGEs, 16 WRs per doorbell" 657 120 --sge 16 --batch 16
-echo "  bareverbs and C loop: the whole benchmark loop per WR (setting wr_id and"
-echo "  signaled, the post call inlined, the retire a poller does); post only:"
-echo "  the post_rdma_raw calls alone (out of line, --isolate)."
+echo "  list, pushed and C loop: the whole benchmark loop per WR (forming wr_id and"
+echo "  signaled, the post inlined, the retire a poller does); list: a slice of"
+echo "  RdmaWr per post_rdma_raw call; pushed: each WR pushed into a SendBatch as it"
+echo "  is formed, one ring per batch (the goal's measure); push only: the batch"
+echo "  call alone (out of line, --isolate)."
 echo
 
 echo "Poll: requester CQEs, each checked against the WR in flight (instructions per CQE, poll calls only)"

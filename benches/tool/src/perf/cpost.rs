@@ -241,67 +241,78 @@ pub struct CompareResult {
     pub case: CompareCase,
     /// Rounds run.
     pub rounds: u32,
-    /// Rust ns per WR.
+    /// Rust ns per WR, a list of WRs per `post_rdma_raw` call.
     pub rust_ns: Spread,
+    /// Rust ns per WR, each WR pushed into a `SendBatch`.
+    pub pushed_ns: Spread,
     /// C ns per WR.
     pub c_ns: Spread,
-    /// Rust ns / C ns, round by round.
+    /// Rust (list) ns / C ns, round by round.
     pub ratio: Spread,
+    /// Rust (pushed) ns / C ns, round by round.
+    pub pushed_ratio: Spread,
 }
 
-/// Interleaves `rounds` Rust and C runs of `per_round` WRs each (alternating
-/// which goes first) and returns the per-round figures.
+/// Interleaves `rounds` runs of `per_round` WRs each of the C loop and
+/// both Rust forms (list and pushed), rotating which goes first, and
+/// returns the per-round figures.
 pub fn compare(case: CompareCase, rounds: u32, per_round: u64) -> anyhow::Result<CompareResult> {
     anyhow::ensure!(rounds >= 1, "--rounds must be at least 1");
-    let mut rust = PostBench::new(PostArgs {
-        opcode: PerfOpcode::Write,
-        sge: case.sge,
-        inline: None,
-        batch: case.batch,
-        signal_every: 16,
-        iters: per_round,
-        blueflame: false,
-        general: false,
-        pushed: false,
-        c_loop: false,
-        isolate: false,
-    })?;
+    let bench = |pushed| {
+        PostBench::new(PostArgs {
+            opcode: PerfOpcode::Write,
+            sge: case.sge,
+            inline: None,
+            batch: case.batch,
+            signal_every: 16,
+            iters: per_round,
+            blueflame: false,
+            general: false,
+            pushed,
+            c_loop: false,
+            isolate: false,
+        })
+    };
+    let (mut list, mut pushed) = (bench(false)?, bench(true)?);
     let mut c = CPostQueue::new(case.sge, case.batch);
     // Warm-up.
-    let _ = rust.run();
+    let _ = list.run();
+    let _ = pushed.run();
     c.run(per_round);
-    let (mut rs, mut cs, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
+    let rust_round = |b: &mut PostBench| {
+        let t = Instant::now();
+        let mut done = 0u64;
+        while done < per_round {
+            done += b.step() as u64;
+        }
+        t.elapsed().as_nanos() as f64 / done as f64
+    };
+    let mut fig = [Vec::new(), Vec::new(), Vec::new()];
     for r in 0..rounds {
-        let mut rust_round = || {
-            let t = Instant::now();
-            let mut done = 0u64;
-            while done < per_round {
-                done += rust.step() as u64;
-            }
-            t.elapsed().as_nanos() as f64 / done as f64
-        };
-        let mut c_round = || {
-            let t = Instant::now();
-            let n = c.run(per_round);
-            t.elapsed().as_nanos() as f64 / n as f64
-        };
-        let (a, b) = if r % 2 == 0 {
-            let a = rust_round();
-            (a, c_round())
-        } else {
-            let b = c_round();
-            (rust_round(), b)
-        };
-        rs.push(a);
-        cs.push(b);
-        ratio.push(a / b);
+        // Round r starts with runner r mod 3.
+        for k in 0..3 {
+            let who = (r as usize + k) % 3;
+            let ns = match who {
+                0 => rust_round(&mut list),
+                1 => rust_round(&mut pushed),
+                _ => {
+                    let t = Instant::now();
+                    let n = c.run(per_round);
+                    t.elapsed().as_nanos() as f64 / n as f64
+                }
+            };
+            fig[who].push(ns);
+        }
     }
+    let ratio = |v: &[f64]| -> Vec<f64> { v.iter().zip(&fig[2]).map(|(a, b)| a / b).collect() };
     Ok(CompareResult {
         case,
         rounds,
-        rust_ns: Spread::of(&rs),
-        c_ns: Spread::of(&cs),
-        ratio: Spread::of(&ratio),
+        rust_ns: Spread::of(&fig[0]),
+        pushed_ns: Spread::of(&fig[1]),
+        c_ns: Spread::of(&fig[2]),
+        ratio: Spread::of(&ratio(&fig[0])),
+        pushed_ratio: Spread::of(&ratio(&fig[1])),
     })
 }
 
