@@ -13,12 +13,13 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     #[inline(always)]
     pub(super) fn write_dbrec(&mut self, value: u32) {
         // SAFETY: dbrec is 8 bytes of DMA memory this queue owns (contract
-        // of `new`); word 1 (bytes 4..8) is the send counter. Volatile: the
+        // of `new`), 4-byte aligned (checked by `new`); word 1 (bytes 4..8)
+        // is the send counter, stored big-endian as one word. Volatile: the
         // device reads it asynchronously.
         unsafe {
             core::ptr::write_volatile(
-                self.dbrec.as_ptr().add(4).cast::<[u8; 4]>(),
-                value.to_be_bytes(),
+                self.dbrec.as_ptr().add(4).cast::<u32>(),
+                u32::from_ne_bytes(value.to_be_bytes()),
             )
         }
     }

@@ -80,7 +80,8 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     /// Creates a send queue over `ring` (`slots.len()` × 64 bytes) and the
     /// QP's 8-byte doorbell record `dbrec` (word 1 is the send counter),
     /// keeping its per-WQEBB records in `slots`. `None` when `slots.len()`
-    /// is not a power of two up to 65536, the buffers are too small, or the
+    /// is not a power of two up to 65536, the buffers are too small, the
+    /// doorbell record is not 4-byte aligned, or the
     /// BlueFlame register (`reg_offset` plus both `buf_size` halves, or the
     /// 8-byte doorbell) does not fit in a UAR page.
     ///
@@ -104,7 +105,10 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
             return None;
         }
         let ring_bytes = n * crate::wqe::SEND_WQE_BB;
-        if ring.len < ring_bytes || dbrec.len < 8 || cfg.max_post == 0 {
+        // The record is stored as one aligned 4-byte word (mlx5 doorbell
+        // records are 8-byte aligned anyway).
+        let dbrec_aligned = dbrec.cpu.as_ptr().align_offset(4) == 0;
+        if ring.len < ring_bytes || dbrec.len < 8 || !dbrec_aligned || cfg.max_post == 0 {
             return None;
         }
         // Both halves of the register (doorbells alternate between them,
