@@ -28,6 +28,47 @@ use super::ring::SqRing;
 /// inline size, WQE size, opcode and UD checks are the same as every
 /// other post path's (this is the path they all take), applied to each
 /// push before anything of it is written.
+///
+/// End a batch with [`ring`](Self::ring): dropping it rings too, but a
+/// drop is compiled as an out-of-line call that keeps the batch in memory,
+/// where `ring` lets a loop of pushes keep it in registers.
+///
+/// ```
+/// use bareverbs::platform::Uar;
+/// use bareverbs::sq::{PostErrorKind, RdmaOp, RdmaWr, SendQueue, Sge, SqSlots};
+///
+/// /// WRITEs `bufs` to consecutive 4 KiB remote blocks, one doorbell, the
+/// /// last WR signaled; on a refusal the WRs before it are posted.
+/// ///
+/// /// # Safety
+/// /// Every SGE names registered memory that stays valid until the
+/// /// completion of its WR is polled.
+/// unsafe fn write_blocks<U: Uar, S: SqSlots>(
+///     sq: &mut SendQueue<U, S>,
+///     bufs: &[Sge],
+///     raddr: u64,
+///     rkey: u32,
+/// ) -> Result<(), PostErrorKind> {
+///     let mut batch = sq.batch();
+///     for (i, sge) in bufs.iter().enumerate() {
+///         let wr = RdmaWr {
+///             wr_id: i as u64,
+///             remote_addr: raddr + 4096 * i as u64,
+///             rkey,
+///             sgl: core::slice::from_ref(sge),
+///             signaled: i + 1 == bufs.len(),
+///         };
+///         // SAFETY: the caller's contract covers every SGE.
+///         if let Err(e) = unsafe { batch.push_rdma(RdmaOp::Write, &wr) } {
+///             batch.ring();
+///             return Err(e);
+///         }
+///     }
+///     batch.ring();
+///     Ok(())
+/// }
+/// ```
+#[must_use = "a batch rings its doorbell when it is rung or dropped"]
 pub struct SendBatch<'q, U: Uar, S: SqSlots> {
     q: &'q mut SendQueue<U, S>,
     /// A copy of the queue's ring view (base, size, QPN image, mask).

@@ -19,7 +19,7 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     /// The device will read (SEND/WRITE) or write (READ/atomic) every SGE:
     /// each must name memory registered under its lkey that stays valid,
     /// and unaliased by Rust references where the device writes, until the
-    /// WR's completion is polled. For [`SendFlags::INLINE`], each SGE's
+    /// WR's completion is polled. For [`SendFlags::INLINE`](super::SendFlags::INLINE), each SGE's
     /// `addr` must be a CPU address readable for `length` bytes now, whose
     /// provenance was exposed (`ptr as u64` or `ptr.expose_provenance()`).
     pub unsafe fn post_send_raw(&mut self, wrs: &[SendWr<'_>]) -> Result<(), PostError> {
