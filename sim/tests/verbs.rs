@@ -251,6 +251,106 @@ fn safe_posts_refuse_device_writes_outside_writable_regions() {
     assert_eq!(got, [0xab; 64]);
 }
 
+/// A safe batch applies `post_send`'s checks to each push (a refused push
+/// writes nothing and the batch goes on), and what it built runs: a READ,
+/// an inline WRITE and a fetch-and-add pushed around three refusals all
+/// complete with the bytes the operations give.
+#[test]
+fn a_safe_send_batch_checks_each_push_and_runs_what_it_built() {
+    let fabric = Fabric::new(1);
+    let d = dev(&fabric);
+    let lid = d.nic.lid();
+    let ctx = Context::new(d.dev);
+    let pd = ctx.alloc_pd().unwrap();
+    let ro_buf = ctx.alloc_buffer(4096).unwrap();
+    let rw_buf = ctx.alloc_buffer(4096).unwrap();
+    let ro = ctx.reg_mr(&pd, &ro_buf, Access::REMOTE_READ).unwrap();
+    let all = Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_ATOMIC;
+    let rw = ctx.reg_mr(&pd, &rw_buf, all).unwrap();
+    let cq = ctx.create_cq(64).unwrap();
+    let mut qp: Qp = ctx.create_qp(&pd, &rc_attr(&cq)).unwrap();
+    let src = ro.remote(0, 64).unwrap();
+    let read = SendOp::Read {
+        remote_addr: src.addr,
+        rkey: src.rkey,
+    };
+    // Before RTS every push is refused, as post_send refuses it.
+    {
+        let mut b = qp.send_batch();
+        let e = b.push(&SendWr::new(1, read, &[rw.sge(0, 8).unwrap()]));
+        assert_eq!(e, Err(PostErrorKind::TooManySges { num: 1, max: None }));
+        assert_eq!(b.built(), 0);
+        b.ring();
+    }
+    up(&mut qp, lid);
+    ro_buf.write(0, &[0xab; 64]).unwrap();
+    rw_buf.write(1024, &41u64.to_be_bytes()).unwrap();
+    rw_buf.write(2048, &[7; 32]).unwrap();
+    let w = rw.remote(3072, 32).unwrap();
+    let write = SendOp::Write {
+        remote_addr: w.addr,
+        rkey: w.rkey,
+    };
+    let t = rw.remote(1024, 8).unwrap();
+    let fadd = SendOp::FetchAdd {
+        remote_addr: t.addr,
+        rkey: t.rkey,
+        add: 1,
+    };
+    let inl = bareverbs::sq::SendFlags::INLINE;
+    let mut b = qp.send_batch();
+    b.push(&SendWr::new(10, read, &[rw.sge(64, 64).unwrap()]).signaled())
+        .unwrap();
+    // READ into a read-only region, a local invalidate, a 4-byte atomic
+    // result: refused, nothing written, the batch goes on.
+    let e = b.push(&SendWr::new(11, read, &[ro.sge(0, 64).unwrap()]));
+    assert_eq!(e, Err(PostErrorKind::SgeOutOfBounds { sge: 0 }));
+    let inv = SendOp::LocalInv { invalidate_rkey: 0 };
+    let e = b.push(&SendWr::new(12, inv, &[]));
+    assert!(
+        matches!(e, Err(PostErrorKind::OpNotAllowed { .. })),
+        "{e:?}"
+    );
+    let e = b.push(&SendWr::new(13, fadd, &[rw.sge(8, 4).unwrap()]));
+    assert_eq!(e, Err(PostErrorKind::SgeOutOfBounds { sge: 0 }));
+    b.push(
+        &SendWr::new(14, write, &[rw.sge(2048, 32).unwrap()])
+            .signaled()
+            .with_flags(inl),
+    )
+    .unwrap();
+    b.push(&SendWr::new(15, fadd, &[rw.sge(0, 8).unwrap()]).signaled())
+        .unwrap();
+    assert_eq!(b.built(), 3);
+    b.ring();
+    let mut wc = [WorkCompletion::default(); 8];
+    let n = cq.poll(&mut qp, &mut wc).unwrap();
+    let got: Vec<_> = wc[..n].iter().map(|c| (c.wr_id, c.status)).collect();
+    assert_eq!(
+        got,
+        [
+            (10, WcStatus::Success),
+            (14, WcStatus::Success),
+            (15, WcStatus::Success)
+        ]
+    );
+    let mut back = [0u8; 64];
+    rw_buf.read(64, &mut back).unwrap();
+    assert_eq!(back, [0xab; 64]);
+    let mut wrote = [0u8; 32];
+    rw_buf.read(3072, &mut wrote).unwrap();
+    assert_eq!(wrote, [7; 32]);
+    let mut old = [0u8; 8];
+    rw_buf.read(0, &mut old).unwrap();
+    assert_eq!(
+        u64::from_be_bytes(old),
+        41,
+        "fetch-and-add returns the old value"
+    );
+    rw_buf.read(1024, &mut old).unwrap();
+    assert_eq!(u64::from_be_bytes(old), 42);
+}
+
 #[test]
 fn atomic_and_inline_through_the_safe_api() {
     let fabric = Fabric::new(1);

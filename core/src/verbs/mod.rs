@@ -148,6 +148,69 @@
 //! }
 //! ```
 //!
+//! **A batch holds its QP**: while a [`SendBatch`] is open nothing else
+//! posts to the QP or changes its state (here: a reset, which would make
+//! the queue forget WRs the batch is building), and a pushed WR's regions
+//! must outlive the QP as a posted one's must:
+//!
+//! ```compile_fail,E0499
+//! # use bareverbs::verbs::*; use bareverbs::cmd::{Bar0, Clock};
+//! # use bareverbs::device::UarMap; use bareverbs::platform::DmaAllocator;
+//! # use bareverbs::sizing::QpType; use bareverbs::sq::SendOp;
+//! fn f<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(ctx: &Context<B, C, A>) -> Result<(), Error> {
+//!     let pd = ctx.alloc_pd()?;
+//!     let cq = ctx.create_cq(64)?;
+//!     let buf = ctx.alloc_buffer(4096)?;
+//!     let mr = ctx.reg_mr(&pd, &buf, Access::LOCAL_WRITE)?;
+//!     let attr = QpInitAttr::new(QpType::Rc, &cq, &cq, QpCap::new(16, 16, 1, 1));
+//!     let mut qp = ctx.create_qp::<64, 16>(&pd, &attr)?;
+//!     let mut batch = qp.send_batch();
+//!     let _ = batch.push(&SendWr::new(1, SendOp::Send, &[mr.sge(0, 64).unwrap()]));
+//!     qp.to_reset()?; // error[E0499]: cannot borrow `qp` as mutable more than once
+//!     batch.ring();
+//!     Ok(())
+//! }
+//! ```
+//! ```compile_fail,E0597
+//! # use bareverbs::verbs::*; use bareverbs::cmd::{Bar0, Clock};
+//! # use bareverbs::device::UarMap; use bareverbs::platform::DmaAllocator;
+//! # use bareverbs::sizing::QpType; use bareverbs::sq::SendOp;
+//! fn f<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(ctx: &Context<B, C, A>) -> Result<(), Error> {
+//!     let pd = ctx.alloc_pd()?;
+//!     let cq = ctx.create_cq(64)?;
+//!     let attr = QpInitAttr::new(QpType::Rc, &cq, &cq, QpCap::new(16, 16, 1, 1));
+//!     let mut qp = ctx.create_qp::<64, 16>(&pd, &attr)?;
+//!     {
+//!         let buf = ctx.alloc_buffer(4096)?;
+//!         let mr = ctx.reg_mr(&pd, &buf, Access::LOCAL_WRITE)?;
+//!         let mut batch = qp.send_batch();
+//!         let _ = batch.push(&SendWr::new(1, SendOp::Send, &[mr.sge(0, 64).unwrap()]));
+//!         batch.ring();
+//!     } // error[E0597]: `mr` does not live long enough
+//!     drop(qp);
+//!     Ok(())
+//! }
+//! ```
+//! ```
+//! # use bareverbs::verbs::*; use bareverbs::cmd::{Bar0, Clock};
+//! # use bareverbs::device::UarMap; use bareverbs::platform::DmaAllocator;
+//! # use bareverbs::sizing::QpType; use bareverbs::sq::SendOp;
+//! fn f<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(ctx: &Context<B, C, A>) -> Result<(), Error> {
+//!     let pd = ctx.alloc_pd()?;
+//!     let cq = ctx.create_cq(64)?;
+//!     let buf = ctx.alloc_buffer(4096)?;
+//!     let mr = ctx.reg_mr(&pd, &buf, Access::LOCAL_WRITE)?;
+//!     let attr = QpInitAttr::new(QpType::Rc, &cq, &cq, QpCap::new(16, 16, 1, 1));
+//!     let mut qp = ctx.create_qp::<64, 16>(&pd, &attr)?;
+//!     let mut batch = qp.send_batch();
+//!     let _ = batch.push(&SendWr::new(1, SendOp::Send, &[mr.sge(0, 64).unwrap()]));
+//!     batch.ring(); // the batch ends here ...
+//!     qp.to_reset()?; // ... so the QP is free again
+//!     drop(qp);
+//!     Ok(())
+//! }
+//! ```
+//!
 //! **No key can be registered over a driver ring**: registration takes a
 //! [`DmaBuffer`], which only [`Context::alloc_buffer`] makes; rings,
 //! doorbell records and raw [`DmaBuf`] descriptions are not buffers:
@@ -182,6 +245,7 @@ mod mr;
 mod qp;
 mod qp_attr;
 mod recv;
+mod send_batch;
 mod send_wr;
 mod srq;
 
@@ -194,6 +258,7 @@ pub use mr::{Access, LocalSge, MemoryRegion, ProtectionDomain, RemoteBuf};
 pub use qp::QueuePair;
 pub use qp_attr::{AddressHandle, GlobalRoute, InitAttr, QpCap, QpInitAttr, RtrAttr, RtsAttr};
 pub use recv::RecvWr;
+pub use send_batch::SendBatch;
 pub use send_wr::SendWr;
 pub use srq::{SharedReceiveQueue, SrqLink};
 

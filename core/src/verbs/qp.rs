@@ -34,7 +34,7 @@ pub(crate) enum Modify {
 /// (`'a`): dropping it destroys the QP on the device before any of them can
 /// go.
 pub struct QueuePair<'a, U: Uar, const SQ: usize, const RQ: usize> {
-    inner: crate::queue_pair::QueuePair<U, [SqSlot; SQ], [RqSlot; RQ]>,
+    pub(super) inner: crate::queue_pair::QueuePair<U, [SqSlot; SQ], [RqSlot; RQ]>,
     handle: Option<QpHandle>,
     qp_type: QpType,
     cap: QpCap,
