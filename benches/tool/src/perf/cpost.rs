@@ -281,11 +281,8 @@ pub fn compare(case: CompareCase, rounds: u32, per_round: u64) -> anyhow::Result
     c.run(per_round);
     let rust_round = |b: &mut PostBench| {
         let t = Instant::now();
-        let mut done = 0u64;
-        while done < per_round {
-            done += b.step() as u64;
-        }
-        t.elapsed().as_nanos() as f64 / done as f64
+        let done = b.steps(per_round);
+        t.elapsed().as_nanos() as f64 / done.max(1) as f64
     };
     let mut fig = [Vec::new(), Vec::new(), Vec::new()];
     for r in 0..rounds {

@@ -220,6 +220,14 @@ impl PostBench {
     /// can isolate it.
     #[inline(never)]
     pub fn step(&mut self) -> u32 {
+        self.step_inline()
+    }
+
+    /// [`step`](Self::step) inlined into the caller's loop (as the C
+    /// loop's batch function is inlined into its own), for the timed runs
+    /// of `perf post` and `perf compare-c`.
+    #[inline(always)]
+    pub fn step_inline(&mut self) -> u32 {
         let a = self.args;
         let n = self.wrs.len();
         let mut to_signal = self.to_signal;
@@ -285,12 +293,28 @@ impl PostBench {
         posted as u32
     }
 
+    /// Steps until `want` WRs are posted or a step posts none; returns the
+    /// WRs posted. The steps are inlined into this loop (as the C loop's
+    /// batch function is inlined into its own).
+    #[inline(never)]
+    pub fn steps(&mut self, want: u64) -> u64 {
+        let mut done = 0u64;
+        while done < want {
+            let n = self.step_inline();
+            if n == 0 {
+                break;
+            }
+            done += n as u64;
+        }
+        done
+    }
+
     /// Runs `iters` WRs and reports.
     pub fn run(&mut self) -> PostStats {
         let _ = &self.payload;
         let start_bbs = self.sq.cur_post();
-        let (done, el) =
-            timed_steps(self.args.iters, || self.step() as u64).expect("posting makes no progress");
+        let (done, el) = timed_steps(self.args.iters, || self.step_inline() as u64)
+            .expect("posting makes no progress");
         let bbs = self.sq.cur_post().wrapping_sub(start_bbs) as f64;
         PostStats {
             ns_per_op: el.as_nanos() as f64 / done as f64,
