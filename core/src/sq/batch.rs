@@ -10,6 +10,8 @@ use super::{PostErrorKind, RdmaOp, RdmaWr, SendFlags, SendOp, SendQueue, SendWr,
 use crate::platform::Uar;
 use crate::sge::Sge;
 use crate::wqe::{FmCeSe, Opcode};
+use core::marker::PhantomData;
+use core::ptr::NonNull;
 
 use super::ring::SqRing;
 
@@ -70,7 +72,13 @@ use super::ring::SqRing;
 /// ```
 #[must_use = "a batch rings its doorbell when it is rung or dropped"]
 pub struct SendBatch<'q, U: Uar, S: SqSlots> {
-    q: &'q mut SendQueue<U, S>,
+    /// The queue, borrowed mutably for `'q` (`_q`). A raw pointer, not a
+    /// `&mut`: moving the batch must not reassert unique access to the
+    /// whole queue, which would invalidate `slots` (derived from it).
+    /// Fields are reached by place, never through a reference to the
+    /// whole queue, until the batch ends.
+    q: NonNull<SendQueue<U, S>>,
+    _q: PhantomData<&'q mut SendQueue<U, S>>,
     /// A copy of the queue's ring view (base, size, QPN image, mask).
     ring: SqRing,
     /// The records, indexed by `cur & ring.mask` (more than `mask` of
@@ -121,22 +129,27 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
         let cached = self.fm_cache;
         let sig_bits = self.sig_bits;
         let cur = self.cur_post;
-        // The records must have an entry per WQEBB. Storage that shrank
-        // since `new` (an `AsMut` that changes its answer) leaves no room:
-        // every push is refused as queue full, which is safe.
-        let all = self.slots.as_mut();
-        if all.len() <= ring.mask as usize {
-            room = 0;
-        }
-        let slots = all.as_mut_ptr();
         let quick = &self.lim.quick;
         let (quick_write, quick_read, quick_send) = (
             quick[Opcode::RdmaWrite as usize],
             quick[Opcode::RdmaRead as usize],
             quick[Opcode::Send as usize],
         );
+        let q = NonNull::from(self);
+        // The records must have an entry per WQEBB. Storage that shrank
+        // since `new` (an `AsMut` that changes its answer) leaves no room:
+        // every push is refused as queue full, which is safe.
+        // SAFETY: `q` is the queue borrowed mutably for the batch's life;
+        // this `&mut` to its record storage is the last use of it before
+        // the pointer into the records is taken from it.
+        let all = unsafe { (*q.as_ptr()).slots.as_mut() };
+        if all.len() <= ring.mask as usize {
+            room = 0;
+        }
+        let slots = all.as_mut_ptr();
         SendBatch {
-            q: self,
+            q,
+            _q: PhantomData,
             ring,
             slots,
             seq0,
@@ -223,7 +236,10 @@ impl<U: Uar, S: SqSlots> SendBatch<'_, U, S> {
         wr: &SendWr<'_>,
         cpu_of: &F,
     ) -> Result<(), PostErrorKind> {
-        let lim = &self.q.lim;
+        // SAFETY: a place of the queue borrowed for the batch; a shared
+        // reference to its limits only (nothing writes them while the
+        // batch is open).
+        let lim = unsafe { &(*self.q.as_ptr()).lim };
         let opcode = wr.op.mlx5_opcode();
         let quick_lim = match wr.op {
             SendOp::Write { .. } => self.quick_write,
@@ -278,7 +294,12 @@ impl<U: Uar, S: SqSlots> SendBatch<'_, U, S> {
     /// The refusal of a push into this batch's full queue.
     #[inline(always)]
     pub(super) fn queue_full(&self) -> PostErrorKind {
-        queue_full(self.seq.wrapping_sub(self.q.tail), self.q.cfg.max_post)
+        // SAFETY: reads of two fields of the queue borrowed for the batch.
+        let (tail, max_post) = unsafe {
+            let q = self.q.as_ptr();
+            ((*q).tail, (*q).cfg.max_post)
+        };
+        queue_full(self.seq.wrapping_sub(tail), max_post)
     }
 
     /// WRs built so far in this batch.
@@ -310,7 +331,10 @@ impl<U: Uar, S: SqSlots> SendBatch<'_, U, S> {
     /// drop.
     #[inline(always)]
     fn finish(&mut self) {
-        let q = &mut *self.q;
+        // SAFETY: the queue borrowed mutably for the batch; the batch ends
+        // here (no push follows), so a reference to the whole queue, which
+        // ends the records pointer's use, is sound now.
+        let q = unsafe { &mut *self.q.as_ptr() };
         let nreq = self.seq.wrapping_sub(self.seq0);
         if nreq == 0 {
             q.fm_cache = self.cached;
