@@ -75,17 +75,19 @@ echo "  call alone (out of line, --isolate)."
 echo
 
 echo "Poll: requester CQEs, each checked against the WR in flight (instructions per CQE, poll calls only)"
-printf "%-30s %9s %9s %7s %6s  %s\n" "case" "lean" "full" "vendor" "goal" ""
+printf "%-30s %9s %9s %9s %7s %6s  %s\n" "case" "lean" "each" "full" "vendor" "goal" ""
 poll_row() {
   local name=$1 vendor=$2 goal=$3; shift 3
-  local lean full
+  local lean each full
   lean=$(VG_EXTRA='--toggle-collect=*poll_once*' per_op perf poll "$@")
+  each=$(VG_EXTRA='--toggle-collect=*poll_once*' per_op perf poll --each "$@")
   full=$(VG_EXTRA='--toggle-collect=*poll_once*' per_op perf poll --full "$@")
-  printf "%-30s %9s %9s %7s %6s  %s\n" "$name" "$lean" "$full" "$vendor" "<=$goal" "$(verdict "$lean" "$goal")"
+  printf "%-30s %9s %9s %9s %7s %6s  %s\n" "$name" "$lean" "$each" "$full" "$vendor" "<=$goal" "lean $(verdict "$lean" "$goal"), each $(verdict "$each" "$goal")"
 }
 poll_row "16 CQEs per poll" 111 30 --batch 16
 poll_row "1 CQE per poll" 184 60 --batch 1
-echo "  lean: poll_completions (cqe::Completion); full: poll (WorkCompletion)."
+echo "  lean: poll_completions (cqe::Completion); each: poll_each, the consumer"
+echo "  reading wr_id and status (no output array); full: poll (WorkCompletion)."
 echo
 
 echo "Receive post: 1-SGE receive WRs (instructions per WR)"

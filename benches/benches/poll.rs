@@ -1,6 +1,7 @@
 //! Criterion: polling requester CQEs, each checked against the WR in
-//! flight — the lean `poll_completions` path and the full `poll`
-//! (`WorkCompletion`) path, 16 and 1 CQEs per call.
+//! flight — the lean `poll_completions` path, its callback form
+//! `poll_each` and the full `poll` (`WorkCompletion`) path, 16 and 1 CQEs
+//! per call.
 //! `cargo bench -p bareverbs-bench --bench poll`
 use bareverbs_tool::perf::poll::{PollArgs, PollBench};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
@@ -8,13 +9,18 @@ use std::time::Duration;
 
 fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("poll");
-    for (name, full) in [("lean", false), ("full", true)] {
+    for (name, full, each) in [
+        ("lean", false, false),
+        ("each", false, true),
+        ("full", true, false),
+    ] {
         for batch in [16u32, 1] {
             g.throughput(Throughput::Elements(batch as u64));
             let mut b = PollBench::new(PollArgs {
                 batch,
                 iters: 0,
                 full,
+                each,
             })
             .expect("bench queues");
             g.bench_function(format!("{name}/{batch}_per_call"), |bn| {

@@ -6,7 +6,7 @@ use core::ptr::NonNull;
 
 use super::config::SrqConfig;
 use super::error::{RecvError, RecvErrorKind};
-use super::seg::{put_recv_segs, put_seg, seg_words, TERMINATOR_WORDS};
+use super::seg::{put_recv_segs, put_seg, seg_words, seg_words_of, TERMINATOR_WORDS};
 use super::slot::{SrqSlot, SrqSlots};
 use super::wr::RecvWr;
 use crate::platform::{self, DmaBuf};
@@ -345,7 +345,70 @@ impl<S: SrqSlots> SharedReceiveQueue<S> {
         let mut head = self.head;
         let mut tail = self.tail;
         let mut posted = 0usize;
-        for wr in wrs {
+        let stride = 1usize << shift;
+        while let Some(rest) = wrs.get(posted..).filter(|r| !r.is_empty()) {
+            if head == tail && tail + 1 < nw && rest.len() > 1 {
+                // Chain extension (`extend`'s first step, WR after WR):
+                // the WR goes to the tail slot t, and the free slot t + 1
+                // becomes the tail, linked from t; a run stays below
+                // nw − 1 (no wrap, nw ≤ n). For one WR the step below
+                // (less set-up) does the same.
+                let t0 = tail as usize;
+                let Some((mut cur, after)) = slots
+                    .get_mut(t0..nw as usize)
+                    .and_then(|r| r.split_first_mut())
+                else {
+                    break;
+                };
+                // SAFETY: t0 < n: slot t0's WQE is inside the ring.
+                let mut wqe = unsafe { ring.add(t0 << shift) };
+                let mut nt = tail;
+                let mut stopped = false;
+                for (wr, next) in rest.iter().zip(after.iter_mut()) {
+                    // One SGE: within max_gs (>= 1); the slot after the
+                    // tail free (else `extend` searches).
+                    let ([s], true) = (wr.sgl, next.free) else {
+                        stopped = true;
+                        break;
+                    };
+                    next.free = false;
+                    nt += 1;
+                    // `cur` (slot nt − 1) is the tail: not free, not
+                    // posted (every path that makes a slot the tail clears
+                    // its `free`, and a posted slot is never the tail).
+                    *cur = SrqSlot {
+                        wr_id: wr.wr_id,
+                        next: nt as u16,
+                        free: false,
+                        posted: true,
+                    };
+                    // SAFETY: wqe is slot nt − 1's WQE (nt − 1 < n), inside
+                    // the ring: its bytes 2..4, and after the 16-byte next
+                    // segment max_gs >= 1 data segments ((max_gs + 1) * 16
+                    // <= WQE size, checked in `new`), the terminator's too
+                    // when max_gs > 1.
+                    unsafe {
+                        write_link(wqe, nt);
+                        let seg = wqe.add(16);
+                        put_seg(seg, seg_words_of(s));
+                        if !ONE && max_gs > 1 {
+                            put_seg(seg.add(16), TERMINATOR_WORDS);
+                        }
+                    }
+                    // At most one past slot nw − 1 ≤ n − 1: inside or at
+                    // the end of the ring.
+                    wqe = wqe.wrapping_add(stride);
+                    cur = next;
+                }
+                posted += (nt - tail) as usize;
+                tail = nt;
+                head = nt;
+                if stopped {
+                    break;
+                }
+                continue;
+            }
+            let wr = &rest[0];
             // One SGE: within max_gs (>= 1).
             let [s] = wr.sgl else { break };
             let slot = (head & mask) as usize;

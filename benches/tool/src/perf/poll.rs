@@ -4,7 +4,10 @@
 //! By default the lean path ([`CompletionQueue::poll_completions`] into
 //! [`Completion`]s, timed in [`poll_once`]); `--full` measures the full
 //! [`WorkCompletion`] path ([`CompletionQueue::poll`], in
-//! [`poll_once_full`]). Both are out of line and named `poll_once*`, so
+//! [`poll_once_full`]); `--each` the callback form
+//! ([`CompletionQueue::poll_each`], in [`poll_once_each`]: the consumer
+//! reads each completion's `wr_id` and status, no output array). All are
+//! out of line and named `poll_once*`, so
 //! `valgrind --tool=callgrind --toggle-collect='*poll_once*'` isolates them.
 //!
 //! A fake device refills the ring between laps with requester CQEs whose
@@ -36,8 +39,12 @@ pub struct PollArgs {
     pub iters: u64,
     /// Measure the full `WorkCompletion` path (`poll`) instead of the lean
     /// `Completion` path (`poll_completions`).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "each")]
     pub full: bool,
+    /// Measure the callback form (`poll_each`, the consumer reading each
+    /// completion's `wr_id` and status) instead of `poll_completions`.
+    #[arg(long)]
+    pub each: bool,
 }
 
 /// Result of a poll benchmark.
@@ -57,6 +64,8 @@ pub struct PollBench {
     ring: DmaBuf,
     produced: u64,
     args: PollArgs,
+    /// What the `--each` consumer accumulated (kept so it is not dead).
+    sink: EachSink,
 }
 
 impl PollBench {
@@ -106,6 +115,7 @@ impl PollBench {
             ring,
             produced: 0,
             args,
+            sink: EachSink::default(),
         })
     }
 
@@ -152,6 +162,11 @@ impl PollBench {
         if self.args.full {
             let mut wcs = vec![WorkCompletion::default(); self.args.batch as usize];
             self.run_with(|cq, qp, want| poll_once_full(cq, qp, &mut wcs[..want]))
+        } else if self.args.each {
+            let mut sink = self.sink;
+            let stats = self.run_with(|cq, qp, want| poll_once_each(cq, qp, want, &mut sink));
+            self.sink = sink;
+            stats
         } else {
             let mut cs = vec![Completion::default(); self.args.batch as usize];
             self.run_with(|cq, qp, want| poll_once(cq, qp, &mut cs[..want]))
@@ -171,6 +186,15 @@ impl PollBench {
             while done < CQ_ENTRIES {
                 let want = batch.min(CQ_ENTRIES - done).min(64);
                 let n = poll_once_full(&mut self.cq, &mut self.qp, &mut wcs[..want]);
+                if n == 0 {
+                    break;
+                }
+                done += n;
+            }
+        } else if self.args.each {
+            while done < CQ_ENTRIES {
+                let want = batch.min(CQ_ENTRIES - done).min(64);
+                let n = poll_once_each(&mut self.cq, &mut self.qp, want, &mut self.sink);
                 if n == 0 {
                     break;
                 }
@@ -232,6 +256,43 @@ pub fn poll_once(
     out: &mut [Completion],
 ) -> usize {
     cq.poll_completions(qp, out).unwrap_or(0)
+}
+
+/// What the [`poll_once_each`] consumer keeps of the completions: the sum
+/// of the successful ones' `wr_id`s and the count of the others.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EachSink {
+    /// Sum of successful completions' `wr_id`s.
+    pub wr_id_sum: u64,
+    /// Completions with an error status.
+    pub errors: u64,
+}
+
+/// One callback-form poll call (`poll_each`; the consumer reads `wr_id`
+/// and status; out of line like [`poll_once`]).
+#[inline(never)]
+pub fn poll_once_each(
+    cq: &mut CompletionQueue<CQ_ENTRIES>,
+    qp: &mut BenchQp,
+    max: usize,
+    sink: &mut EachSink,
+) -> usize {
+    // Kept in locals while polling, as a consumer would.
+    let (mut sum, mut errors) = (sink.wr_id_sum, sink.errors);
+    let n = cq
+        .poll_each(qp, max, |c| {
+            if c.is_success() {
+                sum = sum.wrapping_add(c.wr_id());
+            } else {
+                errors += 1;
+            }
+        })
+        .unwrap_or(0);
+    *sink = EachSink {
+        wr_id_sum: sum,
+        errors,
+    };
+    n
 }
 
 /// One full poll call (`WorkCompletion`s; out of line like [`poll_once`]).

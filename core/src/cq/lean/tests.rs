@@ -247,8 +247,41 @@ struct Seen {
     bad_session: u32,
 }
 
-/// Polls both twins with the same batch and checks they agree.
-fn poll_both(a: &mut World, b: &mut World, batch: usize, use_set: bool, seen: &mut Seen) {
+/// The lean twin's poll: [`CompletionQueue::poll_completions`], or with
+/// `each` [`CompletionQueue::poll_each`] collecting into `out` (which must
+/// then see exactly as many calls as completions are reported).
+fn lean_poll<R: WrResolver + ?Sized>(
+    cq: &mut CompletionQueue<NCQE>,
+    r: &mut R,
+    out: &mut [Completion],
+    each: bool,
+) -> Result<usize, PollError> {
+    if !each {
+        return cq.poll_completions(r, out);
+    }
+    let mut k = 0;
+    let res = cq.poll_each(r, out.len(), |c| {
+        out[k] = c;
+        k += 1;
+    });
+    let n = match res {
+        Ok(n) => n,
+        Err(e) => e.completions(),
+    };
+    assert_eq!(k, n, "poll_each: calls of f vs completions reported");
+    res
+}
+
+/// Polls both twins with the same batch and checks they agree (the lean
+/// twin through `poll_each` when `each`).
+fn poll_both(
+    a: &mut World,
+    b: &mut World,
+    batch: usize,
+    use_set: bool,
+    each: bool,
+    seen: &mut Seen,
+) {
     let mut wcs = [WorkCompletion::default(); 8];
     let mut cs = [Completion::default(); 8];
     let (ra, rb) = if use_set {
@@ -262,12 +295,12 @@ fn poll_both(a: &mut World, b: &mut World, batch: usize, use_set: bool, seen: &m
         };
         (
             a.cq.poll(&mut sa, &mut wcs[..batch]),
-            b.cq.poll_completions(&mut sb, &mut cs[..batch]),
+            lean_poll(&mut b.cq, &mut sb, &mut cs[..batch], each),
         )
     } else {
         (
             a.cq.poll(&mut a.qps[0], &mut wcs[..batch]),
-            b.cq.poll_completions(&mut b.qps[0], &mut cs[..batch]),
+            lean_poll(&mut b.cq, &mut b.qps[0], &mut cs[..batch], each),
         )
     };
     assert_eq!(ra, rb, "poll vs poll_completions");
@@ -541,7 +574,8 @@ fn round(seed: u64, steps: usize, seen: &mut Seen) {
             _ => {
                 let batch = 1 + rng.below(8) as usize;
                 let use_set = !rng.one_in(4);
-                poll_both(&mut a, &mut b, batch, use_set, seen);
+                let each = rng.one_in(2);
+                poll_both(&mut a, &mut b, batch, use_set, each, seen);
             }
         }
         // A consumer that ran ahead of the device pulls it along.
@@ -549,8 +583,8 @@ fn round(seed: u64, steps: usize, seen: &mut Seen) {
             pi = a.cq.consumer_index();
         }
     }
-    for _ in 0..2 * NCQE {
-        poll_both(&mut a, &mut b, 8, true, seen);
+    for k in 0..2 * NCQE {
+        poll_both(&mut a, &mut b, 8, true, k % 2 == 0, seen);
     }
 }
 
@@ -838,5 +872,63 @@ fn ring_walk_wraps_like_the_general_poll() {
             same(c, w);
         }
         assert!(a.state() == b.state());
+    }
+}
+
+/// Lane runs (QP 0 as the resolver, so every requester CQE of its own
+/// goes through the `SendLane`) that cross the ring's end, with a refused
+/// CQE (a repeated counter) and another QP's CQE in the middle: the
+/// general poll, `poll_completions` and `poll_each` agree on every call.
+#[test]
+fn lane_runs_cross_the_ring_end_and_stop_at_a_refusal() {
+    for (version, size, each) in [
+        (1u8, CqeSize::B64, false),
+        (1, CqeSize::B64, true),
+        (0, CqeSize::B128, true),
+        (1, CqeSize::B128, false),
+    ] {
+        let mut a = World::new(version, size, MiniCqeFormat::Hash);
+        let mut b = World::new(version, size, MiniCqeFormat::Hash);
+        let mut rng = Rng::new(11);
+        let mut pi = 0u32;
+        let mut seen = Seen::default();
+        // Advance to ci = NCQE - 3 with refused CQEs (QP slot 2: nobody).
+        for _ in 0..NCQE - 3 {
+            let mut c = make_cqe(&mut rng, 0, 2, 0);
+            push(&a, &b, &mut c, &mut pi, &mut rng);
+            poll_both(&mut a, &mut b, 1, false, each, &mut seen);
+        }
+        let sgl = [Sge {
+            addr: 0x4000,
+            length: 16,
+            lkey: 5,
+        }];
+        let mut ctrs = Vec::new();
+        for id in 1..=4u64 {
+            let wr = SendWr::new(id, SendOp::Send, &sgl).with_flags(SendFlags::SIGNALED);
+            ctrs.push(a.qps[0].sq.cur_post() as u16);
+            // SAFETY: memory-only rings, never executed.
+            unsafe {
+                a.qps[0].sq.post_send_raw(&[wr]).unwrap();
+                b.qps[0].sq.post_send_raw(&[wr]).unwrap();
+            }
+        }
+        // 0, 1, 2 (crossing the end), 1 again (refused), QP 1's, 3.
+        let order = [Some(0usize), Some(1), Some(2), Some(1), None, Some(3)];
+        for o in order {
+            let (k, ctr) = match o {
+                Some(i) => (0, ctrs[i]),
+                None => (1, 0),
+            };
+            let mut c = make_cqe(&mut rng, 0, k, ctr);
+            c.set_op_own_parts(0, 0, false, 0);
+            push(&a, &b, &mut c, &mut pi, &mut rng);
+        }
+        for _ in 0..4 {
+            poll_both(&mut a, &mut b, 8, false, each, &mut seen);
+        }
+        assert_eq!(seen.sends, 4, "{version} {size:?} {each}: {seen:?}");
+        assert!(seen.rejected >= 1 && seen.unknown_qp >= 1, "{seen:?}");
+        assert_eq!(a.cq.consumer_index(), pi);
     }
 }
