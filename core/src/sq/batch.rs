@@ -24,16 +24,22 @@ use super::ring::SqRing;
 /// push writes nothing and leaves the batch open; the WRs built before it
 /// stay built. A batch that is leaked ([`core::mem::forget`]) rings
 /// nothing and advances nothing: its WQEs lie beyond the producer index,
-/// where the device does not read, and the next post overwrites them.
+/// where the device does not read, and the next post overwrites them; the
+/// records it wrote (visible through [`SendQueue::slot`] until then) are
+/// forgotten when the next batch opens, so no completion can ever retire
+/// through them. Record storage that shrank since [`SendQueue::new`] (an
+/// `AsMut` that changes its answer) leaves a batch no room: every push is
+/// refused as queue full.
 ///
 /// Posting starts only after [`SendQueue::enable`]; queue full, SGE count,
 /// inline size, WQE size, opcode and UD checks are the same as every
 /// other post path's (this is the path they all take), applied to each
 /// push before anything of it is written.
 ///
-/// End a batch with [`ring`](Self::ring): dropping it rings too, but a
-/// drop is compiled as an out-of-line call that keeps the batch in memory,
-/// where `ring` lets a loop of pushes keep it in registers.
+/// End a batch with [`ring`](Self::ring): dropping it rings too, but the
+/// compiler may make a drop an out-of-line call that keeps the batch in
+/// memory (it did in the benchmarks), where `ring` lets a loop of pushes
+/// keep it in registers.
 ///
 /// ```
 /// use bareverbs::platform::Uar;
@@ -120,6 +126,9 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     /// and rung with one doorbell when it ends (see [`SendBatch`]).
     #[inline(always)]
     pub fn batch(&mut self) -> SendBatch<'_, U, S> {
+        // Records a leaked batch left beyond `head` go before this batch
+        // can move `head` over them.
+        self.forget_leaked_batch();
         let ring = self.ring;
         let seq0 = self.head;
         let mut room = self
@@ -147,6 +156,7 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
             room = 0;
         }
         let slots = all.as_mut_ptr();
+
         SendBatch {
             q,
             _q: PhantomData,
@@ -355,8 +365,8 @@ impl<U: Uar, S: SqSlots> SendBatch<'_, U, S> {
 
 impl<U: Uar, S: SqSlots> Drop for SendBatch<'_, U, S> {
     /// Ends the batch as [`ring`](SendBatch::ring) does. (The compiler
-    /// may call this out of line, with the batch in memory; `ring` keeps
-    /// a loop of pushes in registers.)
+    /// may call this out of line, with the batch in memory; `ring` lets a
+    /// loop of pushes stay in registers.)
     fn drop(&mut self) {
         self.finish();
     }

@@ -33,7 +33,7 @@ use crate::platform::MemUar;
 fn random_wr<'a>(r: &mut Rng, sgl: &'a [Sge], inline_sgl: &'a [Sge], wr_id: u64) -> SendWr<'a> {
     let raddr = r.next_u64();
     let rkey = r.next_u32();
-    let op = match r.next_u32() % 9 {
+    let op = match r.next_u32() % 10 {
         0 => SendOp::Send,
         1 => SendOp::SendImm { imm: r.next_u32() },
         2 => SendOp::Write {
@@ -62,6 +62,21 @@ fn random_wr<'a>(r: &mut Rng, sgl: &'a [Sge], inline_sgl: &'a [Sge], wr_id: u64)
         },
         7 => SendOp::LocalInv {
             invalidate_rkey: rkey,
+        },
+        8 => SendOp::BindMw {
+            mw_rkey: rkey,
+            bind: MwBind {
+                mw_type: MwType::Type2,
+                new_rkey: r.next_u32(),
+                mr_lkey: r.next_u32(),
+                addr: r.next_u64(),
+                length: if r.one_in(4) {
+                    1 << 32
+                } else {
+                    r.next_u64() % 65536
+                },
+                access: crate::mr::Access::empty(),
+            },
         },
         _ => SendOp::SendInv {
             invalidate_rkey: rkey,
@@ -151,6 +166,68 @@ fn pushes_build_exactly_what_a_list_post_builds() {
     }
 }
 
+/// Pushes that go on after refusals build what posting each WR on its own
+/// builds: the same WQE bytes, records, counters and cached fence (the
+/// fence rule of ref §1.3 applies per WR: a refusal after the SGE check
+/// consumes a cached fence, one at the SGE check or queue full keeps it,
+/// and a UMR's small fence reaches the next WQE built). Only the
+/// doorbells differ (one per batch against one per post).
+#[test]
+fn pushes_after_refusals_build_what_single_posts_build() {
+    let rounds = if cfg!(miri) { 30 } else { 1500 };
+    let (mut fa, mut fb) = (fixture(), fixture());
+    let c = cfg(QpType::Rc, 4, 5, 60);
+    let (mut a, mut b) = (queue(&mut fa, c), queue(&mut fb, c));
+    let mut r = Rng::new(0xf3_9ce);
+    let payload = [0x3cu8; 256];
+    for round in 0..rounds as u64 {
+        let sgl: [Sge; 6] = core::array::from_fn(|_| Sge {
+            addr: r.next_u64(),
+            length: r.next_u32() % 3 * 1000,
+            lkey: r.next_u32(),
+        });
+        let inline_sgl: [Sge; 6] = core::array::from_fn(|i| Sge {
+            addr: payload.as_ptr().wrapping_add(i * 40).expose_provenance() as u64,
+            length: r.next_u32() % 41,
+            lkey: r.next_u32(),
+        });
+        let n = 1 + (r.next_u32() % 6) as usize;
+        let wrs: heapless::Vec<SendWr<'_>, 6> = (0..n)
+            .map(|j| random_wr(&mut r, &sgl, &inline_sgl, round * 8 + j as u64))
+            .collect();
+        let mut pushed: heapless::Vec<Result<(), PostErrorKind>, 6> = heapless::Vec::new();
+        {
+            let mut batch = a.batch();
+            for w in &wrs {
+                // SAFETY: memory-only ring; non-inline SGEs are never
+                // dereferenced, inline ones point into `payload`.
+                let _ = pushed.push(unsafe { batch.push(w) });
+            }
+            batch.ring();
+        }
+        for (w, p) in wrs.iter().zip(&pushed) {
+            // SAFETY: as above.
+            let single = unsafe { b.post_send_raw(core::slice::from_ref(w)) };
+            assert_eq!(single.map_err(|e| e.kind), *p, "round {round}");
+        }
+        assert_eq!(
+            (a.cur_post(), a.head(), a.tail(), a.fm_cache),
+            (b.cur_post(), b.head(), b.tail(), b.fm_cache),
+            "round {round}"
+        );
+        assert_eq!(a.slots, b.slots, "round {round}");
+        assert_eq!(ring_bytes(&fa), ring_bytes(&fb), "round {round}");
+        assert_eq!(fa.db, fb.db, "round {round}");
+        if r.one_in(2) {
+            // SAFETY: memory-only rings, never executed by a device.
+            unsafe {
+                a.set_counters(a.cur_post(), a.head(), a.bf_offset());
+                b.set_counters(b.cur_post(), b.head(), b.bf_offset());
+            }
+        }
+    }
+}
+
 /// A refused push writes nothing and leaves the batch open: the WRs
 /// pushed after it are built where it would have been, and one doorbell
 /// rings for all of them.
@@ -225,6 +302,37 @@ fn a_full_queue_refuses_the_push() {
 /// A leaked batch posts nothing: no counter moves, no doorbell rings, and
 /// no record it wrote names a WR in flight; the next post builds as if it
 /// never happened.
+///
+/// The records it wrote beyond `head` must not survive the WRs posted
+/// next: here A (counter 0, WR 0) and B (counter 1, WR 1) are leaked, then
+/// W (two WQEBBs at counter 0, WR 0) and X (counter 2, WR 1) are posted.
+/// Counter 1 is the middle of W, never a WQE start: a CQE naming it must
+/// retire nothing (B's stale record would say "WR 1, in flight").
+#[test]
+fn a_leaked_batchs_records_never_retire_later_wrs() {
+    let mut f = fixture();
+    let mut q = queue(&mut f, cfg(QpType::Rc, 4, 4, 0));
+    let sg = [Sge {
+        addr: 0x1000,
+        length: 64,
+        lkey: 7,
+    }; 4];
+    let one = |id| SendWr::new(id, SendOp::Send, &sg[..1]).with_flags(SendFlags::SIGNALED);
+    let two = |id| SendWr::new(id, SendOp::Send, &sg[..4]).with_flags(SendFlags::SIGNALED);
+    // SAFETY: memory-only ring; SGEs never dereferenced.
+    unsafe {
+        let mut batch = q.batch();
+        batch.push(&one(0xa)).unwrap();
+        batch.push(&one(0xb)).unwrap();
+        core::mem::forget(batch);
+        q.post_send_raw(&[two(0x1), one(0x2)]).unwrap();
+        assert_eq!((q.cur_post(), q.head()), (3, 2));
+        assert_eq!(q.retire(1), Err(CompletionReject::NotInFlight));
+        // The real WQE starts still retire, with their own ids.
+        assert_eq!(q.retire(0).map(|r| r.wr_id), Ok(0x1));
+        assert_eq!(q.retire(2).map(|r| r.wr_id), Ok(0x2));
+    }
+}
 #[test]
 fn a_leaked_batch_posts_nothing() {
     let (mut fa, mut fb) = (fixture(), fixture());

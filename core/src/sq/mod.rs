@@ -179,6 +179,37 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
         self.write_dbrec(0);
     }
 
+    /// After a leaked batch (opened, never rung or dropped): forgets every
+    /// record of a WR not in flight, so the records the batch wrote beyond
+    /// `head` can never be taken for a WR posted later at their sequence
+    /// numbers. Called before `head` advances. A leaked batch is known by
+    /// its first record: at the producer index, with the WR sequence
+    /// number `head` and the counter `cur_post` — which no other record
+    /// there has (a record of an earlier lap has an older sequence number;
+    /// a forgotten one another counter), short of one posted exactly 2^32
+    /// WRs earlier, for which the forgetting is merely unneeded.
+    #[inline(always)]
+    pub(super) fn forget_leaked_batch(&mut self) {
+        let first = (self.cur_post & self.ring.mask) as usize;
+        let want = SqSlot::posted(0, self.head, self.cur_post, 0).meta;
+        if let Some(rec) = self.slots.as_ref().get(first) {
+            if rec.meta & !SqSlot::WR_DATA_BITS == want {
+                self.forget_not_in_flight();
+            }
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn forget_not_in_flight(&mut self) {
+        let (last, inflight) = (self.head.wrapping_sub(1), self.head.wrapping_sub(self.tail));
+        for (idx, slot) in self.slots.as_mut().iter_mut().enumerate() {
+            if last.wrapping_sub(slot.seq()) >= inflight {
+                *slot = slot.with_ctr(idx as u16 ^ 1);
+            }
+        }
+    }
+
     /// Makes every slot name no WR in flight. The provider-visible
     /// `wr_id`/sequence/`wr_data` records are left as they are.
     fn forget_slots(&mut self) {
@@ -254,6 +285,7 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     /// does with it); `wqebbs` is its real size in WQEBBs, at least 1, and
     /// the queue has room for it (fewer than `max_post` WRs outstanding).
     pub unsafe fn record_raw_post(&mut self, wr_id: u64, wqebbs: u32) {
+        self.forget_leaked_batch();
         let idx = (self.cur_post & self.ring.mask) as usize;
         if let Some(slot) = self.slots.as_mut().get_mut(idx) {
             *slot = SqSlot::posted(wr_id, self.head, self.cur_post, 0);

@@ -37,6 +37,8 @@ pub struct SqSlot {
 }
 
 impl SqSlot {
+    /// The `wr_data` bits of the record word.
+    pub(super) const WR_DATA_BITS: u64 = 0xff << 32;
     /// The record of a WR posted at WQEBB counter `ctr` as WR `seq`.
     #[inline(always)]
     pub(super) const fn posted(wr_id: u64, seq: u32, ctr: u32, wr_data: u8) -> Self {
