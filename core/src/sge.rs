@@ -25,7 +25,7 @@ const_assert_eq!(core::mem::size_of::<Sge>(), 16);
 /// `repr(C)`, offsets asserted above), for builders that form the data
 /// segment's first word from it.
 #[inline(always)]
-pub(crate) fn len_key(s: &Sge) -> u64 {
+pub(crate) const fn len_key(s: &Sge) -> u64 {
     // SAFETY: bytes 8..16 of the `Sge` behind the reference (its size is
     // 16, asserted above): initialised `u32` fields, no padding; the read
     // is unaligned-tolerant and creates no reference.
@@ -55,5 +55,17 @@ pub(crate) const fn with_len(lk: u64, len: u32) -> u64 {
         (lk & !(u32::MAX as u64)) | len as u64
     } else {
         (lk & u32::MAX as u64) | ((len as u64) << 32)
+    }
+}
+
+/// The memory image of a data segment's first 8 bytes (`BE32(length)`,
+/// `BE32(lkey)`, [ref §1.5](crate::reference)) from a [`len_key`] word: on little-endian
+/// hosts a swap and a rotate, on big-endian ones the word itself.
+#[inline(always)]
+pub(crate) const fn data_seg_word0(lk: u64) -> u64 {
+    if cfg!(target_endian = "little") {
+        lk.swap_bytes().rotate_left(32)
+    } else {
+        lk
     }
 }

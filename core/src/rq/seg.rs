@@ -2,7 +2,7 @@
 //! a data segment as two native words, the terminator, and the writers of
 //! one receive WR's segments.
 
-use crate::sge::Sge;
+use crate::sge::{data_seg_word0, len_key, Sge};
 
 /// The 16 bytes of a data segment `{byte_count, lkey, addr}`
 /// ([ref §1.5](crate::reference)) as two native words whose in-memory bytes are the big-endian
@@ -16,22 +16,12 @@ pub(super) const fn seg_words(byte_count: u32, lkey: u32, addr: u64) -> [u64; 2]
     ]
 }
 
-/// [`seg_words`] of `s`, its first word computed from `byte_count` and
-/// `lkey` in their `Sge` order (`byte_count` low): on a little-endian host
-/// the byte swap of that pair with its halves exchanged, the same value,
-/// from one 8-byte load of the `Sge` instead of two 4-byte ones.
+/// [`seg_words`] of `s`, its first word from one 8-byte load of the
+/// `Sge`'s length and key (the send builder's data-segment word,
+/// [`data_seg_word0`]).
 #[inline(always)]
 pub(super) const fn seg_words_of(s: &Sge) -> [u64; 2] {
-    if cfg!(target_endian = "little") {
-        [
-            (s.length as u64 | (s.lkey as u64) << 32)
-                .swap_bytes()
-                .rotate_left(32),
-            s.addr.to_be(),
-        ]
-    } else {
-        seg_words(s.length, s.lkey, s.addr)
-    }
+    [data_seg_word0(len_key(s)), s.addr.to_be()]
 }
 
 // `seg_words_of` is `seg_words`.

@@ -1,10 +1,9 @@
 //! Tests of the send-queue post path: refusals the one-compare check must
 //! keep, the wrap rule after a datagram or UMR segment, the word stores of
 //! the segments, and slot storage whose length changes after `new`.
-use super::ring::data_seg_word0;
 use super::*;
 use crate::platform::MemUar;
-use crate::sge::{len_key, len_of, with_len};
+use crate::sge::{data_seg_word0, len_key, len_of, with_len};
 use crate::wqe::{AddressVector, Be16, Be32};
 use bareverbs_sim::rng::Rng;
 

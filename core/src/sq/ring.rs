@@ -2,7 +2,7 @@
 //! QPN image of control segments) and its store primitives, every one
 //! under the explicit ring-end wrap rule. [ref §1.5, §1.8](crate::reference).
 
-use crate::sge::with_len;
+use crate::sge::{data_seg_word0, with_len};
 use crate::wqe::{Be32, CtrlSeg, FmCeSe, Segment, ATOMIC_SIZE};
 use core::ptr::NonNull;
 
@@ -125,18 +125,6 @@ impl SqRing {
                 p.write(b | fence);
             }
         }
-    }
-}
-
-/// The memory image of a data segment's first 8 bytes (`BE32(length)`,
-/// `BE32(lkey)`, [ref §1.5](crate::reference)) from a [`len_key`](crate::sge::len_key) word: on little-endian
-/// hosts a swap and a rotate, on big-endian ones the word itself.
-#[inline(always)]
-pub(super) const fn data_seg_word0(lk: u64) -> u64 {
-    if cfg!(target_endian = "little") {
-        lk.swap_bytes().rotate_left(32)
-    } else {
-        lk
     }
 }
 

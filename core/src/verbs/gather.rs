@@ -16,13 +16,13 @@ pub(crate) const MAX_SGE: usize = 64;
 pub(crate) const CHUNK: usize = 16;
 
 /// Converted SGEs of one chunk; only the first `len` are initialised.
-struct Gather {
+pub(super) struct Gather {
     buf: [MaybeUninit<Sge>; MAX_SGE],
     len: usize,
 }
 
 impl Gather {
-    const fn new() -> Self {
+    pub(super) const fn new() -> Self {
         Gather {
             buf: [const { MaybeUninit::uninit() }; MAX_SGE],
             len: 0,
@@ -33,7 +33,7 @@ impl Gather {
     /// what is left of a non-empty chunk (the chunk ends before it),
     /// `too_long(n)` when no chunk can hold its `n` SGEs; a conversion
     /// error leaves the buffer as it was.
-    fn append<K>(
+    pub(super) fn append<K>(
         &mut self,
         items: impl ExactSizeIterator<Item = Result<Sge, K>>,
         too_long: impl Fn(usize) -> K,
@@ -53,7 +53,7 @@ impl Gather {
     }
 
     /// The converted SGEs in `r` (a range `append` returned).
-    fn get(&self, r: Range<usize>) -> &[Sge] {
+    pub(super) fn get(&self, r: Range<usize>) -> &[Sge] {
         let r = r.start.min(self.len)..r.end.min(self.len);
         // SAFETY: `r` lies within `0..len`, every element of which
         // `append` initialised; `MaybeUninit<Sge>` has `Sge`'s layout.

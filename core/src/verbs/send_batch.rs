@@ -3,14 +3,13 @@
 //! is rung (the ring-level [`sq::SendBatch`](crate::sq::SendBatch) under
 //! the safe checks of [`QueuePair::post_send`](super::QueuePair::post_send)).
 
-use super::gather::MAX_SGE;
+use super::gather::Gather;
 use super::send_wr::{check_send, send_sge};
 use super::{QueuePair, SendWr};
 use crate::platform::Uar;
 use crate::sizing::QpType;
-use crate::sq::{PostErrorKind, Sge, SqSlot};
+use crate::sq::{PostErrorKind, SqSlot};
 use core::marker::PhantomData;
-use core::mem::MaybeUninit;
 
 /// Send WRs being posted on one [`QueuePair`], one doorbell for all of
 /// them. Made by [`QueuePair::send_batch`]; it borrows the QP mutably, so
@@ -53,24 +52,22 @@ impl<'a, U: Uar, const SQ: usize> SendBatch<'_, 'a, U, SQ> {
     #[inline(always)]
     pub fn push(&mut self, wr: &SendWr<'_, 'a>) -> Result<(), PostErrorKind> {
         check_send(wr, self.qp_type)?;
-        let n = wr.sgl.len();
-        if n > MAX_SGE {
-            return Err(PostErrorKind::TooManySges {
-                num: n,
-                max: Some(self.max_sge),
-            });
-        }
-        let mut buf = [MaybeUninit::<Sge>::uninit(); MAX_SGE];
-        for (j, s) in wr.sgl.iter().enumerate() {
-            buf[j] = MaybeUninit::new(send_sge(wr, j, s)?);
-        }
-        // SAFETY: the first `n` entries were initialised just above;
-        // `MaybeUninit<Sge>` has `Sge`'s layout.
-        let sgl = unsafe { core::slice::from_raw_parts(buf.as_ptr().cast::<Sge>(), n) };
+        let max_sge = self.max_sge;
+        let mut g = Gather::new();
+        let items = wr.sgl.iter().enumerate().map(|(j, s)| send_sge(wr, j, s));
+        let too_long = |num| PostErrorKind::TooManySges {
+            num,
+            max: Some(max_sge),
+        };
+        // An empty buffer holds any list `append` accepts (None cannot
+        // happen; it would be a list too long for any buffer).
+        let range = g
+            .append(items, too_long)?
+            .ok_or_else(|| too_long(wr.sgl.len()))?;
         let raw = crate::sq::SendWr {
             wr_id: wr.wr_id,
             op: wr.op,
-            sgl,
+            sgl: g.get(range),
             flags: wr.flags,
             ud: wr.ud,
         };
