@@ -41,44 +41,83 @@ if ! command -v cargo-fuzz >/dev/null 2>&1; then
 fi
 
 # --- checks --------------------------------------------------------------
+# Every check runs even when an earlier one failed (cargo test with
+# --no-fail-fast runs every test binary); the failures are listed at the end
+# and the script exits non-zero if there was any.
+failures=()
+check() {
+  local name=$1
+  shift
+  step "$name"
+  if ! "$@"; then
+    echo "FAILED: $name" >&2
+    failures+=("$name")
+  fi
+}
+
+# Scratch space for this run, removed at exit.
+work_root=$(mktemp -d)
+trap 'rm -rf "$work_root"' EXIT
+
+# The tree must be as clean after the run as before it (no test or fuzz run
+# may write into the repository); what was already there is not ours to judge.
+in_git=false
+if git -C "$root" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  in_git=true
+  status_before=$(git -C "$root" status --porcelain --untracked-files=all)
+fi
+
 # The C comparison loop (perf compare-c, perf post --c-loop, the C side of
 # the post bench) is a cargo feature, off by default: CI builds, lints and
 # tests with it on, and once more without it and without mlx5dv.h.
 c_loop=bareverbs-tool/c-loop,bareverbs-bench/c-loop
 
-step "cargo fmt --check"
-cargo fmt --all -- --check
+check "cargo fmt --check" cargo fmt --all -- --check
 
-step "no import cycle between the modules of any crate"
-python3 scripts/module-cycles.py
+check "no import cycle between the modules of any crate" python3 scripts/module-cycles.py
 
-step "cargo clippy (workspace, all targets, the c-loop feature, -D warnings)"
-cargo clippy --workspace --all-targets --features "$c_loop" -- -D warnings
+check "cargo clippy (workspace, all targets, the c-loop feature, -D warnings)" \
+  cargo clippy --workspace --all-targets --features "$c_loop" -- -D warnings
 
-step "the tool builds without the c-loop feature and without mlx5dv.h"
-MLX5DV_INCLUDE=/nonexistent cargo clippy -q -p bareverbs-tool -p bareverbs-bench --all-targets -- -D warnings
+check "the tool builds without the c-loop feature and without mlx5dv.h" \
+  env MLX5DV_INCLUDE=/nonexistent cargo clippy -q -p bareverbs-tool -p bareverbs-bench --all-targets -- -D warnings
 
-step "cargo doc (workspace, no warnings)"
-RUSTDOCFLAGS=-Dwarnings cargo doc -q --no-deps --workspace --features "$c_loop"
+check "cargo doc (workspace, no warnings)" \
+  env RUSTDOCFLAGS=-Dwarnings cargo doc -q --no-deps --workspace --features "$c_loop"
 
-step "no_std build of the core for x86_64-unknown-none"
-cargo build -p bareverbs --target x86_64-unknown-none
+check "no_std build of the core for x86_64-unknown-none" \
+  cargo build -q -p bareverbs --target x86_64-unknown-none
 
-step "workspace tests with the c-loop feature (unit, integration, vendor-header conformance, vector replays, corpus replays)"
-cargo test --workspace --release --features "$c_loop"
+check "workspace tests with the c-loop feature (unit, integration, vendor-header conformance, vector replays, corpus replays)" \
+  cargo test --workspace --release --no-fail-fast --features "$c_loop"
 
-step "the tool's command-line tests without the c-loop feature and without mlx5dv.h"
-MLX5DV_INCLUDE=/nonexistent cargo test --release -q -p bareverbs-tool --test cli_errors
+check "the tool's command-line tests without the c-loop feature and without mlx5dv.h" \
+  env MLX5DV_INCLUDE=/nonexistent cargo test --release -q --no-fail-fast -p bareverbs-tool --test cli_errors
 
-step "the newcomer's example (safe verbs API, no unsafe): loopback WRITE, SEND/RECV, READ"
-if grep -nw 'unsafe' sim/examples/loopback.rs; then
-  echo "the newcomer's example must not use unsafe" >&2
-  exit 1
-fi
-cargo run --release -q -p bareverbs-sim --example loopback
+# Every published crate packages and builds from its package alone (the
+# tool with the crates it depends on, as a workspace publish orders them),
+# and the tool installs as a user installs it.
+check "cargo publish --dry-run of every published crate" \
+  cargo publish --dry-run --allow-dirty -q -p bareverbs -p bareverbs-sim -p bareverbs-vfio \
+  -p bareverbs-conformance -p bareverbs-tool
+install_tool() {
+  local dest="$work_root/install"
+  cargo install -q --locked --path benches/tool --root "$dest" --target-dir "${CARGO_TARGET_DIR:-target}" &&
+    "$dest/bin/bareverbs" --version
+}
+check "cargo install --path benches/tool" install_tool
 
-step "compile-fail proofs with their error codes (rustdoc checks codes on nightly)"
-cargo +nightly test -p bareverbs --doc
+newcomer_example() {
+  if grep -nw 'unsafe' sim/examples/loopback.rs; then
+    echo "the newcomer's example must not use unsafe" >&2
+    return 1
+  fi
+  cargo run --release -q -p bareverbs-sim --example loopback
+}
+check "the newcomer's example (safe verbs API, no unsafe): loopback WRITE, SEND/RECV, READ" newcomer_example
+
+check "compile-fail proofs with their error codes (rustdoc checks codes on nightly)" \
+  cargo +nightly test -p bareverbs --doc --no-fail-fast
 
 if ! ls fuzz/fuzz_targets/*.rs >/dev/null 2>&1; then
   echo "no fuzz targets in fuzz/fuzz_targets: the smoke runs would be skipped" >&2
@@ -86,51 +125,77 @@ if ! ls fuzz/fuzz_targets/*.rs >/dev/null 2>&1; then
 fi
 # Miri runs on one core: build the fuzz targets (AddressSanitizer, debug
 # assertions) on the other meanwhile.
-logs_dir=$(mktemp -d)
-fuzz_log="$logs_dir/build.log"
+work_dir="$work_root/fuzz"
+mkdir -p "$work_dir"
+fuzz_log="$work_dir/build.log"
 (cd fuzz && cargo +nightly fuzz build >"$fuzz_log" 2>&1) &
 fuzz_build=$!
-# If a step fails first, stop the build and drop the logs.
+# If the script stops early, stop the build and drop the scratch files.
 # (pkill -P: the subshell's cargo too, not only the subshell.)
-trap 'pkill -P "$fuzz_build" 2>/dev/null || true; kill "$fuzz_build" 2>/dev/null || true; rm -rf "$logs_dir"' EXIT
+trap 'pkill -P "$fuzz_build" 2>/dev/null || true; kill "$fuzz_build" 2>/dev/null || true; rm -rf "$work_root"' EXIT
 
-step "miri on the core"
-cargo +nightly miri test -p bareverbs --lib
+check "miri on the core" cargo +nightly miri test -p bareverbs --lib --no-fail-fast
 
-step "fuzz smoke runs (time-boxed, two at a time)"
-if ! wait "$fuzz_build"; then
-  cat "$fuzz_log" >&2
-  echo "building the fuzz targets failed" >&2
+# Each target fuzzes a scratch copy of its committed corpus, and writes any
+# crash artifact to the scratch directory, so the run leaves fuzz/ as it was
+# (a crash's input is printed with the failure).
+fuzz_smoke() {
+  if ! wait "$fuzz_build"; then
+    cat "$fuzz_log" >&2
+    echo "building the fuzz targets failed" >&2
+    return 1
+  fi
+  local secs=${FUZZ_SECONDS:-10}
+  smoke() {
+    local name=$1 log=$2 corpus="$work_dir/corpus/$1" artifacts="$work_dir/artifacts/$1/"
+    mkdir -p "$corpus" "$artifacts"
+    if [ -d "fuzz/corpus/$name" ]; then
+      cp -R "fuzz/corpus/$name/." "$corpus/"
+    fi
+    (cd fuzz && cargo +nightly fuzz run "$name" "$corpus" -- -max_total_time="$secs" \
+      -rss_limit_mb=4096 -artifact_prefix="$artifacts" >"$log" 2>&1)
+  }
+  local targets=(fuzz/fuzz_targets/*.rs) failed=0 i k
+  for ((i = 0; i < ${#targets[@]}; i += 2)); do
+    local pids=() logs=() t name log
+    for t in "${targets[@]:i:2}"; do
+      name=$(basename "$t" .rs)
+      log="$work_dir/$name.log"
+      smoke "$name" "$log" &
+      pids+=($!)
+      logs+=("$name:$log")
+    done
+    for k in "${!pids[@]}"; do
+      name=${logs[k]%%:*}
+      log=${logs[k]#*:}
+      if wait "${pids[k]}"; then
+        echo "$name: $(grep -E '^Done [0-9]+ runs' "$log" || tail -n 1 "$log")"
+      else
+        echo "$name FAILED:" >&2
+        tail -n 40 "$log" >&2
+        failed=1
+      fi
+    done
+  done
+  [ "$failed" = 0 ]
+}
+check "fuzz smoke runs (time-boxed, two at a time, on scratch copies of the corpora)" fuzz_smoke
+
+tree_unchanged() {
+  $in_git || return 0
+  local now
+  now=$(git -C "$root" status --porcelain --untracked-files=all)
+  if [ "$now" != "$status_before" ]; then
+    echo "the run changed the working tree (git status before vs after):" >&2
+    diff <(printf '%s\n' "$status_before") <(printf '%s\n' "$now") >&2 || true
+    return 1
+  fi
+}
+check "the run left the working tree as it found it" tree_unchanged
+
+if [ ${#failures[@]} -gt 0 ]; then
+  step "${#failures[@]} check(s) failed:"
+  printf '  - %s\n' "${failures[@]}" >&2
   exit 1
 fi
-secs=${FUZZ_SECONDS:-10}
-smoke() {
-  (cd fuzz && cargo +nightly fuzz run "$1" -- -max_total_time="$secs" -rss_limit_mb=4096 >"$2" 2>&1)
-}
-targets=(fuzz/fuzz_targets/*.rs)
-failed=0
-for ((i = 0; i < ${#targets[@]}; i += 2)); do
-  pids=()
-  logs=()
-  for t in "${targets[@]:i:2}"; do
-    name=$(basename "$t" .rs)
-    log="$logs_dir/$name.log"
-    smoke "$name" "$log" &
-    pids+=($!)
-    logs+=("$name:$log")
-  done
-  for k in "${!pids[@]}"; do
-    name=${logs[k]%%:*}
-    log=${logs[k]#*:}
-    if wait "${pids[k]}"; then
-      echo "$name: $(grep -E '^Done [0-9]+ runs' "$log" || tail -n 1 "$log")"
-    else
-      echo "$name FAILED:" >&2
-      tail -n 40 "$log" >&2
-      failed=1
-    fi
-  done
-done
-[ "$failed" = 0 ] || exit 1
-
 step "all checks passed"

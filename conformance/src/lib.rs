@@ -4,7 +4,7 @@
 //!
 //! | module | compares bareverbs with |
 //! | --- | --- |
-//! | [`vectors`] | readers for the ground-truth vector files (output of the vendor's C provider, `shared/mlx5/vectors/`) |
+//! | [`vectors`] | readers for the ground-truth vector files (output of the vendor's C provider, `conformance/vectors/`) |
 //! | [`conform`] | replay of those files through bareverbs' real post, poll and sizing paths, one line per case (`bareverbs conform FILE…`) |
 //! | [`hex`] | hex text as the vector files print it |
 //! | `mlx5dv` | the vendor header `infiniband/mlx5dv.h` itself: a C shim (`c/shim.c`) exposes the header's segment setters, CQE getters and `sizeof`/`offsetof` values as safe functions (`c_ctrl_seg` …), which `tests/` compare byte for byte with the codec |

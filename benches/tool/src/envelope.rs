@@ -69,7 +69,11 @@ pub fn key_paths(v: &Value) -> std::collections::BTreeSet<String> {
 /// always present. Returns (always present, optional). Panics (a test
 /// helper) when the section or its table is missing or malformed.
 pub fn documented(command: &str) -> (Vec<String>, Vec<String>) {
-    let doc = include_str!("../../../docs/json-commands.md");
+    // Read at run time (a test helper): the document lives in the
+    // repository's docs/, outside this package.
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/json-commands.md");
+    let doc = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let doc = doc.as_str();
     let head = format!("## `{command}`");
     let start = doc
         .lines()

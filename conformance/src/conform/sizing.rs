@@ -586,10 +586,7 @@ mod tests {
     use std::path::PathBuf;
 
     fn dir() -> PathBuf {
-        match std::env::var_os("BAREVERBS_VECTORS") {
-            Some(d) => PathBuf::from(d),
-            None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/mlx5/vectors"),
-        }
+        crate::vectors::vectors_dir()
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Readers for the ground-truth vector files in `shared/mlx5/vectors/`.
+//! Readers for the ground-truth vector files in `conformance/vectors/`.
 //! Each reader turns one file into typed cases; nothing here knows the
 //! expected answers except what the file states.
 
@@ -11,11 +11,16 @@ pub mod cqe;
 pub mod recv;
 pub mod wqe;
 
-/// Directory of the shared vectors: `$BAREVERBS_VECTORS`, else
-/// `<workspace>/../shared/mlx5/vectors`.
+/// Directory of the ground-truth vectors: `$BAREVERBS_VECTORS` when set,
+/// else the copy this crate ships ([`BUNDLED_VECTORS`]).
 pub fn vectors_dir() -> std::path::PathBuf {
-    if let Ok(p) = std::env::var("BAREVERBS_VECTORS") {
+    if let Some(p) = std::env::var_os("BAREVERBS_VECTORS") {
         return p.into();
     }
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/mlx5/vectors")
+    BUNDLED_VECTORS.into()
 }
+
+/// The vector files committed with this crate (`conformance/vectors/`; see
+/// its README for how the vendor's provider produced them). Part of the
+/// published package, so an installed tool finds them too.
+pub const BUNDLED_VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/vectors");

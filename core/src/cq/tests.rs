@@ -1,5 +1,5 @@
 //! Ring tests over a local array. Expected values come from
-//! `shared/mlx5/vectors/cqe_vectors.txt` (the fake QP of its header and the
+//! `conformance/vectors/cqe_vectors.txt` (the fake QP of its header and the
 //! results it prints) or from [ref §4.5](crate::reference) / §5.
 use super::*;
 use crate::cqe::{

@@ -1,5 +1,5 @@
 //! Unit tests: expected values come from [ref §5](crate::reference) or from the CQE bytes
-//! and results printed in `shared/mlx5/vectors/cqe_vectors.txt`.
+//! and results printed in `conformance/vectors/cqe_vectors.txt`.
 use super::*;
 
 fn hex(s: &str) -> [u8; 64] {

@@ -38,7 +38,7 @@ pub struct DeviceCaps {
 }
 
 impl DeviceCaps {
-    /// The fake device of `shared/mlx5/vectors/README.md`: 1024-byte send and
+    /// The fake device of `conformance/vectors/README.md`: 1024-byte send and
     /// 512-byte receive descriptors (kernel `max_sge` 30), 2^15 WQEBBs / receive WQEs / SRQ WQEs,
     /// 512-byte BlueFlame register, 2^22 CQ entries, 4 KiB pages, CQE version 1.
     pub const DEFAULT: DeviceCaps = DeviceCaps {

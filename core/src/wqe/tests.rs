@@ -1,5 +1,5 @@
 //! Unit tests. Expected values come from [ref §1–§2](crate::reference) tables and from the
-//! bytes and decoded comment lines of `shared/mlx5/vectors/wqe_vectors.txt`
+//! bytes and decoded comment lines of `conformance/vectors/wqe_vectors.txt`
 //! and `recv_vectors.txt` (vector numbers cited); kept small for miri.
 
 use super::*;

@@ -209,7 +209,7 @@ fn push_data_segments(w: &SendWqe<'_>, segs: &mut Vec<Value>) -> Value {
 #[cfg(test)]
 mod tests {
     //! Expected values come from the decoded comment lines of
-    //! `shared/mlx5/vectors/wqe_vectors.txt` (WR lines, the WQE summary
+    //! `conformance/vectors/wqe_vectors.txt` (WR lines, the WQE summary
     //! lines and the AH header lines), never from this decoder's output.
     use super::*;
     use crate::decode::parse_hex;
