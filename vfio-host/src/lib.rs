@@ -14,6 +14,7 @@
 //! Hardware tests are `#[ignore]`d and read the device address from the
 //! environment variable `BAREVERBS_VFIO_BDF`.
 #![deny(missing_docs)]
+#![deny(missing_debug_implementations)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod bdf;

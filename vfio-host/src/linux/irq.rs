@@ -27,7 +27,7 @@ use std::fmt;
 use std::io;
 use std::os::fd::AsRawFd;
 use std::os::raw::c_ulong;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 use vfio_bindings::bindings::vfio::{
     vfio_irq_set, VFIO_BASE, VFIO_IRQ_INFO_EVENTFD, VFIO_IRQ_SET_ACTION_TRIGGER,
@@ -242,6 +242,21 @@ impl Drop for Msix {
         }
         // The eventfds close as `fds` drops (waiters holding an Arc keep
         // theirs until they return).
+    }
+}
+
+/// A `Debug` view of MSI-X state shared behind a mutex that never blocks:
+/// while another holder (or this thread) has the lock it prints
+/// `Msix { <locked> }` instead of waiting.
+pub(super) struct SharedMsix<'a>(pub(super) &'a Mutex<Msix>);
+
+impl fmt::Debug for SharedMsix<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0.try_lock() {
+            Ok(m) => m.fmt(f),
+            Err(TryLockError::Poisoned(p)) => p.get_ref().fmt(f),
+            Err(TryLockError::WouldBlock) => f.write_str("Msix { <locked> }"),
+        }
     }
 }
 
@@ -556,5 +571,17 @@ mod tests {
         assert_eq!(e.read().unwrap(), 7);
         let none = format!("{:?}", Msix::none());
         assert!(none.contains("vectors: 0") && none.contains("has_device: false"));
+    }
+
+    /// The shared view never waits for the lock (a holder may be the
+    /// thread formatting), and shows the state once it is free.
+    #[test]
+    fn shared_debug_does_not_wait_for_the_lock() {
+        let m = Mutex::new(Msix::new(Box::new(Rec::default()), 2));
+        {
+            let _held = lock(&m);
+            assert_eq!(format!("{:?}", SharedMsix(&m)), "Msix { <locked> }");
+        }
+        assert!(format!("{:?}", SharedMsix(&m)).contains("vectors: 2"));
     }
 }

@@ -4,10 +4,11 @@
 
 use super::bar::{BarMap, VfioBar0};
 use super::dma::VfioDma;
-use super::irq::Msix;
+use super::irq::{Msix, SharedMsix};
 use crate::bdf::Bdf;
 use crate::error::VfioHostError;
 use crate::sysfs::{preflight, PciInfo, Roots};
+use std::fmt;
 use std::io;
 use std::os::unix::io::AsRawFd;
 use std::ptr::NonNull;
@@ -62,6 +63,20 @@ pub struct VfioNic {
     bar0: Arc<BarMap>,
     /// MSI-X vectors, shared by every BAR0 handle.
     irqs: Arc<Mutex<Msix>>,
+}
+
+/// What sysfs said, the device fd, BAR0's mapping (never its contents),
+/// the MSI-X vectors and the DMA state (neither waits for its lock).
+impl fmt::Debug for VfioNic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("VfioNic")
+            .field("info", &self.info)
+            .field("device_fd", &self.device.as_raw_fd())
+            .field("bar0", &*self.bar0)
+            .field("irqs", &SharedMsix(&self.irqs))
+            .field("dma", &self.dma)
+            .finish()
+    }
 }
 
 impl VfioNic {
