@@ -16,6 +16,7 @@
 #![deny(missing_docs)]
 #![deny(missing_debug_implementations)]
 #![deny(clippy::undocumented_unsafe_blocks)]
+#![deny(clippy::return_self_not_must_use)]
 
 pub mod bdf;
 pub mod error;

@@ -127,6 +127,7 @@ impl<M: IommuMap> Clone for VfioDma<M> {
 impl<M: IommuMap> VfioDma<M> {
     /// The DMA state of a container whose IOMMU is `iommu`, with the default
     /// IOVA window. Create it once per container and clone the handle.
+    #[must_use]
     pub fn for_container(iommu: Arc<M>) -> Self {
         VfioDma {
             domain: Arc::new(DmaDomain {
