@@ -1,11 +1,18 @@
 //! Errors of the VFIO host, each with an actionable message.
 
 use bareverbs::device::DeviceError;
+use std::error::Error;
 use std::fmt;
 use std::path::PathBuf;
 
 /// A VFIO host failure.
+///
+/// `Display` gives an actionable message that already includes the text
+/// of any wrapped error (the tools print `Display` alone);
+/// [`Error::source`] also returns the wrapped error itself, for callers
+/// that walk the chain or downcast it. More variants may be added.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum VfioHostError {
     /// The PCI address could not be parsed.
     BadAddress {
@@ -88,6 +95,9 @@ pub enum VfioHostError {
         what: &'static str,
         /// The error text.
         detail: String,
+        /// The `vfio_ioctls::VfioError` (or other error) it came from, if
+        /// any; what [`Error::source`] returns.
+        source: Option<Box<dyn Error + Send + Sync + 'static>>,
     },
     /// Reading sysfs failed.
     Io {
@@ -193,7 +203,7 @@ impl fmt::Display for VfioHostError {
                 f,
                 "IOVA range 0x{iova:x}+0x{len:x} was not allocated"
             ),
-            Vfio { what, detail } => write!(f, "VFIO: {what} failed: {detail}"),
+            Vfio { what, detail, .. } => write!(f, "VFIO: {what} failed: {detail}"),
             Io { path, err } => write!(f, "reading {}: {err}", path.display()),
             Device(e) => write!(f, "device: {e}"),
             SelfTest(e) => write!(f, "loopback self-test: {e}"),
@@ -202,4 +212,153 @@ impl fmt::Display for VfioHostError {
     }
 }
 
-impl std::error::Error for VfioHostError {}
+impl Error for VfioHostError {
+    /// The wrapped error: the I/O error of [`VfioHostError::Io`], the
+    /// vfio-ioctls error of [`VfioHostError::Vfio`], the self-test error of
+    /// [`VfioHostError::SelfTest`]; `None` for the variants that wrap none.
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        use VfioHostError::*;
+        match self {
+            Io { err, .. } => Some(err),
+            Vfio { source, .. } => source.as_deref().map(|e| e as &(dyn Error + 'static)),
+            SelfTest(e) => Some(e),
+            // `bareverbs::device::DeviceError` does not implement `Error`
+            // yet; once it does, this arm returns `Some(e)`.
+            Device(_) => None,
+            BadAddress { .. }
+            | NoSuchDevice { .. }
+            | NotMellanox { .. }
+            | NoVfio { .. }
+            | NoIommuGroup { .. }
+            | NotBoundToVfio { .. }
+            | GroupNotViable { .. }
+            | Permission { .. }
+            | BarNotMappable { .. }
+            | OutOfIova { .. }
+            | BadIovaFree { .. }
+            | Unsupported => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bareverbs::selftest::SelfTestError;
+    use std::io;
+
+    fn is_error_send_sync_static<T: Error + Send + Sync + 'static>() {}
+
+    #[test]
+    fn is_a_send_sync_static_error() {
+        is_error_send_sync_static::<VfioHostError>();
+        let b: Box<dyn Error + Send + Sync> = Box::new(VfioHostError::Unsupported);
+        assert_eq!(b.to_string(), "VFIO is only available on Linux");
+    }
+
+    #[test]
+    fn io_source_is_the_io_error() {
+        let e = VfioHostError::Io {
+            path: "/sys/bus/pci/devices/x/vendor".into(),
+            err: io::Error::new(io::ErrorKind::NotFound, "gone"),
+        };
+        let src = e.source().expect("Io wraps an io::Error");
+        let io = src.downcast_ref::<io::Error>().expect("an io::Error");
+        assert_eq!(io.kind(), io::ErrorKind::NotFound);
+        assert!(e.to_string().contains("gone"), "{e}");
+    }
+
+    #[test]
+    fn vfio_source_is_the_boxed_error_and_its_chain() {
+        let inner = io::Error::from_raw_os_error(libc::EBUSY);
+        let e = VfioHostError::Vfio {
+            what: "opening the device",
+            detail: inner.to_string(),
+            source: Some(Box::new(inner)),
+        };
+        let src = e.source().expect("Vfio keeps its source");
+        assert_eq!(
+            src.downcast_ref::<io::Error>()
+                .and_then(io::Error::raw_os_error),
+            Some(libc::EBUSY)
+        );
+        assert!(e
+            .to_string()
+            .starts_with("VFIO: opening the device failed: "));
+        let none = VfioHostError::Vfio {
+            what: "enabling bus mastering",
+            detail: "PCI command register reads 0x0000".into(),
+            source: None,
+        };
+        assert!(none.source().is_none());
+    }
+
+    #[test]
+    fn selftest_source_is_the_selftest_error() {
+        let e = VfioHostError::SelfTest(SelfTestError::LoopbackUnsupported);
+        let src = e.source().expect("SelfTest wraps its error");
+        assert!(matches!(
+            src.downcast_ref::<SelfTestError>(),
+            Some(SelfTestError::LoopbackUnsupported)
+        ));
+    }
+
+    /// `DeviceError` does not implement `Error` on this tree yet, so
+    /// `Device` has no source; its text is in `Display`.
+    #[test]
+    fn device_error_is_in_display() {
+        let d = DeviceError::NoUar { index: 9 };
+        let e = VfioHostError::from(d);
+        assert!(matches!(e, VfioHostError::Device(x) if x == d));
+        assert_eq!(e.to_string(), format!("device: {d}"));
+        assert!(e.source().is_none());
+    }
+
+    #[test]
+    fn variants_without_a_wrapped_error_have_no_source() {
+        let all = [
+            VfioHostError::BadAddress {
+                input: "3b:00".into(),
+                problem: "no function",
+            },
+            VfioHostError::NoSuchDevice {
+                bdf: "0000:3b:00.0".into(),
+                path: "/sys/bus/pci/devices/0000:3b:00.0".into(),
+            },
+            VfioHostError::NotMellanox {
+                bdf: "0000:3b:00.0".into(),
+                vendor: 0x8086,
+            },
+            VfioHostError::NoVfio {
+                path: "/dev/vfio/vfio".into(),
+            },
+            VfioHostError::NoIommuGroup {
+                bdf: "0000:3b:00.0".into(),
+            },
+            VfioHostError::NotBoundToVfio {
+                bdf: "0000:3b:00.0".into(),
+                driver: Some("mlx5_core".into()),
+                vendor: 0x15b3,
+                device: 0x101d,
+            },
+            VfioHostError::GroupNotViable {
+                group: 7,
+                others: vec![],
+            },
+            VfioHostError::Permission {
+                path: "/dev/vfio/7".into(),
+            },
+            VfioHostError::BarNotMappable {
+                bdf: "0000:3b:00.0".into(),
+                detail: "x".into(),
+            },
+            VfioHostError::OutOfIova { len: 1, align: 3 },
+            VfioHostError::BadIovaFree { iova: 0, len: 4096 },
+            VfioHostError::Unsupported,
+        ];
+        for e in &all {
+            assert!(e.source().is_none(), "{e:?}");
+            assert!(!e.to_string().is_empty());
+        }
+    }
+}

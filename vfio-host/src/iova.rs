@@ -22,6 +22,7 @@ impl IovaAllocator {
     /// An allocator over `[base, limit)`; `base` is rounded up to 4 KiB.
     /// The default window used by the VFIO host starts at 4 GiB (above
     /// any 32-bit MSI doorbell window) and spans 1 TiB.
+    #[must_use]
     pub fn new(base: u64, limit: u64) -> Self {
         let base = base.next_multiple_of(IOVA_PAGE);
         let free = if base < limit {

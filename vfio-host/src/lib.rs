@@ -14,7 +14,9 @@
 //! Hardware tests are `#[ignore]`d and read the device address from the
 //! environment variable `BAREVERBS_VFIO_BDF`.
 #![deny(missing_docs)]
+#![deny(missing_debug_implementations)]
 #![deny(clippy::undocumented_unsafe_blocks)]
+#![deny(clippy::return_self_not_must_use)]
 
 pub mod bdf;
 pub mod error;

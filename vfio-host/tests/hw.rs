@@ -90,3 +90,26 @@ fn hw_msix_wait_cq_events_times_out() {
     let (rep, ..) = d.teardown();
     assert_eq!(rep.first_error, None, "{rep:?}");
 }
+
+#[cfg(target_os = "linux")]
+#[test]
+#[ignore = "needs a ConnectX bound to vfio-pci (BAREVERBS_VFIO_BDF)"]
+fn hw_debug_of_platform_types() {
+    use bareverbs::device::UarMap;
+    let Some(bdf) = bdf() else {
+        eprintln!("BAREVERBS_VFIO_BDF not set; skipping");
+        return;
+    };
+    let nic = bareverbs_vfio::VfioNic::open(&bdf).unwrap_or_else(|e| panic!("{e}"));
+    let mut bar = nic.bar0();
+    let uar = bar.map_uar(1).expect("UAR 1 inside BAR0");
+    let dma = nic.dma();
+    let s = format!("{nic:?}\n{bar:?}\n{uar:?}\n{dma:?}");
+    eprintln!("{s}");
+    assert!(s.contains("VfioNic {") && s.contains("VfioBar0 {"), "{s}");
+    assert!(
+        s.contains("index: 1") && s.contains("bar0_offset: 0x1000"),
+        "{s}"
+    );
+    assert!(s.contains("live_buffers: 0"), "{s}");
+}

@@ -2,10 +2,11 @@
 //! [`Bar0`] / [`UarMap`] / [`Interrupts`] on it ([`VfioBar0`]) and one UAR
 //! page ([`VfioUar`]). [ref §4.2](bareverbs::reference).
 
-use super::irq::{lock, wait_eventfd, Msix};
+use super::irq::{lock, wait_eventfd, Msix, SharedMsix};
 use bareverbs::cmd::Bar0;
 use bareverbs::device::{Interrupts, UarMap};
 use bareverbs::platform::{mmio_flush_writes, Uar};
+use std::fmt;
 use std::ptr::NonNull;
 use std::sync::{Arc, Mutex};
 use vfio_ioctls::VfioDevice;
@@ -24,6 +25,16 @@ pub(super) struct BarMap {
 unsafe impl Send for BarMap {}
 // SAFETY: as above.
 unsafe impl Sync for BarMap {}
+
+/// Where BAR0 is mapped and how long it is (never its contents).
+impl fmt::Debug for BarMap {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BarMap")
+            .field("ptr", &self.ptr)
+            .field("len", &format_args!("{:#x}", self.len))
+            .finish_non_exhaustive()
+    }
+}
 
 impl Drop for BarMap {
     fn drop(&mut self) {
@@ -45,6 +56,18 @@ pub struct VfioBar0 {
     /// stores). Off by default: VFIO maps BARs uncached, so BlueFlame
     /// copies get no write-combining; the 8-byte doorbell is the default.
     pub blueflame: bool,
+}
+
+/// The mapping (address and length, never device memory), the MSI-X
+/// vectors (without waiting for their lock) and the doorbell mode.
+impl fmt::Debug for VfioBar0 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("VfioBar0")
+            .field("map", &*self.map)
+            .field("irqs", &SharedMsix(&self.irqs))
+            .field("blueflame", &self.blueflame)
+            .finish()
+    }
 }
 
 impl VfioBar0 {
@@ -121,6 +144,19 @@ pub struct VfioUar {
     map: Arc<BarMap>,
     base: usize,
     blueflame: bool,
+}
+
+/// The UAR index, its offset in BAR0 and the doorbell mode (never device
+/// memory).
+impl fmt::Debug for VfioUar {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("VfioUar")
+            .field("index", &(self.base / 4096))
+            .field("bar0_offset", &format_args!("{:#x}", self.base))
+            .field("blueflame", &self.blueflame)
+            .field("map", &*self.map)
+            .finish()
+    }
 }
 
 impl VfioUar {

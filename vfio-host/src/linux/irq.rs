@@ -11,69 +11,41 @@
 //! single vector (start = vector, count 1). Eventfds are made with
 //! `EFD_CLOEXEC | EFD_NONBLOCK`; a wait polls the eventfd and reads its
 //! 8-byte counter to consume what fired.
+//!
+//! What comes from the rust-vmm crates: the eventfds are
+//! `vmm_sys_util::eventfd::EventFd`, the ioctl number and call are
+//! `vmm-sys-util`'s `ioctl_expr` / `ioctl_with_ptr`, the vector count is
+//! `VfioDevice::get_irq_info` and turning MSI-X off is
+//! `VfioDevice::disable_irq`. Attaching stays here: `VfioDevice::enable_irq`
+//! (vfio-ioctls 0.10) always sends start 0 with one `&EventFd` per vector,
+//! so it can neither attach one vector at `start = vector, count = 1` nor
+//! leave a vector unattached (−1) in the first, all-vectors call; with it,
+//! every later attach would re-send every vector, and the kernel re-requests
+//! the interrupt of each vector it is handed.
 
+use std::fmt;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::os::fd::AsRawFd;
+use std::os::raw::c_ulong;
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::time::{Duration, Instant};
 use vfio_bindings::bindings::vfio::{
     vfio_irq_set, VFIO_BASE, VFIO_IRQ_INFO_EVENTFD, VFIO_IRQ_SET_ACTION_TRIGGER,
-    VFIO_IRQ_SET_DATA_EVENTFD, VFIO_IRQ_SET_DATA_NONE, VFIO_PCI_MSIX_IRQ_INDEX, VFIO_TYPE,
+    VFIO_IRQ_SET_DATA_EVENTFD, VFIO_PCI_MSIX_IRQ_INDEX, VFIO_TYPE,
 };
 use vfio_ioctls::VfioDevice;
+use vmm_sys_util::eventfd::{EventFd, EFD_CLOEXEC, EFD_NONBLOCK};
+use vmm_sys_util::ioctl::{ioctl_expr, ioctl_with_ptr, _IOC_NONE};
 
-/// An `eventfd(2)` made with `EFD_CLOEXEC | EFD_NONBLOCK`, closed on drop.
-#[derive(Debug)]
-pub(super) struct EventFd(OwnedFd);
-
-impl EventFd {
-    /// A new eventfd with counter 0.
-    pub(super) fn new() -> io::Result<EventFd> {
-        // SAFETY: eventfd takes no pointers; a non-negative result is a new
-        // fd that nothing else owns, so OwnedFd may take it.
-        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: as above: `fd` is open and owned by no one else.
-        Ok(EventFd(unsafe { OwnedFd::from_raw_fd(fd) }))
-    }
-
-    /// Reads (and so resets) the 8-byte counter; `WouldBlock` when it is 0.
-    pub(super) fn read(&self) -> io::Result<u64> {
-        let mut b = [0u8; 8];
-        // SAFETY: `b` is 8 writable bytes, the fd is open (owned by self).
-        let r = unsafe { libc::read(self.0.as_raw_fd(), b.as_mut_ptr().cast(), b.len()) };
-        match r {
-            8 => Ok(u64::from_ne_bytes(b)),
-            r if r < 0 => Err(io::Error::last_os_error()),
-            _ => Err(io::Error::from(io::ErrorKind::UnexpectedEof)),
-        }
-    }
-
-    /// Adds `v` to the counter (what VFIO does when the vector fires).
-    #[cfg(test)]
-    pub(super) fn write(&self, v: u64) -> io::Result<()> {
-        let b = v.to_ne_bytes();
-        // SAFETY: `b` is 8 readable bytes, the fd is open (owned by self).
-        let r = unsafe { libc::write(self.0.as_raw_fd(), b.as_ptr().cast(), b.len()) };
-        match r {
-            8 => Ok(()),
-            r if r < 0 => Err(io::Error::last_os_error()),
-            _ => Err(io::Error::from(io::ErrorKind::WriteZero)),
-        }
-    }
+/// A new eventfd for an MSI-X vector: counter 0, `EFD_CLOEXEC |
+/// EFD_NONBLOCK` (so [`wait_eventfd`] can read it without blocking).
+pub(super) fn new_eventfd() -> io::Result<EventFd> {
+    EventFd::new(EFD_CLOEXEC | EFD_NONBLOCK)
 }
 
-impl AsRawFd for EventFd {
-    fn as_raw_fd(&self) -> RawFd {
-        self.0.as_raw_fd()
-    }
-}
-
-/// `VFIO_DEVICE_SET_IRQS` = `_IO(VFIO_TYPE, VFIO_BASE + 10)` (0x3B6E): `_IO`
-/// has no size or direction bits, so the number is `type << 8 | nr`.
-pub(super) const VFIO_DEVICE_SET_IRQS: u32 = ((VFIO_TYPE as u32) << 8) | (VFIO_BASE + 10);
+/// `VFIO_DEVICE_SET_IRQS` = `_IO(VFIO_TYPE, VFIO_BASE + 10)` (0x3B6E).
+pub(super) const VFIO_DEVICE_SET_IRQS: c_ulong =
+    ioctl_expr(_IOC_NONE, VFIO_TYPE as u32, VFIO_BASE + 10, 0);
 
 /// Bytes of the fixed `vfio_irq_set` header (argsz, flags, index, start,
 /// count: five `u32`s); the eventfds (`s32` each) follow it.
@@ -97,25 +69,15 @@ pub(super) fn irq_set_words(start: u32, fds: &[i32]) -> Vec<u32> {
     w
 }
 
-/// The `vfio_irq_set` words that turn MSI-X off for the function
-/// (`DATA_NONE | ACTION_TRIGGER`, start 0, count 0), which also releases
-/// every eventfd VFIO holds.
-pub(super) fn irq_disable_words() -> Vec<u32> {
-    vec![
-        IRQ_SET_HEADER as u32,
-        VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_TRIGGER,
-        VFIO_PCI_MSIX_IRQ_INDEX,
-        0,
-        0,
-    ]
-}
-
 /// Where `VFIO_DEVICE_SET_IRQS` goes: the VFIO device, or a recorder in
 /// tests.
 pub(super) trait SetIrqs: Send {
     /// Issues `VFIO_DEVICE_SET_IRQS` with `words` (a whole `vfio_irq_set`,
-    /// as built by [`irq_set_words`] / [`irq_disable_words`]).
+    /// as built by [`irq_set_words`]).
     fn set_irqs(&self, words: &[u32]) -> io::Result<()>;
+    /// Turns MSI-X off for the function (`DATA_NONE | ACTION_TRIGGER`,
+    /// start 0, count 0), which also releases every eventfd VFIO holds.
+    fn disable_msix(&self) -> io::Result<()>;
 }
 
 impl SetIrqs for Arc<VfioDevice> {
@@ -132,9 +94,9 @@ impl SetIrqs for Arc<VfioDevice> {
         // vfio-bindings). VFIO_DEVICE_SET_IRQS only reads it, and the
         // device fd stays open for the call (we hold the Arc).
         let r = unsafe {
-            libc::ioctl(
-                self.as_raw_fd(),
-                VFIO_DEVICE_SET_IRQS as _,
+            ioctl_with_ptr(
+                &**self,
+                VFIO_DEVICE_SET_IRQS,
                 words.as_ptr().cast::<vfio_irq_set>(),
             )
         };
@@ -143,6 +105,11 @@ impl SetIrqs for Arc<VfioDevice> {
         } else {
             Ok(())
         }
+    }
+
+    fn disable_msix(&self) -> io::Result<()> {
+        self.disable_irq(VFIO_PCI_MSIX_IRQ_INDEX)
+            .map_err(io::Error::other)
     }
 }
 
@@ -155,6 +122,25 @@ pub(super) struct Msix {
     fds: Vec<Option<Arc<EventFd>>>,
     /// Whether the first (all-vectors) `SET_IRQS` has been done.
     started: bool,
+}
+
+/// The vector count, whether MSI-X is on and which vectors have which
+/// eventfd, as `(vector, fd)` pairs (never the eventfds' counters).
+impl fmt::Debug for Msix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let attached: Vec<(usize, i32)> = self
+            .fds
+            .iter()
+            .enumerate()
+            .filter_map(|(v, e)| Some((v, e.as_ref()?.as_raw_fd())))
+            .collect();
+        f.debug_struct("Msix")
+            .field("vectors", &self.fds.len())
+            .field("has_device", &self.set.is_some())
+            .field("started", &self.started)
+            .field("attached", &attached)
+            .finish()
+    }
 }
 
 impl Msix {
@@ -220,7 +206,7 @@ impl Msix {
         let Some(set) = self.set.as_ref() else {
             return false;
         };
-        let Ok(efd) = EventFd::new() else {
+        let Ok(efd) = new_eventfd() else {
             return false;
         };
         let fd = efd.as_raw_fd();
@@ -251,11 +237,26 @@ impl Drop for Msix {
             if let Some(set) = self.set.as_ref() {
                 // Best effort: a failure leaves VFIO holding its own
                 // references, which it drops when the device is closed.
-                let _ = set.set_irqs(&irq_disable_words());
+                let _ = set.disable_msix();
             }
         }
         // The eventfds close as `fds` drops (waiters holding an Arc keep
         // theirs until they return).
+    }
+}
+
+/// A `Debug` view of MSI-X state shared behind a mutex that never blocks:
+/// while another holder (or this thread) has the lock it prints
+/// `Msix { <locked> }` instead of waiting.
+pub(super) struct SharedMsix<'a>(pub(super) &'a Mutex<Msix>);
+
+impl fmt::Debug for SharedMsix<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0.try_lock() {
+            Ok(m) => m.fmt(f),
+            Err(TryLockError::Poisoned(p)) => p.get_ref().fmt(f),
+            Err(TryLockError::WouldBlock) => f.write_str("Msix { <locked> }"),
+        }
     }
 }
 
@@ -314,6 +315,7 @@ pub(super) fn wait_eventfd(efd: &EventFd, timeout_us: u64) -> bool {
 mod tests {
     use super::*;
     use std::mem::{offset_of, size_of};
+    use vfio_bindings::bindings::vfio::VFIO_IRQ_SET_DATA_NONE;
 
     /// Records every SET_IRQS; refuses when `fail` is set.
     #[derive(Clone, Default)]
@@ -330,6 +332,22 @@ mod tests {
             self.calls.lock().unwrap().push(words.to_vec());
             Ok(())
         }
+        fn disable_msix(&self) -> io::Result<()> {
+            self.set_irqs(&irq_disable_words())
+        }
+    }
+
+    /// The `vfio_irq_set` words of `SetIrqs::disable_msix`: what
+    /// `VfioDevice::disable_irq(VFIO_PCI_MSIX_IRQ_INDEX)` sends
+    /// (`DATA_NONE | ACTION_TRIGGER`, start 0, count 0).
+    fn irq_disable_words() -> Vec<u32> {
+        vec![
+            IRQ_SET_HEADER as u32,
+            VFIO_IRQ_SET_DATA_NONE | VFIO_IRQ_SET_ACTION_TRIGGER,
+            VFIO_PCI_MSIX_IRQ_INDEX,
+            0,
+            0,
+        ]
     }
 
     impl Rec {
@@ -457,7 +475,7 @@ mod tests {
 
     #[test]
     fn eventfd_flags_and_counter() {
-        let e = EventFd::new().unwrap();
+        let e = new_eventfd().unwrap();
         // SAFETY: F_GETFD/F_GETFL on an fd we hold open; no pointers.
         let (fdfl, fl) = unsafe {
             (
@@ -475,7 +493,7 @@ mod tests {
 
     #[test]
     fn wait_times_out() {
-        let e = EventFd::new().unwrap();
+        let e = new_eventfd().unwrap();
         let t = Instant::now();
         assert!(!wait_eventfd(&e, 20_000));
         assert!(t.elapsed() >= Duration::from_millis(20));
@@ -484,7 +502,7 @@ mod tests {
 
     #[test]
     fn wait_fires_and_consumes() {
-        let e = EventFd::new().unwrap();
+        let e = new_eventfd().unwrap();
         e.write(3).unwrap();
         assert!(wait_eventfd(&e, 1_000_000));
         // Consumed: the next wait times out.
@@ -493,7 +511,7 @@ mod tests {
 
     #[test]
     fn wait_fires_from_another_thread() {
-        let e = Arc::new(EventFd::new().unwrap());
+        let e = Arc::new(new_eventfd().unwrap());
         let e2 = e.clone();
         let h = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(30));
@@ -507,8 +525,63 @@ mod tests {
 
     #[test]
     fn wait_huge_timeout_does_not_overflow() {
-        let e = EventFd::new().unwrap();
+        let e = new_eventfd().unwrap();
         e.write(1).unwrap();
         assert!(wait_eventfd(&e, u64::MAX));
+    }
+
+    /// VFIO signals the vector through its own reference to the eventfd
+    /// (a second fd on the same counter, as `try_clone` makes): the wait
+    /// on the vector's eventfd sees it and consumes the whole count.
+    #[test]
+    fn vector_eventfd_fires_through_another_reference() {
+        let rec = Rec::default();
+        let mut m = Msix::new(Box::new(rec.clone()), 2);
+        assert!(m.enable(1));
+        let mine = m.eventfd(1).unwrap();
+        let kernel_side = mine.try_clone().unwrap();
+        assert_ne!(kernel_side.as_raw_fd(), mine.as_raw_fd());
+        assert!(!wait_eventfd(&mine, 1_000));
+        kernel_side.write(1).unwrap();
+        kernel_side.write(1).unwrap();
+        assert!(wait_eventfd(&mine, 1_000_000));
+        assert_eq!(
+            kernel_side.read().unwrap_err().kind(),
+            io::ErrorKind::WouldBlock
+        );
+        // A waiter keeps its eventfd open after the vectors are dropped.
+        drop(m);
+        kernel_side.write(4).unwrap();
+        assert_eq!(mine.read().unwrap(), 4);
+    }
+
+    /// Debug shows the vectors and attached eventfds without touching the
+    /// counters.
+    #[test]
+    fn debug_lists_attached_vectors_and_leaves_counters() {
+        let rec = Rec::default();
+        let mut m = Msix::new(Box::new(rec.clone()), 3);
+        assert!(m.enable(2));
+        let e = m.eventfd(2).unwrap();
+        e.write(7).unwrap();
+        let d = format!("{m:?}");
+        assert!(d.contains("vectors: 3"), "{d}");
+        assert!(d.contains("started: true"), "{d}");
+        assert!(d.contains(&format!("[(2, {})]", e.as_raw_fd())), "{d}");
+        assert_eq!(e.read().unwrap(), 7);
+        let none = format!("{:?}", Msix::none());
+        assert!(none.contains("vectors: 0") && none.contains("has_device: false"));
+    }
+
+    /// The shared view never waits for the lock (a holder may be the
+    /// thread formatting), and shows the state once it is free.
+    #[test]
+    fn shared_debug_does_not_wait_for_the_lock() {
+        let m = Mutex::new(Msix::new(Box::new(Rec::default()), 2));
+        {
+            let _held = lock(&m);
+            assert_eq!(format!("{:?}", SharedMsix(&m)), "Msix { <locked> }");
+        }
+        assert!(format!("{:?}", SharedMsix(&m)).contains("vectors: 2"));
     }
 }

@@ -4,10 +4,11 @@
 
 use super::bar::{BarMap, VfioBar0};
 use super::dma::VfioDma;
-use super::irq::Msix;
+use super::irq::{Msix, SharedMsix};
 use crate::bdf::Bdf;
 use crate::error::VfioHostError;
 use crate::sysfs::{preflight, PciInfo, Roots};
+use std::fmt;
 use std::io;
 use std::os::unix::io::AsRawFd;
 use std::ptr::NonNull;
@@ -48,7 +49,11 @@ fn vfio_err(what: &'static str, e: VfioError) -> VfioHostError {
             group: 0,
             others: Vec::new(),
         },
-        _ => VfioHostError::Vfio { what, detail: text },
+        _ => VfioHostError::Vfio {
+            what,
+            detail: text,
+            source: Some(Box::new(e)),
+        },
     }
 }
 
@@ -62,6 +67,20 @@ pub struct VfioNic {
     bar0: Arc<BarMap>,
     /// MSI-X vectors, shared by every BAR0 handle.
     irqs: Arc<Mutex<Msix>>,
+}
+
+/// What sysfs said, the device fd, BAR0's mapping (never its contents),
+/// the MSI-X vectors and the DMA state (neither waits for its lock).
+impl fmt::Debug for VfioNic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("VfioNic")
+            .field("info", &self.info)
+            .field("device_fd", &self.device.as_raw_fd())
+            .field("bar0", &*self.bar0)
+            .field("irqs", &SharedMsix(&self.irqs))
+            .field("dma", &self.dma)
+            .finish()
+    }
 }
 
 impl VfioNic {
@@ -148,6 +167,7 @@ impl VfioNic {
             return Err(VfioHostError::Vfio {
                 what: "enabling bus mastering",
                 detail: format!("PCI command register reads 0x{:04x}", u16::from_le_bytes(b)),
+                source: None,
             });
         }
         Ok(())
@@ -178,5 +198,61 @@ impl VfioNic {
     /// call returns a handle to the same allocator (see [`VfioDma`]).
     pub fn dma(&self) -> VfioDma {
         self.dma.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::error::Error;
+
+    /// A vfio-ioctls failure keeps its whole chain: VfioHostError →
+    /// VfioError → io::Error.
+    #[test]
+    fn vfio_errors_keep_their_chain() {
+        let e = vfio_err(
+            "opening the container",
+            VfioError::OpenContainer(io::Error::from_raw_os_error(libc::EBUSY)),
+        );
+        assert!(matches!(
+            e,
+            VfioHostError::Vfio {
+                what: "opening the container",
+                ..
+            }
+        ));
+        let vfio = e.source().expect("the VfioError");
+        assert!(matches!(
+            vfio.downcast_ref::<VfioError>(),
+            Some(VfioError::OpenContainer(_))
+        ));
+        let io = vfio.source().expect("the io::Error");
+        assert_eq!(
+            io.downcast_ref::<io::Error>()
+                .and_then(io::Error::raw_os_error),
+            Some(libc::EBUSY)
+        );
+        // Display still says it all on its own.
+        assert!(e.to_string().contains(&vfio.to_string()), "{e}");
+    }
+
+    /// The mapped variants stay as before (their message is the fix).
+    #[test]
+    fn permission_and_missing_container_are_mapped() {
+        let e = vfio_err(
+            "opening the container",
+            VfioError::OpenContainer(io::Error::from(io::ErrorKind::NotFound)),
+        );
+        assert!(matches!(e, VfioHostError::NoVfio { .. }), "{e:?}");
+        let e = vfio_err(
+            "opening the group",
+            VfioError::OpenGroup(
+                io::Error::from(io::ErrorKind::PermissionDenied),
+                "12".into(),
+            ),
+        );
+        assert!(matches!(e, VfioHostError::Permission { ref path } if path.ends_with("12")));
+        let e = vfio_err("opening the group", VfioError::GroupViable);
+        assert!(matches!(e, VfioHostError::GroupNotViable { .. }));
     }
 }
