@@ -96,6 +96,7 @@ pub struct SelfTestReport {
 
 /// Which step failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Step {
     /// Creating objects, connecting QPs or building the queues.
     Setup,
@@ -120,6 +121,7 @@ impl Step {
 
 /// Why the self-test failed.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum SelfTestError {
     /// The device does not allow force-loopback RC QPs in its current
     /// RoCE state (RoCE capability `fl_rc_qp_when_roce_enabled` /

@@ -72,6 +72,7 @@ pub const fn cmdq_log_bits(cmdq_addr_l_sz: u32) -> (u8, u8) {
 
 /// NIC interface state (`cmdq_addr_l_sz` bits 10:8). [ref §7.1](crate::reference).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum NicIfcState {
     /// 0: full driver (normal operation).
     FullDriver,
@@ -182,6 +183,7 @@ impl CmdqGeometry {
 
 /// Why the initialization segment was rejected ([ref §7.1, §7.2](crate::reference)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum InitSegError {
     /// `fw_rev` reads all-ones: the PCI link is down or BAR0 is not mapped.
     LinkDown,
@@ -224,6 +226,7 @@ pub enum InitSegError {
 
 /// A fatal health condition ([ref §7.1](crate::reference) health checks).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum HealthProblem {
     /// `fw_ver` in the health buffer reads 0xffffffff: PCI link down.
     LinkDown,

@@ -30,6 +30,7 @@ impl Chunk {
 
 /// Page pool error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PageError {
     /// The DMA allocator returned nothing.
     OutOfDmaMemory,

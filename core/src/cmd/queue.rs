@@ -93,6 +93,7 @@ pub const fn blocks_for(len: usize) -> usize {
 
 /// Which of the two used slots a command travels on ([ref §7.2](crate::reference) step 4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(clippy::exhaustive_enums)] // closed by design: the driver uses exactly two command slots
 pub enum SlotKind {
     /// Slot 0: regular commands.
     Regular,
@@ -324,6 +325,7 @@ struct SlotMem {
 
 /// Failure to set up the command queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CmdqSetupError {
     /// The DMA allocator returned nothing.
     OutOfDmaMemory,

@@ -112,6 +112,7 @@ impl CmdStatus {
 /// Delivery status from `status_own >> 1` of a command queue entry
 /// ([ref §7.3](crate::reference)): the transport, not the command, failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DeliveryStatus {
     /// 1 signature error.
     Signature,
@@ -176,6 +177,7 @@ impl DeliveryStatus {
 
 /// Why a mailbox chain read back from the device was rejected ([ref §7.4](crate::reference)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum MailboxProblem {
     /// `block_num` differs from the block's position in the chain.
     BlockNumber {

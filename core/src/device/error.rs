@@ -12,6 +12,7 @@ use core::fmt;
 
 /// A device-level failure. Each variant names what went wrong.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DeviceError {
     /// The initialization segment was rejected.
     InitSeg(InitSegError),

@@ -5,6 +5,7 @@ use core::fmt;
 
 /// Why a receive WR was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RecvErrorKind {
     /// The queue is full (`outstanding` of `max_post` WRs posted).
     QueueFull {

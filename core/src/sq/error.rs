@@ -7,6 +7,7 @@ use core::fmt;
 
 /// Why a send WR was refused. Nothing of the refused WR reaches the ring.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PostErrorKind {
     /// The queue holds `outstanding` WRs and allows `max_post`.
     QueueFull {

@@ -25,6 +25,7 @@ bitflags! {
 
 /// Memory-window type (for [`SendOp::BindMw`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(clippy::exhaustive_enums)] // closed by verbs: memory windows are type 1 or type 2
 pub enum MwType {
     /// Type 1 window.
     Type1,
@@ -35,6 +36,7 @@ pub enum MwType {
 /// The operation of a send work request, with its operation-specific
 /// fields. Immediate data is a host value; it is stored big-endian.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SendOp {
     /// SEND.
     Send,
@@ -183,6 +185,7 @@ impl SendOp {
 
 /// The operation of a [`SendQueue::post_rdma_raw`](super::SendQueue::post_rdma_raw) batch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RdmaOp {
     /// RDMA WRITE.
     Write,

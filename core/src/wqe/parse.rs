@@ -16,6 +16,7 @@ use core::fmt;
 
 /// Why WQE bytes could not be parsed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum WqeParseError {
     /// Fewer bytes than the structure needs (e.g. DS·16 > bytes given).
     Truncated {
@@ -263,6 +264,7 @@ impl InlineData<'_> {
 
 /// One entry of a WQE's data part. [ref §1.5, §1.7](crate::reference).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(clippy::exhaustive_enums)] // closed by the WQE format: a data entry is a pointer or inline
 pub enum DataEntry<'a> {
     /// A pointer (scatter/gather) segment.
     Ptr(DataSeg),

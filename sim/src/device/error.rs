@@ -5,6 +5,7 @@ use std::fmt;
 
 /// Why the device refused a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SimError {
     /// An address range is not inside a live DMA allocation.
     BadAddress,
