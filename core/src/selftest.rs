@@ -212,7 +212,19 @@ impl fmt::Display for SelfTestError {
     }
 }
 
-impl core::error::Error for SelfTestError {}
+/// [`source`](core::error::Error::source) is the device, post or poll
+/// error a step failed with.
+impl core::error::Error for SelfTestError {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match self {
+            SelfTestError::Device(_, e) => Some(e),
+            SelfTestError::Post(_, e) => Some(e),
+            SelfTestError::PostRecv(_, e) => Some(e),
+            SelfTestError::Poll(_, e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 /// The pattern byte at `i` of the source area.
 const fn pattern(i: usize) -> u8 {

@@ -43,6 +43,23 @@ pub enum PageError {
     },
 }
 
+impl core::fmt::Display for PageError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match *self {
+            PageError::OutOfDmaMemory => f.write_str("out of DMA memory for firmware pages"),
+            PageError::TooManyChunks => f.write_str("every page-pool chunk slot is in use"),
+            PageError::UnknownPage { iova } => {
+                write!(
+                    f,
+                    "firmware returned page 0x{iova:x}, which the pool never gave"
+                )
+            }
+        }
+    }
+}
+
+impl core::error::Error for PageError {}
+
 /// Pages lent to firmware.
 #[derive(Debug, Default)]
 pub struct PagePool {

@@ -339,6 +339,31 @@ pub enum CmdqSetupError {
     Geometry(InitSegError),
 }
 
+impl core::fmt::Display for CmdqSetupError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match *self {
+            CmdqSetupError::OutOfDmaMemory => {
+                f.write_str("out of DMA memory for the command queue")
+            }
+            CmdqSetupError::Misaligned { iova } => {
+                write!(f, "command queue page 0x{iova:x} is not 4 KiB aligned")
+            }
+            CmdqSetupError::Geometry(_) => f.write_str("unusable command queue geometry"),
+        }
+    }
+}
+
+/// [`source`](core::error::Error::source) is the [`InitSegError`] of
+/// [`CmdqSetupError::Geometry`].
+impl core::error::Error for CmdqSetupError {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match self {
+            CmdqSetupError::Geometry(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
 /// The command queue of one function ([ref §7.2](crate::reference)).
 #[derive(Debug)]
 pub struct CmdQueue {

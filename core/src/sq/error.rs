@@ -93,8 +93,13 @@ pub struct PostError {
 
 impl fmt::Display for PostError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "WR {} not posted: ", self.index)?;
-        match self.kind {
+        write!(f, "WR {} not posted: {}", self.index, self.kind)
+    }
+}
+
+impl fmt::Display for PostErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
             PostErrorKind::QueueFull {
                 outstanding,
                 max_post,
@@ -142,3 +147,7 @@ impl fmt::Display for PostError {
         }
     }
 }
+
+impl core::error::Error for PostError {}
+
+impl core::error::Error for PostErrorKind {}

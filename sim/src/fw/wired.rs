@@ -21,7 +21,8 @@ pub struct WiredFunction {
 }
 
 /// Why [`bring_up_wired`] failed.
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum WiredError {
     /// The core's bring-up failed.
     BringUp(DeviceError),
@@ -38,7 +39,16 @@ impl fmt::Display for WiredError {
     }
 }
 
-impl std::error::Error for WiredError {}
+/// [`source`](std::error::Error::source) is the wrapped error: the core's
+/// [`DeviceError`] or the fabric's [`SimError`].
+impl std::error::Error for WiredError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            WiredError::BringUp(e) => Some(e),
+            WiredError::Join(e) => Some(e),
+        }
+    }
+}
 
 /// Brings up a function on `fabric` whose port MAC is `sock`'s (`fw`
 /// otherwise as given), then joins its port to the wire over `sock`: the
