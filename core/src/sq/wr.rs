@@ -285,11 +285,13 @@ impl<'a> SendWr<'a> {
         }
     }
     /// The same WR with `flags`.
+    #[must_use = "returns the changed value; dropping it discards the change"]
     pub const fn with_flags(mut self, flags: SendFlags) -> Self {
         self.flags = flags;
         self
     }
     /// The same WR with a UD destination.
+    #[must_use = "returns the changed value; dropping it discards the change"]
     pub const fn with_ud(mut self, ud: UdDest<'a>) -> Self {
         self.ud = Some(ud);
         self

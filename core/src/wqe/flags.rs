@@ -144,6 +144,7 @@ impl FmCeSe {
         self.bits() & Self::SOLICITED.bits() != 0
     }
     /// The same byte with the fence field replaced.
+    #[must_use]
     pub const fn with_fence(self, fence: FenceMode) -> Self {
         FmCeSe::from_bits_retain((self.bits() & !Self::FENCE_FIELD) | fence.byte())
     }

@@ -202,6 +202,7 @@ impl<'a> WqeBytes<'a> {
         }
     }
     /// The bytes from `off` to the end (empty if `off` is past the end).
+    #[must_use]
     pub fn tail(&self, off: usize) -> WqeBytes<'a> {
         let len = self.len();
         self.sub(off.min(len), len - off.min(len))
