@@ -148,6 +148,23 @@ pub struct SimFirmware {
     pub refusals: Vec<&'static str>,
 }
 
+/// The life-cycle state, configuration switches and counts (not the
+/// tables, rings or logs themselves).
+impl std::fmt::Debug for SimFirmware {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimFirmware")
+            .field("hca", &self.hca)
+            .field("issi", &self.issi)
+            .field("nic_ifc", &self.nic_ifc)
+            .field("host_endianness", &self.host_endianness)
+            .field("roce_en", &self.roce_en)
+            .field("pages", &self.pages.len())
+            .field("commands", &self.log.len())
+            .field("faults", &self.faults)
+            .finish_non_exhaustive()
+    }
+}
+
 impl SimFirmware {
     /// A powered-on function: firmware initializing, HCA disabled.
     pub fn new(dma: Arc<HeapDma>, cfg: FwConfig) -> Self {

@@ -8,6 +8,7 @@ use bareverbs::device::{DeviceConfig, DeviceError};
 use core::fmt;
 
 /// A function on the wire, as [`bring_up_wired`] made it.
+#[derive(Debug)]
 pub struct WiredFunction {
     /// The core's device (firmware command path).
     pub dev: SimDevice,
