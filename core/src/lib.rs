@@ -114,7 +114,10 @@
 #![deny(
     unsafe_op_in_unsafe_fn,
     missing_docs,
-    clippy::undocumented_unsafe_blocks
+    missing_debug_implementations,
+    clippy::undocumented_unsafe_blocks,
+    clippy::exhaustive_enums,
+    clippy::return_self_not_must_use
 )]
 #![warn(clippy::missing_safety_doc)]
 
