@@ -11,11 +11,15 @@
 //! | ring-level queues | [`PostError`](crate::sq::PostError), [`RecvError`](crate::rq::RecvError), [`PollError`](crate::cq::PollError), [`CqError`](crate::cq::CqError), [`SizingError`](crate::sizing::SizingError), [`QpTransitionError`](crate::qp::QpTransitionError) | — |
 //! | command interface | [`CmdError`](crate::cmd::CmdError) | [`InitSegError`](crate::cmd::initseg::InitSegError), [`CmdqSetupError`](crate::cmd::queue::CmdqSetupError) (wraps `InitSegError`), [`PageError`](crate::cmd::pages::PageError) |
 //! | device | [`DeviceError`](crate::device::DeviceError) | the command layer's errors, `CqError`, `SizingError` |
-//! | verbs | [`verbs::Error`](crate::verbs::Error) | `DeviceError`, `SizingError`, `CqError`, `PostError`, `RecvError`, `PollError` |
+//! | verbs | [`verbs::Error`](crate::verbs::Error) | `DeviceError` (and `CmdError` through it), `SizingError`, `CqError`, `PostError`, [`PostErrorKind`](crate::sq::PostErrorKind), `RecvError`, `PollError` |
+//! | self-test | [`SelfTestError`](crate::selftest::SelfTestError) | `DeviceError`, `PostError`, `RecvError`, `PollError` |
 //!
 //! Each is small, `Copy` and `no_std`; each variant names the problem
-//! precisely so a caller can act on it, and each enum is
+//! precisely so a caller can act on it, and each error enum is
 //! `#[non_exhaustive]`, so new failure kinds are not breaking changes.
+//! A wrapping error's `Display` includes the wrapped error's message, so
+//! the top error printed alone says everything (a reporter that also
+//! walks `source()` shows the inner message again).
 
 use core::fmt;
 
