@@ -8,6 +8,7 @@ use std::fmt;
 
 /// Why hex text was refused.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum HexError {
     /// A character that is not a hex digit, separator or `0x` prefix.
     NotHex {

@@ -13,7 +13,7 @@
 //! of the crate still builds (the `bareverbs` tool depends on it): `build.rs`
 //! prints a cargo warning and sets `cfg(bv_no_mlx5dv)`, which leaves out the
 //! shim's functions and the header tests.
-#![deny(missing_docs)]
+#![deny(missing_docs, missing_debug_implementations)]
 #![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks)]
 
 pub mod conform;

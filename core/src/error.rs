@@ -1,10 +1,31 @@
-//! Errors returned by the core. Small, `Copy`, `no_std`; each variant names
-//! the problem precisely so a caller can act on it.
+//! The codec layer's byte-level error, [`ParseError`], shared by the CQE
+//! decoder ([`crate::cqe`]) and the WQE segment parsers ([`crate::wqe`]).
+//!
+//! Every layer has its own error type, each implementing
+//! [`core::error::Error`] with [`source`](core::error::Error::source)
+//! naming the lower-layer error it wraps:
+//!
+//! | layer | error | wraps |
+//! | --- | --- | --- |
+//! | codec | [`ParseError`], [`WqeParseError`](crate::wqe::WqeParseError), [`EmitError`](crate::wqe::EmitError) | — |
+//! | ring-level queues | [`PostError`](crate::sq::PostError), [`RecvError`](crate::rq::RecvError), [`PollError`](crate::cq::PollError), [`CqError`](crate::cq::CqError), [`SizingError`](crate::sizing::SizingError), [`QpTransitionError`](crate::qp::QpTransitionError) | — |
+//! | command interface | [`CmdError`](crate::cmd::CmdError) | [`InitSegError`](crate::cmd::initseg::InitSegError), [`CmdqSetupError`](crate::cmd::queue::CmdqSetupError) (wraps `InitSegError`), [`PageError`](crate::cmd::pages::PageError) |
+//! | device | [`DeviceError`](crate::device::DeviceError) | the command layer's errors, `CqError`, `SizingError` |
+//! | verbs | [`verbs::Error`](crate::verbs::Error) | `DeviceError` (and `CmdError` through it), `SizingError`, `CqError`, `PostError`, [`PostErrorKind`](crate::sq::PostErrorKind), `RecvError`, `PollError` |
+//! | self-test | [`SelfTestError`](crate::selftest::SelfTestError) | `DeviceError`, `PostError`, `RecvError`, `PollError` |
+//!
+//! Each is small, `Copy` and `no_std`; each variant names the problem
+//! precisely so a caller can act on it, and each error enum is
+//! `#[non_exhaustive]`, so new failure kinds are not breaking changes.
+//! A wrapping error's `Display` includes the wrapped error's message, so
+//! the top error printed alone says everything (a reporter that also
+//! walks `source()` shows the inner message again).
 
 use core::fmt;
 
 /// A problem detected while parsing bytes (from a device, a file or a fuzzer).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ParseError {
     /// The buffer is shorter than the structure needs.
     Truncated {
@@ -36,26 +57,3 @@ impl fmt::Display for ParseError {
 }
 
 impl core::error::Error for ParseError {}
-
-/// The core's top-level error type.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Error {
-    /// Bytes could not be parsed.
-    Parse(ParseError),
-}
-
-impl From<ParseError> for Error {
-    fn from(e: ParseError) -> Self {
-        Error::Parse(e)
-    }
-}
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Error::Parse(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-impl core::error::Error for Error {}

@@ -44,6 +44,10 @@
 //!    the rings and ring the doorbell; `poll` validates each CQE against
 //!    the work in flight before it becomes a [`cqe::WorkCompletion`].
 //!
+//! Every error a verbs call returns converts into [`verbs::Error`], so the
+//! whole flow propagates with `?` (each layer's error type and what it
+//! wraps: [`error`]).
+//!
 //! Here on the simulated ConnectX (a dev-dependency), one RC QP pair on one
 //! function, connected to each other over RoCE v2 (the function's GID table
 //! programmed with an IPv4 address, as the kernel lays it out), moves 256
@@ -61,13 +65,13 @@
 //! use bareverbs_sim::fw::{bring_up_on, FwConfig, SimUar};
 //! use bareverbs_sim::Fabric;
 //!
-//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # fn main() -> Result<(), bareverbs::verbs::Error> {
 //! // 1 + 2: a simulated function on a fabric, brought up by firmware command.
 //! let fabric = Fabric::new(1);
 //! let (dev, _nic) = bring_up_on(&fabric, FwConfig::default(), DeviceConfig::default())?;
 //! let ctx = Context::new(dev);
 //! let gids = ctx.add_ip_gids(std::net::Ipv4Addr::new(192, 168, 1, 10).into())?;
-//! let me = ctx.gid(gids.v2).ok_or("GID entry")?; // index 3: RoCE v2, ::ffff:192.168.1.10
+//! let me = ctx.gid(gids.v2).expect("GID entry"); // index 3: RoCE v2, ::ffff:192.168.1.10
 //!
 //! // 3: objects, each borrowing from the context.
 //! let pd = ctx.alloc_pd()?;
@@ -87,9 +91,9 @@
 //!
 //! // 4: WRITE bytes 0..256 to 1024..1280 of the same region, then poll.
 //! buf.write(0, &[0xab; 256])?;
-//! let dst = mr.remote(1024, 256).ok_or("remote range")?;
+//! let dst = mr.remote(1024, 256).expect("remote range");
 //! let op = SendOp::Write { remote_addr: dst.addr, rkey: dst.rkey };
-//! a.post_send(&[SendWr::new(7, op, &[mr.sge(0, 256).ok_or("sge")?]).signaled()])?;
+//! a.post_send(&[SendWr::new(7, op, &[mr.sge(0, 256).expect("sge")]).signaled()])?;
 //! let mut wc = [WorkCompletion::default(); 1];
 //! let mut n = 0;
 //! for _ in 0..1000 {
@@ -110,7 +114,10 @@
 #![deny(
     unsafe_op_in_unsafe_fn,
     missing_docs,
-    clippy::undocumented_unsafe_blocks
+    missing_debug_implementations,
+    clippy::undocumented_unsafe_blocks,
+    clippy::exhaustive_enums,
+    clippy::return_self_not_must_use
 )]
 #![warn(clippy::missing_safety_doc)]
 
@@ -136,5 +143,3 @@ pub mod sizing;
 pub mod sq;
 pub mod verbs;
 pub mod wqe;
-
-pub use error::Error;

@@ -156,6 +156,16 @@ impl Default for MemUar {
     }
 }
 
+/// The counters only, not the 4 KiB page.
+impl core::fmt::Debug for MemUar {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("MemUar")
+            .field("doorbells", &self.doorbells)
+            .field("bf_chunks", &self.bf_chunks)
+            .finish_non_exhaustive()
+    }
+}
+
 impl MemUar {
     /// A page with every byte set to `fill` (the vectors pre-fill 0xEE).
     pub const fn filled(fill: u8) -> Self {

@@ -18,6 +18,7 @@ use core::fmt;
 
 /// A QP state. [ref §6.1](crate::reference).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[allow(clippy::exhaustive_enums)] // closed by IBTA: the QP state machine has these seven states
 pub enum QpState {
     /// RESET: no work is processed, posting is refused.
     #[default]
@@ -196,6 +197,7 @@ bitflags! {
 
 /// Why a modify-QP is refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum QpTransitionError {
     /// `from → to` is not an edge of the state machine for this QP type.
     Illegal {

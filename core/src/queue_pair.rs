@@ -25,6 +25,19 @@ pub struct QueuePair<U: Uar, SS: SqSlots, RS: RqSlots> {
     pub rq: Option<RecvQueue<RS>>,
 }
 
+/// Formats the QP's names and both queues (never their device memory).
+impl<U: Uar, SS: SqSlots, RS: RqSlots> core::fmt::Debug for QueuePair<U, SS, RS> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("QueuePair")
+            .field("qpn", &self.qpn)
+            .field("uidx", &self.uidx)
+            .field("cqe_version", &self.cqe_version)
+            .field("sq", &self.sq)
+            .field("rq", &self.rq)
+            .finish()
+    }
+}
+
 impl<U: Uar, SS: SqSlots, RS: RqSlots> QueuePair<U, SS, RS> {
     /// A queue pair named `qpn` / `uidx` whose CQs use `cqe_version`.
     pub fn new(
@@ -157,6 +170,15 @@ pub struct QpSet<'a, U: Uar, SS: SqSlots, RS: RqSlots, SR: SrqSlots> {
     pub qps: &'a mut [QueuePair<U, SS, RS>],
     /// The SRQ receives go to when a QP has no RQ.
     pub srq: Option<&'a mut SharedReceiveQueue<SR>>,
+}
+
+impl<U: Uar, SS: SqSlots, RS: RqSlots, SR: SrqSlots> core::fmt::Debug for QpSet<'_, U, SS, RS, SR> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("QpSet")
+            .field("qps", &self.qps)
+            .field("srq", &self.srq)
+            .finish()
+    }
 }
 
 impl<U: Uar, SS: SqSlots, RS: RqSlots, SR: SrqSlots> WrResolver for QpSet<'_, U, SS, RS, SR> {

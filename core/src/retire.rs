@@ -35,6 +35,7 @@ pub struct RecvDone {
 /// reports it as [`PollError::UnknownQp`](crate::cq::PollError::UnknownQp) (for [`Self::UnknownQp`]) or
 /// [`PollError::Rejected`](crate::cq::PollError::Rejected); nothing is retired.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum CompletionReject {
     /// No QP/SRQ with that user index / QPN is known to the resolver.
     UnknownQp,

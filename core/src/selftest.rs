@@ -96,6 +96,7 @@ pub struct SelfTestReport {
 
 /// Which step failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Step {
     /// Creating objects, connecting QPs or building the queues.
     Setup,
@@ -120,6 +121,7 @@ impl Step {
 
 /// Why the self-test failed.
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum SelfTestError {
     /// The device does not allow force-loopback RC QPs in its current
     /// RoCE state (RoCE capability `fl_rc_qp_when_roce_enabled` /
@@ -210,7 +212,19 @@ impl fmt::Display for SelfTestError {
     }
 }
 
-impl core::error::Error for SelfTestError {}
+/// [`source`](core::error::Error::source) is the device, post or poll
+/// error a step failed with.
+impl core::error::Error for SelfTestError {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match self {
+            SelfTestError::Device(_, e) => Some(e),
+            SelfTestError::Post(_, e) => Some(e),
+            SelfTestError::PostRecv(_, e) => Some(e),
+            SelfTestError::Poll(_, e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 /// The pattern byte at `i` of the source area.
 const fn pattern(i: usize) -> u8 {

@@ -2,7 +2,9 @@
 //! command; PD, buffer, memory region, CQ and an RC QP on each from verbs
 //! capabilities; connected; then RDMA WRITE, SEND/RECV and RDMA READ with
 //! every byte checked, in safe Rust only (the test command checks this file
-//! for the keyword). `cargo run --release -p bareverbs-sim --example loopback`
+//! for the keyword). Every fallible call — bring-up, object creation,
+//! transitions, posting and polling — is propagated with `?` into
+//! [`bareverbs::verbs::Error`]. `cargo run --release -p bareverbs-sim --example loopback`
 
 use bareverbs::cmd::ops::{IbMtu, RoceAddress};
 use bareverbs::cqe::{WcStatus, WorkCompletion};
@@ -10,18 +12,23 @@ use bareverbs::device::DeviceConfig;
 use bareverbs::sizing::QpType;
 use bareverbs::sq::SendOp;
 use bareverbs::verbs::{
-    Access, AddressHandle, CompletionQueue, Context, InitAttr, QpCap, QpInitAttr, RecvWr, RtrAttr,
-    RtsAttr, SendWr,
+    Access, AddressHandle, CompletionQueue, Context, Error, InitAttr, QpCap, QpInitAttr, RecvWr,
+    RtrAttr, RtsAttr, SendWr,
 };
 use bareverbs_sim::fw::{bring_up_on, FwConfig};
 use bareverbs_sim::Fabric;
 
 type Qp<'a> = bareverbs::verbs::QueuePair<'a, bareverbs_sim::fw::SimUar, 64, 16>;
-type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
 /// RESET → INIT → RTR → RTS toward the peer's QP number at its RoCE v2
 /// address (GID and MAC), sending from our GID table entry `sgid`.
-fn connect(qp: &mut Qp, peer_qpn: u32, peer: RoceAddress, sgid: u16, psn: (u32, u32)) -> Res<()> {
+fn connect(
+    qp: &mut Qp,
+    peer_qpn: u32,
+    peer: RoceAddress,
+    sgid: u16,
+    psn: (u32, u32),
+) -> Result<(), Error> {
     qp.to_init(&InitAttr::new(
         1,
         Access::REMOTE_WRITE | Access::REMOTE_READ,
@@ -32,21 +39,26 @@ fn connect(qp: &mut Qp, peer_qpn: u32, peer: RoceAddress, sgid: u16, psn: (u32, 
     Ok(())
 }
 
-/// Polls `cq` until one completion arrives (bounded), and checks it.
-fn wait(cq: &CompletionQueue, qp: &mut Qp, wr_id: u64) -> Res<WorkCompletion> {
+/// Polls `cq` until one completion arrives (bounded), and checks it: a
+/// poll error (a CQE the queues cannot account for) is returned with `?`;
+/// a failed or missing completion stops the example.
+fn wait(cq: &CompletionQueue, qp: &mut Qp, wr_id: u64) -> Result<WorkCompletion, Error> {
     let mut wc = [WorkCompletion::default(); 1];
     for _ in 0..10_000 {
         if cq.poll(qp, &mut wc)? == 1 {
-            if wc[0].wr_id != wr_id || wc[0].status != WcStatus::Success {
-                return Err(format!("unexpected completion {:?}", wc[0]).into());
-            }
+            assert_eq!(
+                (wc[0].wr_id, wc[0].status),
+                (wr_id, WcStatus::Success),
+                "unexpected completion {:?}",
+                wc[0]
+            );
             return Ok(wc[0]);
         }
     }
-    Err(format!("no completion for WR {wr_id}").into())
+    panic!("no completion for WR {wr_id}");
 }
 
-fn main() -> Res<()> {
+fn main() -> Result<(), Error> {
     let fabric = Fabric::new(1);
     let (dev_a, _) = bring_up_on(&fabric, FwConfig::default(), DeviceConfig::default())?;
     let (dev_b, _) = bring_up_on(&fabric, FwConfig::default(), DeviceConfig::default())?;
@@ -55,7 +67,7 @@ fn main() -> Res<()> {
     // (RoCE v2 entry at index 3, `ib_write_bw -x 3`).
     let ga = a.add_ip_gids(std::net::Ipv4Addr::new(192, 168, 1, 1).into())?;
     let gb = b.add_ip_gids(std::net::Ipv4Addr::new(192, 168, 1, 2).into())?;
-    let (addr_a, addr_b) = (a.gid(ga.v2).ok_or("GID")?, b.gid(gb.v2).ok_or("GID")?);
+    let (addr_a, addr_b) = (a.gid(ga.v2).expect("GID"), b.gid(gb.v2).expect("GID"));
     let rights = Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ;
     let (pd_a, pd_b) = (a.alloc_pd()?, b.alloc_pd()?);
     let (buf_a, buf_b) = (a.alloc_buffer(8192)?, b.alloc_buffer(8192)?);
@@ -79,12 +91,12 @@ fn main() -> Res<()> {
     // RDMA WRITE: A's bytes 0..4096 land in B's bytes 0..4096.
     let data: Vec<u8> = (0..4096u32).map(|i| (i * 7 + 3) as u8).collect();
     buf_a.write(0, &data)?;
-    let dst = mr_b.remote(0, 4096).ok_or("remote range")?;
+    let dst = mr_b.remote(0, 4096).expect("remote range");
     let write = SendOp::Write {
         remote_addr: dst.addr,
         rkey: dst.rkey,
     };
-    qa.post_send(&[SendWr::new(1, write, &[mr_a.sge(0, 4096).ok_or("sge")?]).signaled()])?;
+    qa.post_send(&[SendWr::new(1, write, &[mr_a.sge(0, 4096).expect("sge")]).signaled()])?;
     wait(&cq_a, &mut qa, 1)?;
     let mut got = vec![0u8; 4096];
     buf_b.read(0, &mut got)?;
@@ -94,9 +106,9 @@ fn main() -> Res<()> {
     // SEND/RECV: 1000 bytes from A's offset 4096 into B's offset 4096.
     let msg: Vec<u8> = (0..1000u32).map(|i| (i ^ 0x5a) as u8).collect();
     buf_a.write(4096, &msg)?;
-    qb.post_recv(&[RecvWr::new(7, &[mr_b.sge(4096, 2048).ok_or("sge")?])])?;
+    qb.post_recv(&[RecvWr::new(7, &[mr_b.sge(4096, 2048).expect("sge")])])?;
     qa.post_send(&[
-        SendWr::new(2, SendOp::Send, &[mr_a.sge(4096, 1000).ok_or("sge")?]).signaled(),
+        SendWr::new(2, SendOp::Send, &[mr_a.sge(4096, 1000).expect("sge")]).signaled(),
     ])?;
     wait(&cq_a, &mut qa, 2)?;
     let wc = wait(&cq_b, &mut qb, 7)?;
@@ -106,12 +118,12 @@ fn main() -> Res<()> {
     println!("SEND/RECV 1000 B: verified");
 
     // RDMA READ: B's bytes 0..4096 (the WRITE's payload) back into A's 6144..
-    let src = mr_b.remote(0, 2048).ok_or("remote range")?;
+    let src = mr_b.remote(0, 2048).expect("remote range");
     let read = SendOp::Read {
         remote_addr: src.addr,
         rkey: src.rkey,
     };
-    qa.post_send(&[SendWr::new(3, read, &[mr_a.sge(6144, 2048).ok_or("sge")?]).signaled()])?;
+    qa.post_send(&[SendWr::new(3, read, &[mr_a.sge(6144, 2048).expect("sge")]).signaled()])?;
     wait(&cq_a, &mut qa, 3)?;
     let mut got = vec![0u8; 2048];
     buf_a.read(6144, &mut got)?;

@@ -77,6 +77,7 @@ impl FaultPlan {
 
 /// The fate of one packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(clippy::exhaustive_enums)] // closed: a packet is lost or delivered
 pub enum Fate {
     /// Dropped.
     Lost,

@@ -111,6 +111,19 @@ pub struct Endpoint<const SQ: usize = 256, const RQ: usize = 256, const CQ: usiz
     dev: Device,
 }
 
+/// The endpoint's numbers and configuration (not its memory).
+impl<const SQ: usize, const RQ: usize, const CQ: usize> std::fmt::Debug for Endpoint<SQ, RQ, CQ> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint")
+            .field("qpn", &self.qpn)
+            .field("cqn", &self.cqn)
+            .field("pd", &self.pd)
+            .field("cfg", &self.cfg)
+            .field("buf", &self.buf)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Largest DS a WR of this endpoint may need.
 fn wqe_ds(cfg: &EpConfig) -> u32 {
     let fixed = match cfg.qp_type {

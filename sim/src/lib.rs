@@ -88,7 +88,13 @@
 //!   windows / LOCAL_INV, XRC, raw packet QPs, 128-byte and compressed
 //!   CQEs, scatter-to-CQE, the WQE cache and the IOTLB (the QP-context
 //!   cache is modelled).
-#![deny(missing_docs, clippy::undocumented_unsafe_blocks)]
+#![deny(
+    missing_docs,
+    missing_debug_implementations,
+    clippy::undocumented_unsafe_blocks,
+    clippy::exhaustive_enums,
+    clippy::return_self_not_must_use
+)]
 
 pub mod cost;
 pub mod device;

@@ -255,6 +255,7 @@ impl RespCache {
 
 /// An asynchronous event the device reports (the EQ is not modelled yet).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum AsyncEvent {
     /// A CQ overran: the consumer did not free room in time (CQ error).
     CqError {

@@ -478,9 +478,8 @@ fn what_a_roce_nic_drops_is_dropped() {
 /// refused when the socket is bound.
 #[test]
 fn an_unspecified_address_is_refused() {
-    let e = WireSocket::bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0))
-        .err()
-        .expect("0.0.0.0 refused");
+    let e =
+        WireSocket::bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0)).expect_err("0.0.0.0 refused");
     assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
     assert!(e.to_string().contains("0.0.0.0"), "{e}");
 }

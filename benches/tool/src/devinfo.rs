@@ -142,7 +142,7 @@ fn state_str(s: PortState) -> &'static str {
         PortState::Init => "PORT_INIT",
         PortState::Armed => "PORT_ARMED",
         PortState::Active => "PORT_ACTIVE",
-        PortState::Other(_) => "invalid state",
+        PortState::Other(_) | _ => "invalid state",
     }
 }
 
@@ -157,7 +157,7 @@ fn link_str(l: LinkLayer) -> &'static str {
     match l {
         LinkLayer::InfiniBand => "InfiniBand",
         LinkLayer::Ethernet => "Ethernet",
-        LinkLayer::Other(_) => "Unknown",
+        LinkLayer::Other(_) | _ => "Unknown",
     }
 }
 

@@ -59,6 +59,7 @@ pub mod event {
 
 /// A decoded EQE ([ref §7.7, §7.9](crate::reference)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Eqe {
     /// Completion on a CQ (CQN = low 24 bits of BE32 at byte 56).
     Completion {

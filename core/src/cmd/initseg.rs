@@ -72,6 +72,7 @@ pub const fn cmdq_log_bits(cmdq_addr_l_sz: u32) -> (u8, u8) {
 
 /// NIC interface state (`cmdq_addr_l_sz` bits 10:8). [ref §7.1](crate::reference).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum NicIfcState {
     /// 0: full driver (normal operation).
     FullDriver,
@@ -182,6 +183,7 @@ impl CmdqGeometry {
 
 /// Why the initialization segment was rejected ([ref §7.1, §7.2](crate::reference)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum InitSegError {
     /// `fw_rev` reads all-ones: the PCI link is down or BAR0 is not mapped.
     LinkDown,
@@ -224,6 +226,7 @@ pub enum InitSegError {
 
 /// A fatal health condition ([ref §7.1](crate::reference) health checks).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum HealthProblem {
     /// `fw_ver` in the health buffer reads 0xffffffff: PCI link down.
     LinkDown,
@@ -243,8 +246,64 @@ pub enum HealthProblem {
     },
 }
 
+impl core::fmt::Display for HealthProblem {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match *self {
+            HealthProblem::LinkDown => f.write_str("health buffer reads all-ones (PCI link down)"),
+            HealthProblem::NicInterface(s) => write!(f, "NIC interface is {s:?}"),
+            HealthProblem::Syndrome { synd, ext_synd } => write!(
+                f,
+                "firmware health syndrome 0x{synd:x} (extended 0x{ext_synd:x})"
+            ),
+            HealthProblem::CounterStuck { counter } => {
+                write!(f, "health counter stuck at {counter}")
+            }
+        }
+    }
+}
+
+impl core::fmt::Display for InitSegError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match *self {
+            InitSegError::LinkDown => {
+                f.write_str("fw_rev reads all-ones (PCI link down or BAR0 not mapped)")
+            }
+            InitSegError::CmdifRev { found } => {
+                write!(f, "command interface revision {found}, expected 5")
+            }
+            InitSegError::TooManySlots { log_sz } => {
+                write!(f, "2^{log_sz} command slots, at most 32 are supported")
+            }
+            InitSegError::TooFewSlots { log_sz } => {
+                write!(f, "2^{log_sz} command slots, at least 2 are needed")
+            }
+            InitSegError::QueueTooLarge { log_sz, log_stride } => write!(
+                f,
+                "2^{log_sz} slots of 2^{log_stride} bytes do not fit one 4 KiB page"
+            ),
+            InitSegError::StrideTooSmall { log_stride } => write!(
+                f,
+                "command slot stride 2^{log_stride} is smaller than a 64-byte entry"
+            ),
+            InitSegError::InitTimeout { waited_us } => {
+                write!(f, "firmware still initializing after {waited_us} us")
+            }
+            InitSegError::Fatal(p) => write!(f, "firmware health: {p}"),
+        }
+    }
+}
+
+impl core::error::Error for InitSegError {}
+
 /// A read view of the initialization segment.
 pub struct InitSeg<'a, B: Bar0>(pub &'a B);
+
+/// Names the view only: formatting never reads the device's registers.
+impl<B: Bar0> core::fmt::Debug for InitSeg<'_, B> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("InitSeg").finish_non_exhaustive()
+    }
+}
 
 impl<B: Bar0> InitSeg<'_, B> {
     /// Firmware version ([ref §7.1](crate::reference) `fw_rev`, `cmdif_rev_fw_sub`).

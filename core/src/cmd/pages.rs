@@ -30,6 +30,7 @@ impl Chunk {
 
 /// Page pool error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PageError {
     /// The DMA allocator returned nothing.
     OutOfDmaMemory,
@@ -41,6 +42,23 @@ pub enum PageError {
         iova: u64,
     },
 }
+
+impl core::fmt::Display for PageError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match *self {
+            PageError::OutOfDmaMemory => f.write_str("out of DMA memory for firmware pages"),
+            PageError::TooManyChunks => f.write_str("every page-pool chunk slot is in use"),
+            PageError::UnknownPage { iova } => {
+                write!(
+                    f,
+                    "firmware returned page 0x{iova:x}, which the pool never gave"
+                )
+            }
+        }
+    }
+}
+
+impl core::error::Error for PageError {}
 
 /// Pages lent to firmware.
 #[derive(Debug, Default)]

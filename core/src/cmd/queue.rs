@@ -93,6 +93,7 @@ pub const fn blocks_for(len: usize) -> usize {
 
 /// Which of the two used slots a command travels on ([ref §7.2](crate::reference) step 4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(clippy::exhaustive_enums)] // closed by design: the driver uses exactly two command slots
 pub enum SlotKind {
     /// Slot 0: regular commands.
     Regular,
@@ -324,6 +325,7 @@ struct SlotMem {
 
 /// Failure to set up the command queue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CmdqSetupError {
     /// The DMA allocator returned nothing.
     OutOfDmaMemory,
@@ -335,6 +337,31 @@ pub enum CmdqSetupError {
     /// The geometry is unusable ([`CmdqGeometry::check`]): slots would
     /// overlap, share an entry or fall outside the queue page.
     Geometry(InitSegError),
+}
+
+impl core::fmt::Display for CmdqSetupError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match *self {
+            CmdqSetupError::OutOfDmaMemory => {
+                f.write_str("out of DMA memory for the command queue")
+            }
+            CmdqSetupError::Misaligned { iova } => {
+                write!(f, "command queue page 0x{iova:x} is not 4 KiB aligned")
+            }
+            CmdqSetupError::Geometry(_) => f.write_str("unusable command queue geometry"),
+        }
+    }
+}
+
+/// [`source`](core::error::Error::source) is the [`InitSegError`] of
+/// [`CmdqSetupError::Geometry`].
+impl core::error::Error for CmdqSetupError {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match self {
+            CmdqSetupError::Geometry(e) => Some(e),
+            _ => None,
+        }
+    }
 }
 
 /// The command queue of one function ([ref §7.2](crate::reference)).

@@ -1,10 +1,14 @@
 //! Command status codes, delivery status codes and the command error type
 //! ([ref §7.3, §7.5](crate::reference)).
 
+use super::initseg::InitSegError;
+use super::pages::PageError;
+use super::queue::CmdqSetupError;
 use core::fmt;
 
 /// Command status from byte 0 of the output header ([ref §7.5](crate::reference)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CmdStatus {
     /// 0x01 internal error.
     InternalError,
@@ -112,6 +116,7 @@ impl CmdStatus {
 /// Delivery status from `status_own >> 1` of a command queue entry
 /// ([ref §7.3](crate::reference)): the transport, not the command, failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DeliveryStatus {
     /// 1 signature error.
     Signature,
@@ -176,6 +181,7 @@ impl DeliveryStatus {
 
 /// Why a mailbox chain read back from the device was rejected ([ref §7.4](crate::reference)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum MailboxProblem {
     /// `block_num` differs from the block's position in the chain.
     BlockNumber {
@@ -193,8 +199,13 @@ pub enum MailboxProblem {
     },
 }
 
-/// A command failed. Every variant names the opcode.
+/// The command layer's error: a command failed (every such variant names
+/// the opcode), or the command interface itself could not be used — the
+/// initialization segment, the command queue's setup or the firmware page
+/// pool, each wrapped with its own error as
+/// [`source`](core::error::Error::source).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CmdError {
     /// Firmware executed the command and returned a nonzero status ([ref §7.5](crate::reference)).
     Failed {
@@ -258,6 +269,30 @@ pub enum CmdError {
         /// Number of slots.
         slots: u8,
     },
+    /// The initialization segment was rejected ([ref §7.1](crate::reference)).
+    InitSeg(InitSegError),
+    /// The command queue could not be set up ([ref §7.2](crate::reference)).
+    CmdqSetup(CmdqSetupError),
+    /// The pool of pages lent to firmware failed ([ref §7.7](crate::reference)).
+    Pages(PageError),
+}
+
+impl From<InitSegError> for CmdError {
+    fn from(e: InitSegError) -> Self {
+        CmdError::InitSeg(e)
+    }
+}
+
+impl From<CmdqSetupError> for CmdError {
+    fn from(e: CmdqSetupError) -> Self {
+        CmdError::CmdqSetup(e)
+    }
+}
+
+impl From<PageError> for CmdError {
+    fn from(e: PageError) -> Self {
+        CmdError::Pages(e)
+    }
 }
 
 impl CmdError {
@@ -308,7 +343,7 @@ impl fmt::Display for CmdError {
             ),
             CmdError::Mailbox { opcode, problem } => write!(
                 f,
-                "command {} (0x{opcode:x}): corrupt output mailbox chain: {problem:?}",
+                "command {} (0x{opcode:x}): corrupt output mailbox chain: {problem}",
                 name(opcode)
             ),
             CmdError::BadOutput {
@@ -322,6 +357,36 @@ impl fmt::Display for CmdError {
             ),
             CmdError::BadSlot { slot, slots } => {
                 write!(f, "command slot {slot} does not exist (queue has {slots})")
+            }
+            CmdError::InitSeg(e) => write!(f, "initialization segment: {e}"),
+            CmdError::CmdqSetup(e) => write!(f, "command queue setup: {e}"),
+            CmdError::Pages(e) => write!(f, "firmware pages: {e}"),
+        }
+    }
+}
+
+/// [`source`](core::error::Error::source) is the wrapped initialization
+/// segment, command queue setup or page pool error; a failed command has
+/// none.
+impl core::error::Error for CmdError {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match self {
+            CmdError::InitSeg(e) => Some(e),
+            CmdError::CmdqSetup(e) => Some(e),
+            CmdError::Pages(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for MailboxProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            MailboxProblem::BlockNumber { expected, found } => {
+                write!(f, "block {expected} carries block_num {found}")
+            }
+            MailboxProblem::NextPointer { block, found } => {
+                write!(f, "block {block} links to 0x{found:x}, not the next block")
             }
         }
     }

@@ -10,6 +10,7 @@ use core::fmt;
 /// record was updated. The first `completions` entries of the output slice
 /// hold valid completions consumed before it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum PollError {
     /// The CQE names a QP/SRQ the resolver does not know.
     UnknownQp {
@@ -121,6 +122,7 @@ impl core::error::Error for PollError {}
 
 /// Why a completion queue could not be built.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum CqError {
     /// The entry count is not a power of two in `2..=2^24`. [ref §3.7](crate::reference).
     BadEntryCount {

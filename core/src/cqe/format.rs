@@ -6,6 +6,7 @@ use crate::error::ParseError;
 /// CQE format (`op_own` bits 3:2). [ref §5.1, §5.9](crate::reference).
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[allow(clippy::exhaustive_enums)] // closed by the format: the 2-bit field has these four values
 pub enum CqeFormat {
     /// Plain CQE.
     Plain = 0,

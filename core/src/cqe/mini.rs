@@ -24,6 +24,7 @@ pub const MINI_CQES_PER_SLOT: usize = 8;
 /// What the first four bytes of each mini CQE hold (selected at CQ
 /// creation by `cqc.mini_cqe_res_format`). [ref §5.9](crate::reference).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub enum MiniCqeFormat {
     /// RSS hash result (BE32) → `rss_hash_result`.
     #[default]

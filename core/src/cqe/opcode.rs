@@ -6,6 +6,7 @@ use crate::error::ParseError;
 /// CQE opcode (`op_own >> 4`). [ref §5.4](crate::reference).
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum CqeOpcode {
     /// MLX5_CQE_REQ: requester success.
     Req = 0,

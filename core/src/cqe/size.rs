@@ -8,6 +8,7 @@ use crate::error::ParseError;
 /// [ref §3.7, §5.2](crate::reference).
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[allow(clippy::exhaustive_enums)] // closed by the format: a CQE is 64 or 128 bytes
 pub enum CqeSize {
     /// 64-byte entries; the cqe64 is the entry.
     #[default]

@@ -60,6 +60,7 @@ macro_rules! repr_enum {
 
 repr_enum! {
     /// Work-completion status with `enum ibv_wc_status` numbering. [ref §5.6](crate::reference).
+    #[non_exhaustive]
     pub enum WcStatus: u32 {
         /// Success.
         #[default]
@@ -116,6 +117,7 @@ repr_enum! {
 repr_enum! {
     /// Work-completion opcode with `enum ibv_wc_opcode` numbering.
     /// [ref §5.7, §5.8](crate::reference).
+    #[non_exhaustive]
     pub enum WcOpcode: u32 {
         /// Send.
         #[default]
@@ -277,6 +279,7 @@ impl WorkCompletion {
 
 /// mlx5 error syndrome (error CQE byte 55). [ref §5.6](crate::reference).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Syndrome {
     /// 0x01.
     LocalLengthErr,

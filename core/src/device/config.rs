@@ -48,6 +48,7 @@ impl Default for DeviceConfig {
 
 /// The bring-up step that failed ([ref §7.6](crate::reference) numbering).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Step {
     /// 1: wait for firmware initialization.
     WaitFwInit,

@@ -12,6 +12,7 @@ use core::fmt;
 
 /// A device-level failure. Each variant names what went wrong.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DeviceError {
     /// The initialization segment was rejected.
     InitSeg(InitSegError),
@@ -157,18 +158,70 @@ pub enum DeviceError {
     },
 }
 
+/// A command error becomes [`DeviceError::Cmd`]; the command interface's
+/// own failures keep their device-level variants ([`DeviceError::InitSeg`],
+/// [`DeviceError::Cmdq`], [`DeviceError::Pages`]), so each failure has
+/// one form.
 impl From<CmdError> for DeviceError {
     fn from(e: CmdError) -> Self {
-        DeviceError::Cmd(e)
+        match e {
+            CmdError::InitSeg(e) => DeviceError::InitSeg(e),
+            CmdError::CmdqSetup(e) => DeviceError::Cmdq(e),
+            CmdError::Pages(e) => DeviceError::Pages(e),
+            e => DeviceError::Cmd(e),
+        }
+    }
+}
+
+impl From<InitSegError> for DeviceError {
+    fn from(e: InitSegError) -> Self {
+        DeviceError::InitSeg(e)
+    }
+}
+
+impl From<CmdqSetupError> for DeviceError {
+    fn from(e: CmdqSetupError) -> Self {
+        DeviceError::Cmdq(e)
+    }
+}
+
+impl From<PageError> for DeviceError {
+    fn from(e: PageError) -> Self {
+        DeviceError::Pages(e)
+    }
+}
+
+impl From<CqError> for DeviceError {
+    fn from(e: CqError) -> Self {
+        DeviceError::Cq(e)
+    }
+}
+
+/// [`source`](core::error::Error::source) is the wrapped lower-layer
+/// error: the command layer's ([`CmdError`], [`InitSegError`],
+/// [`CmdqSetupError`], [`PageError`]), the CQ's ([`CqError`]) or the
+/// sizing rules' ([`SizingError`](crate::sizing::SizingError)).
+impl core::error::Error for DeviceError {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match self {
+            DeviceError::InitSeg(e) => Some(e),
+            DeviceError::CqTooSmall(e) => Some(e),
+            DeviceError::Cmdq(e) => Some(e),
+            DeviceError::BringUp { err, .. } => Some(err),
+            DeviceError::Cmd(e) => Some(e),
+            DeviceError::Pages(e) => Some(e),
+            DeviceError::Cq(e) => Some(e),
+            _ => None,
+        }
     }
 }
 
 impl fmt::Display for DeviceError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            DeviceError::InitSeg(e) => write!(f, "initialization segment: {e:?}"),
+            DeviceError::InitSeg(e) => write!(f, "initialization segment: {e}"),
             DeviceError::CqTooSmall(e) => write!(f, "{e}"),
-            DeviceError::Cmdq(e) => write!(f, "command queue setup: {e:?}"),
+            DeviceError::Cmdq(e) => write!(f, "command queue setup: {e}"),
             DeviceError::BringUp { step, err } => write!(f, "bring-up step {step:?}: {err}"),
             DeviceError::Cmd(e) => write!(f, "{e}"),
             DeviceError::UnsupportedIssi { supported } => {
@@ -177,7 +230,7 @@ impl fmt::Display for DeviceError {
                     "firmware supports no usable ISSI (supported_issi_dw0 = 0x{supported:x})"
                 )
             }
-            DeviceError::Pages(e) => write!(f, "firmware pages: {e:?}"),
+            DeviceError::Pages(e) => write!(f, "firmware pages: {e}"),
             DeviceError::TooManyPages { requested } => {
                 write!(f, "firmware requests {requested} pages, more than allowed")
             }

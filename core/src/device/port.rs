@@ -11,6 +11,7 @@ pub const PORT_TYPE_ETHERNET: u8 = 1;
 
 /// Link layer of a port (cap.port_type; [ref §3.11](crate::reference)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LinkLayer {
     /// InfiniBand.
     InfiniBand,
@@ -36,6 +37,7 @@ impl LinkLayer {
 /// → Active, down → Down), an InfiniBand port's from the HCA vport
 /// context's `vport_state`, which uses these numbers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PortState {
     /// Down (1).
     Down,

@@ -5,6 +5,7 @@ use core::fmt;
 
 /// Why a receive WR was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RecvErrorKind {
     /// The queue is full (`outstanding` of `max_post` WRs posted).
     QueueFull {
@@ -49,8 +50,13 @@ pub struct RecvError {
 
 impl fmt::Display for RecvError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "receive WR {} not posted: ", self.index)?;
-        match self.kind {
+        write!(f, "receive WR {} not posted: {}", self.index, self.kind)
+    }
+}
+
+impl fmt::Display for RecvErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
             RecvErrorKind::QueueFull {
                 outstanding,
                 max_post,
@@ -75,3 +81,7 @@ impl fmt::Display for RecvError {
         }
     }
 }
+
+impl core::error::Error for RecvError {}
+
+impl core::error::Error for RecvErrorKind {}

@@ -31,6 +31,19 @@ pub struct RecvQueue<S: RqSlots> {
 // of `new`); moving it moves that ownership.
 unsafe impl<S: RqSlots + Send> Send for RecvQueue<S> {}
 
+/// The queue's geometry and counters; formatting never reads the ring or
+/// the doorbell record (device-visible memory).
+impl<S: RqSlots> core::fmt::Debug for RecvQueue<S> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("RecvQueue")
+            .field("cfg", &self.cfg)
+            .field("head", &self.head)
+            .field("tail", &self.tail)
+            .field("slots", &self.slots.as_ref().len())
+            .finish_non_exhaustive()
+    }
+}
+
 impl<S: RqSlots> RecvQueue<S> {
     /// Creates a receive queue over `ring` (`slots.len() << cfg.wqe_shift` bytes)
     /// and the QP's doorbell record (word 0 is the receive counter).

@@ -37,6 +37,22 @@ pub struct SharedReceiveQueue<S: SrqSlots> {
 // SAFETY: exclusive owner of its ring and record (contract of `new`).
 unsafe impl<S: SrqSlots + Send> Send for SharedReceiveQueue<S> {}
 
+/// The queue's geometry, free-list ends and counter; formatting never
+/// reads the ring or the doorbell record (device-visible memory).
+impl<S: SrqSlots> core::fmt::Debug for SharedReceiveQueue<S> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SharedReceiveQueue")
+            .field("cfg", &self.cfg)
+            .field("head", &self.head)
+            .field("tail", &self.tail)
+            .field("waitq_head", &self.waitq_head)
+            .field("waitq_tail", &self.waitq_tail)
+            .field("counter", &self.counter)
+            .field("slots", &self.n)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<S: SrqSlots> SharedReceiveQueue<S> {
     /// Creates the SRQ and links its free lists: `0 → 1 → … → nwqes-1`
     /// and, with a wait queue, `nwqes → … → n-1` (`n = slots.len()`, a

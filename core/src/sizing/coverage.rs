@@ -17,6 +17,7 @@ const fn coverage_err(cqe: u32, s: u32, r: u32) -> SizingError {
 /// How a QP's completions are spread over CQs, with each CQ's **reported**
 /// `cqe` ([`CqLayout::reported_cqe`](super::CqLayout::reported_cqe) = `ncqe − 1`, the usable entries).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(clippy::exhaustive_enums)] // closed: a QP's send and receive CQs are one CQ or two
 pub enum CqAttach {
     /// Send and receive completions share one CQ.
     Shared {

@@ -7,6 +7,7 @@ use super::{EINVAL, ENOMEM};
 
 /// Which sizing stage rejected a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Stage {
     /// Send queue ([ref §3.3, §3.4](crate::reference)).
     Sq,
@@ -32,6 +33,7 @@ impl Stage {
 
 /// Which component rejects the request (the vectors' `rejected_by` column).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum RejectedBy {
     /// The userspace provider's own checks (rdma-core mlx5).
     Provider,
@@ -51,6 +53,7 @@ impl RejectedBy {
 
 /// The limit a request exceeded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Limit {
     /// `max_send_sge` above the gather entries left in a send descriptor
     /// ([ref §3.3](crate::reference) step 4).
@@ -126,6 +129,7 @@ impl Limit {
 /// Extra numbers an error carries so that its message (and the vector
 /// columns that are filled even on error rows) can be reproduced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Detail {
     /// Nothing more.
     None,

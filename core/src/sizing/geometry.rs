@@ -71,6 +71,31 @@ impl<
         const INLINE: u32,
         const RECV_WR: u32,
         const RECV_SGE: u32,
+    > core::fmt::Debug for QpGeometry<C, QPT, OPS, WR, SGE, INLINE, RECV_WR, RECV_SGE>
+{
+    /// The parameters only: formatting never evaluates the layout.
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("QpGeometry")
+            .field("qp_type", &QPT)
+            .field("ops", &OPS)
+            .field("wr", &WR)
+            .field("sge", &SGE)
+            .field("inline", &INLINE)
+            .field("recv_wr", &RECV_WR)
+            .field("recv_sge", &RECV_SGE)
+            .finish()
+    }
+}
+
+impl<
+        C: ConstCaps,
+        const QPT: u8,
+        const OPS: u32,
+        const WR: u32,
+        const SGE: u32,
+        const INLINE: u32,
+        const RECV_WR: u32,
+        const RECV_SGE: u32,
     > QpGeometry<C, QPT, OPS, WR, SGE, INLINE, RECV_WR, RECV_SGE>
 {
     /// The request these parameters describe.
@@ -115,6 +140,19 @@ impl<
 pub struct SqGeometry<C: ConstCaps, const WR: u32, const SGE: u32, const INLINE: u32 = 0>(
     core::marker::PhantomData<C>,
 );
+
+impl<C: ConstCaps, const WR: u32, const SGE: u32, const INLINE: u32> core::fmt::Debug
+    for SqGeometry<C, WR, SGE, INLINE>
+{
+    /// The parameters only: formatting never evaluates the layout.
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SqGeometry")
+            .field("wr", &WR)
+            .field("sge", &SGE)
+            .field("inline", &INLINE)
+            .finish()
+    }
+}
 
 impl<C: ConstCaps, const WR: u32, const SGE: u32, const INLINE: u32>
     SqGeometry<C, WR, SGE, INLINE>

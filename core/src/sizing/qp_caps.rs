@@ -45,6 +45,7 @@ impl QpCaps {
     }
 
     /// Set the send side (WRs, SGEs, inline bytes).
+    #[must_use = "returns the changed value; dropping it discards the change"]
     pub const fn send(mut self, max_send_wr: u32, max_send_sge: u32, max_inline_data: u32) -> Self {
         self.max_send_wr = max_send_wr;
         self.max_send_sge = max_send_sge;
@@ -53,6 +54,7 @@ impl QpCaps {
     }
 
     /// Set the receive side (WRs, SGEs).
+    #[must_use = "returns the changed value; dropping it discards the change"]
     pub const fn recv(mut self, max_recv_wr: u32, max_recv_sge: u32) -> Self {
         self.max_recv_wr = max_recv_wr;
         self.max_recv_sge = max_recv_sge;
@@ -60,6 +62,7 @@ impl QpCaps {
     }
 
     /// Restrict the send operations (explicit `send_ops_flags`).
+    #[must_use = "returns the changed value; dropping it discards the change"]
     pub const fn ops(mut self, ops: SendOps) -> Self {
         self.send_ops = Some(ops);
         self

@@ -5,6 +5,7 @@ use core::fmt;
 
 /// QP transport type; it selects the per-WQE transport segment ([ref §3.2](crate::reference)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum QpType {
     /// Reliable connected: no transport segment.
     Rc,
@@ -125,6 +126,7 @@ impl QpType {
 /// there, so a command cannot carry a type it cannot create.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]
+#[non_exhaustive]
 pub enum ServiceType {
     /// Reliable connected (`st` 0).
     Rc = 0,

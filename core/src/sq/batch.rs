@@ -121,6 +121,19 @@ pub struct SendBatch<'q, U: Uar, S: SqSlots> {
     quick_send: u8,
 }
 
+/// The batch's sequence numbers and producer index; formatting never
+/// reads through the queue pointer or touches the ring.
+impl<U: Uar, S: SqSlots> core::fmt::Debug for SendBatch<'_, U, S> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SendBatch")
+            .field("seq0", &self.seq0)
+            .field("seq", &self.seq)
+            .field("seq_end", &self.seq_end)
+            .field("cur", &self.cur)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     /// Opens a batch: WRs pushed into it are checked and built one by one,
     /// and rung with one doorbell when it ends (see [`SendBatch`]).

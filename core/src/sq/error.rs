@@ -7,6 +7,7 @@ use core::fmt;
 
 /// Why a send WR was refused. Nothing of the refused WR reaches the ring.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PostErrorKind {
     /// The queue holds `outstanding` WRs and allows `max_post`.
     QueueFull {
@@ -92,8 +93,13 @@ pub struct PostError {
 
 impl fmt::Display for PostError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "WR {} not posted: ", self.index)?;
-        match self.kind {
+        write!(f, "WR {} not posted: {}", self.index, self.kind)
+    }
+}
+
+impl fmt::Display for PostErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
             PostErrorKind::QueueFull {
                 outstanding,
                 max_post,
@@ -141,3 +147,7 @@ impl fmt::Display for PostError {
         }
     }
 }
+
+impl core::error::Error for PostError {}
+
+impl core::error::Error for PostErrorKind {}

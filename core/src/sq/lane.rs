@@ -48,6 +48,17 @@ pub struct SendLane<'a> {
     inflight: u32,
 }
 
+/// The lane's routing value and counters (never the records or the ring).
+impl core::fmt::Debug for SendLane<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SendLane")
+            .field("id", &self.id)
+            .field("last", &self.last)
+            .field("inflight", &self.inflight)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     /// A [`SendLane`] over this queue for the CQE routing value `id` (the
     /// QP's user index with CQE version 1, else its QPN), or `None` when

@@ -76,6 +76,20 @@ pub struct SendQueue<U: Uar, S: SqSlots> {
 // ownership. It is not Sync: `post` needs `&mut self`.
 unsafe impl<U: Uar + Send, S: SqSlots + Send> Send for SendQueue<U, S> {}
 
+/// The queue's configuration and counters; formatting reads neither the
+/// ring nor the doorbell record (device-visible memory) nor the UAR.
+impl<U: Uar, S: SqSlots> core::fmt::Debug for SendQueue<U, S> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SendQueue")
+            .field("cfg", &self.cfg)
+            .field("cur_post", &self.cur_post)
+            .field("head", &self.head)
+            .field("tail", &self.tail)
+            .field("slots", &self.slots.as_ref().len())
+            .finish_non_exhaustive()
+    }
+}
+
 impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     /// Creates a send queue over `ring` (`slots.len()` × 64 bytes) and the
     /// QP's 8-byte doorbell record `dbrec` (word 1 is the send counter),

@@ -25,6 +25,7 @@ bitflags! {
 
 /// Memory-window type (for [`SendOp::BindMw`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(clippy::exhaustive_enums)] // closed by verbs: memory windows are type 1 or type 2
 pub enum MwType {
     /// Type 1 window.
     Type1,
@@ -35,6 +36,7 @@ pub enum MwType {
 /// The operation of a send work request, with its operation-specific
 /// fields. Immediate data is a host value; it is stored big-endian.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SendOp {
     /// SEND.
     Send,
@@ -183,6 +185,7 @@ impl SendOp {
 
 /// The operation of a [`SendQueue::post_rdma_raw`](super::SendQueue::post_rdma_raw) batch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(clippy::exhaustive_enums)] // closed by design: the fixed-operation posts, one precomputed limit each
 pub enum RdmaOp {
     /// RDMA WRITE.
     Write,
@@ -282,11 +285,13 @@ impl<'a> SendWr<'a> {
         }
     }
     /// The same WR with `flags`.
+    #[must_use = "returns the changed value; dropping it discards the change"]
     pub const fn with_flags(mut self, flags: SendFlags) -> Self {
         self.flags = flags;
         self
     }
     /// The same WR with a UD destination.
+    #[must_use = "returns the changed value; dropping it discards the change"]
     pub const fn with_ud(mut self, ud: UdDest<'a>) -> Self {
         self.ud = Some(ud);
         self

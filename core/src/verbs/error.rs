@@ -1,12 +1,47 @@
 //! The verbs layer's error type.
 
-use crate::cq::CqError;
+use crate::cmd::CmdError;
+use crate::cq::{CqError, PollError};
 use crate::device::DeviceError;
+use crate::rq::RecvError;
 use crate::sizing::SizingError;
+use crate::sq::{PostError, PostErrorKind};
 use core::fmt;
 
 /// Why a verbs-level call failed. Each variant names the problem.
+///
+/// Every error a verbs call returns converts into it with `From`, so `?`
+/// works on all of them in a function returning this type: object
+/// creation and transitions ([`DeviceError`], [`SizingError`],
+/// [`CqError`], and [`CmdError`] by way of [`DeviceError`]), posting
+/// ([`PostError`], [`RecvError`], a batch's [`PostErrorKind`]) and polling
+/// ([`PollError`]). A wrapped error is its
+/// [`source`](core::error::Error::source).
+///
+/// The enum is `#[non_exhaustive]`: new failure kinds may be added, so a
+/// `match` outside this crate needs a wildcard arm. Without one it does
+/// not compile:
+///
+/// ```compile_fail,E0004
+/// use bareverbs::verbs::Error;
+/// fn name(e: &Error) -> &'static str {
+///     match e {
+///         Error::Device(_) => "device",
+///         Error::Sizing(_) => "sizing",
+///         Error::Cq(_) => "cq",
+///         Error::Storage { .. } => "storage",
+///         Error::OutOfBounds { .. } => "bounds",
+///         Error::InvalidAttr { .. } => "attr",
+///         Error::Unsupported { .. } => "unsupported",
+///         Error::Post(_) => "post",
+///         Error::Push(_) => "push",
+///         Error::Recv(_) => "recv",
+///         Error::Poll(_) => "poll",
+///     }
+/// }
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Error {
     /// A device command or driver-side check failed.
     Device(DeviceError),
@@ -49,6 +84,45 @@ pub enum Error {
         /// What.
         what: &'static str,
     },
+    /// Send WRs were refused by
+    /// [`QueuePair::post_send`](super::QueuePair::post_send) (the WRs
+    /// before the refused one were posted).
+    Post(PostError),
+    /// A send WR was refused by [`SendBatch::push`](super::SendBatch::push)
+    /// (nothing of it was written; the batch stays open).
+    Push(PostErrorKind),
+    /// Receive WRs were refused (the WRs before the refused one were
+    /// posted).
+    Recv(RecvError),
+    /// A poll stopped on a CQE it could not turn into a completion (the
+    /// completions before it were written).
+    Poll(PollError),
+}
+
+impl From<CmdError> for Error {
+    fn from(e: CmdError) -> Self {
+        Error::Device(e.into())
+    }
+}
+impl From<PostError> for Error {
+    fn from(e: PostError) -> Self {
+        Error::Post(e)
+    }
+}
+impl From<PostErrorKind> for Error {
+    fn from(e: PostErrorKind) -> Self {
+        Error::Push(e)
+    }
+}
+impl From<RecvError> for Error {
+    fn from(e: RecvError) -> Self {
+        Error::Recv(e)
+    }
+}
+impl From<PollError> for Error {
+    fn from(e: PollError) -> Self {
+        Error::Poll(e)
+    }
 }
 
 impl From<DeviceError> for Error {
@@ -86,12 +160,25 @@ impl fmt::Display for Error {
                 write!(f, "{attr} = {value} is out of range (at most {max})")
             }
             Error::Unsupported { what } => write!(f, "{what} is not supported"),
+            Error::Post(e) => write!(f, "{e}"),
+            Error::Push(e) => write!(f, "WR not pushed: {e}"),
+            Error::Recv(e) => write!(f, "{e}"),
+            Error::Poll(e) => write!(f, "{e}"),
         }
     }
 }
 
-impl core::error::Error for Error {}
-
-impl core::error::Error for crate::sq::PostError {}
-impl core::error::Error for crate::rq::RecvError {}
-impl core::error::Error for crate::device::DeviceError {}
+impl core::error::Error for Error {
+    fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
+        match self {
+            Error::Device(e) => Some(e),
+            Error::Sizing(e) => Some(e),
+            Error::Cq(e) => Some(e),
+            Error::Post(e) => Some(e),
+            Error::Push(e) => Some(e),
+            Error::Recv(e) => Some(e),
+            Error::Poll(e) => Some(e),
+            _ => None,
+        }
+    }
+}

@@ -42,6 +42,7 @@ impl QpCap {
         }
     }
     /// The same with `max_inline_data`.
+    #[must_use = "returns the changed value; dropping it discards the change"]
     pub const fn with_inline(mut self, max_inline_data: u32) -> Self {
         self.max_inline_data = max_inline_data;
         self
@@ -85,6 +86,7 @@ impl<'a> QpInitAttr<'a> {
     }
     /// The same attributes, receiving through `srq` (`max_recv_wr` and
     /// `max_recv_sge` are then ignored).
+    #[must_use = "returns the changed value; dropping it discards the change"]
     pub fn with_srq<const N: usize>(mut self, srq: &'a super::SharedReceiveQueue<'a, N>) -> Self {
         self.srq = Some(srq.link());
         self

@@ -34,6 +34,16 @@ pub struct SendBatch<'q, 'a, U: Uar, const SQ: usize> {
     _regions: PhantomData<fn(&'a ()) -> &'a ()>,
 }
 
+impl<U: Uar, const SQ: usize> core::fmt::Debug for SendBatch<'_, '_, U, SQ> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SendBatch")
+            .field("inner", &self.inner)
+            .field("qp_type", &self.qp_type)
+            .field("max_sge", &self.max_sge)
+            .finish()
+    }
+}
+
 impl<'a, U: Uar, const SQ: usize, const RQ: usize> QueuePair<'a, U, SQ, RQ> {
     /// Opens a batch of send WRs on this QP (see [`SendBatch`]).
     pub fn send_batch(&mut self) -> SendBatch<'_, 'a, U, SQ> {

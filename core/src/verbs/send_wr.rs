@@ -33,16 +33,40 @@ impl<'w, 'm> SendWr<'w, 'm> {
         }
     }
     /// The same WR, signaled (generates a completion on success).
+    ///
+    /// It returns the changed WR and leaves `self` as it was:
+    ///
+    /// ```
+    /// use bareverbs::sq::{SendFlags, SendOp};
+    /// use bareverbs::verbs::SendWr;
+    /// let wr = SendWr::new(1, SendOp::Send, &[]);
+    /// let wr = wr.signaled();
+    /// assert!(wr.flags.contains(SendFlags::SIGNALED));
+    /// ```
+    ///
+    /// so dropping the result is refused (the WR posted would complete
+    /// silently, and a poll loop waiting for it would wait forever):
+    ///
+    /// ```compile_fail
+    /// #![deny(unused_must_use)]
+    /// use bareverbs::sq::SendOp;
+    /// use bareverbs::verbs::SendWr;
+    /// let wr = SendWr::new(1, SendOp::Send, &[]);
+    /// wr.signaled();
+    /// ```
+    #[must_use = "returns the changed value; dropping it discards the change"]
     pub const fn signaled(mut self) -> Self {
         self.flags = self.flags.union(SendFlags::SIGNALED);
         self
     }
     /// The same WR with `flags` added.
+    #[must_use = "returns the changed value; dropping it discards the change"]
     pub const fn with_flags(mut self, flags: SendFlags) -> Self {
         self.flags = self.flags.union(flags);
         self
     }
     /// The same WR with a UD destination.
+    #[must_use = "returns the changed value; dropping it discards the change"]
     pub const fn with_ud(mut self, ud: UdDest<'w>) -> Self {
         self.ud = Some(ud);
         self

@@ -17,6 +17,7 @@ pub const MAX_WQE_BYTES: usize = MAX_DS as usize * DS_BYTES;
 
 /// Why a WQE could not be emitted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum EmitError {
     /// The WQE would need more than 63 DS.
     TooLarge {
@@ -72,6 +73,7 @@ pub type DataSegVec<const N: usize> = heapless::Vec<DataSeg, N>;
 
 /// The data part of a WQE description.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[allow(clippy::exhaustive_enums)] // closed by the WQE format: no data, pointer segments or inline
 pub enum DataRepr<'p, const N: usize> {
     /// No data part.
     #[default]

@@ -35,6 +35,7 @@ bitflags! {
 /// Fence mode, bits 7:5 of `fm_ce_se`. [ref §1.3](crate::reference).
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[allow(clippy::exhaustive_enums)] // closed by the format: the fence field's defined values
 pub enum FenceMode {
     /// No fence.
     #[default]
@@ -84,6 +85,7 @@ impl TryFrom<u8> for FenceMode {
 /// Completion mode, bits 3:2 of `fm_ce_se`. [ref §1.3](crate::reference).
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[allow(clippy::exhaustive_enums)] // closed by the format: the 2-bit CE field's defined values
 pub enum CompletionMode {
     /// CE = 0: a CQE only on error.
     #[default]
@@ -142,6 +144,7 @@ impl FmCeSe {
         self.bits() & Self::SOLICITED.bits() != 0
     }
     /// The same byte with the fence field replaced.
+    #[must_use]
     pub const fn with_fence(self, fence: FenceMode) -> Self {
         FmCeSe::from_bits_retain((self.bits() & !Self::FENCE_FIELD) | fence.byte())
     }

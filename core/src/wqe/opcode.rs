@@ -6,6 +6,7 @@
 /// `TryFrom<u8>` is checked: unknown values are returned as `Err(value)`.
 #[repr(u8)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Opcode {
     /// 0x00: no operation; the hardware skips the WQE ([ref §1.9](crate::reference)).
     Nop = 0x00,

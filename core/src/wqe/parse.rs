@@ -16,6 +16,7 @@ use core::fmt;
 
 /// Why WQE bytes could not be parsed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum WqeParseError {
     /// Fewer bytes than the structure needs (e.g. DS·16 > bytes given).
     Truncated {
@@ -201,6 +202,7 @@ impl<'a> WqeBytes<'a> {
         }
     }
     /// The bytes from `off` to the end (empty if `off` is past the end).
+    #[must_use]
     pub fn tail(&self, off: usize) -> WqeBytes<'a> {
         let len = self.len();
         self.sub(off.min(len), len - off.min(len))
@@ -263,6 +265,7 @@ impl InlineData<'_> {
 
 /// One entry of a WQE's data part. [ref §1.5, §1.7](crate::reference).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(clippy::exhaustive_enums)] // closed by the WQE format: a data entry is a pointer or inline
 pub enum DataEntry<'a> {
     /// A pointer (scatter/gather) segment.
     Ptr(DataSeg),

@@ -265,6 +265,7 @@ impl CtrlSeg {
     }
     /// The same segment with `qpn_ds` replaced by a precomputed
     /// `qpn << 8 | ds` word.
+    #[must_use]
     #[inline(always)]
     pub const fn with_qpn_ds(mut self, qpn_ds: u32) -> Self {
         self.qpn_ds = Be32::new(qpn_ds);
@@ -295,6 +296,7 @@ impl CtrlSeg {
         Opcode::try_from(self.opcode())
     }
     /// The same segment with the signature byte set. [ref §1.12](crate::reference).
+    #[must_use]
     pub const fn with_signature(mut self, signature: u8) -> Self {
         self.signature = signature;
         self

@@ -23,6 +23,7 @@ use super::{fetch_ns, gather_ns, ModelParams};
 
 /// Operation of a posted WQE.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[allow(clippy::exhaustive_enums)] // closed: the cost model's WQE shapes; every consumer must cost each one
 pub enum WqeOp {
     /// RDMA WRITE (ctrl + raddr + data/inline).
     Write,

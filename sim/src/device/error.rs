@@ -5,6 +5,7 @@ use std::fmt;
 
 /// Why the device refused a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SimError {
     /// An address range is not inside a live DMA allocation.
     BadAddress,
@@ -28,4 +29,13 @@ impl fmt::Display for SimError {
     }
 }
 
-impl std::error::Error for SimError {}
+/// [`source`](std::error::Error::source) is the core's
+/// [`QpTransitionError`] of [`SimError::Transition`].
+impl std::error::Error for SimError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SimError::Transition(e) => Some(e),
+            _ => None,
+        }
+    }
+}

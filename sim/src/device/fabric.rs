@@ -18,6 +18,18 @@ pub struct Fabric {
     w: Rc<RefCell<World>>,
 }
 
+/// The virtual time and device count, when the world is not busy (never
+/// the devices' memory).
+impl std::fmt::Debug for Fabric {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("Fabric");
+        if let Ok(w) = self.w.try_borrow() {
+            d.field("now", &w.now).field("devices", &w.devs.len());
+        }
+        d.finish_non_exhaustive()
+    }
+}
+
 impl Fabric {
     /// A fabric with no devices, default cost parameters, no faults and
     /// the random generator seeded with `seed`.

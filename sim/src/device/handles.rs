@@ -59,6 +59,7 @@ pub struct QpInit {
 
 /// A QP the device created: number, ring memory, doorbell record and the
 /// UAR to ring.
+#[derive(Debug)]
 pub struct QpHandle {
     /// QP number.
     pub qpn: u32,

@@ -58,3 +58,12 @@ pub struct Device {
     id: u16,
     dma: Arc<HeapDma>,
 }
+
+/// The device's index on its fabric.
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Device")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}

@@ -29,6 +29,17 @@ pub struct SimUar {
     bf: Vec<u8>,
 }
 
+/// The device the page belongs to and the BlueFlame bytes not yet
+/// delivered.
+impl std::fmt::Debug for SimUar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimUar")
+            .field("dev", &self.dev)
+            .field("pending_bf", &self.bf.len())
+            .finish_non_exhaustive()
+    }
+}
+
 impl SimUar {
     fn doorbell(&mut self, first8: [u8; 8], bf_chunks: u32) {
         let word0 = u32::from_be_bytes([first8[0], first8[1], first8[2], first8[3]]);

@@ -53,6 +53,17 @@ pub struct FabricPath {
     types: BTreeMap<u32, QpType>,
 }
 
+impl std::fmt::Debug for FabricPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FabricPath")
+            .field("nic", &self.nic)
+            .field("cqe_version", &self.cqe_version)
+            .field("uars", &self.uars.len())
+            .field("types", &self.types)
+            .finish()
+    }
+}
+
 impl FabricPath {
     /// A path onto `nic`; CQEs are written in `cqe_version` (the version
     /// QUERY_HCA_CAP reports, which the driver parses with).

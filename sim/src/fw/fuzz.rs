@@ -61,6 +61,17 @@ pub struct FuzzBar {
     eq_ring: Option<(u64, u32)>,
 }
 
+/// The command-queue address registers and the EQ ring (not the feed).
+impl std::fmt::Debug for FuzzBar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FuzzBar")
+            .field("cmdq_h", &self.cmdq_h)
+            .field("cmdq_l", &self.cmdq_l)
+            .field("eq_ring", &self.eq_ring)
+            .finish_non_exhaustive()
+    }
+}
+
 impl FuzzBar {
     fn wr(&self, iova: u64, data: &[u8]) {
         if let Some(p) = self.dma.translate(iova, data.len()) {

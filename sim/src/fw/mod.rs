@@ -90,6 +90,7 @@ pub const FIRST_UAR: u32 = 4;
 
 /// HCA life-cycle state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(clippy::exhaustive_enums)] // closed by the PRM: the HCA's four life-cycle states
 pub enum HcaState {
     /// Before ENABLE_HCA / after DISABLE_HCA.
     Disabled,
@@ -145,6 +146,23 @@ pub struct SimFirmware {
     /// Why the data path refused objects (commands failed with
     /// [`reason::DATA_PATH`]), in order.
     pub refusals: Vec<&'static str>,
+}
+
+/// The life-cycle state, configuration switches and counts (not the
+/// tables, rings or logs themselves).
+impl std::fmt::Debug for SimFirmware {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimFirmware")
+            .field("hca", &self.hca)
+            .field("issi", &self.issi)
+            .field("nic_ifc", &self.nic_ifc)
+            .field("host_endianness", &self.host_endianness)
+            .field("roce_en", &self.roce_en)
+            .field("pages", &self.pages.len())
+            .field("commands", &self.log.len())
+            .field("faults", &self.faults)
+            .finish_non_exhaustive()
+    }
 }
 
 impl SimFirmware {

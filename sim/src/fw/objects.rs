@@ -186,6 +186,7 @@ pub struct SrqObj {
 
 /// What changed in the object table.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ObjectEvent {
     /// A memory key was created.
     MkeyCreated(MkeyObj),

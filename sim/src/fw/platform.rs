@@ -19,6 +19,17 @@ pub struct SimBar {
     fw: Rc<RefCell<SimFirmware>>,
 }
 
+/// The firmware's HCA state, when the model is not busy.
+impl std::fmt::Debug for SimBar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("SimBar");
+        if let Ok(fw) = self.fw.try_borrow() {
+            d.field("hca", &fw.hca);
+        }
+        d.finish_non_exhaustive()
+    }
+}
+
 impl SimBar {
     /// A BAR over a fresh firmware model.
     pub fn new(dma: Arc<HeapDma>, cfg: FwConfig) -> Self {
@@ -94,6 +105,15 @@ impl Interrupts for SimBar {
 pub struct SimUar {
     fw: Rc<RefCell<SimFirmware>>,
     index: u32,
+}
+
+/// The UAR index (the firmware model is not borrowed).
+impl std::fmt::Debug for SimUar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SimUar")
+            .field("index", &self.index)
+            .finish_non_exhaustive()
+    }
 }
 
 impl SimUar {

@@ -8,6 +8,7 @@ use bareverbs::device::{DeviceConfig, DeviceError};
 use core::fmt;
 
 /// A function on the wire, as [`bring_up_wired`] made it.
+#[derive(Debug)]
 pub struct WiredFunction {
     /// The core's device (firmware command path).
     pub dev: SimDevice,
@@ -21,7 +22,8 @@ pub struct WiredFunction {
 }
 
 /// Why [`bring_up_wired`] failed.
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum WiredError {
     /// The core's bring-up failed.
     BringUp(DeviceError),
@@ -38,7 +40,16 @@ impl fmt::Display for WiredError {
     }
 }
 
-impl std::error::Error for WiredError {}
+/// [`source`](std::error::Error::source) is the wrapped error: the core's
+/// [`DeviceError`] or the fabric's [`SimError`].
+impl std::error::Error for WiredError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            WiredError::BringUp(e) => Some(e),
+            WiredError::Join(e) => Some(e),
+        }
+    }
+}
 
 /// Brings up a function on `fabric` whose port MAC is `sock`'s (`fw`
 /// otherwise as given), then joins its port to the wire over `sock`: the

@@ -73,6 +73,7 @@ const SOCKET_BUFFER: i32 = 8 << 20;
 /// have, then join a fabric's device with it ([`Fabric::join_wire`]).
 ///
 /// [`Fabric::join_wire`]: crate::Fabric::join_wire
+#[derive(Debug)]
 pub struct WireSocket {
     sock: UdpSocket,
     addr: SocketAddrV4,

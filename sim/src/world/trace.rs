@@ -34,6 +34,7 @@ impl TraceEvent {
 
 /// Kinds of trace entries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum TraceKind {
     /// A packet was sent.
     Send,

@@ -111,7 +111,8 @@ pub fn suggestions(req: &QpCaps, err: &SizingError, caps: &DeviceCaps) -> Vec<St
                 out.push("use --cqe 1 or more".to_string());
             }
         }
-        Stage::Srq => {}
+        // No suggestion for an SRQ, nor for a stage added later.
+        Stage::Srq | _ => {}
     }
     out
 }

@@ -15,6 +15,7 @@ pub const CAP_LEN: usize = 0x1000;
 /// Capability type ([ref §7.6](crate::reference)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u16)]
+#[non_exhaustive]
 pub enum CapType {
     /// 0 general.
     General = 0,

@@ -24,6 +24,7 @@ pub fn init_hca(b: &mut [u8]) -> Req {
 /// [ref §7.6](crate::reference) teardown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u16)]
+#[non_exhaustive]
 pub enum TeardownProfile {
     /// 0: graceful close.
     Graceful = 0,

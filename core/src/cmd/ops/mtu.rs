@@ -5,6 +5,7 @@
 /// qpc.mtu encoding of [ref §7.11](crate::reference)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[repr(u8)]
+#[allow(clippy::exhaustive_enums)] // closed by IBTA: the MTU code has exactly these five values
 pub enum IbMtu {
     /// 256 bytes (1).
     Mtu256 = 1,

@@ -9,6 +9,7 @@ use crate::cmd::{op, CmdError};
 /// QUERY_PAGES op_mod ([ref §7.7](crate::reference)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u16)]
+#[allow(clippy::exhaustive_enums)] // closed by the PRM: QUERY_PAGES op_mod has exactly these values
 pub enum PagesKind {
     /// 1: pages needed before INIT_HCA's capability setup.
     Boot = 1,
@@ -47,6 +48,7 @@ pub fn parse_query_pages(out: &[u8]) -> (u16, i32) {
 /// MANAGE_PAGES op_mod ([ref §7.7](crate::reference)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u16)]
+#[allow(clippy::exhaustive_enums)] // closed by the PRM: MANAGE_PAGES op_mod has exactly these values
 pub enum ManagePagesOp {
     /// 0: driver cannot give pages.
     CantGive = 0,

@@ -17,6 +17,7 @@ pub const QPC_PATH: usize = QPC + 0x18;
 
 /// mlx5 hardware QP state, qpc.state ([ref §6.1](crate::reference)).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum HwQpState {
     /// 0 RST.
     Reset,
