@@ -215,16 +215,15 @@ impl fmt::Display for VfioHostError {
 impl Error for VfioHostError {
     /// The wrapped error: the I/O error of [`VfioHostError::Io`], the
     /// vfio-ioctls error of [`VfioHostError::Vfio`], the self-test error of
-    /// [`VfioHostError::SelfTest`]; `None` for the variants that wrap none.
+    /// [`VfioHostError::SelfTest`], the core's error of
+    /// [`VfioHostError::Device`]; `None` for the variants that wrap none.
     fn source(&self) -> Option<&(dyn Error + 'static)> {
         use VfioHostError::*;
         match self {
             Io { err, .. } => Some(err),
             Vfio { source, .. } => source.as_deref().map(|e| e as &(dyn Error + 'static)),
             SelfTest(e) => Some(e),
-            // `bareverbs::device::DeviceError` does not implement `Error`
-            // yet; once it does, this arm returns `Some(e)`.
-            Device(_) => None,
+            Device(e) => Some(e),
             BadAddress { .. }
             | NoSuchDevice { .. }
             | NotMellanox { .. }
@@ -303,15 +302,16 @@ mod tests {
         ));
     }
 
-    /// `DeviceError` does not implement `Error` on this tree yet, so
-    /// `Device` has no source; its text is in `Display`.
+    /// `Device` names the core's error in `Display` and returns it as
+    /// its source.
     #[test]
-    fn device_error_is_in_display() {
+    fn device_error_is_the_source() {
         let d = DeviceError::NoUar { index: 9 };
         let e = VfioHostError::from(d);
         assert!(matches!(e, VfioHostError::Device(x) if x == d));
         assert_eq!(e.to_string(), format!("device: {d}"));
-        assert!(e.source().is_none());
+        let src = e.source().expect("Device has a source");
+        assert_eq!(src.downcast_ref::<DeviceError>(), Some(&d));
     }
 
     #[test]
