@@ -114,6 +114,9 @@
 )]
 #![warn(clippy::missing_safety_doc)]
 
+#[cfg(bareverbs_barrier_probes)]
+#[doc(hidden)]
+pub mod barrier_probes;
 pub mod cmd;
 pub mod cq;
 pub mod cqe;

@@ -11,7 +11,9 @@
 use super::bits::{get32, get64, put32, put64};
 use super::initseg::{CmdqGeometry, InitSegError, CMDQ_ADDR_H, CMDQ_ADDR_L_SZ, CMD_DBELL};
 use super::{Bar0, CmdError, CmdStatus, DeliveryStatus, MailboxProblem};
-use crate::platform::{from_device_barrier, to_device_barrier, DmaAllocator, DmaBuf};
+use crate::platform::{
+    from_device_barrier, ordering_write_barrier, to_device_barrier, DmaAllocator, DmaBuf,
+};
 
 /// Bytes in one command queue entry (`mlx5_cmd_layout`). [ref §7.3](crate::reference).
 pub const LAYOUT_BYTES: usize = 64;
@@ -518,7 +520,8 @@ impl CmdQueue {
             }
             dma_write(&s.entry, 0, &e);
         }
-        to_device_barrier();
+        // The entry and mailboxes are complete before their ownership bit.
+        ordering_write_barrier();
         // SAFETY: as above; the ownership byte is stored last.
         unsafe { dma_store8(&s.entry, layout::STATUS_OWN, OWNERSHIP_HW) };
         to_device_barrier();

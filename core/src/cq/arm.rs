@@ -22,9 +22,9 @@ impl<const N: usize> CompletionQueue<N> {
     /// Stores `BE32(ci & 0xffffff)` into the SET_CI word. [ref §4.1, §4.5](crate::reference).
     #[inline(always)]
     pub fn publish_ci(&mut self) {
-        // Order the CQE reads of this batch before the store that hands the
-        // slots back to the device.
-        core::sync::atomic::fence(core::sync::atomic::Ordering::Release);
+        // Order the CQE reads (and any INVALID marks) of this batch before
+        // the store that hands the slots back to the device.
+        platform::release_to_device_barrier();
         self.write_dbrec(DBREC_SET_CI, self.ci & 0x00ff_ffff);
     }
 
@@ -58,7 +58,10 @@ impl<const N: usize> CompletionQueue<N> {
     /// 0xffffff)` with cmd = [`CQ_DB_REQ_NOT_SOL`] when `solicited_only`,
     /// else [`CQ_DB_REQ_NOT`]; stores BE32(arm) in the ARM word of the
     /// record, then one 64-bit big-endian MMIO write of `arm << 32 | cqn`
-    /// at UAR + 0x20, bracketed by write-combining flushes. [ref §4.5](crate::reference).
+    /// at UAR + 0x20: the record store, [`platform::mmio_wc_start`] (it
+    /// orders the record before the MMIO store, as rdma-core's
+    /// `mlx5_arm_cq` does), the doorbell, then the UAR's flush
+    /// (`mmio_flush_writes`). [ref §4.5](crate::reference).
     pub fn arm<U: Uar + ?Sized>(&mut self, solicited_only: bool, uar: &mut U) {
         let sn = self.arm_sn & 3;
         let cmd = if solicited_only {
@@ -68,8 +71,7 @@ impl<const N: usize> CompletionQueue<N> {
         };
         let arm = (sn << 28) | cmd | (self.ci & 0x00ff_ffff);
         self.write_dbrec(DBREC_ARM, arm);
-        platform::to_device_barrier();
-        uar.flush();
+        platform::mmio_wc_start();
         let v = ((arm as u64) << 32) | self.cqn as u64;
         uar.write64(platform::CQ_DOORBELL, v.to_be_bytes());
         uar.flush();

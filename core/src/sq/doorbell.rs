@@ -29,7 +29,7 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     /// count them). `single_inline` tells, for a single-WR post, whether
     /// it was inline (asked only when a BlueFlame copy is possible).
     #[inline(always)]
-    pub(super) fn ring_doorbell(
+    pub(crate) fn ring_doorbell(
         &mut self,
         nreq: u32,
         last_cur: u32,
@@ -37,7 +37,7 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     ) {
         platform::to_device_barrier();
         self.write_dbrec(self.cur_post & 0xffff);
-        platform::mmio_flush_writes();
+        platform::mmio_wc_start();
         let bf = self.cfg.bf;
         let reg = bf.reg_offset + self.bf_offset;
         let ctrl_off = ((last_cur & self.ring.mask) as usize) << SEND_WQE_SHIFT;
