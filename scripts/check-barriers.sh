@@ -114,13 +114,13 @@ for t in x86_64-unknown-linux-gnu x86_64-unknown-none; do
 done
 
 echo "source rules (docs/architecture.md)"
-if git grep -nE 'memoffset::offset_of|use memoffset::\{?[^}]*offset_of' -- '*.rs' >/dev/null; then
-  bad "offset_of! from core::mem" "$(git grep -nE 'memoffset::offset_of|use memoffset::\{?[^}]*offset_of' -- '*.rs' | head -3 | tr '\n' ' ')"
+if git grep --untracked -nE 'memoffset::offset_of|use memoffset::\{?[^}]*offset_of' -- '*.rs' >/dev/null; then
+  bad "offset_of! from core::mem" "$(git grep --untracked -nE 'memoffset::offset_of|use memoffset::\{?[^}]*offset_of' -- '*.rs' | head -3 | tr '\n' ' ')"
 else
   ok "offset_of! from core::mem" "memoffset only for span_of!"
 fi
-if git grep -qE '^use volatile::|[^a-z_]volatile::(VolatilePtr|access)' -- 'core/src/*.rs'; then
-  ok "core uses volatile" "$(git grep -lE 'volatile::(VolatilePtr|access)' -- 'core/src/*.rs' | wc -l) files"
+if git grep --untracked -qE '^use volatile::|[^a-z_]volatile::(VolatilePtr|access)' -- 'core/src/*.rs'; then
+  ok "core uses volatile" "$(git grep --untracked -lE 'volatile::(VolatilePtr|access)' -- 'core/src/*.rs' | wc -l) files"
 else
   bad "core uses volatile" "no import of volatile in core/src"
 fi

@@ -121,6 +121,7 @@ pub mod cmd;
 pub mod cq;
 pub mod cqe;
 pub mod device;
+mod devmem;
 pub mod errno;
 pub mod error;
 pub mod mr;

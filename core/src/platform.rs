@@ -408,9 +408,11 @@ impl MemUar {
         };
         if let Some(dst) = self.page.get_mut(offset..end) {
             let p = dst.as_mut_ptr().cast::<[u8; N]>();
-            // SAFETY: `dst` is exactly N bytes inside `self.page`; a volatile
-            // store keeps the write from being elided, as on MMIO.
-            unsafe { core::ptr::write_volatile(p, *bytes) };
+            // SAFETY: `dst` is exactly N bytes inside `self.page` (ordinary
+            // memory, borrowed mutably), non-null, alignment 1 as [u8; N];
+            // a write-only volatile view keeps the store from being elided,
+            // as on MMIO.
+            unsafe { crate::devmem::write_only(p) }.write(*bytes);
         }
     }
 }

@@ -4,8 +4,8 @@
 
 use super::doorbell::{CQ_DB_REQ_NOT, CQ_DB_REQ_NOT_SOL, DBREC_ARM, DBREC_SET_CI};
 use super::CompletionQueue;
+use crate::devmem;
 use crate::platform::{self, Uar};
-use core::ptr;
 
 impl<const N: usize> CompletionQueue<N> {
     /// Current arm sequence number.
@@ -32,10 +32,11 @@ impl<const N: usize> CompletionQueue<N> {
     fn write_dbrec(&mut self, word: usize, v: u32) {
         let p = self.dbrec.cpu.as_ptr().wrapping_add(word * 4).cast::<u32>();
         // SAFETY: the record is at least 8 bytes and 8-byte aligned
-        // (construction) and word is 0 or 1, so p is valid and aligned for
-        // a 4-byte store; volatile keeps the store. The stored bytes are
-        // BE32(v) on any host.
-        unsafe { ptr::write_volatile(p, u32::from_ne_bytes(v.to_be_bytes())) };
+        // (construction) and word is 0 or 1, so p is non-null, valid and
+        // aligned for a 4-byte store; this queue (not `Sync`) is borrowed
+        // mutably. A write-only volatile view: the device reads the word.
+        // The stored bytes are BE32(v) on any host.
+        unsafe { devmem::write_only(p) }.write(u32::from_ne_bytes(v.to_be_bytes()));
     }
 
     /// Reads the doorbell record word `word` (0 = SET_CI, 1 = ARM) as a
@@ -50,8 +51,9 @@ impl<const N: usize> CompletionQueue<N> {
             .as_ptr()
             .wrapping_add(word * 4)
             .cast::<[u8; 4]>();
-        // SAFETY: as in write_dbrec: in bounds, alignment 1, raw read.
-        u32::from_be_bytes(unsafe { ptr::read_volatile(p) })
+        // SAFETY: as in write_dbrec: non-null, in bounds, alignment 1; a
+        // read-only volatile view, no reference.
+        u32::from_be_bytes(unsafe { devmem::read_only(p) }.read())
     }
 
     /// Requests a completion event: `arm = (arm_sn & 3) << 28 | cmd | (ci &

@@ -2,6 +2,7 @@
 //! doorbell and the BlueFlame copy. [ref §4.3](crate::reference).
 
 use super::{SendQueue, SqSlots};
+use crate::devmem;
 use crate::platform::{self, Uar};
 use crate::wqe::{CtrlSeg, DS_BYTES, MAX_DS, SEND_WQE_BB, SEND_WQE_SHIFT};
 
@@ -13,15 +14,12 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     #[inline(always)]
     pub(super) fn write_dbrec(&mut self, value: u32) {
         // SAFETY: dbrec is 8 bytes of DMA memory this queue owns (contract
-        // of `new`), 4-byte aligned (checked by `new`); word 1 (bytes 4..8)
-        // is the send counter, stored big-endian as one word. Volatile: the
+        // of `new`, borrowed mutably here), non-null and 4-byte aligned
+        // (checked by `new`); word 1 (bytes 4..8) is the send counter,
+        // stored big-endian as one word. A write-only volatile view: the
         // device reads it asynchronously.
-        unsafe {
-            core::ptr::write_volatile(
-                self.dbrec.as_ptr().add(4).cast::<u32>(),
-                u32::from_ne_bytes(value.to_be_bytes()),
-            )
-        }
+        unsafe { devmem::write_only(self.dbrec.as_ptr().add(4).cast::<u32>()) }
+            .write(u32::from_ne_bytes(value.to_be_bytes()))
     }
 
     /// The doorbell sequence of [ref §4.3](crate::reference) for `nreq` WRs whose last WQE
