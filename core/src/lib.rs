@@ -121,10 +121,14 @@
 )]
 #![warn(clippy::missing_safety_doc)]
 
+#[cfg(bareverbs_barrier_probes)]
+#[doc(hidden)]
+pub mod barrier_probes;
 pub mod cmd;
 pub mod cq;
 pub mod cqe;
 pub mod device;
+mod devmem;
 pub mod errno;
 pub mod error;
 pub mod mr;

@@ -11,7 +11,10 @@
 use super::bits::{get32, get64, put32, put64};
 use super::initseg::{CmdqGeometry, InitSegError, CMDQ_ADDR_H, CMDQ_ADDR_L_SZ, CMD_DBELL};
 use super::{Bar0, CmdError, CmdStatus, DeliveryStatus, MailboxProblem};
-use crate::platform::{from_device_barrier, to_device_barrier, DmaAllocator, DmaBuf};
+use crate::devmem;
+use crate::platform::{
+    from_device_barrier, ordering_write_barrier, to_device_barrier, DmaAllocator, DmaBuf,
+};
 
 /// Bytes in one command queue entry (`mlx5_cmd_layout`). [ref §7.3](crate::reference).
 pub const LAYOUT_BYTES: usize = 64;
@@ -294,7 +297,9 @@ pub unsafe fn dma_load8(buf: &DmaBuf, off: usize) -> u8 {
     if off >= buf.len {
         return 0;
     }
-    // SAFETY: in range; volatile because the device writes this byte.
+    // SAFETY: in range; volatile because the device writes this byte. Raw
+    // `read_volatile` rather than a `devmem` view: the source test
+    // `hostile_fw::dma_copies_of_device_memory_are_volatile` pins it.
     unsafe { core::ptr::read_volatile(buf.cpu.as_ptr().add(off)) }
 }
 
@@ -304,9 +309,10 @@ pub unsafe fn dma_load8(buf: &DmaBuf, off: usize) -> u8 {
 /// As [`dma_write`].
 pub unsafe fn dma_store8(buf: &DmaBuf, off: usize, v: u8) {
     if off < buf.len {
-        // SAFETY: in range; volatile so the store is not elided or moved
-        // across the barrier that follows it.
-        unsafe { core::ptr::write_volatile(buf.cpu.as_ptr().add(off), v) };
+        // SAFETY: in range (non-null, alignment 1); a write-only volatile
+        // view, so the store is not elided or moved across the barrier
+        // that follows it; no reference.
+        unsafe { devmem::write_only(buf.cpu.as_ptr().add(off)) }.write(v);
     }
 }
 
@@ -545,7 +551,8 @@ impl CmdQueue {
             }
             dma_write(&s.entry, 0, &e);
         }
-        to_device_barrier();
+        // The entry and mailboxes are complete before their ownership bit.
+        ordering_write_barrier();
         // SAFETY: as above; the ownership byte is stored last.
         unsafe { dma_store8(&s.entry, layout::STATUS_OWN, OWNERSHIP_HW) };
         to_device_barrier();

@@ -4,8 +4,8 @@
 
 use super::doorbell::{CQ_DB_REQ_NOT, CQ_DB_REQ_NOT_SOL, DBREC_ARM, DBREC_SET_CI};
 use super::CompletionQueue;
+use crate::devmem;
 use crate::platform::{self, Uar};
-use core::ptr;
 
 impl<const N: usize> CompletionQueue<N> {
     /// Current arm sequence number.
@@ -22,9 +22,9 @@ impl<const N: usize> CompletionQueue<N> {
     /// Stores `BE32(ci & 0xffffff)` into the SET_CI word. [ref §4.1, §4.5](crate::reference).
     #[inline(always)]
     pub fn publish_ci(&mut self) {
-        // Order the CQE reads of this batch before the store that hands the
-        // slots back to the device.
-        core::sync::atomic::fence(core::sync::atomic::Ordering::Release);
+        // Order the CQE reads (and any INVALID marks) of this batch before
+        // the store that hands the slots back to the device.
+        platform::release_to_device_barrier();
         self.write_dbrec(DBREC_SET_CI, self.ci & 0x00ff_ffff);
     }
 
@@ -32,10 +32,11 @@ impl<const N: usize> CompletionQueue<N> {
     fn write_dbrec(&mut self, word: usize, v: u32) {
         let p = self.dbrec.cpu.as_ptr().wrapping_add(word * 4).cast::<u32>();
         // SAFETY: the record is at least 8 bytes and 8-byte aligned
-        // (construction) and word is 0 or 1, so p is valid and aligned for
-        // a 4-byte store; volatile keeps the store. The stored bytes are
-        // BE32(v) on any host.
-        unsafe { ptr::write_volatile(p, u32::from_ne_bytes(v.to_be_bytes())) };
+        // (construction) and word is 0 or 1, so p is non-null, valid and
+        // aligned for a 4-byte store; this queue (not `Sync`) is borrowed
+        // mutably. A write-only volatile view: the device reads the word.
+        // The stored bytes are BE32(v) on any host.
+        unsafe { devmem::write_only(p) }.write(u32::from_ne_bytes(v.to_be_bytes()));
     }
 
     /// Reads the doorbell record word `word` (0 = SET_CI, 1 = ARM) as a
@@ -50,15 +51,19 @@ impl<const N: usize> CompletionQueue<N> {
             .as_ptr()
             .wrapping_add(word * 4)
             .cast::<[u8; 4]>();
-        // SAFETY: as in write_dbrec: in bounds, alignment 1, raw read.
-        u32::from_be_bytes(unsafe { ptr::read_volatile(p) })
+        // SAFETY: as in write_dbrec: non-null, in bounds, alignment 1; a
+        // read-only volatile view, no reference.
+        u32::from_be_bytes(unsafe { devmem::read_only(p) }.read())
     }
 
     /// Requests a completion event: `arm = (arm_sn & 3) << 28 | cmd | (ci &
     /// 0xffffff)` with cmd = [`CQ_DB_REQ_NOT_SOL`] when `solicited_only`,
     /// else [`CQ_DB_REQ_NOT`]; stores BE32(arm) in the ARM word of the
     /// record, then one 64-bit big-endian MMIO write of `arm << 32 | cqn`
-    /// at UAR + 0x20, bracketed by write-combining flushes. [ref §4.5](crate::reference).
+    /// at UAR + 0x20: the record store, [`platform::mmio_wc_start`] (it
+    /// orders the record before the MMIO store, as rdma-core's
+    /// `mlx5_arm_cq` does), the doorbell, then the UAR's flush
+    /// (`mmio_flush_writes`). [ref §4.5](crate::reference).
     pub fn arm<U: Uar + ?Sized>(&mut self, solicited_only: bool, uar: &mut U) {
         let sn = self.arm_sn & 3;
         let cmd = if solicited_only {
@@ -68,8 +73,7 @@ impl<const N: usize> CompletionQueue<N> {
         };
         let arm = (sn << 28) | cmd | (self.ci & 0x00ff_ffff);
         self.write_dbrec(DBREC_ARM, arm);
-        platform::to_device_barrier();
-        uar.flush();
+        platform::mmio_wc_start();
         let v = ((arm as u64) << 32) | self.cqn as u64;
         uar.write64(platform::CQ_DOORBELL, v.to_be_bytes());
         uar.flush();

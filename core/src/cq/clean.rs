@@ -4,6 +4,7 @@
 use super::ring::read_cqe64;
 use super::CompletionQueue;
 use crate::cqe::{sw_owns, Cqe64, CqeFormat, OP_OWN_OFFSET};
+use crate::devmem;
 use crate::platform;
 use core::ptr;
 
@@ -29,8 +30,9 @@ impl<const N: usize> CompletionQueue<N> {
         let mut pi = self.ci;
         while pi.wrapping_sub(self.ci) < ncqe - 1 {
             let p = self.cqe64_ptr(pi);
-            // SAFETY: p is a cqe64 inside the ring; one-byte volatile read.
-            let op_own = unsafe { ptr::read_volatile(p.add(OP_OWN_OFFSET)) };
+            // SAFETY: p is a cqe64 inside the ring (non-null); one-byte
+            // read-only volatile view, no reference.
+            let op_own = unsafe { devmem::read_only(p.add(OP_OWN_OFFSET)) }.read();
             if !sw_owns(op_own, pi, ncqe)
                 || Cqe64::format_bits(op_own) == CqeFormat::Compressed as u8
             {
@@ -71,11 +73,10 @@ impl<const N: usize> CompletionQueue<N> {
                 }
                 let owner = ((dst_pos & ncqe) != 0) as u8;
                 let dp = self.cqe64_ptr(dst_pos);
-                // SAFETY: dp is a cqe64 inside the ring (just written).
-                unsafe {
-                    let o = ptr::read_volatile(dp.add(OP_OWN_OFFSET));
-                    ptr::write_volatile(dp.add(OP_OWN_OFFSET), (o & !1) | owner);
-                }
+                // SAFETY: dp is a cqe64 inside the ring (non-null, just
+                // written, software-owned); one-byte read-write volatile
+                // view, no reference.
+                unsafe { devmem::read_write(dp.add(OP_OWN_OFFSET)) }.update(|o| (o & !1) | owner);
             }
         }
         if nfreed > 0 {

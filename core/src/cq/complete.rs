@@ -9,7 +9,7 @@ use crate::cqe::{
     req_completion, Cqe64, CqeFormat, CqeSize, WcFlags, WcOpcode, WcStatus, WorkCompletion,
     WrittenFields, CQE128_SIZE, CQE64_SIZE,
 };
-use core::ptr;
+use crate::devmem;
 
 impl<const N: usize> CompletionQueue<N> {
     /// Turns one owned CQE into a completion. `p` is its cqe64 in the ring
@@ -173,8 +173,9 @@ impl<const N: usize> CompletionQueue<N> {
                 // SAFETY: with 128-byte CQEs the cqe64 is the second half
                 // of its entry, so the 64 bytes before `p` are the first
                 // half of the same entry, inside the ring; the entry is
-                // software-owned (checked before this call).
-                let front = unsafe { ptr::read_volatile(p.sub(64).cast::<[u8; 64]>()) };
+                // software-owned (checked before this call). A read-only
+                // volatile view of 64 bytes (alignment 1), no reference.
+                let front = unsafe { devmem::read_only(p.sub(64).cast::<[u8; 64]>()) }.read();
                 b[..64].copy_from_slice(&front);
                 b[64..].copy_from_slice(cqe.as_bytes());
                 buf = b;

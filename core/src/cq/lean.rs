@@ -46,9 +46,9 @@ use super::{CompletionQueue, PollError, SendDone, WrResolver};
 use crate::cqe::{req_completion, Completion, CompletionFlags, WcOpcode, WcStatus};
 use crate::cqe::{sw_owns, Cqe64, OP_OWN_OFFSET};
 use crate::cqe::{CqeSize, WorkCompletion, CQE128_SIZE, CQE64_SIZE};
+use crate::devmem;
 use crate::platform;
 use crate::wqe::Opcode;
-use core::ptr;
 
 /// The bits of `op_own ^ parity` that are zero in a fast CQE: opcode bits
 /// 7:6 (opcode < 4), format bits 3:2 (plain) and the owner bit 0 (equal to
@@ -125,8 +125,13 @@ const REQ_TABLE: [u64; 256] = {
 /// `p + off` is valid for a 4-byte read and 4-byte aligned.
 #[inline(always)]
 unsafe fn be32(p: *const u8, off: usize) -> u32 {
-    // SAFETY: forwarded contract; a by-value volatile read, no reference.
-    u32::from_be_bytes(unsafe { ptr::read_volatile(p.add(off).cast::<u32>()) }.to_ne_bytes())
+    // SAFETY: forwarded contract (inside the ring, so non-null); a
+    // by-value read through a read-only volatile view, no reference.
+    u32::from_be_bytes(
+        unsafe { devmem::read_only(p.add(off).cast::<u32>()) }
+            .read()
+            .to_ne_bytes(),
+    )
 }
 
 /// The 4 bytes at `p + off` as stored (`u32::from_ne_bytes`).
@@ -136,7 +141,7 @@ unsafe fn be32(p: *const u8, off: usize) -> u32 {
 #[inline(always)]
 unsafe fn raw32(p: *const u8, off: usize) -> u32 {
     // SAFETY: forwarded contract.
-    unsafe { ptr::read_volatile(p.add(off).cast::<u32>()) }
+    unsafe { devmem::read_only(p.add(off).cast::<u32>()) }.read()
 }
 
 impl<const N: usize> CompletionQueue<N> {
@@ -330,7 +335,7 @@ impl<const N: usize> CompletionQueue<N> {
                         // of an entry of this run (room entries from idx,
                         // at most to the ring's end); the byte is read
                         // alone, by value, with no reference.
-                        let own = unsafe { ptr::read_volatile(p.add(OP_OWN_OFFSET)) };
+                        let own = unsafe { devmem::read_only(p.add(OP_OWN_OFFSET)) }.read();
                         // Software's, plain, and opcode 0 (REQ): opcode
                         // bits 5:4 zero too.
                         if (own ^ parity) & (FAST_MASK | 0x30) != 0 {
@@ -431,9 +436,10 @@ impl<const N: usize> CompletionQueue<N> {
         ci: u32,
         ncqe: u32,
     ) -> Result<(u64, u32), Stop> {
-        // SAFETY: the byte is inside the entry (caller); read alone, by
-        // value, with no reference.
-        let own = unsafe { ptr::read_volatile(p.add(OP_OWN_OFFSET)) };
+        // SAFETY: the byte is inside the entry (caller), so non-null; read
+        // alone, by value, through a read-only volatile view, with no
+        // reference.
+        let own = unsafe { devmem::read_only(p.add(OP_OWN_OFFSET)) }.read();
         if (own ^ parity) & FAST_MASK != 0 {
             return Err(Self::not_fast(own, ci, ncqe));
         }
@@ -467,7 +473,7 @@ impl<const N: usize> CompletionQueue<N> {
     unsafe fn head_words<const UIDX: bool>(p: *const u8) -> (u64, u32) {
         // SAFETY: forwarded contract; p + 56 is 8-byte aligned inside the
         // entry.
-        let tail = u64::from_be(unsafe { ptr::read_volatile(p.add(56).cast::<u64>()) });
+        let tail = u64::from_be(unsafe { devmem::read_only(p.add(56).cast::<u64>()) }.read());
         let key = if UIDX {
             // SAFETY: as above; p + 32 is 4-byte aligned. Bytes 33..36 as
             // stored: on a little-endian host byte 32 (the SRQN's top

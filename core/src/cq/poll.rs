@@ -6,8 +6,8 @@ use super::resolver::WrResolver;
 use super::ring::read_cqe64;
 use super::CompletionQueue;
 use crate::cqe::{sw_owns, CqeFormat, WorkCompletion, OP_OWN_OFFSET};
+use crate::devmem;
 use crate::platform;
-use core::ptr;
 
 /// Outcome of one step of the general poll path ([`CompletionQueue::step`]).
 pub(super) enum Step {
@@ -96,9 +96,10 @@ impl<const N: usize> CompletionQueue<N> {
         }
         let pos = self.ci;
         let p = self.cqe64_ptr(pos);
-        // SAFETY: p points at a cqe64 inside the ring (cqe64_ptr); the
-        // ownership byte is read alone, by value, with no reference.
-        let op_own = unsafe { ptr::read_volatile(p.add(OP_OWN_OFFSET)) };
+        // SAFETY: p points at a cqe64 inside the ring (cqe64_ptr,
+        // non-null); the ownership byte is read alone, by value, through a
+        // read-only volatile view, with no reference.
+        let op_own = unsafe { devmem::read_only(p.add(OP_OWN_OFFSET)) }.read();
         if !sw_owns(op_own, pos, self.ncqe()) {
             return Step::Empty;
         }

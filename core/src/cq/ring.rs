@@ -4,8 +4,8 @@
 
 use super::CompletionQueue;
 use crate::cqe::{sw_owns, Cqe64, OP_OWN_INIT, OP_OWN_OFFSET};
+use crate::devmem;
 use crate::platform;
-use core::ptr;
 
 /// Copies the 64-byte CQE at `p` out of the ring with eight 8-byte
 /// volatile loads (a byte-wise volatile copy costs ~120 instructions).
@@ -18,8 +18,9 @@ pub(super) unsafe fn read_cqe64(p: *const u8) -> Cqe64 {
     let q = p.cast::<u64>();
     let mut w = [0u64; 8];
     for (i, x) in w.iter_mut().enumerate() {
-        // SAFETY: i < 8, so q + i is inside the 64 readable, aligned bytes.
-        *x = unsafe { ptr::read_volatile(q.add(i)) };
+        // SAFETY: i < 8, so q + i is inside the 64 readable, aligned
+        // bytes (non-null); a read-only volatile view, no reference.
+        *x = unsafe { devmem::read_only(q.add(i)) }.read();
     }
     // SAFETY: [u64; 8] and [u8; 64] have the same size and every bit
     // pattern is valid for both.
@@ -58,10 +59,10 @@ impl<const N: usize> CompletionQueue<N> {
                 // entry's 64 or 128 bytes of writes and 8-byte aligned
                 // (construction checks the ring's alignment; entries are
                 // multiples of 64 bytes), so word k < bytes / 8 is inside
-                // it; a volatile store creates no reference. The stored
-                // bytes are the same on any host (from_ne_bytes of a byte
-                // array).
-                unsafe { ptr::write_volatile(base.add(k), v) };
+                // it (non-null); a write-only volatile view creates no
+                // reference. The stored bytes are the same on any host
+                // (from_ne_bytes of a byte array).
+                unsafe { devmem::write_only(base.add(k)) }.write(v);
             }
         }
     }
@@ -70,26 +71,27 @@ impl<const N: usize> CompletionQueue<N> {
     /// it, without consuming it.
     pub fn peek(&self) -> Option<Cqe64> {
         let p = self.cqe64_ptr(self.ci);
-        // SAFETY: p is a valid cqe64 of the ring (cqe64_ptr); raw volatile
-        // read of one byte.
-        let op_own = unsafe { ptr::read_volatile(p.add(OP_OWN_OFFSET)) };
+        // SAFETY: p is a valid cqe64 of the ring (cqe64_ptr, non-null);
+        // one byte through a read-only volatile view.
+        let op_own = unsafe { devmem::read_only(p.add(OP_OWN_OFFSET)) }.read();
         if !sw_owns(op_own, self.ci, self.ncqe()) {
             return None;
         }
         platform::from_device_barrier();
         // SAFETY: 64 bytes at p are inside the ring; [u8; 64] has
-        // alignment 1.
-        Some(Cqe64::from_bytes(unsafe {
-            ptr::read_volatile(p.cast::<[u8; 64]>())
-        }))
+        // alignment 1; a read-only volatile view, no reference.
+        Some(Cqe64::from_bytes(
+            unsafe { devmem::read_only(p.cast::<[u8; 64]>()) }.read(),
+        ))
     }
 
     /// Marks the entry at consumer position `pos` INVALID (owner bit 0).
     #[inline(always)]
     pub(super) fn invalidate(&mut self, pos: u32) {
         let p = self.cqe64_ptr(pos);
-        // SAFETY: p is a cqe64 inside the ring, owned by software until the
-        // consumer index is published past it; one-byte volatile store.
-        unsafe { ptr::write_volatile(p.add(OP_OWN_OFFSET), OP_OWN_INIT) };
+        // SAFETY: p is a cqe64 inside the ring (non-null), owned by
+        // software until the consumer index is published past it; one
+        // byte through a write-only volatile view.
+        unsafe { devmem::write_only(p.add(OP_OWN_OFFSET)) }.write(OP_OWN_INIT);
     }
 }

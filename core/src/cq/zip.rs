@@ -6,7 +6,7 @@ use super::error::PollError;
 use super::resolver::WrResolver;
 use super::{CompletionQueue, CompletionReject};
 use crate::cqe::{Cqe64, MiniCqe, MiniCqeExpander, WorkCompletion, MINI_CQES_PER_SLOT};
-use core::ptr;
+use crate::devmem;
 
 /// A compressed session in progress: its expander, the index of the next
 /// mini-CQE and the mini-CQE array being expanded.
@@ -80,9 +80,10 @@ impl<const N: usize> CompletionQueue<N> {
         let slot = i as usize % MINI_CQES_PER_SLOT;
         if slot == 0 {
             let ap = self.cqe64_ptr(z.exp.array_position(i / MINI_CQES_PER_SLOT as u32));
-            // SAFETY: ap is a cqe64 inside the ring; the session was
-            // published with its title, which software owns.
-            z.arr = unsafe { ptr::read_volatile(ap.cast::<[u8; 64]>()) };
+            // SAFETY: ap is a cqe64 inside the ring (non-null); the session
+            // was published with its title, which software owns. A
+            // read-only volatile view of 64 bytes, no reference.
+            z.arr = unsafe { devmem::read_only(ap.cast::<[u8; 64]>()) }.read();
         }
         let mini = MiniCqe::from_array(&z.arr, slot).unwrap_or_default();
         let cqe = z.exp.expand(i, &mini);

@@ -8,6 +8,7 @@ use super::error::{RecvError, RecvErrorKind};
 use super::seg::{put_any, put_seg, seg_words, TERMINATOR_WORDS};
 use super::slot::{RqSlot, RqSlots};
 use super::wr::RecvWr;
+use crate::devmem;
 use crate::platform::{self, DmaBuf};
 use crate::retire::CompletionReject;
 
@@ -293,8 +294,10 @@ impl<S: RqSlots> RecvQueue<S> {
     }
 
     fn write_dbrec(&mut self, v: u32) {
-        // SAFETY: word 0 of the QP doorbell record, owned by this queue.
-        unsafe { core::ptr::write_volatile(self.dbrec.as_ptr().cast::<[u8; 4]>(), v.to_be_bytes()) }
+        // SAFETY: word 0 of the QP doorbell record, owned by this queue
+        // (borrowed mutably; non-null, 4 bytes, alignment 1 as [u8; 4]); a
+        // write-only volatile view: the device reads the word.
+        unsafe { devmem::write_only(self.dbrec.as_ptr().cast::<[u8; 4]>()) }.write(v.to_be_bytes())
     }
 }
 

@@ -9,6 +9,7 @@ use super::error::{RecvError, RecvErrorKind};
 use super::seg::{put_recv_segs, put_seg, seg_words, seg_words_of, TERMINATOR_WORDS};
 use super::slot::{SrqSlot, SrqSlots};
 use super::wr::RecvWr;
+use crate::devmem;
 use crate::platform::{self, DmaBuf};
 use crate::retire::CompletionReject;
 
@@ -273,13 +274,11 @@ impl<S: SrqSlots> SharedReceiveQueue<S> {
             // The counter is 16 bits by definition (ref §2.2).
             self.counter = self.counter.wrapping_add(done as u16);
             platform::to_device_barrier();
-            // SAFETY: the SRQ doorbell record (4 bytes) this queue owns.
-            unsafe {
-                core::ptr::write_volatile(
-                    self.dbrec.as_ptr().cast::<[u8; 4]>(),
-                    (self.counter as u32).to_be_bytes(),
-                )
-            }
+            // SAFETY: the SRQ doorbell record (4 bytes, non-null,
+            // alignment 1 as [u8; 4]) this queue owns and is borrowed
+            // mutably; a write-only volatile view: the device reads it.
+            unsafe { devmem::write_only(self.dbrec.as_ptr().cast::<[u8; 4]>()) }
+                .write((self.counter as u32).to_be_bytes());
         }
         result
     }

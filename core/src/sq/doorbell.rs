@@ -2,6 +2,7 @@
 //! doorbell and the BlueFlame copy. [ref §4.3](crate::reference).
 
 use super::{SendQueue, SqSlots};
+use crate::devmem;
 use crate::platform::{self, Uar};
 use crate::wqe::{CtrlSeg, DS_BYTES, MAX_DS, SEND_WQE_BB, SEND_WQE_SHIFT};
 
@@ -13,15 +14,12 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     #[inline(always)]
     pub(super) fn write_dbrec(&mut self, value: u32) {
         // SAFETY: dbrec is 8 bytes of DMA memory this queue owns (contract
-        // of `new`), 4-byte aligned (checked by `new`); word 1 (bytes 4..8)
-        // is the send counter, stored big-endian as one word. Volatile: the
+        // of `new`, borrowed mutably here), non-null and 4-byte aligned
+        // (checked by `new`); word 1 (bytes 4..8) is the send counter,
+        // stored big-endian as one word. A write-only volatile view: the
         // device reads it asynchronously.
-        unsafe {
-            core::ptr::write_volatile(
-                self.dbrec.as_ptr().add(4).cast::<u32>(),
-                u32::from_ne_bytes(value.to_be_bytes()),
-            )
-        }
+        unsafe { devmem::write_only(self.dbrec.as_ptr().add(4).cast::<u32>()) }
+            .write(u32::from_ne_bytes(value.to_be_bytes()))
     }
 
     /// The doorbell sequence of [ref §4.3](crate::reference) for `nreq` WRs whose last WQE
@@ -29,7 +27,7 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     /// count them). `single_inline` tells, for a single-WR post, whether
     /// it was inline (asked only when a BlueFlame copy is possible).
     #[inline(always)]
-    pub(super) fn ring_doorbell(
+    pub(crate) fn ring_doorbell(
         &mut self,
         nreq: u32,
         last_cur: u32,
@@ -37,7 +35,7 @@ impl<U: Uar, S: SqSlots> SendQueue<U, S> {
     ) {
         platform::to_device_barrier();
         self.write_dbrec(self.cur_post & 0xffff);
-        platform::mmio_flush_writes();
+        platform::mmio_wc_start();
         let bf = self.cfg.bf;
         let reg = bf.reg_offset + self.bf_offset;
         let ctrl_off = ((last_cur & self.ring.mask) as usize) << SEND_WQE_SHIFT;

@@ -4,7 +4,7 @@
 
 use super::flags::EthCsFlags;
 use super::seg::{Be16, Segment};
-use memoffset::offset_of;
+use core::mem::offset_of;
 use static_assertions::{assert_eq_align, assert_eq_size, const_assert_eq};
 
 /// Bytes of packet header that fit inside the 32-byte Ethernet segment

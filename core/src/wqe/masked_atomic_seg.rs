@@ -2,7 +2,7 @@
 //! [ref §1.5](crate::reference).
 
 use super::seg::{Be64, Segment};
-use memoffset::offset_of;
+use core::mem::offset_of;
 use static_assertions::{assert_eq_size, const_assert_eq};
 
 /// Masked atomic segment (32 bytes, opcodes 0x14/0x15). [ref §1.5](crate::reference).

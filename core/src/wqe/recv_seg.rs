@@ -2,7 +2,7 @@
 //! signature ([`RecvSigSeg`]). [ref §1.5, §2.1, §2.2](crate::reference).
 
 use super::seg::{Be16, Segment};
-use memoffset::offset_of;
+use core::mem::offset_of;
 use static_assertions::{assert_eq_size, const_assert_eq};
 
 /// SRQ next segment (16 bytes), first in every SRQ WQE. [ref §2.2](crate::reference).

@@ -4,7 +4,7 @@
 
 use super::flags::{MkeyAccess, MkeyMask, UmrFlags};
 use super::seg::{Be16, Be32, Be64, Segment};
-use memoffset::offset_of;
+use core::mem::offset_of;
 use static_assertions::{assert_eq_align, assert_eq_size, const_assert_eq};
 
 /// UMR control segment (48 bytes), second segment of rdma-core's BIND_MW

@@ -2,7 +2,7 @@
 //! [ref §1.5](crate::reference).
 
 use super::seg::{Be32, Segment};
-use memoffset::offset_of;
+use core::mem::offset_of;
 use static_assertions::{assert_eq_size, const_assert_eq};
 
 /// XRC segment (16 bytes): remote SRQ number. [ref §1.5](crate::reference).

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# Checks the instructions the DMA/MMIO barriers of core/src/platform.rs
+# compile to, per architecture, against rdma-core's util/udma_barrier.h
+# (ref §4.4), and the order of barriers and stores in the CQ SET_CI, CQ arm
+# and send doorbell sequences; then two source rules (docs/architecture.md):
+# offsets come from core::mem::offset_of! (memoffset only for span_of!), and
+# the core imports `volatile`.
+#
+#   scripts/check-barriers.sh
+#
+# The core is built in release for aarch64-unknown-none, x86_64-unknown-none
+# (SSE off: the asm! form of lfence/sfence) and x86_64-unknown-linux-gnu
+# (the intrinsics the measured hot path uses), with
+# --cfg bareverbs_barrier_probes (core/src/barrier_probes.rs: one
+# #[inline(never)] function per barrier and per sequence) and
+# --emit asm, into ${CARGO_TARGET_DIR:-target}/check-barriers. Each probe's
+# body is reduced to a token string: its barrier instructions (dmb/dsb/
+# lfence/sfence/mfence, operands included) and S for a run of stores to
+# memory other than the stack, and matched against the expected pattern.
+# Any `dmb ish*`, `dmb sy` or `mfence` in a probe fails, as does a call in a
+# barrier probe (a barrier that is not inlined). One line per check; the
+# exit status is non-zero on any mismatch.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TD=${CARGO_TARGET_DIR:-target}/check-barriers
+fail=0
+
+ok() { printf '  ok    %-40s %s\n' "$1" "$2"; }
+bad() { printf '  FAIL  %-40s %s\n' "$1" "$2"; fail=1; }
+
+# emit TARGET -> path of the assembly of the bareverbs crate for TARGET
+emit() {
+  local t=$1
+  if ! rustup target list --installed 2>/dev/null | grep -qx "$t"; then
+    rustup target add "$t" >&2
+  fi
+  cargo rustc -q -p bareverbs --release --target "$t" --target-dir "$TD" -- \
+    --emit asm -C codegen-units=1 --cfg bareverbs_barrier_probes >&2
+  ls -t "$TD/$t"/release/deps/bareverbs-*.s | head -1
+}
+
+# tokens ASM PROBE -> the probe's token string (empty if the symbol is missing:
+# then "MISSING")
+tokens() {
+  awk -v probe="$2" '
+    BEGIN { re = "^_ZN9bareverbs14barrier_probes[0-9]+" probe "17h[0-9a-f]+E:$" }
+    $0 ~ re { inside = 1; found = 1; next }
+    inside && /^\.Lfunc_end/ { inside = 0 }
+    !inside { next }
+    /^\t[a-z]/ {
+      line = $0; sub(/^\t/, "", line); gsub(/\t/, " ", line)
+      op = line; sub(/ .*/, "", op)
+      tok = ""
+      if (op ~ /^(dmb|dsb|isb|lfence|sfence|mfence)$/) tok = line
+      else if (op ~ /^(call|callq|bl|blr)$/) tok = "CALL"
+      else if (op ~ /^(str|strb|strh|stur|sturb|sturh|stp|stlr|stlrb|stlrh)$/) {
+        if (line !~ /\[sp/) tok = "S"
+      } else if (op !~ /^(cmp|test|push|pop|lea|j|call|ret|nop|prefetch)/) {
+        # AT&T: a store writes its last operand, a memory operand.
+        n = split(line, a, ", ")
+        last = a[n]; sub(/^[^ ]+ /, "", last)
+        if (last ~ /\(/ && last !~ /%rsp\)/) tok = "S"
+      }
+      if (tok == "") next
+      if (tok == "S" && prev == "S") next
+      out = out (out == "" ? "" : " ") tok
+      prev = tok
+    }
+    END { if (!found) print "MISSING"; else print out }
+  ' "$1"
+}
+
+# check ASM NAME PROBE PATTERN: the token string must match ^(PATTERN)$ (an
+# extended regular expression; empty: no barrier, no store) and
+# hold no inner-shareable or full-system barrier.
+check() {
+  local asm=$1 name=$2 probe=$3 want=$4 got
+  got=$(tokens "$asm" "$probe")
+  if [ "$got" = MISSING ]; then
+    bad "$name" "probe symbol $probe not found"
+  elif printf '%s' "$got" | grep -Eq 'dmb ish|dmb sy|dsb sy|mfence'; then
+    bad "$name" "[$got] has an inner-shareable/full barrier"
+  elif [[ $got =~ ^($want)$ ]]; then
+    ok "$name" "[$got]"
+  else
+    bad "$name" "[$got], want /$want/"
+  fi
+}
+
+echo "aarch64-unknown-none (rdma-core: dmb oshst / dmb oshld / dsb st)"
+a=$(emit aarch64-unknown-none)
+check "$a" to_device_barrier to_device 'dmb oshst'
+check "$a" ordering_write_barrier ordering_write 'dmb oshst'
+check "$a" from_device_barrier from_device 'dmb oshld'
+check "$a" release_to_device_barrier release_to_device 'dmb osh'
+check "$a" mmio_wc_start mmio_wc_start 'dsb st'
+check "$a" mmio_flush_writes mmio_flush_writes 'dsb st'
+check "$a" "cq publish_ci (barrier, SET_CI)" cq_publish_ci 'dmb osh S'
+check "$a" "cq arm (rec, wc_start, db, flush)" cq_arm 'S dsb st S dsb st'
+check "$a" "sq doorbell (bar, rec, wc_start, ...)" sq_ring_doorbell 'dmb oshst S dsb st( S| CALL| dsb st)* dsb st( S)?'
+
+for t in x86_64-unknown-linux-gnu x86_64-unknown-none; do
+  echo "$t (rdma-core: compiler barrier / lfence / sfence)"
+  x=$(emit "$t")
+  check "$x" to_device_barrier to_device ''
+  check "$x" ordering_write_barrier ordering_write ''
+  check "$x" from_device_barrier from_device 'lfence'
+  check "$x" release_to_device_barrier release_to_device ''
+  check "$x" mmio_wc_start mmio_wc_start 'sfence'
+  check "$x" mmio_flush_writes mmio_flush_writes 'sfence'
+  check "$x" "cq publish_ci (SET_CI)" cq_publish_ci 'S'
+  check "$x" "cq arm (rec, wc_start, db, flush)" cq_arm 'S sfence S sfence'
+  check "$x" "sq doorbell (rec, wc_start, ...)" sq_ring_doorbell 'S sfence( S| CALL| sfence)* sfence( S)?'
+done
+
+echo "source rules (docs/architecture.md)"
+if git grep --untracked -nE 'memoffset::offset_of|use memoffset::\{?[^}]*offset_of' -- '*.rs' >/dev/null; then
+  bad "offset_of! from core::mem" "$(git grep --untracked -nE 'memoffset::offset_of|use memoffset::\{?[^}]*offset_of' -- '*.rs' | head -3 | tr '\n' ' ')"
+else
+  ok "offset_of! from core::mem" "memoffset only for span_of!"
+fi
+if git grep --untracked -qE '^use volatile::|[^a-z_]volatile::(VolatilePtr|access)' -- 'core/src/*.rs'; then
+  ok "core uses volatile" "$(git grep --untracked -lE 'volatile::(VolatilePtr|access)' -- 'core/src/*.rs' | wc -l) files"
+else
+  bad "core uses volatile" "no import of volatile in core/src"
+fi
+
+exit $fail
