@@ -18,10 +18,12 @@ if [ ! -f /usr/include/infiniband/mlx5dv.h ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq libibverbs-dev >/dev/null
 fi
-if ! rustup target list --installed | grep -q '^x86_64-unknown-none$'; then
-  step "adding the x86_64-unknown-none target"
-  rustup target add x86_64-unknown-none
-fi
+for t in x86_64-unknown-none aarch64-unknown-none; do
+  if ! rustup target list --installed | grep -q "^$t\$"; then
+    step "adding the $t target"
+    rustup target add "$t"
+  fi
+done
 if ! rustup run nightly rustc --version >/dev/null 2>&1; then
   step "installing nightly"
   rustup toolchain install nightly --profile minimal
@@ -87,6 +89,9 @@ check "cargo doc (workspace, no warnings)" \
 
 check "no_std build of the core for x86_64-unknown-none" \
   cargo build -q -p bareverbs --target x86_64-unknown-none
+
+check "DMA barriers per architecture in the emitted instructions (aarch64, x86_64), volatile/memoffset rules" \
+  bash scripts/check-barriers.sh
 
 check "workspace tests with the c-loop feature (unit, integration, vendor-header conformance, vector replays, corpus replays)" \
   cargo test --workspace --release --no-fail-fast --features "$c_loop"
