@@ -1,9 +1,12 @@
 //! The `bareverbs` command-line tool.
+// Output goes through `bareverbs_tool::output` (a closed stdout exits 0).
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use bareverbs_tool::args::{is_usage, UsageExt};
 use bareverbs_tool::envelope::{envelope, envelope_of};
+use bareverbs_tool::{eoutln, out, outln};
 use clap::{Parser, Subcommand};
 
 /// bareverbs: mlx5 queue sizing, codec and performance tools.
@@ -132,7 +135,7 @@ fn main() -> ExitCode {
         Err(e) => {
             // One line: the error and its causes, joined by ": ".
             let msg = format!("{e:#}").replace('\n', " ");
-            eprintln!("error: {msg}");
+            eoutln!("error: {msg}");
             // Bad user input exits 2 (as clap's usage errors do); run-time
             // failures exit 1.
             ExitCode::from(if is_usage(&e) { 2 } else { 1 })
@@ -142,7 +145,7 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli {
-        Cli::Version => println!("bareverbs {}", env!("CARGO_PKG_VERSION")),
+        Cli::Version => outln!("bareverbs {}", env!("CARGO_PKG_VERSION")),
         Cli::Conform { files } => return conform(&files),
         Cli::Decode(d) => decode(d)?,
         Cli::Devinfo(a) => devinfo(a)?,
@@ -167,8 +170,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 
 /// `bareverbs conform FILE…`: exit status 1 if any case fails.
 fn conform(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    let mut out = bareverbs_tool::output::stdout();
     // An unreadable file is bad input (exit 2), not a failed case.
     for f in files {
         std::fs::File::open(f)
@@ -190,7 +192,7 @@ fn decode(d: Decode) -> anyhow::Result<()> {
             let bytes = bareverbs_tool::decode::parse_hex(&hex.join(" ")).usage()?;
             let s = bareverbs_tool::decode::wqe::decode_wqe(&bytes, qp_type.as_deref(), json)
                 .usage()?;
-            println!("{s}");
+            outln!("{s}");
         }
         Decode::Cqe {
             hex,
@@ -200,7 +202,7 @@ fn decode(d: Decode) -> anyhow::Result<()> {
         } => {
             let bytes = bareverbs_tool::decode::parse_hex(&hex.join(" ")).usage()?;
             let s = bareverbs_tool::decode::cqe::decode_cqe(&bytes, json, ci, ncqe).usage()?;
-            println!("{s}");
+            outln!("{s}");
         }
     }
     Ok(())
@@ -214,9 +216,9 @@ fn devinfo(a: bareverbs_tool::devinfo::DevinfoArgs) -> anyhow::Result<()> {
         let names = di::list_devices();
         if a.json {
             let v = envelope("devinfo", serde_json::json!({ "devices": names }));
-            println!("{}", serde_json::to_string_pretty(&v)?);
+            outln!("{}", serde_json::to_string_pretty(&v)?);
         } else {
-            print!("{}", di::list_text(&names));
+            out!("{}", di::list_text(&names));
         }
         return Ok(());
     }
@@ -238,11 +240,11 @@ fn devinfo(a: bareverbs_tool::devinfo::DevinfoArgs) -> anyhow::Result<()> {
         if let Some(r) = &st {
             v["selftest"] = bareverbs_tool::selftest::to_json(r, &name, &opts);
         }
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!("{}", serde_json::to_string_pretty(&v)?);
     } else {
-        print!("{}", di::to_text(&d, &dev, a.verbose));
+        out!("{}", di::to_text(&d, &dev, a.verbose));
         if let Some(r) = &st {
-            print!("{}", bareverbs_tool::selftest::to_text(r, &name, &opts));
+            out!("{}", bareverbs_tool::selftest::to_text(r, &name, &opts));
         }
     }
     Ok(())
@@ -261,9 +263,9 @@ fn selftest(a: bareverbs_tool::selftest::SelftestArgs) -> anyhow::Result<()> {
             "selftest",
             bareverbs_tool::selftest::to_json(&r, &name, &opts),
         );
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!("{}", serde_json::to_string_pretty(&v)?);
     } else {
-        print!("{}", bareverbs_tool::selftest::to_text(&r, &name, &opts));
+        out!("{}", bareverbs_tool::selftest::to_text(&r, &name, &opts));
     }
     Ok(())
 }
@@ -272,9 +274,9 @@ fn selftest(a: bareverbs_tool::selftest::SelftestArgs) -> anyhow::Result<()> {
 fn perf_poll(args: bareverbs_tool::perf::poll::PollArgs, json: bool) -> anyhow::Result<()> {
     let stats = bareverbs_tool::perf::poll::PollBench::new(args)?.run();
     if json {
-        println!("{}", envelope_of("perf poll", &stats)?);
+        outln!("{}", envelope_of("perf poll", &stats)?);
     } else {
-        println!(
+        outln!(
             "poll batch={} path={}: {:.2} ns/CQE over {} CQEs",
             args.batch,
             if args.full { "full" } else { "lean" },
@@ -290,9 +292,9 @@ fn perf_poll(args: bareverbs_tool::perf::poll::PollArgs, json: bool) -> anyhow::
 fn perf_post(args: bareverbs_tool::perf::post::PostArgs, json: bool) -> anyhow::Result<()> {
     let stats = bareverbs_tool::perf::post::PostBench::new(args)?.run();
     if json {
-        println!("{}", envelope_of("perf post", &stats)?);
+        outln!("{}", envelope_of("perf post", &stats)?);
     } else {
-        println!(
+        outln!(
             "post {:?} sge={} inline={:?} batch={} signal_every={}: {:.2} ns/WR over {} WRs ({:.2} WQEBBs/WR, {} doorbells)",
             args.opcode,
             args.sge,
@@ -312,9 +314,9 @@ fn perf_post(args: bareverbs_tool::perf::post::PostArgs, json: bool) -> anyhow::
 fn perf_post_recv(args: bareverbs_tool::perf::recv::RecvArgs, json: bool) -> anyhow::Result<()> {
     let stats = bareverbs_tool::perf::recv::RecvBench::new(args)?.run()?;
     if json {
-        println!("{}", envelope_of("perf post-recv", &stats)?);
+        outln!("{}", envelope_of("perf post-recv", &stats)?);
     } else {
-        println!(
+        outln!(
             "post-recv {:?} sge={} batch={}: {:.2} ns/WR over {} WRs (max_gs {}, {} doorbell records)",
             args.queue,
             args.sge,
