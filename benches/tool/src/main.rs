@@ -9,9 +9,13 @@ use bareverbs_tool::envelope::{envelope, envelope_of};
 use bareverbs_tool::{eoutln, out, outln};
 use clap::{Parser, Subcommand};
 
-/// bareverbs: mlx5 queue sizing, codec and performance tools.
+// clap takes the doc comments below as help text, so they are plain text
+// (no rustdoc links); the tests at the end check every command's help.
+// The about line names every subcommand (not the package description).
+/// bareverbs: mlx5 queue sizing, codec and performance tools (conform,
+/// decode, devinfo, selftest, budget, perf, pingpong, sweep, version).
 #[derive(Parser)]
-#[command(name = "bareverbs", version, about)]
+#[command(name = "bareverbs", version)]
 enum Cli {
     /// Print the tool version and exit.
     Version,
@@ -29,7 +33,7 @@ enum Cli {
     /// Loopback self-test: WRITE, SEND/RECV and READ between two RC QPs
     /// looped back on port 1, every byte verified.
     Selftest(bareverbs_tool::selftest::SelftestArgs),
-    /// Exact mlx5 queue memory per QP and per node ([ref §3](bareverbs::reference)).
+    /// Exact mlx5 queue memory per QP and per node (hardware reference §3).
     Budget(bareverbs_tool::budget::BudgetArgs),
     /// Measure the data path (post/poll on memory-backed queues).
     #[command(subcommand)]
@@ -354,6 +358,56 @@ impl From<PerfCmd> for bareverbs_tool::perf::cli::Cmd {
                 per_round,
                 json,
             },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::CommandFactory;
+
+    /// `cmd` and its subcommands, recursively: each one's path (`bareverbs
+    /// perf post`) with its `-h` and `--help` text.
+    fn helps(cmd: &mut clap::Command, path: &str, out: &mut Vec<(String, String)>) {
+        out.push((format!("{path} -h"), cmd.render_help().to_string()));
+        out.push((format!("{path} --help"), cmd.render_long_help().to_string()));
+        for sub in cmd.get_subcommands_mut() {
+            let p = format!("{path} {}", sub.get_name());
+            helps(sub, &p, out);
+        }
+    }
+
+    /// The built command tree (with clap's `help` subcommands).
+    fn cli() -> clap::Command {
+        let mut cmd = Cli::command();
+        cmd.build();
+        cmd
+    }
+
+    #[test]
+    fn help_text_has_no_rustdoc_links() {
+        let mut all = Vec::new();
+        helps(&mut cli(), "bareverbs", &mut all);
+        // bareverbs, its subcommands, perf's and decode's: at least 20.
+        assert!(all.len() > 40, "{}", all.len());
+        for (what, text) in &all {
+            for bad in ["](", "[`", "[ref §", "bareverbs::"] {
+                assert!(!text.contains(bad), "{what}: {bad:?} in\n{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn about_line_names_every_subcommand() {
+        let cmd = cli();
+        let about = cmd.get_about().expect("an about line").to_string();
+        for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+            assert!(
+                about.contains(sub.get_name()),
+                "about line lacks {}: {about}",
+                sub.get_name()
+            );
         }
     }
 }
