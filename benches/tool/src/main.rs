@@ -7,13 +7,14 @@ use std::process::ExitCode;
 use bareverbs_tool::args::{is_usage, UsageExt};
 use bareverbs_tool::envelope::{envelope, envelope_of};
 use bareverbs_tool::{eoutln, out, outln};
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 // clap takes the doc comments below as help text, so they are plain text
 // (no rustdoc links); the tests at the end check every command's help.
 // The about line names every subcommand (not the package description).
 /// bareverbs: mlx5 queue sizing, codec and performance tools (conform,
-/// decode, devinfo, selftest, budget, perf, pingpong, sweep, version).
+/// decode, devinfo, selftest, budget, perf, pingpong, sweep, completions,
+/// version).
 #[derive(Parser)]
 #[command(name = "bareverbs", version)]
 enum Cli {
@@ -43,6 +44,12 @@ enum Cli {
     Pingpong(bareverbs_tool::pingpong::PingpongArgs),
     /// max_send_wr x max_send_sge design space: sizing, posted WQE, CPU and NIC cost.
     Sweep(bareverbs_tool::sweep::SweepArgs),
+    /// Print a completion script for SHELL on stdout (e.g. `bareverbs
+    /// completions bash > /etc/bash_completion.d/bareverbs`).
+    Completions {
+        /// The shell the script is for.
+        shell: clap_complete::Shell,
+    },
 }
 
 /// `bareverbs perf` subcommands.
@@ -168,6 +175,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cli::Perf(PerfCmd::PostRecv { args, json }) => perf_post_recv(args, json)?,
         Cli::Perf(cmd) => return bareverbs_tool::perf::cli::run(cmd.into()),
         Cli::Sweep(args) => bareverbs_tool::sweep::run(&args)?,
+        Cli::Completions { shell } => completions(shell),
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -187,6 +195,12 @@ fn conform(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `bareverbs completions SHELL`: the completion script on stdout.
+fn completions(shell: clap_complete::Shell) {
+    let mut out = bareverbs_tool::output::stdout();
+    clap_complete::generate(shell, &mut Cli::command(), "bareverbs", &mut out);
 }
 
 /// `bareverbs decode wqe|cqe HEX`.
@@ -385,6 +399,16 @@ mod tests {
         cmd
     }
 
+    /// Every subcommand path below `cmd`, e.g. `perf write-lat` (not
+    /// clap's `help`).
+    fn paths(cmd: &clap::Command, prefix: &str, out: &mut Vec<String>) {
+        for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+            let p = format!("{prefix}{}", sub.get_name());
+            out.push(p.clone());
+            paths(sub, &format!("{p} "), out);
+        }
+    }
+
     #[test]
     fn help_text_has_no_rustdoc_links() {
         let mut all = Vec::new();
@@ -408,6 +432,28 @@ mod tests {
                 "about line lacks {}: {about}",
                 sub.get_name()
             );
+        }
+    }
+
+    #[test]
+    fn bash_completions_name_every_subcommand() {
+        let mut script = Vec::new();
+        clap_complete::generate(
+            clap_complete::Shell::Bash,
+            &mut Cli::command(),
+            "bareverbs",
+            &mut script,
+        );
+        let script = String::from_utf8(script).unwrap();
+        let mut all = Vec::new();
+        paths(&cli(), "", &mut all);
+        assert!(all.iter().any(|p| p == "perf write-lat"), "{all:?}");
+        assert!(all.iter().any(|p| p == "completions"), "{all:?}");
+        for path in all {
+            // A case label of the script's word walk: `bareverbs,perf)`,
+            // `bareverbs__subcmd__perf,write-lat)`.
+            let label = format!(",{})", path.rsplit(' ').next().unwrap());
+            assert!(script.contains(&label), "{path} not in the bash script");
         }
     }
 }

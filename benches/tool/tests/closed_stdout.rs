@@ -126,9 +126,10 @@ fn perf_commands() {
 }
 
 #[test]
-fn version_and_help() {
+fn version_help_and_completions() {
     quiet_on_closed_stdout(&["version"]);
     quiet_on_closed_stdout(&["--version"]);
     quiet_on_closed_stdout(&["--help"]);
     quiet_on_closed_stdout(&["sweep", "--help"]);
+    quiet_on_closed_stdout(&["completions", "bash"]);
 }
