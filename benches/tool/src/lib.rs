@@ -19,6 +19,7 @@
 //! | [`model`] | the closed-form NIC/PCIe cost model behind `sweep` and the `model` backend |
 //! | [`args`], [`device_arg`] | shared argument parsing: sizes, counts, paths, `--device` names |
 //! | [`envelope`] | the JSON envelope every `--json` output carries |
+//! | [`output`] | stdout and stderr: `out!`/`outln!`, a closed pipe exits 0 |
 //!
 //! The C comparison loop used by `perf compare-c` is `c/post_loop.c`, built
 //! with the `c-loop` feature (it needs Debian's libibverbs-dev). The
@@ -31,6 +32,8 @@
 //! and exact output formats, each with its public source. `ref §N` citations
 //! point to the hardware reference, [`bareverbs::reference`].
 #![deny(missing_docs)]
+// Output goes through [`output`] (a closed stdout exits 0, quietly).
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod args;
 pub mod budget;
@@ -39,6 +42,7 @@ pub mod device_arg;
 pub mod devinfo;
 pub mod envelope;
 pub mod model;
+pub mod output;
 pub mod perf;
 pub mod perftest;
 pub mod pingpong;

@@ -1,14 +1,22 @@
 //! The `bareverbs` command-line tool.
+// Output goes through `bareverbs_tool::output` (a closed stdout exits 0).
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use bareverbs_tool::args::{is_usage, UsageExt};
 use bareverbs_tool::envelope::{envelope, envelope_of};
-use clap::{Parser, Subcommand};
+use bareverbs_tool::{eoutln, out, outln};
+use clap::{CommandFactory, Parser, Subcommand};
 
-/// bareverbs: mlx5 queue sizing, codec and performance tools.
+// clap takes the doc comments below as help text, so they are plain text
+// (no rustdoc links); the tests at the end check every command's help.
+// The about line names every subcommand (not the package description).
+/// bareverbs: mlx5 queue sizing, codec and performance tools (conform,
+/// decode, devinfo, selftest, budget, perf, pingpong, sweep, completions,
+/// version).
 #[derive(Parser)]
-#[command(name = "bareverbs", version, about)]
+#[command(name = "bareverbs", version)]
 enum Cli {
     /// Print the tool version and exit.
     Version,
@@ -26,7 +34,7 @@ enum Cli {
     /// Loopback self-test: WRITE, SEND/RECV and READ between two RC QPs
     /// looped back on port 1, every byte verified.
     Selftest(bareverbs_tool::selftest::SelftestArgs),
-    /// Exact mlx5 queue memory per QP and per node ([ref §3](bareverbs::reference)).
+    /// Exact mlx5 queue memory per QP and per node (hardware reference §3).
     Budget(bareverbs_tool::budget::BudgetArgs),
     /// Measure the data path (post/poll on memory-backed queues).
     #[command(subcommand)]
@@ -36,6 +44,12 @@ enum Cli {
     Pingpong(bareverbs_tool::pingpong::PingpongArgs),
     /// max_send_wr x max_send_sge design space: sizing, posted WQE, CPU and NIC cost.
     Sweep(bareverbs_tool::sweep::SweepArgs),
+    /// Print a completion script for SHELL on stdout (e.g. `bareverbs
+    /// completions bash > /etc/bash_completion.d/bareverbs`).
+    Completions {
+        /// The shell the script is for.
+        shell: clap_complete::Shell,
+    },
 }
 
 /// `bareverbs perf` subcommands.
@@ -132,7 +146,7 @@ fn main() -> ExitCode {
         Err(e) => {
             // One line: the error and its causes, joined by ": ".
             let msg = format!("{e:#}").replace('\n', " ");
-            eprintln!("error: {msg}");
+            eoutln!("error: {msg}");
             // Bad user input exits 2 (as clap's usage errors do); run-time
             // failures exit 1.
             ExitCode::from(if is_usage(&e) { 2 } else { 1 })
@@ -142,7 +156,7 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli {
-        Cli::Version => println!("bareverbs {}", env!("CARGO_PKG_VERSION")),
+        Cli::Version => outln!("bareverbs {}", env!("CARGO_PKG_VERSION")),
         Cli::Conform { files } => return conform(&files),
         Cli::Decode(d) => decode(d)?,
         Cli::Devinfo(a) => devinfo(a)?,
@@ -161,14 +175,14 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Cli::Perf(PerfCmd::PostRecv { args, json }) => perf_post_recv(args, json)?,
         Cli::Perf(cmd) => return bareverbs_tool::perf::cli::run(cmd.into()),
         Cli::Sweep(args) => bareverbs_tool::sweep::run(&args)?,
+        Cli::Completions { shell } => completions(shell),
     }
     Ok(ExitCode::SUCCESS)
 }
 
 /// `bareverbs conform FILE…`: exit status 1 if any case fails.
 fn conform(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    let mut out = bareverbs_tool::output::stdout();
     // An unreadable file is bad input (exit 2), not a failed case.
     for f in files {
         std::fs::File::open(f)
@@ -183,6 +197,12 @@ fn conform(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `bareverbs completions SHELL`: the completion script on stdout.
+fn completions(shell: clap_complete::Shell) {
+    let mut out = bareverbs_tool::output::stdout();
+    clap_complete::generate(shell, &mut Cli::command(), "bareverbs", &mut out);
+}
+
 /// `bareverbs decode wqe|cqe HEX`.
 fn decode(d: Decode) -> anyhow::Result<()> {
     match d {
@@ -190,7 +210,7 @@ fn decode(d: Decode) -> anyhow::Result<()> {
             let bytes = bareverbs_tool::decode::parse_hex(&hex.join(" ")).usage()?;
             let s = bareverbs_tool::decode::wqe::decode_wqe(&bytes, qp_type.as_deref(), json)
                 .usage()?;
-            println!("{s}");
+            outln!("{s}");
         }
         Decode::Cqe {
             hex,
@@ -200,7 +220,7 @@ fn decode(d: Decode) -> anyhow::Result<()> {
         } => {
             let bytes = bareverbs_tool::decode::parse_hex(&hex.join(" ")).usage()?;
             let s = bareverbs_tool::decode::cqe::decode_cqe(&bytes, json, ci, ncqe).usage()?;
-            println!("{s}");
+            outln!("{s}");
         }
     }
     Ok(())
@@ -214,9 +234,9 @@ fn devinfo(a: bareverbs_tool::devinfo::DevinfoArgs) -> anyhow::Result<()> {
         let names = di::list_devices();
         if a.json {
             let v = envelope("devinfo", serde_json::json!({ "devices": names }));
-            println!("{}", serde_json::to_string_pretty(&v)?);
+            outln!("{}", serde_json::to_string_pretty(&v)?);
         } else {
-            print!("{}", di::list_text(&names));
+            out!("{}", di::list_text(&names));
         }
         return Ok(());
     }
@@ -238,11 +258,11 @@ fn devinfo(a: bareverbs_tool::devinfo::DevinfoArgs) -> anyhow::Result<()> {
         if let Some(r) = &st {
             v["selftest"] = bareverbs_tool::selftest::to_json(r, &name, &opts);
         }
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!("{}", serde_json::to_string_pretty(&v)?);
     } else {
-        print!("{}", di::to_text(&d, &dev, a.verbose));
+        out!("{}", di::to_text(&d, &dev, a.verbose));
         if let Some(r) = &st {
-            print!("{}", bareverbs_tool::selftest::to_text(r, &name, &opts));
+            out!("{}", bareverbs_tool::selftest::to_text(r, &name, &opts));
         }
     }
     Ok(())
@@ -261,9 +281,9 @@ fn selftest(a: bareverbs_tool::selftest::SelftestArgs) -> anyhow::Result<()> {
             "selftest",
             bareverbs_tool::selftest::to_json(&r, &name, &opts),
         );
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        outln!("{}", serde_json::to_string_pretty(&v)?);
     } else {
-        print!("{}", bareverbs_tool::selftest::to_text(&r, &name, &opts));
+        out!("{}", bareverbs_tool::selftest::to_text(&r, &name, &opts));
     }
     Ok(())
 }
@@ -272,9 +292,9 @@ fn selftest(a: bareverbs_tool::selftest::SelftestArgs) -> anyhow::Result<()> {
 fn perf_poll(args: bareverbs_tool::perf::poll::PollArgs, json: bool) -> anyhow::Result<()> {
     let stats = bareverbs_tool::perf::poll::PollBench::new(args)?.run();
     if json {
-        println!("{}", envelope_of("perf poll", &stats)?);
+        outln!("{}", envelope_of("perf poll", &stats)?);
     } else {
-        println!(
+        outln!(
             "poll batch={} path={}: {:.2} ns/CQE over {} CQEs",
             args.batch,
             if args.full { "full" } else { "lean" },
@@ -290,9 +310,9 @@ fn perf_poll(args: bareverbs_tool::perf::poll::PollArgs, json: bool) -> anyhow::
 fn perf_post(args: bareverbs_tool::perf::post::PostArgs, json: bool) -> anyhow::Result<()> {
     let stats = bareverbs_tool::perf::post::PostBench::new(args)?.run();
     if json {
-        println!("{}", envelope_of("perf post", &stats)?);
+        outln!("{}", envelope_of("perf post", &stats)?);
     } else {
-        println!(
+        outln!(
             "post {:?} sge={} inline={:?} batch={} signal_every={}: {:.2} ns/WR over {} WRs ({:.2} WQEBBs/WR, {} doorbells)",
             args.opcode,
             args.sge,
@@ -312,9 +332,9 @@ fn perf_post(args: bareverbs_tool::perf::post::PostArgs, json: bool) -> anyhow::
 fn perf_post_recv(args: bareverbs_tool::perf::recv::RecvArgs, json: bool) -> anyhow::Result<()> {
     let stats = bareverbs_tool::perf::recv::RecvBench::new(args)?.run()?;
     if json {
-        println!("{}", envelope_of("perf post-recv", &stats)?);
+        outln!("{}", envelope_of("perf post-recv", &stats)?);
     } else {
-        println!(
+        outln!(
             "post-recv {:?} sge={} batch={}: {:.2} ns/WR over {} WRs (max_gs {}, {} doorbell records)",
             args.queue,
             args.sge,
@@ -352,6 +372,88 @@ impl From<PerfCmd> for bareverbs_tool::perf::cli::Cmd {
                 per_round,
                 json,
             },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::CommandFactory;
+
+    /// `cmd` and its subcommands, recursively: each one's path (`bareverbs
+    /// perf post`) with its `-h` and `--help` text.
+    fn helps(cmd: &mut clap::Command, path: &str, out: &mut Vec<(String, String)>) {
+        out.push((format!("{path} -h"), cmd.render_help().to_string()));
+        out.push((format!("{path} --help"), cmd.render_long_help().to_string()));
+        for sub in cmd.get_subcommands_mut() {
+            let p = format!("{path} {}", sub.get_name());
+            helps(sub, &p, out);
+        }
+    }
+
+    /// The built command tree (with clap's `help` subcommands).
+    fn cli() -> clap::Command {
+        let mut cmd = Cli::command();
+        cmd.build();
+        cmd
+    }
+
+    /// Every subcommand path below `cmd`, e.g. `perf write-lat` (not
+    /// clap's `help`).
+    fn paths(cmd: &clap::Command, prefix: &str, out: &mut Vec<String>) {
+        for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+            let p = format!("{prefix}{}", sub.get_name());
+            out.push(p.clone());
+            paths(sub, &format!("{p} "), out);
+        }
+    }
+
+    #[test]
+    fn help_text_has_no_rustdoc_links() {
+        let mut all = Vec::new();
+        helps(&mut cli(), "bareverbs", &mut all);
+        // bareverbs, its subcommands, perf's and decode's: at least 20.
+        assert!(all.len() > 40, "{}", all.len());
+        for (what, text) in &all {
+            for bad in ["](", "[`", "[ref §", "bareverbs::"] {
+                assert!(!text.contains(bad), "{what}: {bad:?} in\n{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn about_line_names_every_subcommand() {
+        let cmd = cli();
+        let about = cmd.get_about().expect("an about line").to_string();
+        for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+            assert!(
+                about.contains(sub.get_name()),
+                "about line lacks {}: {about}",
+                sub.get_name()
+            );
+        }
+    }
+
+    #[test]
+    fn bash_completions_name_every_subcommand() {
+        let mut script = Vec::new();
+        clap_complete::generate(
+            clap_complete::Shell::Bash,
+            &mut Cli::command(),
+            "bareverbs",
+            &mut script,
+        );
+        let script = String::from_utf8(script).unwrap();
+        let mut all = Vec::new();
+        paths(&cli(), "", &mut all);
+        assert!(all.iter().any(|p| p == "perf write-lat"), "{all:?}");
+        assert!(all.iter().any(|p| p == "completions"), "{all:?}");
+        for path in all {
+            // A case label of the script's word walk: `bareverbs,perf)`,
+            // `bareverbs__subcmd__perf,write-lat)`.
+            let label = format!(",{})", path.rsplit(' ').next().unwrap());
+            assert!(script.contains(&label), "{path} not in the bash script");
         }
     }
 }

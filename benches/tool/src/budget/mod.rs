@@ -105,17 +105,17 @@ pub fn run(args: &BudgetArgs) -> anyhow::Result<i32> {
         None => load_caps(args.caps.as_deref())?,
     };
     if args.table {
-        print!("{}", table(args, &caps));
+        crate::out!("{}", table(args, &caps));
         return Ok(0);
     }
     let out = compute(args, &caps)?;
     if args.json {
         let v = crate::envelope::envelope("budget", out.json);
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        crate::outln!("{}", serde_json::to_string_pretty(&v)?);
     } else if out.code == 0 {
-        print!("{}", out.text);
+        crate::out!("{}", out.text);
     } else {
-        eprint!("{}", out.text);
+        crate::eout!("{}", out.text);
     }
     Ok(out.code)
 }

@@ -20,11 +20,14 @@ pub const NOT_BUILT: &str =
 pub fn post(args: PostArgs, json: bool) -> anyhow::Result<()> {
     let stats = super::cpost::run_c_loop(args)?;
     if json {
-        println!("{}", crate::envelope::envelope_of("perf post", &stats)?);
+        crate::outln!("{}", crate::envelope::envelope_of("perf post", &stats)?);
     } else {
-        println!(
+        crate::outln!(
             "C loop: post Write sge={} batch={} signal_every=16: {:.2} ns/WR over {} WRs",
-            args.sge, args.batch, stats.ns_per_op, stats.ops
+            args.sge,
+            args.batch,
+            stats.ns_per_op,
+            stats.ops
         );
     }
     Ok(())
@@ -52,18 +55,23 @@ pub fn compare_c(rounds: u32, per_round: u64, json: bool) -> anyhow::Result<()> 
             "perf compare-c",
             serde_json::json!({ "rounds": rounds, "per_round": per_round, "cases": res }),
         );
-        println!("{}", serde_json::to_string(&v)?);
+        crate::outln!("{}", serde_json::to_string(&v)?);
     } else {
-        println!(
+        crate::outln!(
             "Rust (bareverbs::sq: a list per post_rdma_raw call, or pushes into a SendBatch) vs C (mlx5dv.h setters), same doorbell sequence into RAM; {rounds} interleaved rounds x {per_round} WRs; median [min-max] over the rounds"
         );
-        println!(
+        crate::outln!(
             "{:<26} {:>19} {:>19} {:>19} {:>19} {:>19}",
-            "case", "list ns/WR", "pushed ns/WR", "C ns/WR", "list/C", "pushed/C"
+            "case",
+            "list ns/WR",
+            "pushed ns/WR",
+            "C ns/WR",
+            "list/C",
+            "pushed/C"
         );
         let f = |s: &Spread| format!("{:.2} [{:.2}-{:.2}]", s.median, s.min, s.max);
         for r in &res {
-            println!(
+            crate::outln!(
                 "{:<26} {:>19} {:>19} {:>19} {:>19} {:>19}",
                 r.case.name,
                 f(&r.rust_ns),

@@ -58,7 +58,8 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
             // Text is printed as it is produced (header, then each row as
             // its size completes).
             let mut print = |s: &str| {
-                let mut o = std::io::stdout().lock();
+                // A closed stdout ends the run here (status 0).
+                let mut o = crate::output::stdout();
                 let _ = o.write_all(s.as_bytes());
                 let _ = o.flush();
             };
@@ -75,10 +76,10 @@ pub fn run(cmd: Cmd) -> anyhow::Result<ExitCode> {
                 },
             };
             if a.json {
-                println!("{}", o.output);
+                crate::outln!("{}", o.output);
             }
             if let Some(f) = o.failure {
-                eprintln!("error: {f}");
+                crate::eoutln!("error: {f}");
                 return Ok(ExitCode::from(1));
             }
         }

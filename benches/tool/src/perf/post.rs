@@ -65,7 +65,12 @@ pub struct PostArgs {
     /// pushed as the loop forms it, one doorbell per batch) instead of a
     /// list of WRs given to `post_rdma_raw` (RDMA WRITE/READ/SEND with
     /// pointer SGEs only).
-    #[arg(long)]
+    #[arg(
+        long,
+        help = "Post through a SendBatch (each WR pushed as the loop forms it, one \
+                doorbell per batch) instead of a list of WRs given to `post_rdma_raw` \
+                (RDMA WRITE/READ/SEND with pointer SGEs only)"
+    )]
     pub pushed: bool,
     /// Call the post path through an out-of-line function
     /// (`post_rdma_once` / `post_send_once`), so instruction counters can

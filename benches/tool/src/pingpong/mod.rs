@@ -203,12 +203,12 @@ pub fn run(a: &PingpongArgs) -> anyhow::Result<ExitCode> {
         .context("ibv_rc_pingpong's exchange");
     let out = report::Outcome::of(a, role, link.addresses, run);
     if a.json {
-        println!("{}", serde_json::to_string(&out.json())?);
+        crate::outln!("{}", serde_json::to_string(&out.json())?);
     } else {
-        print!("{}", out.text());
+        crate::out!("{}", out.text());
     }
     if let Some(f) = &out.failure {
-        eprintln!("error: {f}");
+        crate::eoutln!("error: {f}");
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)

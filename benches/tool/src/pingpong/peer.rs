@@ -79,7 +79,7 @@ impl PingpongPeer {
     fn show(&self, a: &Address, label: &str) {
         if self.print {
             use std::io::Write as _;
-            let mut o = std::io::stdout().lock();
+            let mut o = crate::output::stdout();
             let _ = o.write_all(a.line(label).as_bytes());
             let _ = o.flush();
         }

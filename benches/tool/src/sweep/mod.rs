@@ -456,15 +456,16 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<()> {
         check_output_path("--svg", p)?;
     }
     let s = run_sweep(args, &model, caps)?;
-    if json_stdout || args.json_file.is_some() {
-        let text = serde_json::to_string_pretty(&to_json(&s))?;
-        if let Some(p) = &args.json_file {
-            std::fs::write(p, text.clone() + "\n")
-                .with_context(|| format!("writing {}", p.display()))?;
-        }
-        if json_stdout {
-            println!("{text}");
-        }
+    // The files first: a reader of stdout that goes away (`| head`) ends
+    // the run at the first write to stdout (crate::output).
+    let json = if json_stdout || args.json_file.is_some() {
+        Some(serde_json::to_string_pretty(&to_json(&s))?)
+    } else {
+        None
+    };
+    if let (Some(p), Some(text)) = (&args.json_file, &json) {
+        std::fs::write(p, text.clone() + "\n")
+            .with_context(|| format!("writing {}", p.display()))?;
     }
     if let Some(p) = &args.svg {
         let wr = if args.wr.contains(&1024) {
@@ -474,17 +475,20 @@ pub fn run(args: &SweepArgs) -> anyhow::Result<()> {
         };
         std::fs::write(p, svg(&s, wr, &args.sge)?)
             .with_context(|| format!("writing {}", p.display()))?;
-        eprintln!("chart written to {}", p.display());
+        crate::eoutln!("chart written to {}", p.display());
+    }
+    if let (true, Some(text)) = (json_stdout, &json) {
+        crate::outln!("{text}");
     }
     if !json_stdout {
         let caps512 = DeviceCaps {
             max_sq_desc_sz: 512,
             ..caps
         };
-        print!("{}", header(&s, args));
-        print!("{}", main_table(&s, args));
-        print!("{}", blog_memory_table(&s, args));
-        print!("{}", blog_latency_table(&s, &caps512));
+        crate::out!("{}", header(&s, args));
+        crate::out!("{}", main_table(&s, args));
+        crate::out!("{}", blog_memory_table(&s, args));
+        crate::out!("{}", blog_latency_table(&s, &caps512));
     }
     Ok(())
 }

@@ -3,7 +3,6 @@
 //! 20 points.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use std::io::{IsTerminal, Write as _};
 use std::time::Instant;
 
 /// The bar's width in characters.
@@ -23,7 +22,7 @@ pub(super) struct Progress {
 impl Progress {
     /// A bar for `total` points, started now.
     pub(super) fn new(total: usize) -> Self {
-        let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = crate::output::stderr_is_terminal().then(|| {
             let b = ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::hidden());
             let style = ProgressStyle::with_template("[{bar:30}] {pos}/{len} {msg:<28}")
                 .map(|s| s.progress_chars("#."))
@@ -55,9 +54,7 @@ impl Progress {
         } else if self.done == self.total || self.done.is_multiple_of(20) {
             let filled = WIDTH * self.done / self.total.max(1);
             let bar: String = "#".repeat(filled) + &".".repeat(WIDTH - filled);
-            let mut e = std::io::stderr();
-            let _ = writeln!(e, "[{bar}] {}/{} {what}", self.done, self.total);
-            let _ = e.flush();
+            crate::eoutln!("[{bar}] {}/{} {what}", self.done, self.total);
         }
         self.shown = true;
     }
