@@ -22,8 +22,9 @@ enum Cli {
     Version,
     /// Replay ground-truth vector files; exit status 1 if any case fails.
     Conform {
-        /// Vector files (wqe, recv, cqe or sizing; kind detected from the header).
-        #[arg(required = true)]
+        /// Vector files (wqe, recv, cqe or sizing; kind detected from the
+        /// header). None: every .txt and .csv file of the bundled vectors,
+        /// or of the directory BAREVERBS_VECTORS names.
         files: Vec<PathBuf>,
     },
     /// Decode WQE or CQE bytes given as hex.
@@ -182,6 +183,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 
 /// `bareverbs conform FILE…`: exit status 1 if any case fails.
 fn conform(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
+    let bundled;
+    let files = if files.is_empty() {
+        bundled = vector_files(&bareverbs_tool::vectors::vectors_dir()).usage()?;
+        &bundled[..]
+    } else {
+        files
+    };
     let mut out = bareverbs_tool::output::stdout();
     // An unreadable file is bad input (exit 2), not a failed case.
     for f in files {
@@ -195,6 +203,25 @@ fn conform(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The vector files (`.txt`, `.csv`) of `dir`, in name order.
+fn vector_files(dir: &std::path::Path) -> anyhow::Result<Vec<PathBuf>> {
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", dir.display()))?;
+    let mut files = Vec::new();
+    for entry in entries {
+        let path = entry?.path();
+        let ext = path.extension().and_then(|e| e.to_str());
+        if matches!(ext, Some("txt" | "csv")) {
+            files.push(path);
+        }
+    }
+    if files.is_empty() {
+        anyhow::bail!("no vector files (.txt, .csv) in {}", dir.display());
+    }
+    files.sort();
+    Ok(files)
 }
 
 /// `bareverbs completions SHELL`: the completion script on stdout.
