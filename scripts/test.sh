@@ -76,6 +76,9 @@ c_loop=bareverbs-tool/c-loop,bareverbs-bench/c-loop
 
 check "cargo fmt --check" cargo fmt --all -- --check
 
+check "dependencies: nothing outside the repository, no toml_edit, one bitflags major" \
+  bash scripts/check-deps.sh
+
 check "no import cycle between the modules of any crate" python3 scripts/module-cycles.py
 
 check "cargo clippy (workspace, all targets, the c-loop feature, -D warnings)" \
