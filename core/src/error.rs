@@ -23,6 +23,46 @@
 
 use core::fmt;
 
+/// Displays an error followed by every error of its
+/// [`source`](core::error::Error::source) chain, joined by `": "`:
+/// the whole message of a chain whose errors each print their own part
+/// (a context wrapper prints only its own part and returns the wrapped
+/// error from `source()`). Needs no allocation.
+///
+/// ```
+/// use bareverbs::cmd::initseg::InitSegError;
+/// use bareverbs::cmd::queue::CmdqSetupError;
+/// use bareverbs::error::Chain;
+///
+/// let e = CmdqSetupError::Geometry(InitSegError::TooFewSlots { log_sz: 0 });
+/// assert_eq!(e.to_string(), "unusable command queue geometry");
+/// assert_eq!(
+///     Chain::new(&e).to_string(),
+///     "unusable command queue geometry: 2^0 command slots, at least 2 are needed"
+/// );
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Chain<'a>(&'a (dyn core::error::Error + 'a));
+
+impl<'a> Chain<'a> {
+    /// The chain that starts at `e`.
+    pub fn new(e: &'a (dyn core::error::Error + 'a)) -> Self {
+        Chain(e)
+    }
+}
+
+impl fmt::Display for Chain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self.0, f)?;
+        let mut next = self.0.source();
+        while let Some(e) = next {
+            write!(f, ": {e}")?;
+            next = e.source();
+        }
+        Ok(())
+    }
+}
+
 /// A problem detected while parsing bytes (from a device, a file or a fuzzer).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
