@@ -1,6 +1,8 @@
 //! API-guideline regressions (issue 28, item 4): every error type is a
 //! `core::error::Error` (plus `Debug`, `Display`, `Send`, `Sync`, `Copy`)
-//! whose `source()` is the lower-layer error it wraps, and
+//! whose chain names each message once — a context wrapper's `source()`
+//! is the lower-layer error it wraps, a transparent wrapper *is* that
+//! error (its `Display` and its `source()`), see `bareverbs::error` — and
 //! `bareverbs::verbs::Error` takes every error a verbs call returns with
 //! `?` — creation, posting (single and batched), receiving and polling.
 //!
@@ -130,6 +132,17 @@ fn source_as<T: StdError + 'static>(e: &dyn StdError) -> Option<&T> {
     e.source()?.downcast_ref::<T>()
 }
 
+/// `outer` is a transparent wrapper of `inner`: the same message and the
+/// same source (so a chain reporter prints the message once).
+fn assert_transparent(outer: &dyn StdError, inner: &dyn StdError) {
+    assert_eq!(outer.to_string(), inner.to_string());
+    assert_eq!(
+        outer.source().map(|s| s.to_string()),
+        inner.source().map(|s| s.to_string()),
+        "{outer:?} forwards source() to {inner:?}"
+    );
+}
+
 #[test]
 fn command_layer_errors_wrap_with_source() {
     let geometry = InitSegError::TooFewSlots { log_sz: 0 };
@@ -177,7 +190,10 @@ fn device_errors_wrap_the_command_layer_with_source() {
     assert_eq!(source_as::<CmdError>(&bring_up), Some(&failed));
     let cmd = DeviceError::from(failed);
     assert_eq!(cmd, DeviceError::Cmd(failed));
-    assert_eq!(source_as::<CmdError>(&cmd), Some(&failed));
+    // `Cmd` is transparent: the command error is the variant's payload,
+    // its message and its (absent) source are the wrapper's.
+    assert_transparent(&cmd, &failed);
+    assert!(cmd.source().is_none());
     // The command interface's own failures keep one device-level form.
     let pages = PageError::TooManyChunks;
     assert_eq!(
@@ -213,8 +229,11 @@ fn verbs_errors_wrap_every_lower_layer_with_source() {
     };
     let e = verbs::Error::from(post);
     assert_eq!(e, verbs::Error::Post(post));
-    assert_eq!(source_as::<PostError>(&e), Some(&post));
+    // The wrappers that add nothing are transparent: match the variant
+    // for the lower error; message and source are the lower error's.
+    assert_transparent(&e, &post);
 
+    // `Push` adds context ("WR not pushed"): the kind is its source.
     let kind = PostErrorKind::AtomicsDisabled;
     assert_eq!(
         source_as::<PostErrorKind>(&verbs::Error::from(kind)),
@@ -225,29 +244,23 @@ fn verbs_errors_wrap_every_lower_layer_with_source() {
         index: 0,
         kind: RecvErrorKind::SgeOutOfBounds { sge: 0 },
     };
-    assert_eq!(
-        source_as::<RecvError>(&verbs::Error::from(recv)),
-        Some(&recv)
-    );
+    assert_eq!(verbs::Error::from(recv), verbs::Error::Recv(recv));
+    assert_transparent(&verbs::Error::from(recv), &recv);
 
     let poll = PollError::UnknownQp {
         qp: 5,
         completions: 0,
     };
-    assert_eq!(
-        source_as::<PollError>(&verbs::Error::from(poll)),
-        Some(&poll)
-    );
+    assert_eq!(verbs::Error::from(poll), verbs::Error::Poll(poll));
+    assert_transparent(&verbs::Error::from(poll), &poll);
 
     let sizing = qp_layout(
         &QpCaps::new(QpType::Rc).send(65536, 16, 0),
         &DeviceCaps::DEFAULT,
     )
     .expect_err("65536 WRs of 16 SGEs exceed the device");
-    assert_eq!(
-        source_as::<SizingError>(&verbs::Error::from(sizing)),
-        Some(&sizing)
-    );
+    assert_eq!(verbs::Error::from(sizing), verbs::Error::Sizing(sizing));
+    assert_transparent(&verbs::Error::from(sizing), &sizing);
 
     // A command error arrives through the device layer: verbs → device → command.
     let cmd = CmdError::Failed {
@@ -257,8 +270,14 @@ fn verbs_errors_wrap_every_lower_layer_with_source() {
     };
     let e = verbs::Error::from(cmd);
     assert_eq!(e, verbs::Error::Device(DeviceError::Cmd(cmd)));
-    let device = source_as::<DeviceError>(&e).expect("device error");
-    assert_eq!(source_as::<CmdError>(device), Some(&cmd));
+    let verbs::Error::Device(device) = e else {
+        panic!("{e:?} is a device error")
+    };
+    assert_eq!(device, DeviceError::Cmd(cmd));
+    // Both wrappers are transparent: the chain is the command error alone.
+    assert_transparent(&e, &device);
+    assert_transparent(&device, &cmd);
+    assert!(e.source().is_none());
 
     let storage = verbs::Error::Storage {
         queue: "send",
