@@ -19,7 +19,7 @@ use bareverbs::cmd::{CmdError, CmdStatus};
 use bareverbs::cq::{CqError, PollError};
 use bareverbs::cqe::{WcStatus, WorkCompletion};
 use bareverbs::device::{DeviceConfig, DeviceError, Step};
-use bareverbs::error::ParseError;
+use bareverbs::error::{Chain, ParseError};
 use bareverbs::qp::{QpState, QpTransitionError, QpType};
 use bareverbs::rq::{RecvError, RecvErrorKind};
 use bareverbs::selftest::SelfTestError;
@@ -309,5 +309,123 @@ fn selftest_and_simulator_errors_have_sources() {
     assert_eq!(
         source_as::<DeviceError>(&WiredError::BringUp(dev)),
         Some(&dev)
+    );
+}
+
+/// The messages of `e`'s chain: `e`, its source, that one's source, ….
+fn chain_of(e: &dyn StdError) -> Vec<String> {
+    let mut out = vec![e.to_string()];
+    let mut next = e.source();
+    while let Some(s) = next {
+        out.push(s.to_string());
+        next = s.source();
+    }
+    out
+}
+
+/// Walks `e`'s `source()` chain: no message is empty or contains a later
+/// one (nothing printed twice), and the chain joined with ": " — as
+/// `Chain` prints it — is `want`.
+fn assert_chain(e: &dyn StdError, want: &str) {
+    let msgs = chain_of(e);
+    for (i, m) in msgs.iter().enumerate() {
+        assert!(!m.is_empty(), "{e:?}: empty message in {msgs:?}");
+        for later in &msgs[i + 1..] {
+            assert!(
+                !m.contains(later.as_str()),
+                "{e:?}: {m:?} repeats its source's {later:?}"
+            );
+        }
+    }
+    assert_eq!(msgs.join(": "), want, "{e:?}");
+    assert_eq!(Chain::new(e).to_string(), want, "{e:?}");
+}
+
+/// Each message once (issue 28): transparent wrappers forward `Display`
+/// and `source()`, context wrappers print only their context, so a chain
+/// reporter prints every message once and the whole chain still reads as
+/// the full message.
+#[test]
+fn every_message_appears_once_in_the_chain() {
+    // verbs → device → command, transparent all the way: one message.
+    let failed = CmdError::Failed {
+        opcode: 0x500,
+        status: CmdStatus::BadParam,
+        syndrome: 0x1234,
+    };
+    let e = verbs::Error::from(failed);
+    let failed_text = "command CREATE_QP (0x500) failed: status 0x03 BAD_PARAM_ERR \
+                       syndrome 0x00001234";
+    assert_chain(&e, failed_text);
+
+    // verbs (transparent) → device BringUp (context) → command.
+    let timeout = CmdError::Timeout {
+        opcode: 0x104,
+        waited_us: 5,
+    };
+    let bring_up = DeviceError::BringUp {
+        step: Step::EnableHca,
+        err: timeout,
+    };
+    let timeout_text =
+        "command ENABLE_HCA (0x104) timed out after 5 us (firmware still owns the slot)";
+    let want = format!("bring-up step EnableHca: {timeout_text}");
+    assert_eq!(bring_up.to_string(), "bring-up step EnableHca");
+    assert_chain(&bring_up, &want);
+    assert_chain(&verbs::Error::Device(bring_up), &want);
+
+    // verbs → device Cmd (transparent) → command InitSeg (context) →
+    // initialization segment.
+    let seg = InitSegError::CmdifRev { found: 4 };
+    let e = verbs::Error::Device(DeviceError::Cmd(CmdError::InitSeg(seg)));
+    let want = "initialization segment: command interface revision 4, expected 5";
+    assert_chain(&e, want);
+    // The same failure in its device-level form (what `From` makes).
+    let e = verbs::Error::from(CmdError::InitSeg(seg));
+    assert_eq!(e, verbs::Error::Device(DeviceError::InitSeg(seg)));
+    assert_eq!(
+        DeviceError::InitSeg(seg).to_string(),
+        "initialization segment"
+    );
+    assert_chain(&e, want);
+
+    // Four messages: verbs → device Cmdq → command queue Geometry → segment.
+    let geometry = InitSegError::TooFewSlots { log_sz: 0 };
+    let e = verbs::Error::from(CmdError::CmdqSetup(CmdqSetupError::Geometry(geometry)));
+    assert_chain(
+        &e,
+        "command queue setup: unusable command queue geometry: \
+         2^0 command slots, at least 2 are needed",
+    );
+    let e = CmdError::Pages(PageError::UnknownPage { iova: 0x1000 });
+    assert_chain(&e, &format!("firmware pages: {}", e.source().unwrap()));
+    let cq = CqError::BadCqeVersion { version: 2 };
+    assert_chain(&DeviceError::Cq(cq), &format!("CQ: {cq}"));
+
+    // A context wrapper of the verbs layer.
+    let kind = PostErrorKind::MissingUdDest;
+    assert_chain(
+        &verbs::Error::from(kind),
+        "WR not pushed: UD send without a destination",
+    );
+
+    // The self-test and the simulator wrap the same way.
+    let st = SelfTestError::Device(bareverbs::selftest::Step::Setup, bring_up);
+    assert_chain(
+        &st,
+        &format!("setup: bring-up step EnableHca: {timeout_text}"),
+    );
+    let wired = WiredError::BringUp(bring_up);
+    assert_chain(
+        &wired,
+        &format!("simulated bring-up failed: bring-up step EnableHca: {timeout_text}"),
+    );
+    let t = QpTransitionError::Illegal {
+        from: QpState::Reset,
+        to: QpState::Rts,
+    };
+    assert_chain(
+        &WiredError::Join(SimError::Transition(t)),
+        &format!("joining the wire: Transition: {t}"),
     );
 }
