@@ -173,13 +173,11 @@ impl fmt::Display for SelfTestError {
                 "setup: this device does not allow force-loopback RC QPs in its RoCE state \
                  (RoCE capability fl_rc_qp_when_roce_enabled/_disabled = 0)",
             ),
-            SelfTestError::Device(s, e) => write!(f, "{}: {e}", s.name()),
+            SelfTestError::Device(s, _) => f.write_str(s.name()),
             SelfTestError::Queue(w) => write!(f, "setup: the {w} queue refused its memory"),
-            SelfTestError::Post(s, e) => write!(f, "{}: post refused: {e}", s.name()),
-            SelfTestError::PostRecv(s, e) => {
-                write!(f, "{}: receive post refused: {:?}", s.name(), e.kind)
-            }
-            SelfTestError::Poll(s, e) => write!(f, "{}: poll: {e:?}", s.name()),
+            SelfTestError::Post(s, _) => write!(f, "{}: post refused", s.name()),
+            SelfTestError::PostRecv(s, _) => write!(f, "{}: receive post refused", s.name()),
+            SelfTestError::Poll(s, _) => write!(f, "{}: poll", s.name()),
             SelfTestError::Completion { step, wc } => write!(
                 f,
                 "{}: completion {} for opcode {} ({} bytes, vendor syndrome {:#x})",
@@ -213,7 +211,9 @@ impl fmt::Display for SelfTestError {
 }
 
 /// [`source`](core::error::Error::source) is the device, post or poll
-/// error a step failed with.
+/// error a step failed with; those variants print only the step (and
+/// what was refused), so print the chain
+/// ([`Chain`](crate::error::Chain)) for the whole message.
 impl core::error::Error for SelfTestError {
     fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
         match self {

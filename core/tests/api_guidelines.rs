@@ -1,6 +1,8 @@
 //! API-guideline regressions (issue 28, item 4): every error type is a
 //! `core::error::Error` (plus `Debug`, `Display`, `Send`, `Sync`, `Copy`)
-//! whose `source()` is the lower-layer error it wraps, and
+//! whose chain names each message once — a context wrapper's `source()`
+//! is the lower-layer error it wraps, a transparent wrapper *is* that
+//! error (its `Display` and its `source()`), see `bareverbs::error` — and
 //! `bareverbs::verbs::Error` takes every error a verbs call returns with
 //! `?` — creation, posting (single and batched), receiving and polling.
 //!
@@ -17,7 +19,7 @@ use bareverbs::cmd::{CmdError, CmdStatus};
 use bareverbs::cq::{CqError, PollError};
 use bareverbs::cqe::{WcStatus, WorkCompletion};
 use bareverbs::device::{DeviceConfig, DeviceError, Step};
-use bareverbs::error::ParseError;
+use bareverbs::error::{Chain, ParseError};
 use bareverbs::qp::{QpState, QpTransitionError, QpType};
 use bareverbs::rq::{RecvError, RecvErrorKind};
 use bareverbs::selftest::SelfTestError;
@@ -130,6 +132,17 @@ fn source_as<T: StdError + 'static>(e: &dyn StdError) -> Option<&T> {
     e.source()?.downcast_ref::<T>()
 }
 
+/// `outer` is a transparent wrapper of `inner`: the same message and the
+/// same source (so a chain reporter prints the message once).
+fn assert_transparent(outer: &dyn StdError, inner: &dyn StdError) {
+    assert_eq!(outer.to_string(), inner.to_string());
+    assert_eq!(
+        outer.source().map(|s| s.to_string()),
+        inner.source().map(|s| s.to_string()),
+        "{outer:?} forwards source() to {inner:?}"
+    );
+}
+
 #[test]
 fn command_layer_errors_wrap_with_source() {
     let geometry = InitSegError::TooFewSlots { log_sz: 0 };
@@ -177,7 +190,10 @@ fn device_errors_wrap_the_command_layer_with_source() {
     assert_eq!(source_as::<CmdError>(&bring_up), Some(&failed));
     let cmd = DeviceError::from(failed);
     assert_eq!(cmd, DeviceError::Cmd(failed));
-    assert_eq!(source_as::<CmdError>(&cmd), Some(&failed));
+    // `Cmd` is transparent: the command error is the variant's payload,
+    // its message and its (absent) source are the wrapper's.
+    assert_transparent(&cmd, &failed);
+    assert!(cmd.source().is_none());
     // The command interface's own failures keep one device-level form.
     let pages = PageError::TooManyChunks;
     assert_eq!(
@@ -213,8 +229,11 @@ fn verbs_errors_wrap_every_lower_layer_with_source() {
     };
     let e = verbs::Error::from(post);
     assert_eq!(e, verbs::Error::Post(post));
-    assert_eq!(source_as::<PostError>(&e), Some(&post));
+    // The wrappers that add nothing are transparent: match the variant
+    // for the lower error; message and source are the lower error's.
+    assert_transparent(&e, &post);
 
+    // `Push` adds context ("WR not pushed"): the kind is its source.
     let kind = PostErrorKind::AtomicsDisabled;
     assert_eq!(
         source_as::<PostErrorKind>(&verbs::Error::from(kind)),
@@ -225,29 +244,23 @@ fn verbs_errors_wrap_every_lower_layer_with_source() {
         index: 0,
         kind: RecvErrorKind::SgeOutOfBounds { sge: 0 },
     };
-    assert_eq!(
-        source_as::<RecvError>(&verbs::Error::from(recv)),
-        Some(&recv)
-    );
+    assert_eq!(verbs::Error::from(recv), verbs::Error::Recv(recv));
+    assert_transparent(&verbs::Error::from(recv), &recv);
 
     let poll = PollError::UnknownQp {
         qp: 5,
         completions: 0,
     };
-    assert_eq!(
-        source_as::<PollError>(&verbs::Error::from(poll)),
-        Some(&poll)
-    );
+    assert_eq!(verbs::Error::from(poll), verbs::Error::Poll(poll));
+    assert_transparent(&verbs::Error::from(poll), &poll);
 
     let sizing = qp_layout(
         &QpCaps::new(QpType::Rc).send(65536, 16, 0),
         &DeviceCaps::DEFAULT,
     )
     .expect_err("65536 WRs of 16 SGEs exceed the device");
-    assert_eq!(
-        source_as::<SizingError>(&verbs::Error::from(sizing)),
-        Some(&sizing)
-    );
+    assert_eq!(verbs::Error::from(sizing), verbs::Error::Sizing(sizing));
+    assert_transparent(&verbs::Error::from(sizing), &sizing);
 
     // A command error arrives through the device layer: verbs → device → command.
     let cmd = CmdError::Failed {
@@ -257,8 +270,14 @@ fn verbs_errors_wrap_every_lower_layer_with_source() {
     };
     let e = verbs::Error::from(cmd);
     assert_eq!(e, verbs::Error::Device(DeviceError::Cmd(cmd)));
-    let device = source_as::<DeviceError>(&e).expect("device error");
-    assert_eq!(source_as::<CmdError>(device), Some(&cmd));
+    let verbs::Error::Device(device) = e else {
+        panic!("{e:?} is a device error")
+    };
+    assert_eq!(device, DeviceError::Cmd(cmd));
+    // Both wrappers are transparent: the chain is the command error alone.
+    assert_transparent(&e, &device);
+    assert_transparent(&device, &cmd);
+    assert!(e.source().is_none());
 
     let storage = verbs::Error::Storage {
         queue: "send",
@@ -290,5 +309,123 @@ fn selftest_and_simulator_errors_have_sources() {
     assert_eq!(
         source_as::<DeviceError>(&WiredError::BringUp(dev)),
         Some(&dev)
+    );
+}
+
+/// The messages of `e`'s chain: `e`, its source, that one's source, ….
+fn chain_of(e: &dyn StdError) -> Vec<String> {
+    let mut out = vec![e.to_string()];
+    let mut next = e.source();
+    while let Some(s) = next {
+        out.push(s.to_string());
+        next = s.source();
+    }
+    out
+}
+
+/// Walks `e`'s `source()` chain: no message is empty or contains a later
+/// one (nothing printed twice), and the chain joined with ": " — as
+/// `Chain` prints it — is `want`.
+fn assert_chain(e: &dyn StdError, want: &str) {
+    let msgs = chain_of(e);
+    for (i, m) in msgs.iter().enumerate() {
+        assert!(!m.is_empty(), "{e:?}: empty message in {msgs:?}");
+        for later in &msgs[i + 1..] {
+            assert!(
+                !m.contains(later.as_str()),
+                "{e:?}: {m:?} repeats its source's {later:?}"
+            );
+        }
+    }
+    assert_eq!(msgs.join(": "), want, "{e:?}");
+    assert_eq!(Chain::new(e).to_string(), want, "{e:?}");
+}
+
+/// Each message once (issue 28): transparent wrappers forward `Display`
+/// and `source()`, context wrappers print only their context, so a chain
+/// reporter prints every message once and the whole chain still reads as
+/// the full message.
+#[test]
+fn every_message_appears_once_in_the_chain() {
+    // verbs → device → command, transparent all the way: one message.
+    let failed = CmdError::Failed {
+        opcode: 0x500,
+        status: CmdStatus::BadParam,
+        syndrome: 0x1234,
+    };
+    let e = verbs::Error::from(failed);
+    let failed_text = "command CREATE_QP (0x500) failed: status 0x03 BAD_PARAM_ERR \
+                       syndrome 0x00001234";
+    assert_chain(&e, failed_text);
+
+    // verbs (transparent) → device BringUp (context) → command.
+    let timeout = CmdError::Timeout {
+        opcode: 0x104,
+        waited_us: 5,
+    };
+    let bring_up = DeviceError::BringUp {
+        step: Step::EnableHca,
+        err: timeout,
+    };
+    let timeout_text =
+        "command ENABLE_HCA (0x104) timed out after 5 us (firmware still owns the slot)";
+    let want = format!("bring-up step EnableHca: {timeout_text}");
+    assert_eq!(bring_up.to_string(), "bring-up step EnableHca");
+    assert_chain(&bring_up, &want);
+    assert_chain(&verbs::Error::Device(bring_up), &want);
+
+    // verbs → device Cmd (transparent) → command InitSeg (context) →
+    // initialization segment.
+    let seg = InitSegError::CmdifRev { found: 4 };
+    let e = verbs::Error::Device(DeviceError::Cmd(CmdError::InitSeg(seg)));
+    let want = "initialization segment: command interface revision 4, expected 5";
+    assert_chain(&e, want);
+    // The same failure in its device-level form (what `From` makes).
+    let e = verbs::Error::from(CmdError::InitSeg(seg));
+    assert_eq!(e, verbs::Error::Device(DeviceError::InitSeg(seg)));
+    assert_eq!(
+        DeviceError::InitSeg(seg).to_string(),
+        "initialization segment"
+    );
+    assert_chain(&e, want);
+
+    // Four messages: verbs → device Cmdq → command queue Geometry → segment.
+    let geometry = InitSegError::TooFewSlots { log_sz: 0 };
+    let e = verbs::Error::from(CmdError::CmdqSetup(CmdqSetupError::Geometry(geometry)));
+    assert_chain(
+        &e,
+        "command queue setup: unusable command queue geometry: \
+         2^0 command slots, at least 2 are needed",
+    );
+    let e = CmdError::Pages(PageError::UnknownPage { iova: 0x1000 });
+    assert_chain(&e, &format!("firmware pages: {}", e.source().unwrap()));
+    let cq = CqError::BadCqeVersion { version: 2 };
+    assert_chain(&DeviceError::Cq(cq), &format!("CQ: {cq}"));
+
+    // A context wrapper of the verbs layer.
+    let kind = PostErrorKind::MissingUdDest;
+    assert_chain(
+        &verbs::Error::from(kind),
+        "WR not pushed: UD send without a destination",
+    );
+
+    // The self-test and the simulator wrap the same way.
+    let st = SelfTestError::Device(bareverbs::selftest::Step::Setup, bring_up);
+    assert_chain(
+        &st,
+        &format!("setup: bring-up step EnableHca: {timeout_text}"),
+    );
+    let wired = WiredError::BringUp(bring_up);
+    assert_chain(
+        &wired,
+        &format!("simulated bring-up failed: bring-up step EnableHca: {timeout_text}"),
+    );
+    let t = QpTransitionError::Illegal {
+        from: QpState::Reset,
+        to: QpState::Rts,
+    };
+    assert_chain(
+        &WiredError::Join(SimError::Transition(t)),
+        &format!("joining the wire: Transition: {t}"),
     );
 }

@@ -7,10 +7,13 @@ use std::path::PathBuf;
 
 /// A VFIO host failure.
 ///
-/// `Display` gives an actionable message that already includes the text
-/// of any wrapped error (the tools print `Display` alone);
-/// [`Error::source`] also returns the wrapped error itself, for callers
-/// that walk the chain or downcast it. More variants may be added.
+/// `Display` gives an actionable message. A variant that wraps another
+/// error (`Io`, `Vfio` with a source, `Device`, `SelfTest`) is a context
+/// wrapper, as the core's errors are ([`bareverbs::error`]): `Display`
+/// says what was being done and [`Error::source`] returns the wrapped
+/// error, whose text `Display` does not repeat. Print the whole chain
+/// ([`bareverbs::error::Chain`], anyhow's `{:#}`) for the full message.
+/// More variants may be added.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum VfioHostError {
@@ -93,7 +96,9 @@ pub enum VfioHostError {
     Vfio {
         /// What was being done.
         what: &'static str,
-        /// The error text.
+        /// The error text: the source's message when there is a source
+        /// (`Display` then leaves it to the source), else the only detail
+        /// (`Display` prints it).
         detail: String,
         /// The `vfio_ioctls::VfioError` (or other error) it came from, if
         /// any; what [`Error::source`] returns.
@@ -203,10 +208,19 @@ impl fmt::Display for VfioHostError {
                 f,
                 "IOVA range 0x{iova:x}+0x{len:x} was not allocated"
             ),
-            Vfio { what, detail, .. } => write!(f, "VFIO: {what} failed: {detail}"),
-            Io { path, err } => write!(f, "reading {}: {err}", path.display()),
-            Device(e) => write!(f, "device: {e}"),
-            SelfTest(e) => write!(f, "loopback self-test: {e}"),
+            Vfio {
+                what,
+                source: Some(_),
+                ..
+            } => write!(f, "VFIO: {what} failed"),
+            Vfio {
+                what,
+                detail,
+                source: None,
+            } => write!(f, "VFIO: {what} failed: {detail}"),
+            Io { path, .. } => write!(f, "reading {}", path.display()),
+            Device(_) => f.write_str("device"),
+            SelfTest(_) => f.write_str("loopback self-test"),
             Unsupported => write!(f, "VFIO is only available on Linux"),
         }
     }
@@ -243,6 +257,7 @@ impl Error for VfioHostError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bareverbs::error::Chain;
     use bareverbs::selftest::SelfTestError;
     use std::io;
 
@@ -264,7 +279,8 @@ mod tests {
         let src = e.source().expect("Io wraps an io::Error");
         let io = src.downcast_ref::<io::Error>().expect("an io::Error");
         assert_eq!(io.kind(), io::ErrorKind::NotFound);
-        assert!(e.to_string().contains("gone"), "{e}");
+        assert!(Chain::new(&e).to_string().contains("gone"), "{e}");
+        assert!(!e.to_string().contains("gone"), "{e}");
     }
 
     #[test]
@@ -281,15 +297,20 @@ mod tests {
                 .and_then(io::Error::raw_os_error),
             Some(libc::EBUSY)
         );
-        assert!(e
+        assert!(Chain::new(&e)
             .to_string()
             .starts_with("VFIO: opening the device failed: "));
+        assert_eq!(e.to_string(), "VFIO: opening the device failed");
         let none = VfioHostError::Vfio {
             what: "enabling bus mastering",
             detail: "PCI command register reads 0x0000".into(),
             source: None,
         };
         assert!(none.source().is_none());
+        assert_eq!(
+            none.to_string(),
+            "VFIO: enabling bus mastering failed: PCI command register reads 0x0000"
+        );
     }
 
     #[test]
@@ -302,14 +323,15 @@ mod tests {
         ));
     }
 
-    /// `Device` names the core's error in `Display` and returns it as
-    /// its source.
+    /// `Device` is a context wrapper: `Display` says "device", the
+    /// source is the core's error, and the chain reads as one message.
     #[test]
     fn device_error_is_the_source() {
         let d = DeviceError::NoUar { index: 9 };
         let e = VfioHostError::from(d);
         assert!(matches!(e, VfioHostError::Device(x) if x == d));
-        assert_eq!(e.to_string(), format!("device: {d}"));
+        assert_eq!(Chain::new(&e).to_string(), format!("device: {d}"));
+        assert_eq!(e.to_string(), "device");
         let src = e.source().expect("Device has a source");
         assert_eq!(src.downcast_ref::<DeviceError>(), Some(&d));
     }

@@ -26,6 +26,7 @@ use serde_json::{json, Value};
 
 use crate::args::usage_error;
 use crate::device_arg::Device;
+use bareverbs::error::Chain;
 
 /// Arguments of `bareverbs devinfo` (`ibv_devinfo`'s options).
 #[derive(clap::Args, Debug, Clone)]
@@ -78,8 +79,10 @@ pub fn query_device(device: &Device) -> anyhow::Result<DevInfo> {
     device.require_device("devinfo")?;
     match device {
         Device::Sim | Device::FwSim => bareverbs_sim::fw::devinfo_sim()
-            .map_err(|e| anyhow::anyhow!("simulated bring-up failed: {e}")),
-        Device::Vfio(bdf) => bareverbs_vfio::devinfo_vfio(bdf).map_err(|e| anyhow::anyhow!("{e}")),
+            .map_err(|e| anyhow::anyhow!("simulated bring-up failed: {}", Chain::new(&e))),
+        Device::Vfio(bdf) => {
+            bareverbs_vfio::devinfo_vfio(bdf).map_err(|e| anyhow::anyhow!("{}", Chain::new(&e)))
+        }
         Device::Model => unreachable!("refused by require_device"),
     }
 }

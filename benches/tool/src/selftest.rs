@@ -1,6 +1,7 @@
 //! `bareverbs selftest` and `bareverbs devinfo --selftest`: the core's loopback self-test
 //! ([`bareverbs::selftest`]) on the simulator or a VFIO device.
 
+use bareverbs::error::Chain;
 use bareverbs::selftest::{SelfTestOptions, SelfTestReport};
 use serde_json::json;
 
@@ -25,7 +26,8 @@ pub fn run(device: &str, opts: SelfTestOptions) -> anyhow::Result<SelfTestReport
     let d = crate::device_arg::parse_device(device)?;
     d.require_device("selftest")?;
     if let Device::Vfio(bdf) = &d {
-        return bareverbs_vfio::selftest_vfio(bdf, opts).map_err(|e| anyhow::anyhow!("{e}"));
+        return bareverbs_vfio::selftest_vfio(bdf, opts)
+            .map_err(|e| anyhow::anyhow!("{}", Chain::new(&e)));
     }
     let fabric = bareverbs_sim::Fabric::new(1);
     let (mut dev, _nic) = bareverbs_sim::fw::bring_up_on(
@@ -33,12 +35,12 @@ pub fn run(device: &str, opts: SelfTestOptions) -> anyhow::Result<SelfTestReport
         bareverbs_sim::fw::FwConfig::default(),
         bareverbs::device::DeviceConfig::default(),
     )
-    .map_err(|e| anyhow::anyhow!("simulated bring-up failed: {e}"))?;
+    .map_err(|e| anyhow::anyhow!("simulated bring-up failed: {}", Chain::new(&e)))?;
     let r = dev.loopback_selftest(opts);
     let (rep, ..) = dev.teardown();
-    let r = r.map_err(|e| anyhow::anyhow!("loopback self-test: {e}"))?;
+    let r = r.map_err(|e| anyhow::anyhow!("loopback self-test: {}", Chain::new(&e)))?;
     if let Some(e) = rep.first_error {
-        anyhow::bail!("teardown after the self-test: {e}");
+        anyhow::bail!("teardown after the self-test: {}", Chain::new(&e));
     }
     Ok(r)
 }

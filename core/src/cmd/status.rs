@@ -358,16 +358,17 @@ impl fmt::Display for CmdError {
             CmdError::BadSlot { slot, slots } => {
                 write!(f, "command slot {slot} does not exist (queue has {slots})")
             }
-            CmdError::InitSeg(e) => write!(f, "initialization segment: {e}"),
-            CmdError::CmdqSetup(e) => write!(f, "command queue setup: {e}"),
-            CmdError::Pages(e) => write!(f, "firmware pages: {e}"),
+            CmdError::InitSeg(_) => f.write_str("initialization segment"),
+            CmdError::CmdqSetup(_) => f.write_str("command queue setup"),
+            CmdError::Pages(_) => f.write_str("firmware pages"),
         }
     }
 }
 
 /// [`source`](core::error::Error::source) is the wrapped initialization
-/// segment, command queue setup or page pool error; a failed command has
-/// none.
+/// segment, command queue setup or page pool error (those variants print
+/// only their context: "initialization segment", "command queue setup",
+/// "firmware pages"); a failed command has none.
 impl core::error::Error for CmdError {
     fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
         match self {

@@ -197,18 +197,24 @@ impl From<CqError> for DeviceError {
     }
 }
 
-/// [`source`](core::error::Error::source) is the wrapped lower-layer
-/// error: the command layer's ([`CmdError`], [`InitSegError`],
-/// [`CmdqSetupError`], [`PageError`]), the CQ's ([`CqError`]) or the
-/// sizing rules' ([`SizingError`](crate::sizing::SizingError)).
+/// [`source`](core::error::Error::source) follows the
+/// [module rule](crate::error#display-and-source-each-message-once). The
+/// context variants — `InitSeg` ("initialization segment"), `Cmdq`
+/// ("command queue setup"), `BringUp` ("bring-up step …"), `Pages`
+/// ("firmware pages"), `Cq` ("CQ") — print only their context and return
+/// the wrapped [`InitSegError`], [`CmdqSetupError`], [`CmdError`],
+/// [`PageError`] or [`CqError`]. The transparent ones — `Cmd` and
+/// `CqTooSmall` — print the wrapped [`CmdError`] or
+/// [`SizingError`](crate::sizing::SizingError) as their own message and
+/// return its source.
 impl core::error::Error for DeviceError {
     fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
         match self {
             DeviceError::InitSeg(e) => Some(e),
-            DeviceError::CqTooSmall(e) => Some(e),
+            DeviceError::CqTooSmall(e) => core::error::Error::source(e),
             DeviceError::Cmdq(e) => Some(e),
             DeviceError::BringUp { err, .. } => Some(err),
-            DeviceError::Cmd(e) => Some(e),
+            DeviceError::Cmd(e) => core::error::Error::source(e),
             DeviceError::Pages(e) => Some(e),
             DeviceError::Cq(e) => Some(e),
             _ => None,
@@ -219,18 +225,18 @@ impl core::error::Error for DeviceError {
 impl fmt::Display for DeviceError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            DeviceError::InitSeg(e) => write!(f, "initialization segment: {e}"),
-            DeviceError::CqTooSmall(e) => write!(f, "{e}"),
-            DeviceError::Cmdq(e) => write!(f, "command queue setup: {e}"),
-            DeviceError::BringUp { step, err } => write!(f, "bring-up step {step:?}: {err}"),
-            DeviceError::Cmd(e) => write!(f, "{e}"),
+            DeviceError::InitSeg(_) => f.write_str("initialization segment"),
+            DeviceError::CqTooSmall(e) => fmt::Display::fmt(e, f),
+            DeviceError::Cmdq(_) => f.write_str("command queue setup"),
+            DeviceError::BringUp { step, .. } => write!(f, "bring-up step {step:?}"),
+            DeviceError::Cmd(e) => fmt::Display::fmt(e, f),
             DeviceError::UnsupportedIssi { supported } => {
                 write!(
                     f,
                     "firmware supports no usable ISSI (supported_issi_dw0 = 0x{supported:x})"
                 )
             }
-            DeviceError::Pages(e) => write!(f, "firmware pages: {e}"),
+            DeviceError::Pages(_) => f.write_str("firmware pages"),
             DeviceError::TooManyPages { requested } => {
                 write!(f, "firmware requests {requested} pages, more than allowed")
             }
@@ -261,7 +267,7 @@ impl fmt::Display for DeviceError {
                     t.name()
                 )
             }
-            DeviceError::Cq(e) => write!(f, "CQ: {e}"),
+            DeviceError::Cq(_) => f.write_str("CQ"),
             DeviceError::DuplicateObjectNumber { what, number } => write!(
                 f,
                 "device returned {what} number 0x{number:x}, which is already live"

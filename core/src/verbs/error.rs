@@ -15,8 +15,10 @@ use core::fmt;
 /// creation and transitions ([`DeviceError`], [`SizingError`],
 /// [`CqError`], and [`CmdError`] by way of [`DeviceError`]), posting
 /// ([`PostError`], [`RecvError`], a batch's [`PostErrorKind`]) and polling
-/// ([`PollError`]). A wrapped error is its
-/// [`source`](core::error::Error::source).
+/// ([`PollError`]). The variants that wrap one are transparent (its
+/// message is theirs, its [`source`](core::error::Error::source) theirs;
+/// match the variant to get it) except `Push`, whose source it is; print
+/// the whole chain with [`Chain`](crate::error::Chain).
 ///
 /// The enum is `#[non_exhaustive]`: new failure kinds may be added, so a
 /// `match` outside this crate needs a wildcard arm. Without one it does
@@ -144,9 +146,9 @@ impl From<CqError> for Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Device(e) => write!(f, "{e}"),
-            Error::Sizing(e) => write!(f, "{e}"),
-            Error::Cq(e) => write!(f, "{e}"),
+            Error::Device(e) => fmt::Display::fmt(e, f),
+            Error::Sizing(e) => fmt::Display::fmt(e, f),
+            Error::Cq(e) => fmt::Display::fmt(e, f),
             Error::Storage { queue, need, have } => write!(
                 f,
                 "the {queue} queue has {need} entries; the QueuePair type holds {have} \
@@ -160,24 +162,29 @@ impl fmt::Display for Error {
                 write!(f, "{attr} = {value} is out of range (at most {max})")
             }
             Error::Unsupported { what } => write!(f, "{what} is not supported"),
-            Error::Post(e) => write!(f, "{e}"),
-            Error::Push(e) => write!(f, "WR not pushed: {e}"),
-            Error::Recv(e) => write!(f, "{e}"),
-            Error::Poll(e) => write!(f, "{e}"),
+            Error::Post(e) => fmt::Display::fmt(e, f),
+            Error::Push(_) => f.write_str("WR not pushed"),
+            Error::Recv(e) => fmt::Display::fmt(e, f),
+            Error::Poll(e) => fmt::Display::fmt(e, f),
         }
     }
 }
 
+/// [`source`](core::error::Error::source) follows the
+/// [module rule](crate::error#display-and-source-each-message-once): the
+/// transparent variants (`Device`, `Sizing`, `Cq`, `Post`, `Recv`, `Poll`)
+/// print the wrapped error's message as their own and return *its*
+/// source; `Push` ("WR not pushed") returns the [`PostErrorKind`].
 impl core::error::Error for Error {
     fn source(&self) -> Option<&(dyn core::error::Error + 'static)> {
         match self {
-            Error::Device(e) => Some(e),
-            Error::Sizing(e) => Some(e),
-            Error::Cq(e) => Some(e),
-            Error::Post(e) => Some(e),
+            Error::Device(e) => core::error::Error::source(e),
+            Error::Sizing(e) => core::error::Error::source(e),
+            Error::Cq(e) => core::error::Error::source(e),
+            Error::Post(e) => core::error::Error::source(e),
             Error::Push(e) => Some(e),
-            Error::Recv(e) => Some(e),
-            Error::Poll(e) => Some(e),
+            Error::Recv(e) => core::error::Error::source(e),
+            Error::Poll(e) => core::error::Error::source(e),
             _ => None,
         }
     }

@@ -23,9 +23,15 @@ pub enum SimError {
     NumberUnavailable,
 }
 
+/// The variant's name; [`SimError::Transition`] is a context wrapper (see
+/// [`bareverbs::error`]): it prints `Transition` and its
+/// [`source`](std::error::Error::source) says which transition.
 impl fmt::Display for SimError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{self:?}")
+        match self {
+            SimError::Transition(_) => f.write_str("Transition"),
+            e => write!(f, "{e:?}"),
+        }
     }
 }
 

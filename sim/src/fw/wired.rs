@@ -34,14 +34,16 @@ pub enum WiredError {
 impl fmt::Display for WiredError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            WiredError::BringUp(e) => write!(f, "simulated bring-up failed: {e}"),
-            WiredError::Join(e) => write!(f, "joining the wire: {e}"),
+            WiredError::BringUp(_) => f.write_str("simulated bring-up failed"),
+            WiredError::Join(_) => f.write_str("joining the wire"),
         }
     }
 }
 
 /// [`source`](std::error::Error::source) is the wrapped error: the core's
-/// [`DeviceError`] or the fabric's [`SimError`].
+/// [`DeviceError`] or the fabric's [`SimError`]. Both variants are context
+/// wrappers ([`bareverbs::error`]): `Display` is only the context, so
+/// print the chain ([`bareverbs::error::Chain`]) for the whole message.
 impl std::error::Error for WiredError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {

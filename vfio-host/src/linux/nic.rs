@@ -232,8 +232,10 @@ mod tests {
                 .and_then(io::Error::raw_os_error),
             Some(libc::EBUSY)
         );
-        // Display still says it all on its own.
-        assert!(e.to_string().contains(&vfio.to_string()), "{e}");
+        // The chain says it all, each message once.
+        let chain = bareverbs::error::Chain::new(&e).to_string();
+        assert!(chain.contains(&vfio.to_string()), "{chain}");
+        assert!(!e.to_string().contains(&vfio.to_string()), "{e}");
     }
 
     /// The mapped variants stay as before (their message is the fix).

@@ -14,6 +14,7 @@ use super::flags::{Conn, PerfArgs};
 use anyhow::anyhow;
 use bareverbs::cq::DynCompletionQueue;
 use bareverbs::cqe::CqeSize;
+use bareverbs::error::Chain;
 use bareverbs::mr::Access;
 use bareverbs::mr::MemoryRegion;
 use bareverbs::platform::{DmaBuf, BF_OFFSET};
@@ -73,7 +74,7 @@ impl Default for SimBackend {
 fn sim_err(what: &str) -> impl Fn(SimError) -> anyhow::Error + '_ {
     move |e| match e {
         SimError::NoMemory => anyhow!("{what}: the simulator is out of memory"),
-        e => anyhow!("{what}: {e}"),
+        e => anyhow!("{what}: {}", Chain::new(&e)),
     }
 }
 

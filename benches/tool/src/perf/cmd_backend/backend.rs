@@ -12,6 +12,7 @@ use crate::perf::engine::{EventWait, KeyExchange, Pair, PerfDevice, Plan, Role, 
 use anyhow::anyhow;
 use bareverbs::cmd::{Bar0, Clock};
 use bareverbs::device::{Device, Interrupts, Pd, UarMap};
+use bareverbs::error::Chain;
 use bareverbs::platform::DmaAllocator;
 use bareverbs::qp::QpType;
 use bareverbs::sizing::DeviceCaps;
@@ -64,10 +65,16 @@ impl<B: Bar0 + UarMap + Interrupts, C: Clock, A: DmaAllocator, T: Timer> CmdBack
             log_ra: hca.log_max_ra_req_qp.min(hca.log_max_ra_res_qp).min(4),
         };
         if cfg.events && dev.comp_eqn(EVENT_VECTOR).is_none() {
-            dev.create_comp_eq(EVENT_VECTOR)
-                .map_err(|e| anyhow!("CREATE_EQ for completion vector {EVENT_VECTOR}: {e}"))?;
+            dev.create_comp_eq(EVENT_VECTOR).map_err(|e| {
+                anyhow!(
+                    "CREATE_EQ for completion vector {EVENT_VECTOR}: {}",
+                    Chain::new(&e)
+                )
+            })?;
         }
-        let pd = dev.alloc_pd().map_err(|e| anyhow!("ALLOC_PD: {e}"))?;
+        let pd = dev
+            .alloc_pd()
+            .map_err(|e| anyhow!("ALLOC_PD: {}", Chain::new(&e)))?;
         self.objs.pd = Some(pd);
         Ok((link, pd))
     }
@@ -92,7 +99,7 @@ impl<B: Bar0 + UarMap + Interrupts, C: Clock, A: DmaAllocator> EventWait for Dev
     fn wait(&mut self, timeout_us: u64, cqns: &mut [u32]) -> anyhow::Result<usize> {
         let got = self
             .wait_cq_events(EVENT_VECTOR, timeout_us, cqns)
-            .map_err(|e| anyhow!("waiting for a completion event: {e}"))?;
+            .map_err(|e| anyhow!("waiting for a completion event: {}", Chain::new(&e)))?;
         Ok(got.n)
     }
 }

@@ -10,6 +10,7 @@ use crate::perf::backend::PerfBackend;
 use crate::perf::engine::WallTimer;
 use anyhow::anyhow;
 use bareverbs::device::DeviceConfig;
+use bareverbs::error::Chain;
 
 /// `--device fw-sim`: a simulated ConnectX brought up through the core's
 /// command interface ([`bareverbs_sim::fw::bring_up_on`]) on a fabric
@@ -26,13 +27,13 @@ pub fn fw_sim(
     let cfg = DeviceConfig::default();
     let (dev, nic) = match wire {
         None => bareverbs_sim::fw::bring_up_on(&fabric, fw, cfg)
-            .map_err(|e| anyhow!("simulated bring-up failed: {e}"))?,
+            .map_err(|e| anyhow!("simulated bring-up failed: {}", Chain::new(&e)))?,
         Some(a) => {
             // A wired port's MAC and GID follow from its UDP address.
             let sock = bareverbs_sim::WireSocket::bind(a)
                 .map_err(|e| anyhow!("--wire {a}: binding the UDP socket: {e}"))?;
             let w = bareverbs_sim::fw::bring_up_wired(&fabric, sock, fw, cfg)
-                .map_err(|e| anyhow!("{e}"))?;
+                .map_err(|e| anyhow!("{}", Chain::new(&e)))?;
             opts.peer.fixed = Some((w.gid, w.mac));
             opts.peer.mac_of_gid = Some(bareverbs_sim::wire_mac_of_gid);
             (w.dev, w.nic)
@@ -50,8 +51,8 @@ pub fn fw_sim(
 /// (e.g. how to bind the function to vfio-pci).
 #[cfg(target_os = "linux")]
 pub fn vfio(bdf: &str, opts: CmdOptions) -> anyhow::Result<Box<dyn PerfBackend>> {
-    let (nic, mut dev) =
-        bareverbs_vfio::bring_up_vfio(bdf, DeviceConfig::default()).map_err(|e| anyhow!("{e}"))?;
+    let (nic, mut dev) = bareverbs_vfio::bring_up_vfio(bdf, DeviceConfig::default())
+        .map_err(|e| anyhow!("{}", Chain::new(&e)))?;
     // UARs mapped from now on copy whole BlueFlame chunks when asked to.
     // SAFETY: the BlueFlame switch only chooses how the host copies its own
     // stores into UAR pages mapped later; it touches no BAR register, and

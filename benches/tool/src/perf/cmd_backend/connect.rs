@@ -9,6 +9,7 @@ use bareverbs::cmd::{Bar0, Clock};
 use bareverbs::device::{
     AddressPath, Device, DeviceError, Init2Rtr, QpHandle, Rst2Init, Rtr2Rts, UarMap,
 };
+use bareverbs::error::Chain;
 use bareverbs::platform::DmaAllocator;
 use bareverbs::qp::QpType;
 
@@ -67,7 +68,7 @@ pub(super) fn connect_on<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(
         );
     }
     let qpn = qp.qpn();
-    let ctx = |step: &str, e: DeviceError| anyhow!("{step} of QP {qpn:#x}: {e}");
+    let ctx = |step: &str, e: DeviceError| anyhow!("{step} of QP {qpn:#x}: {}", Chain::new(&e));
     dev.rst2init(
         qp,
         &Rst2Init {

@@ -16,6 +16,7 @@ use anyhow::{anyhow, bail};
 use bareverbs::cmd::{Bar0, Clock};
 use bareverbs::cqe::CqeSize;
 use bareverbs::device::{Device, Pd, QpSpec, UarMap};
+use bareverbs::error::Chain;
 use bareverbs::platform::DmaAllocator;
 use std::hash::{BuildHasher, Hasher};
 
@@ -64,7 +65,7 @@ where
         let ncqe = (plan.cap as usize + RQ_WQES).next_power_of_two() as u32;
         let cq = dev
             .create_cq_on(ncqe, CqeSize::B64, cfg.events.then_some(EVENT_VECTOR))
-            .map_err(|e| anyhow!("CREATE_CQ with {ncqe} entries: {e}"))?;
+            .map_err(|e| anyhow!("CREATE_CQ with {ncqe} entries: {}", Chain::new(&e)))?;
         let l = &plan.layout;
         let log = |v: u32| v.trailing_zeros() as u8;
         let spec = QpSpec {
@@ -122,9 +123,9 @@ where
         connect_on(dev, qp, peer.qpn, &l, (peer.psn, ep.psn), path)?;
         let uar = dev
             .map_uar(objs.qps[first_qp + q].uar_index())
-            .map_err(|e| anyhow!("{e}"))?;
+            .map_err(|e| anyhow!("{}", Chain::new(&e)))?;
         let i = dev.uar_index();
-        let cq_uar = dev.map_uar(i).map_err(|e| anyhow!("{e}"))?;
+        let cq_uar = dev.map_uar(i).map_err(|e| anyhow!("{}", Chain::new(&e)))?;
         let side = make_side(
             uar,
             cq_uar,

@@ -6,6 +6,7 @@ use crate::perf::engine::Slot;
 use anyhow::anyhow;
 use bareverbs::cmd::{Bar0, Clock};
 use bareverbs::device::{Device, Pd, UarMap};
+use bareverbs::error::Chain;
 use bareverbs::mr::{Access, MemoryRegion};
 use bareverbs::platform::DmaAllocator;
 use std::ptr::NonNull;
@@ -48,7 +49,7 @@ pub(super) fn area<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(
         // (no ring); it is freed only after the key is destroyed
         // (Objects::destroy) and is accessed only through raw pointers.
         let mkey = unsafe { dev.create_mkey(pd, &buf, ALL) }
-            .map_err(|e| anyhow!("CREATE_MKEY over {len} bytes: {e}"))?;
+            .map_err(|e| anyhow!("CREATE_MKEY over {len} bytes: {}", Chain::new(&e)))?;
         objs.mkeys.push(mkey);
         // SAFETY: `buf` is the key's buffer; it is freed only after the key
         // is destroyed (Objects::destroy), after the queues are dropped.

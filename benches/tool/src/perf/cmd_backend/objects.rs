@@ -5,6 +5,7 @@
 use anyhow::anyhow;
 use bareverbs::cmd::{Bar0, Clock};
 use bareverbs::device::{CqHandle, Device, DeviceError, Mkey, Pd, QpHandle, UarMap};
+use bareverbs::error::Chain;
 use bareverbs::platform::{DmaAllocator, DmaBuf};
 
 /// Everything created by command for one run, destroyed afterwards.
@@ -32,7 +33,7 @@ impl Objects {
         let mut first: Option<anyhow::Error> = None;
         let mut note = |r: Result<(), DeviceError>, what: &str| {
             if let Err(e) = r {
-                first.get_or_insert_with(|| anyhow!("destroying the {what}: {e}"));
+                first.get_or_insert_with(|| anyhow!("destroying the {what}: {}", Chain::new(&e)));
                 false
             } else {
                 true

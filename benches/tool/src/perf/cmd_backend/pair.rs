@@ -15,6 +15,7 @@ use anyhow::anyhow;
 use bareverbs::cmd::{Bar0, Clock, CmdError};
 use bareverbs::cqe::CqeSize;
 use bareverbs::device::{Device, DeviceError, Pd, QpSpec, UarMap};
+use bareverbs::error::Chain;
 use bareverbs::mr::MemoryRegion;
 use bareverbs::platform::{DmaAllocator, BF_OFFSET};
 use bareverbs::rq::RqConfig;
@@ -99,7 +100,7 @@ fn create_cqs<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(
     for _ in 0..2 {
         let cq = dev
             .create_cq_on(ncqe, CqeSize::B64, vector)
-            .map_err(|e| anyhow!("CREATE_CQ with {ncqe} entries: {e}"))?;
+            .map_err(|e| anyhow!("CREATE_CQ with {ncqe} entries: {}", Chain::new(&e)))?;
         objs.cqs.push(cq);
     }
     Ok(first_cq)
@@ -143,8 +144,10 @@ fn create_qps<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(
 /// ([`QpRejected`] when the device refused the QP).
 pub(super) fn create_qp_error(e: DeviceError, l: &QpLayout) -> anyhow::Error {
     let text = format!(
-        "CREATE_QP ({} WQEBBs of send ring, {} receive WQEs): {e}",
-        l.sq.wqe_cnt, l.rq.wqe_cnt
+        "CREATE_QP ({} WQEBBs of send ring, {} receive WQEs): {}",
+        l.sq.wqe_cnt,
+        l.rq.wqe_cnt,
+        Chain::new(&e)
     );
     // A limit of the driver or a firmware refusal: this device
     // cannot have this QP. Anything else is a failure of the run.
@@ -239,15 +242,15 @@ where
     let [sqc_a, sqc_b] = queues.sq;
     let uar_a = dev
         .map_uar(objs.qps[first_qp].uar_index())
-        .map_err(|e| anyhow!("{e}"))?;
+        .map_err(|e| anyhow!("{}", Chain::new(&e)))?;
     let uar_b = dev
         .map_uar(objs.qps[first_qp + 1].uar_index())
-        .map_err(|e| anyhow!("{e}"))?;
+        .map_err(|e| anyhow!("{}", Chain::new(&e)))?;
     // Queue storage sized at run time from the geometry the device was
     // given (no size macro, no big stack).
     let cq_uar = |dev: &mut Device<B, C, A>| {
         let i = dev.uar_index();
-        dev.map_uar(i).map_err(|e| anyhow!("{e}"))
+        dev.map_uar(i).map_err(|e| anyhow!("{}", Chain::new(&e)))
     };
     let (cq_uar_a, cq_uar_b) = (cq_uar(dev)?, cq_uar(dev)?);
     let a = make_side(

@@ -9,6 +9,7 @@ use anyhow::{anyhow, bail};
 use bareverbs::cmd::ops::RoceVersion;
 use bareverbs::cmd::{Bar0, Clock};
 use bareverbs::device::{AddressPath, Device, LinkLayer, UarMap};
+use bareverbs::error::Chain;
 use bareverbs::platform::DmaAllocator;
 use bareverbs::qp::QpType;
 use bareverbs::verbs::{AddressHandle, GlobalRoute};
@@ -57,7 +58,12 @@ pub(super) fn prepare<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(
     if link == LinkLayer::InfiniBand {
         let lid = dev
             .query_hca_vport_context(1)
-            .map_err(|e| anyhow!("QUERY_HCA_VPORT_CONTEXT (the port's LID): {e}"))?
+            .map_err(|e| {
+                anyhow!(
+                    "QUERY_HCA_VPORT_CONTEXT (the port's LID): {}",
+                    Chain::new(&e)
+                )
+            })?
             .lid;
         let gid_index = addr.gid_index;
         let gid = match gid_index {
@@ -82,15 +88,19 @@ pub(super) fn prepare<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(
                 vlan: None,
                 version,
             };
-            dev.set_gid(index, &entry)
-                .map_err(|e| anyhow!("SET_ROCE_ADDRESS at GID index {index}: {e}"))?;
+            dev.set_gid(index, &entry).map_err(|e| {
+                anyhow!("SET_ROCE_ADDRESS at GID index {index}: {}", Chain::new(&e))
+            })?;
         }
         chosen = chosen.or(Some(3));
     }
     if let Some(ip) = addr.ip {
-        let pair = dev
-            .add_ip_gids(ip, None, None)
-            .map_err(|e| anyhow!("programming the GID entries of --ip {ip}: {e}"))?;
+        let pair = dev.add_ip_gids(ip, None, None).map_err(|e| {
+            anyhow!(
+                "programming the GID entries of --ip {ip}: {}",
+                Chain::new(&e)
+            )
+        })?;
         chosen = chosen.or(Some(pair.v2));
     }
     let index = match chosen.or_else(|| dev.best_gid_index(false)) {
@@ -164,5 +174,5 @@ pub(super) fn path_to<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(
     };
     let sgid = local.gid_index.and_then(|i| dev.gid(i)).map(|g| g.version);
     ah.path(link, qp_type, sgid)
-        .map_err(|e| anyhow!("the address path toward the peer: {e}"))
+        .map_err(|e| anyhow!("the address path toward the peer: {}", Chain::new(&e)))
 }
