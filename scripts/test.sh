@@ -156,9 +156,9 @@ fuzz_smoke() {
   local secs=${FUZZ_SECONDS:-10}
   smoke() {
     local name=$1 log=$2 corpus="$work_dir/corpus/$1" artifacts="$work_dir/artifacts/$1/"
-    mkdir -p "$corpus" "$artifacts"
+    mkdir -p "$corpus" "$artifacts" || return 1
     if [ -d "fuzz/corpus/$name" ]; then
-      cp -R "fuzz/corpus/$name/." "$corpus/"
+      cp -R "fuzz/corpus/$name/." "$corpus/" || return 1
     fi
     (cd fuzz && cargo +nightly fuzz run "$name" "$corpus" -- -max_total_time="$secs" \
       -rss_limit_mb=4096 -artifact_prefix="$artifacts" >"$log" 2>&1)

@@ -118,8 +118,3 @@ pub use objects::{AsyncEvent, QpAttr};
 pub use rng::Rng;
 pub use udp_wire::{wire_addr_of_gid, wire_gid, wire_mac, wire_mac_of_gid, WireSocket, WireStats};
 pub use world::{vendor, TraceEvent, TraceKind};
-
-/// The README's code blocks, compiled and run as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../../README.md")]
-pub struct ReadmeDoctests;

@@ -207,8 +207,17 @@ fn conform(files: &[PathBuf]) -> anyhow::Result<ExitCode> {
 
 /// The vector files (`.txt`, `.csv`) of `dir`, in name order.
 fn vector_files(dir: &std::path::Path) -> anyhow::Result<Vec<PathBuf>> {
-    let entries = std::fs::read_dir(dir)
-        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", dir.display()))?;
+    let entries = std::fs::read_dir(dir).map_err(|e| {
+        // An installed tool names the vectors in the package sources it was
+        // built from; cargo may have removed those since (its cache clean-up).
+        let hint = if std::env::var_os("BAREVERBS_VECTORS").is_some() {
+            "BAREVERBS_VECTORS names it"
+        } else {
+            "the vectors bundled with bareverbs-conformance; give vector files, or a \
+             directory of them in BAREVERBS_VECTORS"
+        };
+        anyhow::anyhow!("cannot read {} ({hint}): {e}", dir.display())
+    })?;
     let mut files = Vec::new();
     for entry in entries {
         let path = entry?.path();

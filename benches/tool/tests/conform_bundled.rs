@@ -54,3 +54,13 @@ fn a_directory_without_vector_files_is_a_usage_error() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.starts_with("error: no vector files"), "{err}");
 }
+
+#[test]
+fn a_missing_directory_is_named_with_what_to_do() {
+    let gone = std::env::temp_dir().join(format!("bv-gone-{}", std::process::id()));
+    let o = conform(Some(&gone));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.starts_with("error: cannot read "), "{err}");
+    assert!(err.contains("BAREVERBS_VECTORS names it"), "{err}");
+}
