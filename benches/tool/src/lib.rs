@@ -31,7 +31,7 @@
 //! the performance anchors and cost-model parameters, and perftest's options
 //! and exact output formats, each with its public source. `ref §N` citations
 //! point to the hardware reference, [`bareverbs::reference`].
-#![deny(missing_docs)]
+#![deny(missing_docs, missing_debug_implementations)]
 // Output goes through [`output`] (a closed stdout exits 0, quietly).
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 

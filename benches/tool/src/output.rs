@@ -43,6 +43,7 @@ fn closed_pipe_exits<T>(r: io::Result<T>) -> io::Result<T> {
 /// The process's stdout (locked while this lives) as a [`Write`] whose
 /// writes end the process with status 0 when the reader has gone; other
 /// errors are returned.
+#[derive(Debug)]
 pub struct Stdout(io::StdoutLock<'static>);
 
 /// Locks stdout for writing (see [`Stdout`]).

@@ -32,6 +32,7 @@ pub fn check_test_args(args: &PerfArgs) -> anyhow::Result<()> {
 }
 
 /// A parsed `perf` subcommand other than `post`.
+#[derive(Debug)]
 pub enum Cmd {
     /// A perftest look-alike.
     Test(PerfTest, Box<PerfArgs>),

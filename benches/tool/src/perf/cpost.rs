@@ -61,6 +61,22 @@ pub struct CPostQueue {
     batch: u32,
 }
 
+/// The queue's geometry and counters (the C struct's plain fields, never
+/// the ring, doorbell record or UAR they point to).
+impl std::fmt::Debug for CPostQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CPostQueue")
+            .field("ring_bbs", &self.sq.ring_bbs)
+            .field("max_post", &self.sq.max_post)
+            .field("qpn", &self.sq.qpn)
+            .field("cur_post", &self.sq.cur_post)
+            .field("doorbells", &self.sq.doorbells)
+            .field("sges", &self.sgl.len())
+            .field("batch", &self.batch)
+            .finish_non_exhaustive()
+    }
+}
+
 impl CPostQueue {
     /// RDMA WRITEs of `sge` SGEs, `batch` per doorbell.
     pub fn new(sge: u32, batch: u32) -> Self {

@@ -8,6 +8,8 @@ pub mod cmd_backend;
 pub mod config;
 #[cfg(feature = "c-loop")]
 pub mod cpost;
+#[cfg(test)]
+mod debug_tests;
 pub mod engine;
 pub mod flags;
 pub mod model_backend;

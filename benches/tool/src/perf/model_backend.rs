@@ -455,6 +455,33 @@ pub struct ModelBackend {
     nic: Option<NicCost>,
 }
 
+/// The model, its parameters and the clock's counters (when the world is
+/// not borrowed: `<borrowed>` otherwise); never the buffers' contents.
+impl std::fmt::Debug for ModelBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("ModelBackend");
+        d.field("model", &self.model.name())
+            .field("retry_timeout_ns", &self.retry_timeout_ns)
+            .field("link_gbps", &self.timer.link_gbps)
+            .field("seed", &self.seed)
+            .field("bufs", &self.bufs.len())
+            .field(
+                "buf_bytes",
+                &self.bufs.iter().map(|(_, l)| l.size()).sum::<usize>(),
+            )
+            .field("nic", &self.nic);
+        match self.timer.w.try_borrow() {
+            Ok(w) => d
+                .field("now_ps", &w.now_ps)
+                .field("doorbells", &w.doorbells)
+                .field("retries", &w.retries)
+                .field("sides", &w.sides.len()),
+            Err(_) => d.field("world", &format_args!("<borrowed>")),
+        };
+        d.finish_non_exhaustive()
+    }
+}
+
 impl ModelBackend {
     /// With `model` (default: [`PcieModel`] with perf ref §2.3
     /// parameters); `seed` drives the loss process.
@@ -764,5 +791,21 @@ impl PerfDevice for ModelBackend {
             rep.counters
                 .insert("pcie_reads".into(), nic.pcie_reads * posted);
         }
+    }
+}
+
+#[cfg(test)]
+mod debug_tests {
+    use super::*;
+
+    #[test]
+    fn debug_reports_a_borrowed_world_instead_of_waiting() {
+        let be = ModelBackend::new(PcieModel::default(), 7);
+        let s = format!("{be:?}");
+        assert!(s.contains("seed: 7") && s.contains("now_ps: 0"), "{s}");
+        let w = be.timer.w.borrow_mut();
+        let s = format!("{be:?}");
+        drop(w);
+        assert!(s.contains("world: <borrowed>"), "{s}");
     }
 }

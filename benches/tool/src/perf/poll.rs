@@ -68,6 +68,21 @@ pub struct PollBench {
     sink: EachSink,
 }
 
+/// The arguments, the queues' host-side state and the counters (never
+/// the CQE ring or the doorbell records).
+impl std::fmt::Debug for PollBench {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PollBench")
+            .field("args", &self.args)
+            .field("cq", &self.cq)
+            .field("qp", &self.qp)
+            .field("ring", &self.ring)
+            .field("produced", &self.produced)
+            .field("sink", &self.sink)
+            .finish_non_exhaustive()
+    }
+}
+
 impl PollBench {
     /// Builds the queues.
     pub fn new(args: PollArgs) -> anyhow::Result<Self> {

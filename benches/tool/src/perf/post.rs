@@ -107,6 +107,24 @@ pub struct PostBench {
     bbs_per_wr: u32,
 }
 
+/// The arguments, the send queue's host-side state and the counters
+/// (never the ring, the doorbell record or the payload).
+impl std::fmt::Debug for PostBench {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostBench")
+            .field("args", &self.args)
+            .field("sq", &self.sq)
+            .field("op", &self.op)
+            .field("wrs", &self.wrs.len())
+            .field("rdma_wrs", &self.rwrs.len())
+            .field("payload_bytes", &self.payload.len())
+            .field("to_signal", &self.to_signal)
+            .field("posted", &self.posted)
+            .field("bbs_per_wr", &self.bbs_per_wr)
+            .finish_non_exhaustive()
+    }
+}
+
 impl PostBench {
     /// Builds the queue for `args`.
     pub fn new(args: PostArgs) -> anyhow::Result<Self> {

@@ -58,6 +58,7 @@ pub struct RecvStats {
     pub doorbells: u64,
 }
 
+#[derive(Debug)]
 enum Queue {
     Rq(Box<RecvQueue<[RqSlot; RING_WQES]>>),
     Srq(Box<SharedReceiveQueue<[SrqSlot; RING_WQES]>>),
@@ -79,6 +80,24 @@ pub struct RecvBench {
     capacity: u64,
     doorbells: u64,
     max_gs: u32,
+}
+
+/// The arguments, the queue's host-side state and the counters (never
+/// the ring or the doorbell record).
+impl std::fmt::Debug for RecvBench {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RecvBench")
+            .field("args", &self.args)
+            .field("q", &self.q)
+            .field("wrs", &self.wrs.len())
+            .field("posted", &self.posted)
+            .field("retired", &self.retired)
+            .field("rejected", &self.rejected)
+            .field("capacity", &self.capacity)
+            .field("doorbells", &self.doorbells)
+            .field("max_gs", &self.max_gs)
+            .finish_non_exhaustive()
+    }
 }
 
 impl RecvBench {

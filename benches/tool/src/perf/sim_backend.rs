@@ -31,6 +31,7 @@ use bareverbs_sim::{
 };
 
 /// The direct simulator device.
+#[derive(Debug)]
 pub struct SimBackend {
     params: ModelParams,
     seed: u64,

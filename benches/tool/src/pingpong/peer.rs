@@ -33,7 +33,27 @@ enum State {
     Closed,
 }
 
+/// The stage and its addresses (the socket's own, never a read from it).
+impl std::fmt::Debug for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            State::Listening(l) => f
+                .debug_struct("Listening")
+                .field("local", &l.local_addr().ok())
+                .finish(),
+            State::Connecting(host, port) => f
+                .debug_struct("Connecting")
+                .field("host", host)
+                .field("port", port)
+                .finish(),
+            State::Answering(oob) => f.debug_tuple("Answering").field(oob).finish(),
+            State::Closed => f.write_str("Closed"),
+        }
+    }
+}
+
 /// One side of `ibv_rc_pingpong`'s address exchange.
+#[derive(Debug)]
 pub struct PingpongPeer {
     state: State,
     /// The peer is bareverbs run with `-c`: what it sends carries

@@ -9,6 +9,7 @@ use crate::perf::run::PerfRunReport;
 use serde_json::{json, Value};
 
 /// A finished (or failed) run.
+#[derive(Debug)]
 pub struct Outcome {
     role: Role,
     device: String,

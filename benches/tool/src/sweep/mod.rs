@@ -163,6 +163,7 @@ pub struct SweepRow {
     pub sim_pcie_reads: Option<f64>,
 }
 /// The result of a sweep.
+#[derive(Debug)]
 pub struct Sweep {
     /// Rows in sweep order.
     pub rows: Vec<SweepRow>,

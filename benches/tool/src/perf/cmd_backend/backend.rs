@@ -30,6 +30,28 @@ pub struct CmdBackend<B: Bar0 + UarMap, C: Clock, A: DmaAllocator, T: Timer> {
     sgid_index: Option<u16>,
 }
 
+/// The device's own summary (firmware, ISSI, UAR, pages held), the
+/// options and how many objects the current run holds (never the device's
+/// or the buffers' memory).
+impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator, T: Timer> std::fmt::Debug
+    for CmdBackend<B, C, A, T>
+{
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let o = &self.objs;
+        f.debug_struct("CmdBackend")
+            .field("dev", &self.dev)
+            .field("opts", &self.opts)
+            .field("pd", &o.pd.is_some())
+            .field("bufs", &o.bufs.len())
+            .field("mkeys", &o.mkeys.len())
+            .field("cqs", &o.cqs.len())
+            .field("qps", &o.qps.len())
+            .field("sgid_index", &self.sgid_index)
+            .field("keep", &self.keep.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
 impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator, T: Timer> CmdBackend<B, C, A, T> {
     /// A backend over the brought-up `dev`; `keep` is dropped after the
     /// device is torn down.

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 /// The simulator's virtual clock. A busy-wait step processes the fabric's
 /// next event; with nothing pending the clock moves 1 ms, so a wait for
 /// something that can no longer happen reaches its limit.
+#[derive(Debug)]
 pub struct FabricTimer {
     fabric: bareverbs_sim::Fabric,
     /// The devices whose counters are reported, by prefix.

@@ -63,6 +63,23 @@ pub struct Pair {
     _scratch: Option<Box<[u8]>>,
 }
 
+/// The slots, address vector, address lines and role (the sides are trait
+/// objects and are not asked: a side's state may be borrowed).
+impl std::fmt::Debug for Pair {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pair")
+            .field("a_src", &self.a_src)
+            .field("a_dst", &self.a_dst)
+            .field("b_src", &self.b_src)
+            .field("b_dst", &self.b_dst)
+            .field("av", &self.av)
+            .field("local", &self.local)
+            .field("remote", &self.remote)
+            .field("role", &self.role)
+            .finish_non_exhaustive()
+    }
+}
+
 /// The four message areas of one pair, as a backend allocated them (an
 /// area the test does not use is empty).
 #[derive(Debug, Default)]

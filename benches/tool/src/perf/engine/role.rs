@@ -39,6 +39,7 @@ impl Role {
 
 /// The side a peer host drives, as the engine sees it: its QP number (for
 /// messages), nothing to poll or arm, and no WR may be posted on it.
+#[derive(Debug)]
 pub struct RemoteSide {
     /// The peer's QP number.
     pub qpn: u32,

@@ -58,6 +58,7 @@ impl Script {
 }
 
 /// The out-of-band link to the peer host over TCP.
+#[derive(Debug)]
 pub struct TcpPeer {
     oob: Option<Oob>,
     role: Role,

@@ -16,6 +16,18 @@ pub struct Oob {
     client: bool,
 }
 
+/// Which side this is and the connection's two addresses (never a read
+/// from the socket).
+impl std::fmt::Debug for Oob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Oob")
+            .field("client", &self.client)
+            .field("local", &self.stream.local_addr().ok())
+            .field("peer", &self.stream.peer_addr().ok())
+            .finish()
+    }
+}
+
 impl Oob {
     /// The server's side: waits on `listener` for one client (perftest
     /// listens with a backlog of 1 and accepts once), then stops

@@ -30,7 +30,11 @@ fn leaves(v: &serde_json::Value, path: &str, out: &mut std::collections::BTreeSe
 /// The keys docs/json.md documents (its "Envelope" and "perf" tables),
 /// without the rows that only name an object whose keys follow.
 fn documented_keys() -> std::collections::BTreeSet<String> {
-    let doc = include_str!("../../../../../../docs/json.md");
+    // Read at run time: the document lives in the repository's docs/,
+    // outside this package (an include_str! would not build from the
+    // published crate).
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/json.md");
+    let doc = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let mut keys = std::collections::BTreeSet::new();
     let mut section = "";
     for line in doc.lines() {
