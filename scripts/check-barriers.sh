@@ -19,24 +19,51 @@
 # memory other than the stack, and matched against the expected pattern.
 # Any `dmb ish*`, `dmb sy` or `mfence` in a probe fails, as does a call in a
 # barrier probe (a barrier that is not inlined). One line per check; the
-# exit status is non-zero on any mismatch.
+# exit status is non-zero on any mismatch. The crate is rebuilt for each
+# target (its old .s removed first); a failed build is "FAIL build
+# <target>" and exit 1, never a check of an earlier run's assembly.
 set -euo pipefail
+shopt -s inherit_errexit
 cd "$(dirname "$0")/.."
 TD=${CARGO_TARGET_DIR:-target}/check-barriers
 fail=0
+mkdir -p "$TD"
+# Every .s the checks read must be newer than this stamp.
+STAMP=$(mktemp "$TD/stamp.XXXXXX")
+trap 'rm -f "$STAMP"' EXIT
 
 ok() { printf '  ok    %-40s %s\n' "$1" "$2"; }
 bad() { printf '  FAIL  %-40s %s\n' "$1" "$2"; fail=1; }
 
-# emit TARGET -> path of the assembly of the bareverbs crate for TARGET
+# emit TARGET -> path of the assembly of the bareverbs crate for TARGET.
+# The crate's old .s files and its build state (cargo clean -p) are removed
+# first, so cargo rebuilds it and the path printed is this run's output;
+# any failure (cargo, no .s, more than one) returns non-zero with a message
+# on stderr. Called as `x=$(emit T) || ...`: errexit does not apply inside.
 emit() {
-  local t=$1
+  local t=$1 deps="$TD/$1/release/deps" s
   if ! rustup target list --installed 2>/dev/null | grep -qx "$t"; then
-    rustup target add "$t" >&2
+    rustup target add "$t" >&2 || return 1
   fi
+  cargo clean -q -p bareverbs --release --target "$t" --target-dir "$TD" >&2 || return 1
+  rm -f "$deps"/bareverbs-*.s || return 1
   cargo rustc -q -p bareverbs --release --target "$t" --target-dir "$TD" -- \
-    --emit asm -C codegen-units=1 --cfg bareverbs_barrier_probes >&2
-  ls -t "$TD/$t"/release/deps/bareverbs-*.s | head -1
+    --emit asm -C codegen-units=1 --cfg bareverbs_barrier_probes >&2 || return 1
+  s=$(find "$deps" -maxdepth 1 -name 'bareverbs-*.s' -newer "$STAMP") || return 1
+  if [ -z "$s" ] || [ "$(printf '%s\n' "$s" | wc -l)" -ne 1 ]; then
+    echo "no single fresh bareverbs-*.s in $deps" >&2
+    return 1
+  fi
+  printf '%s\n' "$s"
+}
+
+# build TARGET: ASM=emit's path, or a FAIL line and exit 1 (never a
+# stale .s)
+build() {
+  ASM=$(emit "$1") || {
+    printf '  FAIL  build %s (cargo rustc --emit asm failed; see above)\n' "$1"
+    exit 1
+  }
 }
 
 # tokens ASM PROBE -> the probe's token string (empty if the symbol is missing:
@@ -88,7 +115,8 @@ check() {
 }
 
 echo "aarch64-unknown-none (rdma-core: dmb oshst / dmb oshld / dsb st)"
-a=$(emit aarch64-unknown-none)
+build aarch64-unknown-none
+a=$ASM
 check "$a" to_device_barrier to_device 'dmb oshst'
 check "$a" ordering_write_barrier ordering_write 'dmb oshst'
 check "$a" from_device_barrier from_device 'dmb oshld'
@@ -101,7 +129,8 @@ check "$a" "sq doorbell (bar, rec, wc_start, ...)" sq_ring_doorbell 'dmb oshst S
 
 for t in x86_64-unknown-linux-gnu x86_64-unknown-none; do
   echo "$t (rdma-core: compiler barrier / lfence / sfence)"
-  x=$(emit "$t")
+  build "$t"
+  x=$ASM
   check "$x" to_device_barrier to_device ''
   check "$x" ordering_write_barrier ordering_write ''
   check "$x" from_device_barrier from_device 'lfence'
