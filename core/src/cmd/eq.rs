@@ -4,7 +4,9 @@
 
 use super::layout::eqe;
 use super::queue::{dma_load8, dma_read, dma_store8};
-use crate::platform::{from_device_barrier, DmaBuf};
+use crate::platform::{
+    from_device_barrier, to_device_barrier, DmaBuf, Uar, EQ_DOORBELL_ARM, EQ_DOORBELL_NO_ARM,
+};
 
 /// Bytes per EQE. [ref §7.9](crate::reference).
 pub const EQE_BYTES: usize = 64;
@@ -205,6 +207,23 @@ impl EventQueue {
     /// (arm) or + 0x48 (update only). [ref §4.6](crate::reference).
     pub fn doorbell(&self) -> [u8; 4] {
         ((self.eqn as u32) << 24 | (self.ci & EQ_CI_MASK)).to_be_bytes()
+    }
+    /// Publishes the consumer index: the [`doorbell`](Self::doorbell)
+    /// word, one 4-byte store to `uar` + 0x40 (`arm`: update and re-arm)
+    /// or + 0x48 (update only), then [`to_device_barrier`] — the
+    /// doorbell, then the barrier, as rdma-core's mlx5 VFIO provider
+    /// (`eq_update_ci`: `mmio_write32_be`, then `udma_to_device_barrier`):
+    /// x86_64 a compiler barrier, aarch64 `dmb oshst`. The only place the
+    /// EQ doorbells are written. [ref §4.4, §4.6](crate::reference).
+    #[inline]
+    pub fn update_ci<U: Uar + ?Sized>(&self, uar: &mut U, arm: bool) {
+        let off = if arm {
+            EQ_DOORBELL_ARM
+        } else {
+            EQ_DOORBELL_NO_ARM
+        };
+        uar.write32(off, self.doorbell());
+        to_device_barrier();
     }
 }
 

@@ -219,7 +219,7 @@ impl<const N: usize> CompletionQueue<N> {
     /// `self.ci` is written back before the general path runs and at the
     /// end.
     #[inline(always)]
-    fn lean_loop<const UIDX: bool, const STRIDE: usize, R, F>(
+    pub(crate) fn lean_loop<const UIDX: bool, const STRIDE: usize, R, F>(
         &mut self,
         r: &mut R,
         max: usize,

@@ -14,7 +14,7 @@ use super::objects::Obj;
 use super::{Device, DeviceError, Interrupts, UarMap};
 use crate::cmd::eq::{Eqe, EventQueue, NUM_SPARE_EQE};
 use crate::cmd::{Bar0, Clock};
-use crate::platform::{DmaAllocator, Uar, EQ_DOORBELL_ARM, EQ_DOORBELL_NO_ARM};
+use crate::platform::DmaAllocator;
 
 /// Completion EQs a device holds at most (vectors 1 ..= 8).
 pub const MAX_COMP_EQS: usize = 8;
@@ -79,7 +79,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
                 number: eqn as u32,
             });
         }
-        uar.write32(EQ_DOORBELL_ARM, eq.doorbell());
+        eq.update_ci(&mut uar, true);
         // Capacity was checked by `comp_eq_index`'s bound on `vector`.
         let _ = self.comp_eqs.push(CompEq { eq, uar, vector });
         Ok(eqn)
@@ -127,7 +127,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
             };
             taken += 1;
             if taken.is_multiple_of(NUM_SPARE_EQE as usize) {
-                c.uar.write32(EQ_DOORBELL_NO_ARM, c.eq.doorbell());
+                c.eq.update_ci(&mut c.uar, false);
             }
             let eqn = c.eq.eqn();
             match ev {
@@ -139,7 +139,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
             }
         }
         let c = &mut self.comp_eqs[i];
-        c.uar.write32(EQ_DOORBELL_ARM, c.eq.doorbell());
+        c.eq.update_ci(&mut c.uar, true);
         self.bad_events += got.rejected as u64;
         Ok(got)
     }

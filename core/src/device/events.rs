@@ -5,7 +5,7 @@ use super::{Device, DeviceError, Step, UarMap};
 use crate::cmd::eq::{Eqe, EventQueue, ASYNC_EQ_ENTRIES, EQE_BYTES, NUM_SPARE_EQE};
 use crate::cmd::queue::SlotKind;
 use crate::cmd::{ops, Bar0, Clock};
-use crate::platform::{DmaAllocator, Uar, EQ_DOORBELL_ARM, EQ_DOORBELL_NO_ARM};
+use crate::platform::DmaAllocator;
 
 /// What one [`Device::serve_events`] call did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -75,7 +75,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
             }
             r => r?,
         };
-        uar.write32(EQ_DOORBELL_ARM, eq.doorbell());
+        eq.update_ci(&mut uar, true);
         self.eq = Some((eq, uar));
         Ok(())
     }
@@ -112,7 +112,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
             // EQEs while draining (ref §4.6).
             if served.handled % NUM_SPARE_EQE as usize == 0 {
                 if let Some((eq, uar)) = self.eq.as_mut() {
-                    uar.write32(EQ_DOORBELL_NO_ARM, eq.doorbell());
+                    eq.update_ci(uar, false);
                 }
             }
             if let Eqe::PageRequest {
@@ -135,7 +135,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
             }
         }
         if let Some((eq, uar)) = self.eq.as_mut() {
-            uar.write32(EQ_DOORBELL_ARM, eq.doorbell());
+            eq.update_ci(uar, true);
         }
         served
     }
