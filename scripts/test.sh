@@ -105,9 +105,18 @@ check "the tool's command-line tests without the c-loop feature and without mlx5
 # Every published crate packages and builds from its package alone (the
 # tool with the crates it depends on, as a workspace publish orders them),
 # and the tool installs as a user installs it.
-check "cargo publish --dry-run of every published crate" \
+publish_dry_run() {
+  # A workspace publish serves the crates it packages to each other from a
+  # scratch registry, and cargo unpacks them under $CARGO_HOME/registry/src
+  # in a folder named after that registry's path. A folder left by an
+  # earlier run at the same path is reused as is, so a dependent would be
+  # verified against the earlier sources: drop those folders first.
+  local src="${CARGO_HOME:-$HOME/.cargo}/registry/src"
+  rm -rf "$src"/-*/bareverbs-*
   cargo publish --dry-run --allow-dirty -q -p bareverbs -p bareverbs-sim -p bareverbs-vfio \
-  -p bareverbs-conformance -p bareverbs-tool
+    -p bareverbs-conformance -p bareverbs-tool
+}
+check "cargo publish --dry-run of every published crate" publish_dry_run
 install_tool() {
   local dest="$work_root/install"
   cargo install -q --locked --path benches/tool --root "$dest" --target-dir "${CARGO_TARGET_DIR:-target}" &&
