@@ -536,6 +536,10 @@ fn an_srq_shared_by_two_qps() {
     let buf = ctx.alloc_buffer(8192).unwrap();
     let mr = ctx.reg_mr(&pd, &buf, Access::LOCAL_WRITE).unwrap();
     let cq = ctx.create_cq(64).unwrap();
+    // A region without LOCAL_WRITE (a receive naming it is refused). Like
+    // every region an SRQ's receives name, it must outlive the SRQ.
+    let ro_buf = ctx.alloc_buffer(4096).unwrap();
+    let ro = ctx.reg_mr(&pd, &ro_buf, Access::REMOTE_READ).unwrap();
     // max_wr 16: 2 × 16 + 1 = 33 fits the device, so the SRQ gets a wait
     // queue and rup2(33) = 64 slots; read back max_wr = rup2(17) − 1 = 31
     // (ref §3.8).
@@ -552,8 +556,6 @@ fn an_srq_shared_by_two_qps() {
             .unwrap();
     }
     // A refused receive: nothing posted.
-    let ro_buf = ctx.alloc_buffer(4096).unwrap();
-    let ro = ctx.reg_mr(&pd, &ro_buf, Access::REMOTE_READ).unwrap();
     let e = srq
         .post_recv(&[RecvWr::new(9, &[ro.sge(0, 8).unwrap()])])
         .unwrap_err();

@@ -211,6 +211,45 @@
 //! }
 //! ```
 //!
+//! **A receive posted through a shared receive queue cannot outlive the
+//! memory it names** (every region its WRs use outlives the SRQ, whose drop
+//! destroys it on the device first; posting takes `&self`, so the SRQ is
+//! invariant in that lifetime: a shared borrow cannot shrink it):
+//!
+//! ```compile_fail,E0597
+//! # use bareverbs::verbs::*; use bareverbs::cmd::{Bar0, Clock};
+//! # use bareverbs::device::UarMap; use bareverbs::platform::DmaAllocator;
+//! fn f<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(ctx: &Context<B, C, A>) -> Result<(), Error> {
+//!     let pd = ctx.alloc_pd()?;
+//!     let srq = ctx.create_srq::<64>(&pd, 16, 1)?;
+//!     {
+//!         let buf = ctx.alloc_buffer(4096)?;
+//!         let mr = ctx.reg_mr(&pd, &buf, Access::LOCAL_WRITE)?;
+//!         let _ = srq.post_recv(&[RecvWr::new(1, &[mr.sge(0, 64).unwrap()])]);
+//!     } // error[E0597]: `mr` does not live long enough
+//!     drop(srq);
+//!     Ok(())
+//! }
+//! ```
+//! ```
+//! # use bareverbs::verbs::*; use bareverbs::cmd::{Bar0, Clock};
+//! # use bareverbs::device::UarMap; use bareverbs::platform::DmaAllocator;
+//! # use bareverbs::sizing::QpType;
+//! fn f<B: Bar0 + UarMap, C: Clock, A: DmaAllocator>(ctx: &Context<B, C, A>) -> Result<(), Error> {
+//!     let pd = ctx.alloc_pd()?;
+//!     let cq = ctx.create_cq(64)?;
+//!     let buf = ctx.alloc_buffer(4096)?;
+//!     let mr = ctx.reg_mr(&pd, &buf, Access::LOCAL_WRITE)?;
+//!     let srq = ctx.create_srq::<64>(&pd, 16, 1)?;
+//!     let attr = QpInitAttr::new(QpType::Rc, &cq, &cq, QpCap::new(16, 16, 1, 1)).with_srq(&srq);
+//!     let qp = ctx.create_qp::<64, 16>(&pd, &attr)?;
+//!     let _ = srq.post_recv(&[RecvWr::new(1, &[mr.sge(0, 64).unwrap()])]);
+//!     drop(qp); // the QP receiving through the SRQ goes first ...
+//!     drop(srq); // ... then DESTROY_SRQ; the region and buffer go after
+//!     Ok(())
+//! }
+//! ```
+//!
 //! **No key can be registered over a driver ring**: registration takes a
 //! [`DmaBuffer`], which only [`Context::alloc_buffer`] makes; rings,
 //! doorbell records and raw [`DmaBuf`] descriptions are not buffers:

@@ -87,7 +87,10 @@ impl<'a> QpInitAttr<'a> {
     /// The same attributes, receiving through `srq` (`max_recv_wr` and
     /// `max_recv_sge` are then ignored).
     #[must_use = "returns the changed value; dropping it discards the change"]
-    pub fn with_srq<const N: usize>(mut self, srq: &'a super::SharedReceiveQueue<'a, N>) -> Self {
+    pub fn with_srq<'s: 'a, const N: usize>(
+        mut self,
+        srq: &'a super::SharedReceiveQueue<'s, N>,
+    ) -> Self {
         self.srq = Some(srq.link());
         self
     }

@@ -46,6 +46,13 @@ pub struct SharedReceiveQueue<'a, const N: usize> {
     attached: Cell<u32>,
     owner: &'a dyn Owner,
     _pd: PhantomData<&'a ProtectionDomain<'a>>,
+    /// The regions WRs name must outlive the SRQ (`'a`). Invariant:
+    /// posting takes `&self`, and a covariant `'a` would let
+    /// `&SharedReceiveQueue<'long>` shrink to `&SharedReceiveQueue<'short>`
+    /// and accept a region that dies before the SRQ, which the device may
+    /// still write into (the `compile_fail` test in `verbs` proves the
+    /// refusal).
+    _regions: PhantomData<fn(&'a ()) -> &'a ()>,
 }
 
 impl<const N: usize> fmt::Debug for SharedReceiveQueue<'_, N> {
@@ -74,6 +81,7 @@ impl<'a, const N: usize> SharedReceiveQueue<'a, N> {
             attached: Cell::new(0),
             owner,
             _pd: PhantomData,
+            _regions: PhantomData,
         }
     }
 
@@ -90,7 +98,7 @@ impl<'a, const N: usize> SharedReceiveQueue<'a, N> {
         self.max_sge
     }
     /// The link [`QpInitAttr::with_srq`](super::QpInitAttr::with_srq) takes.
-    pub fn link(&'a self) -> SrqLink<'a> {
+    pub fn link(&self) -> SrqLink<'_> {
         SrqLink(self)
     }
 
