@@ -587,6 +587,115 @@ fn an_srq_shared_by_two_qps() {
 }
 
 #[test]
+fn resetting_a_qp_frees_the_srq_slots_of_its_dropped_receives() {
+    let fabric = Fabric::new(1);
+    let d = dev(&fabric);
+    let lid = d.nic.lid();
+    let ctx = Context::new(d.dev);
+    let pd = ctx.alloc_pd().unwrap();
+    let buf = ctx.alloc_buffer(8192).unwrap();
+    let mr = ctx.reg_mr(&pd, &buf, Access::LOCAL_WRITE).unwrap();
+    let cq = ctx.create_cq(64).unwrap();
+    // max_wr 4: 2 × 4 + 1 = 9 fits, so a wait queue and rup2(9) = 16
+    // slots; read back max_wr = rup2(5) − 1 = 7 (ref §3.8).
+    let srq = ctx.create_srq::<16>(&pd, 4, 1).unwrap();
+    let max = srq.max_wr() as u64;
+    assert_eq!(max, 7);
+    let attr = rc_attr(&cq).with_srq(&srq);
+    let mut qp: Qp = ctx.create_qp(&pd, &attr).unwrap();
+    up(&mut qp, lid);
+    let sg: Vec<_> = (0..max).map(|i| mr.sge(i * 256, 256).unwrap()).collect();
+    let post = |id: u64| srq.post_recv(&[RecvWr::new(id, &[sg[(id % max) as usize]])]);
+    let full = |r: Result<(), bareverbs::rq::RecvError>| {
+        matches!(r.map_err(|e| e.kind), Err(RecvErrorKind::QueueFull { .. }))
+    };
+    for id in 100..100 + max {
+        post(id).unwrap();
+    }
+    assert!(full(post(999)), "max_wr receives fill the SRQ");
+    // A loopback SEND consumes the SRQ's oldest receive (100); its
+    // responder completion stays in the CQ, unpolled (the send itself is
+    // unsignaled), when the QP is reset: the CQE is dropped, and the SRQ
+    // slot it names must go back to the free list.
+    let src = [mr.sge(4096, 64).unwrap()];
+    qp.post_send(&[SendWr::new(1, SendOp::Send, &src)]).unwrap();
+    qp.to_reset().unwrap();
+    let mut wc = [WorkCompletion::default(); 32];
+    assert_eq!(cq.poll(&mut qp, &mut wc).unwrap(), 0, "the CQE was dropped");
+    post(200).expect("the consumed slot is free again");
+    assert!(full(post(201)), "exactly one slot was freed");
+    // The SRQ still works: its max_wr receives (not the dropped one) are
+    // consumed by max_wr sends, after which it takes max_wr receives again.
+    up(&mut qp, lid);
+    for j in 0..max {
+        qp.post_send(&[SendWr::new(j, SendOp::Send, &src).signaled()])
+            .unwrap();
+    }
+    let mut got = 0;
+    let mut recv = Vec::new();
+    while got < 2 * max as usize {
+        let n = cq.poll(&mut qp, &mut wc[got..]).unwrap();
+        assert!(n > 0, "every send and receive completes");
+        got += n;
+    }
+    for w in &wc[..got] {
+        assert_eq!(w.status, WcStatus::Success);
+        if w.wr_id >= 100 {
+            recv.push(w.wr_id);
+        }
+    }
+    recv.sort();
+    let want: Vec<u64> = (101..100 + max).chain([200]).collect();
+    assert_eq!(recv, want, "each live receive exactly once");
+    for id in 300..300 + max {
+        post(id).expect("the SRQ takes max_wr receives again");
+    }
+    assert!(full(post(999)));
+    drop(qp);
+    drop(srq);
+}
+
+#[test]
+fn dropping_a_qp_frees_the_srq_slots_of_its_unpolled_receives() {
+    let fabric = Fabric::new(1);
+    let d = dev(&fabric);
+    let lid = d.nic.lid();
+    let ctx = Context::new(d.dev);
+    let pd = ctx.alloc_pd().unwrap();
+    let buf = ctx.alloc_buffer(8192).unwrap();
+    let mr = ctx.reg_mr(&pd, &buf, Access::LOCAL_WRITE).unwrap();
+    let cq = ctx.create_cq(64).unwrap();
+    // max_wr 4: 16 slots, read back max_wr 7 (ref §3.8).
+    let srq = ctx.create_srq::<16>(&pd, 4, 1).unwrap();
+    let max = srq.max_wr() as u64;
+    let attr = rc_attr(&cq).with_srq(&srq);
+    let mut q1: Qp = ctx.create_qp(&pd, &attr).unwrap();
+    let mut q2: Qp = ctx.create_qp(&pd, &attr).unwrap();
+    up(&mut q1, lid);
+    up(&mut q2, lid);
+    let sg = [mr.sge(0, 256).unwrap()];
+    let post = |id: u64| srq.post_recv(&[RecvWr::new(id, &sg)]);
+    for id in 100..100 + max {
+        post(id).unwrap();
+    }
+    // Q1 receives one SEND through the SRQ and is destroyed with that
+    // completion unpolled: the CQE goes with it, and its SRQ slot goes
+    // back to the free list for Q2, which goes on using the SRQ.
+    let src = [mr.sge(4096, 64).unwrap()];
+    q1.post_send(&[SendWr::new(1, SendOp::Send, &src)]).unwrap();
+    drop(q1);
+    let mut wc = [WorkCompletion::default(); 16];
+    assert_eq!(cq.poll(&mut q2, &mut wc).unwrap(), 0, "the CQE was dropped");
+    post(200).expect("the consumed slot is free again");
+    assert!(matches!(
+        post(201).map_err(|e| e.kind),
+        Err(RecvErrorKind::QueueFull { .. })
+    ));
+    drop(q2);
+    drop(srq);
+}
+
+#[test]
 fn a_cq_refuses_completions_for_a_qp_that_does_not_report_to_it() {
     let fabric = Fabric::new(1);
     let (da, db) = (dev(&fabric), dev(&fabric));

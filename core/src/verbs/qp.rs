@@ -192,21 +192,15 @@ impl<'a, U: Uar, const SQ: usize, const RQ: usize> QueuePair<'a, U, SQ, RQ> {
     }
 
     /// Any state → RESET: this QP's completions still in its CQs are
-    /// dropped, the queues forget every WR, and posting stops until the QP
-    /// is brought up again (error → reset → reuse).
+    /// dropped (an SRQ receive one of them consumed goes back to the SRQ,
+    /// its WR discarded), the queues forget every WR, and posting stops
+    /// until the QP is brought up again (error → reset → reuse).
     pub fn to_reset(&mut self) -> Result<(), Error> {
         self.modify(Modify::Reset)?;
         // The QP's completions still in its CQs are dropped (as
         // `mlx5_cq_clean` does at reset), then the queues forget their WRs.
-        let key = if self.inner.cqe_version == 1 {
-            self.inner.uidx
-        } else {
-            self.inner.qpn
-        };
-        self.send_cq.cq.borrow_mut().clean(key);
-        if !core::ptr::eq(self.send_cq, self.recv_cq) {
-            self.recv_cq.cq.borrow_mut().clean(key);
-        }
+        // SAFETY: 2RST succeeded: the device no longer executes the QP.
+        unsafe { self.purge_completions() };
         // SAFETY: 2RST succeeded: the device no longer executes the QP.
         unsafe { self.inner.sq.reset() };
         if let Some(rq) = self.inner.rq.as_mut() {
@@ -289,7 +283,58 @@ impl<'a, U: Uar, const SQ: usize, const RQ: usize> QueuePair<'a, U, SQ, RQ> {
     }
 }
 
+/// Whether a CQE of opcode `op` consumed a receive WQE: the responder
+/// opcodes (RESP_WR_IMM, RESP_SEND, RESP_SEND_IMM, RESP_SEND_INV) and
+/// RESP_ERR, the CQEs the poller retires through `recv_done`
+/// ([`crate::cq`]'s `complete`).
+fn consumes_receive(op: u8) -> bool {
+    matches!(op, 1..=4 | 14)
+}
+
 impl<U: Uar, const SQ: usize, const RQ: usize> QueuePair<'_, U, SQ, RQ> {
+    /// Drops this QP's unpolled completions from its CQs (as
+    /// `mlx5_cq_clean` does at reset and destroy). With an SRQ, each
+    /// dropped completion that consumed an SRQ receive (a responder CQE in
+    /// the receive CQ, as the poller would retire it) gives its slot back
+    /// to the SRQ's free list; its WR is discarded. The slot is checked:
+    /// one that holds no posted WQE (a lying or repeated CQE) frees
+    /// nothing, so each slot goes back at most once. A CQ in use (borrowed)
+    /// is left alone.
+    ///
+    /// # Safety
+    /// The device no longer executes this QP (2RST or DESTROY_QP
+    /// succeeded).
+    unsafe fn purge_completions(&self) {
+        let key = if self.inner.cqe_version == 1 {
+            self.inner.uidx
+        } else {
+            self.inner.qpn
+        };
+        let srq = self.srq;
+        let free_srq_slot = |c: &crate::cqe::Cqe64| {
+            if let Some(l) = srq.filter(|_| consumes_receive(c.opcode())) {
+                // SAFETY: `c` is a software-owned CQE of this QP's receive
+                // CQ naming this QP, with a responder opcode: one the
+                // device wrote for a QP receiving through this SRQ (the
+                // completion the poller would retire through it); the
+                // device no longer executes the QP (caller's contract),
+                // and `retire` frees the slot only if it holds a posted
+                // WQE. Dropped with the CQE, the WR is never reported.
+                let _ = unsafe { l.0.retire(c.wqe_counter()) };
+            }
+        };
+        if let Ok(mut q) = self.recv_cq.cq.try_borrow_mut() {
+            q.clean_with(key, free_srq_slot);
+        }
+        if !core::ptr::eq(self.send_cq, self.recv_cq) {
+            if let Ok(mut q) = self.send_cq.cq.try_borrow_mut() {
+                // A responder CQE here would not be this QP's receive
+                // (the poller refuses it): dropped, no SRQ slot freed.
+                q.clean(key);
+            }
+        }
+    }
+
     /// Whether a CQE's QP field names this QP (user index with CQE
     /// version 1, else QPN).
     pub(crate) fn named(&self, qp: u32) -> bool {
@@ -323,7 +368,12 @@ impl<U: Uar, const SQ: usize, const RQ: usize> Drop for QueuePair<'_, U, SQ, RQ>
     fn drop(&mut self) {
         if let Some(h) = self.handle.take() {
             if self.owner.destroy_qp(h) {
-                // Destroyed: nothing reports to the CQs any more.
+                // Destroyed: nothing reports to the CQs any more. Its
+                // unpolled completions go, freeing the SRQ slots they
+                // name (other QPs may go on using the SRQ).
+                // SAFETY: DESTROY_QP succeeded: the device no longer
+                // executes the QP.
+                unsafe { self.purge_completions() };
                 let s = self.send_cq.attached.get();
                 self.send_cq.attached.set(s.saturating_sub(1));
                 let r = self.recv_cq.attached.get();
