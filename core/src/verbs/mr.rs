@@ -12,6 +12,8 @@ use core::marker::PhantomData;
 /// made in it borrow it, so it outlives them.
 pub struct ProtectionDomain<'a> {
     pub(crate) pd: Pd,
+    /// The identity of the context that made it.
+    pub(crate) ctx: u64,
     owner: &'a dyn Owner,
 }
 
@@ -22,8 +24,8 @@ impl fmt::Debug for ProtectionDomain<'_> {
 }
 
 impl<'a> ProtectionDomain<'a> {
-    pub(crate) fn new(pd: Pd, owner: &'a dyn Owner) -> Self {
-        ProtectionDomain { pd, owner }
+    pub(crate) fn new(pd: Pd, ctx: u64, owner: &'a dyn Owner) -> Self {
+        ProtectionDomain { pd, ctx, owner }
     }
     /// The PD number.
     pub fn pdn(&self) -> u32 {

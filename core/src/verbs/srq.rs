@@ -21,6 +21,8 @@ pub(crate) trait SrqPort {
     unsafe fn retire(&self, slot: u16) -> Result<u64, CompletionReject>;
     /// QPs receiving through it.
     fn attached(&self) -> &Cell<u32>;
+    /// The identity of the context that made it.
+    fn ctx(&self) -> u64;
 }
 
 /// A QP's link to the SRQ it receives through
@@ -44,6 +46,8 @@ pub struct SharedReceiveQueue<'a, const N: usize> {
     max_wr: u32,
     max_sge: u32,
     attached: Cell<u32>,
+    /// The identity of the context that made it.
+    ctx: u64,
     owner: &'a dyn Owner,
     _pd: PhantomData<&'a ProtectionDomain<'a>>,
 }
@@ -64,6 +68,7 @@ impl<'a, const N: usize> SharedReceiveQueue<'a, N> {
         handle: SrqHandle,
         max_wr: u32,
         max_sge: u32,
+        ctx: u64,
         owner: &'a dyn Owner,
     ) -> Self {
         SharedReceiveQueue {
@@ -72,6 +77,7 @@ impl<'a, const N: usize> SharedReceiveQueue<'a, N> {
             max_wr,
             max_sge,
             attached: Cell::new(0),
+            ctx,
             owner,
             _pd: PhantomData,
         }
@@ -123,6 +129,9 @@ impl<const N: usize> SrqPort for SharedReceiveQueue<'_, N> {
     }
     fn attached(&self) -> &Cell<u32> {
         &self.attached
+    }
+    fn ctx(&self) -> u64 {
+        self.ctx
     }
 }
 
