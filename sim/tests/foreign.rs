@@ -4,15 +4,21 @@
 //! CQ and QP numbers, the same user index 1, keys and IOVAs from the same
 //! ranges), so a foreign object would not fail on the device: its numbers
 //! name this context's objects. Each creation that takes an object checks
-//! it belongs to the context ([`Error::ForeignObject`], nothing created).
+//! it belongs to the context ([`Error::ForeignObject`], nothing created),
+//! and each post checks every SGE is in the queue's protection domain
+//! (`ForeignSge`, the WR writes nothing, the WRs before it are posted).
 //! Each test makes the same objects on both contexts first, so the
 //! foreign object's numbers are valid on the wrong device too (the case
 //! the firmware cannot catch: the old code accepted every one of them).
 //! Expected values come from the operations performed and the firmware
 //! model's object table, never from the driver's output.
 
+use bareverbs::cmd::ops::IbMtu;
+use bareverbs::cqe::{WcStatus, WorkCompletion};
 use bareverbs::device::DeviceConfig;
+use bareverbs::rq::RecvErrorKind;
 use bareverbs::sizing::QpType;
+use bareverbs::sq::{PostErrorKind, SendOp};
 use bareverbs::verbs::*;
 use bareverbs_sim::fw::{bring_up_on, FakeClock, FwConfig, SharedDma, SimBar, SimUar};
 use bareverbs_sim::Fabric;
@@ -48,6 +54,15 @@ fn cap() -> QpCap {
 
 fn rc<'a>(cq: &'a CompletionQueue<'a>) -> QpInitAttr<'a> {
     QpInitAttr::new(QpType::Rc, cq, cq, cap())
+}
+
+/// Loopback RC onto itself.
+fn up(qp: &mut Qp) {
+    let rights = Access::REMOTE_WRITE | Access::REMOTE_READ;
+    qp.to_init(&InitAttr::new(1, rights)).unwrap();
+    let rtr = RtrAttr::new(IbMtu::Mtu1024, qp.qp_num(), 0, AddressHandle::loopback(1));
+    qp.to_rtr(&rtr).unwrap();
+    qp.to_rts(&RtsAttr::new(0)).unwrap();
 }
 
 fn foreign(what: &'static str) -> Error {
@@ -158,6 +173,155 @@ fn create_srq_refuses_a_pd_of_another_context() {
     let e = a.create_srq::<64>(&pb, 16, 1).unwrap_err();
     assert_eq!(e, foreign("PD"));
     assert_eq!(objects(&fw_a), before, "no CREATE_SRQ on A");
+}
+
+/// An SGE of B's region posted on A's QP: B's key and IOVA mean A's
+/// memory (or nothing) to A's device. Refused before anything of the WR
+/// is written; the WR before it is posted and completes.
+#[test]
+fn post_send_refuses_an_sge_of_another_context() {
+    let (a, b, _, _) = two(36);
+    let pa = a.alloc_pd().unwrap();
+    let ba = a.alloc_buffer(4096).unwrap();
+    let rights = Access::LOCAL_WRITE | Access::REMOTE_WRITE;
+    let ma = a.reg_mr(&pa, &ba, rights).unwrap();
+    let pb = b.alloc_pd().unwrap();
+    let bb = b.alloc_buffer(4096).unwrap();
+    let mb = b.reg_mr(&pb, &bb, rights).unwrap();
+    let ca = a.create_cq(64).unwrap();
+    let mut qa: Qp = a.create_qp(&pa, &rc(&ca)).unwrap();
+    up(&mut qa);
+    let t = ma.remote(2048, 64).unwrap();
+    let write = SendOp::Write {
+        remote_addr: t.addr,
+        rkey: t.rkey,
+    };
+    let good = [ma.sge(0, 64).unwrap()];
+    let mixed = [ma.sge(0, 32).unwrap(), mb.sge(0, 32).unwrap()];
+    let e = qa
+        .post_send(&[
+            SendWr::new(1, write, &good).signaled(),
+            SendWr::new(2, write, &mixed).signaled(),
+        ])
+        .unwrap_err();
+    assert_eq!((e.index, e.kind), (1, PostErrorKind::ForeignSge { sge: 1 }));
+    assert_eq!(qa.send_outstanding(), 1, "only the first WR was posted");
+    let mut wc = [WorkCompletion::default(); 4];
+    assert_eq!(ca.poll(&mut qa, &mut wc).unwrap(), 1);
+    assert_eq!((wc[0].wr_id, wc[0].status), (1, WcStatus::Success));
+}
+
+#[test]
+fn send_batch_push_refuses_an_sge_of_another_context() {
+    let (a, b, _, _) = two(37);
+    let pa = a.alloc_pd().unwrap();
+    let ba = a.alloc_buffer(4096).unwrap();
+    let rights = Access::LOCAL_WRITE | Access::REMOTE_WRITE;
+    let ma = a.reg_mr(&pa, &ba, rights).unwrap();
+    let pb = b.alloc_pd().unwrap();
+    let bb = b.alloc_buffer(4096).unwrap();
+    let mb = b.reg_mr(&pb, &bb, rights).unwrap();
+    let ca = a.create_cq(64).unwrap();
+    let mut qa: Qp = a.create_qp(&pa, &rc(&ca)).unwrap();
+    up(&mut qa);
+    let t = ma.remote(2048, 64).unwrap();
+    let write = SendOp::Write {
+        remote_addr: t.addr,
+        rkey: t.rkey,
+    };
+    let mut batch = qa.send_batch();
+    batch
+        .push(&SendWr::new(1, write, &[ma.sge(0, 64).unwrap()]).signaled())
+        .unwrap();
+    let e = batch.push(&SendWr::new(2, write, &[mb.sge(0, 64).unwrap()]).signaled());
+    assert_eq!(e, Err(PostErrorKind::ForeignSge { sge: 0 }));
+    assert_eq!(batch.built(), 1, "the refused push wrote nothing");
+    batch.ring();
+    let mut wc = [WorkCompletion::default(); 4];
+    assert_eq!(ca.poll(&mut qa, &mut wc).unwrap(), 1);
+    assert_eq!((wc[0].wr_id, wc[0].status), (1, WcStatus::Success));
+}
+
+#[test]
+fn post_recv_refuses_an_sge_of_another_context() {
+    let (a, b, _, _) = two(38);
+    let pa = a.alloc_pd().unwrap();
+    let ba = a.alloc_buffer(4096).unwrap();
+    let ma = a.reg_mr(&pa, &ba, Access::LOCAL_WRITE).unwrap();
+    let pb = b.alloc_pd().unwrap();
+    let bb = b.alloc_buffer(4096).unwrap();
+    let mb = b.reg_mr(&pb, &bb, Access::LOCAL_WRITE).unwrap();
+    let ca = a.create_cq(64).unwrap();
+    let mut qa: Qp = a.create_qp(&pa, &rc(&ca)).unwrap();
+    qa.to_init(&InitAttr::new(1, Access::REMOTE_WRITE)).unwrap();
+    let e = qa
+        .post_recv(&[
+            RecvWr::new(1, &[ma.sge(0, 64).unwrap()]),
+            RecvWr::new(2, &[mb.sge(0, 64).unwrap()]),
+        ])
+        .unwrap_err();
+    assert_eq!((e.index, e.kind), (1, RecvErrorKind::ForeignSge { sge: 0 }));
+    assert_eq!(
+        e.kind.to_string(),
+        "SGE 0 names a region outside the queue's protection domain \
+         (another PD, or another Context's)"
+    );
+}
+
+#[test]
+fn srq_post_recv_refuses_an_sge_of_another_context() {
+    let (a, b, _, _) = two(39);
+    let pa = a.alloc_pd().unwrap();
+    let ba = a.alloc_buffer(4096).unwrap();
+    let ma = a.reg_mr(&pa, &ba, Access::LOCAL_WRITE).unwrap();
+    let pb = b.alloc_pd().unwrap();
+    let bb = b.alloc_buffer(4096).unwrap();
+    let mb = b.reg_mr(&pb, &bb, Access::LOCAL_WRITE).unwrap();
+    let srq = a.create_srq::<64>(&pa, 16, 2).unwrap();
+    let two_sges = [ma.sge(0, 64).unwrap(), mb.sge(0, 64).unwrap()];
+    let e = srq
+        .post_recv(&[
+            RecvWr::new(1, &[ma.sge(64, 64).unwrap()]),
+            RecvWr::new(2, &two_sges),
+        ])
+        .unwrap_err();
+    assert_eq!((e.index, e.kind), (1, RecvErrorKind::ForeignSge { sge: 1 }));
+}
+
+/// The rule is the queue's protection domain: a region of another PD of
+/// the same context is refused at post too (the device would fail the WR
+/// with a local protection error and move the QP to ERR).
+#[test]
+fn posts_refuse_an_sge_of_another_pd_of_the_same_context() {
+    let (a, _b, _, _) = two(40);
+    let (p1, p2) = (a.alloc_pd().unwrap(), a.alloc_pd().unwrap());
+    let buf = a.alloc_buffer(4096).unwrap();
+    let rights = Access::LOCAL_WRITE | Access::REMOTE_WRITE;
+    let m1 = a.reg_mr(&p1, &buf, rights).unwrap();
+    let m2 = a.reg_mr(&p2, &buf, rights).unwrap();
+    let cq = a.create_cq(64).unwrap();
+    let mut qp: Qp = a.create_qp(&p1, &rc(&cq)).unwrap();
+    up(&mut qp);
+    let t = m1.remote(2048, 64).unwrap();
+    let write = SendOp::Write {
+        remote_addr: t.addr,
+        rkey: t.rkey,
+    };
+    let e = qp
+        .post_send(&[SendWr::new(1, write, &[m2.sge(0, 64).unwrap()])])
+        .unwrap_err();
+    assert_eq!((e.index, e.kind), (0, PostErrorKind::ForeignSge { sge: 0 }));
+    assert_eq!(qp.send_outstanding(), 0);
+    let e = qp
+        .post_recv(&[RecvWr::new(2, &[m2.sge(0, 64).unwrap()])])
+        .unwrap_err();
+    assert_eq!(e.kind, RecvErrorKind::ForeignSge { sge: 0 });
+    // The QP's own PD is accepted.
+    qp.post_send(&[SendWr::new(3, write, &[m1.sge(0, 64).unwrap()]).signaled()])
+        .unwrap();
+    let mut wc = [WorkCompletion::default(); 4];
+    assert_eq!(cq.poll(&mut qp, &mut wc).unwrap(), 1);
+    assert_eq!((wc[0].wr_id, wc[0].status), (3, WcStatus::Success));
 }
 
 /// `get_cq_event` matches events by CQ number, which both functions hand

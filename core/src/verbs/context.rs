@@ -22,8 +22,8 @@ use core::fmt;
 use core::mem::ManuallyDrop;
 use core::sync::atomic::{AtomicU64, Ordering};
 
-/// The next identity a [`Context`] takes: unique in the process, never
-/// reused.
+/// The next identity a [`Context`] or [`ProtectionDomain`] takes: unique
+/// in the process (contexts and PDs draw from one counter), never reused.
 /// 64 bits do not run out (one id a nanosecond lasts 584 years); should
 /// they, [`next_id`] refuses rather than wraps, so no two live objects
 /// ever share an identity.
@@ -70,8 +70,8 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Context<B, C, A> {
     /// Takes ownership of a brought-up device.
     ///
     /// # Panics
-    /// When the process has used up the 2^64 - 1 context identities (it
-    /// cannot, in practice): an identity is never reused.
+    /// When the process has used up the 2^64 - 1 context and PD
+    /// identities (it cannot, in practice): an identity is never reused.
     pub fn new(dev: Device<B, C, A>) -> Self {
         let id = next_id().expect("context identities exhausted");
         Context {
@@ -146,8 +146,11 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Context<B, C, A> {
 
     /// Allocates a protection domain (ALLOC_PD).
     pub fn alloc_pd(&self) -> Result<ProtectionDomain<'_>, Error> {
+        let domain = next_id().ok_or(Error::Unsupported {
+            what: "another PD once 2^64 - 1 identities were taken",
+        })?;
         let pd = self.dev.borrow_mut().alloc_pd()?;
-        Ok(ProtectionDomain::new(pd, self.id, self))
+        Ok(ProtectionDomain::new(pd, self.id, domain, self))
     }
 
     /// Allocates `len` bytes of zeroed DMA memory (whole 4 KiB pages,
@@ -198,7 +201,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Context<B, C, A> {
         let mkey = unsafe { self.dev.borrow_mut().create_mkey(pd.pd, &raw, access) }?;
         // SAFETY: `mkey` was just created over exactly `raw`, which is
         // `buf`'s memory, with `access`.
-        Ok(unsafe { MemoryRegion::new(mkey, access, buf, self) })
+        Ok(unsafe { MemoryRegion::new(mkey, access, buf, pd.domain, self) })
     }
 
     /// Creates a completion queue with room for at least `cqe` completions
@@ -268,7 +271,8 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Context<B, C, A> {
     /// sizes it ([`sizing::srq_provider_layout`]); `N` is its WQE slots
     /// (a mismatch is refused with the number to use). The read-back
     /// `max_wr`/`max_sge` are reported by the SRQ. `pd` must be this
-    /// context's ([`Error::ForeignObject`]).
+    /// context's ([`Error::ForeignObject`]); every region the SRQ's WRs name
+    /// must be in it.
     pub fn create_srq<'a, const N: usize>(
         &'a self,
         pd: &'a ProtectionDomain<'a>,
@@ -309,7 +313,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Context<B, C, A> {
             h,
             l.ret_max_wr,
             l.ret_max_sge,
-            self.id,
+            (self.id, pd.domain),
             self,
         ))
     }
@@ -325,7 +329,8 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Context<B, C, A> {
     /// `pd`, both CQs and the SRQ must be this context's
     /// ([`Error::ForeignObject`]): another context's numbers name other
     /// objects here (every context numbers its QPs' user indices from 1,
-    /// so a foreign CQ's completions would retire this QP's WRs).
+    /// so a foreign CQ's completions would retire this QP's WRs). Every
+    /// region the QP's WRs name must be in `pd`.
     pub fn create_qp<'a, const SQ: usize, const RQ: usize>(
         &'a self,
         pd: &'a ProtectionDomain<'a>,
@@ -423,6 +428,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Context<B, C, A> {
             attr.send_cq,
             attr.recv_cq,
             srq,
+            pd.domain,
             self,
         ))
     }
