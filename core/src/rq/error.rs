@@ -27,6 +27,13 @@ pub enum RecvErrorKind {
         /// Index of the SGE.
         sge: usize,
     },
+    /// An SGE names a region of another protection domain than the
+    /// queue's — of another [`Context`](crate::verbs::Context), or another
+    /// PD of this one (safe API).
+    ForeignSge {
+        /// Index of the SGE.
+        sge: usize,
+    },
 }
 
 impl RecvErrorKind {
@@ -78,6 +85,11 @@ impl fmt::Display for RecvErrorKind {
             RecvErrorKind::SgeOutOfBounds { sge } => {
                 write!(f, "SGE {sge} is outside its registered memory region")
             }
+            RecvErrorKind::ForeignSge { sge } => write!(
+                f,
+                "SGE {sge} names a region outside the queue's protection domain \
+                 (another PD, or another Context's)"
+            ),
         }
     }
 }

@@ -66,6 +66,13 @@ pub enum PostErrorKind {
         /// Index of the SGE in the WR.
         sge: usize,
     },
+    /// An SGE names a region of another protection domain than the QP's —
+    /// of another [`Context`](crate::verbs::Context), or another PD of this
+    /// one (safe API; the device would not check another context's key).
+    ForeignSge {
+        /// Index of the SGE in the WR.
+        sge: usize,
+    },
 }
 
 impl PostErrorKind {
@@ -144,6 +151,11 @@ impl fmt::Display for PostErrorKind {
             PostErrorKind::InlineNotReadable { sge } => {
                 write!(f, "inline SGE {sge} is not in registered host memory")
             }
+            PostErrorKind::ForeignSge { sge } => write!(
+                f,
+                "SGE {sge} names a region outside the QP's protection domain \
+                 (another PD, or another Context's)"
+            ),
         }
     }
 }

@@ -23,6 +23,8 @@ pub struct DmaBuffer<'a> {
     raw: DmaBuf,
     /// Bytes the user asked for (`<= raw.len`).
     len: usize,
+    /// The identity of the context whose allocator it came from.
+    pub(crate) ctx: u64,
     owner: &'a dyn Owner,
     /// Live memory keys over this buffer.
     regs: Cell<u32>,
@@ -45,12 +47,13 @@ impl<'a> DmaBuffer<'a> {
     ///
     /// # Safety
     /// `raw` was just allocated from `owner`'s allocator, is not yet known
-    /// to the device, and nothing else refers to it.
-    /// `len <= raw.len` is the usable length.
-    pub(crate) unsafe fn from_raw(raw: DmaBuf, len: usize, owner: &'a dyn Owner) -> Self {
+    /// to the device, and nothing else refers to it; `ctx` is `owner`'s
+    /// identity. `len <= raw.len` is the usable length.
+    pub(crate) unsafe fn from_raw(raw: DmaBuf, len: usize, ctx: u64, owner: &'a dyn Owner) -> Self {
         DmaBuffer {
             raw,
             len: len.min(raw.len),
+            ctx,
             owner,
             regs: Cell::new(0),
             pinned: Cell::new(false),

@@ -20,6 +20,21 @@ use crate::sq::{SqConfig, SqSlot};
 use core::cell::{Cell, RefCell};
 use core::fmt;
 use core::mem::ManuallyDrop;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+/// The next identity a [`Context`] or [`ProtectionDomain`] takes: unique
+/// in the process (contexts and PDs draw from one counter), never reused.
+/// 64 bits do not run out (one id a nanosecond lasts 584 years); should
+/// they, [`next_id`] refuses rather than wraps, so no two live objects
+/// ever share an identity.
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A fresh identity, or `None` once all 2^64 - 1 are taken.
+fn next_id() -> Option<u64> {
+    NEXT_ID
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_add(1))
+        .ok()
+}
 
 /// A brought-up mlx5 function as the verbs layer sees it (`ibv_context`):
 /// it owns the [`Device`], every object made through it borrows it, and
@@ -30,6 +45,9 @@ use core::mem::ManuallyDrop;
 /// queue); move the whole context to move the device.
 pub struct Context<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> {
     dev: ManuallyDrop<RefCell<Device<B, C, A>>>,
+    /// This context's identity, stored in every object made through it:
+    /// an object of another context is refused ([`Error::ForeignObject`]).
+    id: u64,
     next_uidx: Cell<u32>,
     /// Completion events taken for CQs a `get_cq_event` call did not wait
     /// on: (vector, CQ number), delivered later.
@@ -38,7 +56,9 @@ pub struct Context<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> {
 
 impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> fmt::Debug for Context<B, C, A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Context").finish_non_exhaustive()
+        f.debug_struct("Context")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
     }
 }
 
@@ -48,9 +68,15 @@ fn log2(n: u32) -> u8 {
 
 impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Context<B, C, A> {
     /// Takes ownership of a brought-up device.
+    ///
+    /// # Panics
+    /// When the process has used up the 2^64 - 1 context and PD
+    /// identities (it cannot, in practice): an identity is never reused.
     pub fn new(dev: Device<B, C, A>) -> Self {
+        let id = next_id().expect("context identities exhausted");
         Context {
             dev: ManuallyDrop::new(RefCell::new(dev)),
+            id,
             next_uidx: Cell::new(1),
             pending: RefCell::new(heapless::Vec::new()),
         }
@@ -120,8 +146,11 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Context<B, C, A> {
 
     /// Allocates a protection domain (ALLOC_PD).
     pub fn alloc_pd(&self) -> Result<ProtectionDomain<'_>, Error> {
+        let domain = next_id().ok_or(Error::Unsupported {
+            what: "another PD once 2^64 - 1 identities were taken",
+        })?;
         let pd = self.dev.borrow_mut().alloc_pd()?;
-        Ok(ProtectionDomain::new(pd, self))
+        Ok(ProtectionDomain::new(pd, self.id, domain, self))
     }
 
     /// Allocates `len` bytes of zeroed DMA memory (whole 4 KiB pages,
@@ -139,17 +168,30 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Context<B, C, A> {
             .ok_or(DeviceError::OutOfDmaMemory { what: "buffer" })?;
         // SAFETY: freshly allocated from this context's allocator, unknown
         // to the device, referenced by nothing else; `len <= pages`.
-        Ok(unsafe { DmaBuffer::from_raw(raw, len, self) })
+        Ok(unsafe { DmaBuffer::from_raw(raw, len, self.id, self) })
+    }
+
+    /// Refuses an object `what` of another context (`ctx` is its
+    /// context's identity).
+    fn own(&self, ctx: u64, what: &'static str) -> Result<(), Error> {
+        if ctx == self.id {
+            Ok(())
+        } else {
+            Err(Error::ForeignObject { what })
+        }
     }
 
     /// Registers `buf` in `pd` with `access` (CREATE_MKEY): the region
-    /// borrows both.
+    /// borrows both. Both must be this context's
+    /// ([`Error::ForeignObject`]).
     pub fn reg_mr<'a>(
         &'a self,
         pd: &'a ProtectionDomain<'a>,
         buf: &'a DmaBuffer<'a>,
         access: Access,
     ) -> Result<MemoryRegion<'a>, Error> {
+        self.own(pd.ctx, "PD")?;
+        self.own(buf.ctx, "buffer")?;
         let raw = buf.raw();
         // SAFETY: `raw` is `buf`'s memory, which `buf` owns (allocated by
         // `alloc_buffer`, never a ring); the returned region borrows `buf`
@@ -159,7 +201,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Context<B, C, A> {
         let mkey = unsafe { self.dev.borrow_mut().create_mkey(pd.pd, &raw, access) }?;
         // SAFETY: `mkey` was just created over exactly `raw`, which is
         // `buf`'s memory, with `access`.
-        Ok(unsafe { MemoryRegion::new(mkey, access, buf, self) })
+        Ok(unsafe { MemoryRegion::new(mkey, access, buf, pd.domain, self) })
     }
 
     /// Creates a completion queue with room for at least `cqe` completions
@@ -208,7 +250,14 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Context<B, C, A> {
         match q {
             Ok(mut q) => {
                 q.init_ring();
-                Ok(CompletionQueue::new(q, h, l.reported_cqe, vector, self))
+                Ok(CompletionQueue::new(
+                    q,
+                    h,
+                    l.reported_cqe,
+                    vector,
+                    self.id,
+                    self,
+                ))
             }
             Err(e) => {
                 self.destroy_cq(h);
@@ -221,13 +270,16 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Context<B, C, A> {
     /// scatter entries (`ibv_create_srq`), sized as the vendor's provider
     /// sizes it ([`sizing::srq_provider_layout`]); `N` is its WQE slots
     /// (a mismatch is refused with the number to use). The read-back
-    /// `max_wr`/`max_sge` are reported by the SRQ.
+    /// `max_wr`/`max_sge` are reported by the SRQ. `pd` must be this
+    /// context's ([`Error::ForeignObject`]); every region the SRQ's WRs name
+    /// must be in it.
     pub fn create_srq<'a, const N: usize>(
         &'a self,
         pd: &'a ProtectionDomain<'a>,
         max_wr: u32,
         max_sge: u32,
     ) -> Result<SharedReceiveQueue<'a, N>, Error> {
+        self.own(pd.ctx, "PD")?;
         let l = sizing::srq_provider_layout(max_wr, max_sge.max(1), &self.device_caps())?;
         if l.srq_max as usize != N {
             return Err(Error::Storage {
@@ -261,6 +313,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Context<B, C, A> {
             h,
             l.ret_max_wr,
             l.ret_max_sge,
+            (self.id, pd.domain),
             self,
         ))
     }
@@ -272,11 +325,23 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Context<B, C, A> {
     /// its queues from that geometry. `SQ` and `RQ` are the send ring's
     /// WQEBBs and the receive ring's WQEs; a mismatch is refused with the
     /// numbers to use. [`QueuePair::cap`] reports the capacities read back.
+    ///
+    /// `pd`, both CQs and the SRQ must be this context's
+    /// ([`Error::ForeignObject`]): another context's numbers name other
+    /// objects here (every context numbers its QPs' user indices from 1,
+    /// so a foreign CQ's completions would retire this QP's WRs). Every
+    /// region the QP's WRs name must be in `pd`.
     pub fn create_qp<'a, const SQ: usize, const RQ: usize>(
         &'a self,
         pd: &'a ProtectionDomain<'a>,
         attr: &QpInitAttr<'a>,
     ) -> Result<QueuePair<'a, B::Uar, SQ, RQ>, Error> {
+        self.own(pd.ctx, "PD")?;
+        self.own(attr.send_cq.ctx, "send CQ")?;
+        self.own(attr.recv_cq.ctx, "receive CQ")?;
+        if let Some(s) = attr.srq {
+            self.own(s.0.ctx(), "SRQ")?;
+        }
         let c = attr.cap;
         if attr.qp_type.service_type().is_none() {
             return Err(Error::Unsupported {
@@ -363,6 +428,7 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Context<B, C, A> {
             attr.send_cq,
             attr.recv_cq,
             srq,
+            pd.domain,
             self,
         ))
     }
@@ -440,13 +506,18 @@ impl<B: Bar0 + UarMap + Interrupts, C: Clock, A: DmaAllocator> Context<B, C, A> 
     /// timeout. The device's event is checked first: only a CQ this context
     /// holds on that vector's EQ counts ([`Device::poll_cq_events`]). An
     /// event for a CQ of this context that is not in `cqs` is kept (up to
-    /// 64) and delivered by the first call that waits on that CQ.
+    /// 64) and delivered by the first call that waits on that CQ. Every CQ
+    /// in `cqs` must be this context's ([`Error::ForeignObject`]: events
+    /// are matched by CQ number, which another context's CQ shares).
     pub fn get_cq_event(
         &self,
         vector: u16,
         timeout_us: u64,
         cqs: &[&CompletionQueue<'_>],
     ) -> Result<Option<usize>, Error> {
+        for c in cqs {
+            self.own(c.ctx, "CQ")?;
+        }
         let held = |cqn: u32| cqs.iter().position(|c| c.cqn() == cqn);
         {
             let mut p = self.pending.borrow_mut();

@@ -21,6 +21,8 @@ pub struct CompletionQueue<'a> {
     vector: Option<u16>,
     /// QPs attached (a leaked QP keeps this up: the CQ is then leaked too).
     pub(crate) attached: Cell<u32>,
+    /// The identity of the context that made it.
+    pub(crate) ctx: u64,
     owner: &'a dyn Owner,
 }
 
@@ -40,6 +42,7 @@ impl<'a> CompletionQueue<'a> {
         handle: CqHandle,
         cqe: u32,
         vector: Option<u16>,
+        ctx: u64,
         owner: &'a dyn Owner,
     ) -> Self {
         CompletionQueue {
@@ -48,6 +51,7 @@ impl<'a> CompletionQueue<'a> {
             cqe,
             vector,
             attached: Cell::new(0),
+            ctx,
             owner,
         }
     }

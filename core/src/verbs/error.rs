@@ -39,6 +39,7 @@ use core::fmt;
 ///         Error::Push(_) => "push",
 ///         Error::Recv(_) => "recv",
 ///         Error::Poll(_) => "poll",
+///         Error::ForeignObject { .. } => "foreign",
 ///     }
 /// }
 /// ```
@@ -99,6 +100,15 @@ pub enum Error {
     /// A poll stopped on a CQE it could not turn into a completion (the
     /// completions before it were written).
     Poll(PollError),
+    /// An object made through another [`Context`](super::Context) was
+    /// handed to this one (a PD or buffer to `reg_mr`, a PD, CQ or SRQ to
+    /// `create_qp`, …): its numbers and keys mean nothing, or something
+    /// else, on this device. Nothing was created.
+    ForeignObject {
+        /// Which object: "PD", "buffer", "send CQ", "receive CQ", "SRQ",
+        /// "CQ".
+        what: &'static str,
+    },
 }
 
 impl From<CmdError> for Error {
@@ -166,6 +176,9 @@ impl fmt::Display for Error {
             Error::Push(_) => f.write_str("WR not pushed"),
             Error::Recv(e) => fmt::Display::fmt(e, f),
             Error::Poll(e) => fmt::Display::fmt(e, f),
+            Error::ForeignObject { what } => {
+                write!(f, "the {what} belongs to another Context")
+            }
         }
     }
 }

@@ -12,7 +12,26 @@
 //!   requests name must outlive it: dropping the QP destroys it on the
 //!   device (DESTROY_QP) first, so no posted WR can outlive its memory;
 //! * no object can outlive its [`Context`], and dropping the context tears
-//!   the function down in order ([`Device::teardown`](crate::device::Device::teardown)).
+//!   the function down in order ([`Device::teardown`](crate::device::Device::teardown));
+//! * an object is accepted only by the [`Context`] that made it: every
+//!   context takes an identity unique in the process, which each object it
+//!   makes records, and [`Context::reg_mr`] (PD and buffer),
+//!   [`Context::create_qp`] (PD, both CQs, SRQ), [`Context::create_srq`]
+//!   (PD) and [`Context::get_cq_event`] (CQs) refuse another context's with
+//!   [`Error::ForeignObject`], creating nothing. Two contexts number their
+//!   objects alike (PDs, CQs, keys, IOVAs, QP user indices from 1), so the
+//!   device could not tell: a foreign buffer would be registered at an
+//!   IOVA this device maps to its own memory, a foreign CQ would have its
+//!   completions retire this context's work requests;
+//! * a work request names only regions of its queue's protection domain:
+//!   each PD also takes a unique identity, its regions copy it into every
+//!   [`LocalSge`] they make, and [`QueuePair::post_send`],
+//!   [`SendBatch::push`], [`QueuePair::post_recv`] and
+//!   [`SharedReceiveQueue::post_recv`] refuse an SGE of another PD — of
+//!   another context above all — before anything of its WR is written
+//!   (`ForeignSge` in [`PostErrorKind`](crate::sq::PostErrorKind) and
+//!   [`RecvErrorKind`](crate::rq::RecvErrorKind); the WRs before it are
+//!   posted). The check is one compare per SGE of a field of the token.
 //!
 //! Driver rings and doorbell records are never handed out as
 //! [`DmaBuffer`]s, so no safe call can register a key over them.

@@ -12,6 +12,12 @@ use core::marker::PhantomData;
 /// made in it borrow it, so it outlives them.
 pub struct ProtectionDomain<'a> {
     pub(crate) pd: Pd,
+    /// The identity of the context that made it.
+    pub(crate) ctx: u64,
+    /// Its own identity, unique in the process (PD numbers are per
+    /// device): regions carry it into their SGE tokens, and a post refuses
+    /// a token whose domain is not the queue's.
+    pub(crate) domain: u64,
     owner: &'a dyn Owner,
 }
 
@@ -22,8 +28,13 @@ impl fmt::Debug for ProtectionDomain<'_> {
 }
 
 impl<'a> ProtectionDomain<'a> {
-    pub(crate) fn new(pd: Pd, owner: &'a dyn Owner) -> Self {
-        ProtectionDomain { pd, owner }
+    pub(crate) fn new(pd: Pd, ctx: u64, domain: u64, owner: &'a dyn Owner) -> Self {
+        ProtectionDomain {
+            pd,
+            ctx,
+            domain,
+            owner,
+        }
     }
     /// The PD number.
     pub fn pdn(&self) -> u32 {
@@ -45,6 +56,9 @@ pub struct MemoryRegion<'a> {
     raw: crate::mr::MemoryRegion,
     access: Access,
     buf: &'a DmaBuffer<'a>,
+    /// The identity of the PD it was registered in
+    /// ([`ProtectionDomain::domain`]), copied into every [`LocalSge`].
+    domain: u64,
     owner: &'a dyn Owner,
     _pd: PhantomData<&'a ProtectionDomain<'a>>,
 }
@@ -62,11 +76,13 @@ impl fmt::Debug for MemoryRegion<'_> {
 
 impl<'a> MemoryRegion<'a> {
     /// # Safety
-    /// `mkey` was created over exactly `buf`'s memory with `access`.
+    /// `mkey` was created over exactly `buf`'s memory with `access`, in
+    /// the PD whose identity is `domain`.
     pub(crate) unsafe fn new(
         mkey: Mkey,
         access: Access,
         buf: &'a DmaBuffer<'a>,
+        domain: u64,
         owner: &'a dyn Owner,
     ) -> Self {
         let b = buf.raw();
@@ -84,6 +100,7 @@ impl<'a> MemoryRegion<'a> {
             raw,
             access,
             buf,
+            domain,
             owner,
             _pd: PhantomData,
         }
@@ -126,6 +143,7 @@ impl<'a> MemoryRegion<'a> {
         Some(LocalSge {
             sge,
             region: &self.raw,
+            domain: self.domain,
             _mr: PhantomData,
         })
     }
@@ -152,11 +170,16 @@ impl Drop for MemoryRegion<'_> {
 
 /// A scatter/gather element inside a live [`MemoryRegion`], made by
 /// [`MemoryRegion::sge`]: in bounds by construction, and it borrows the
-/// region.
+/// region. It carries its region's protection domain: a queue refuses a
+/// token of another PD (of another [`Context`](super::Context), above all)
+/// before anything of the WR is written.
 #[derive(Clone, Copy, Debug)]
 pub struct LocalSge<'m> {
     pub(crate) sge: Sge,
     pub(crate) region: &'m crate::mr::MemoryRegion,
+    /// The region's PD identity, read with the token at post (one compare
+    /// against the queue's, no pointer chase).
+    pub(crate) domain: u64,
     _mr: PhantomData<&'m ()>,
 }
 

@@ -42,6 +42,8 @@ pub struct QueuePair<'a, U: Uar, const SQ: usize, const RQ: usize> {
     pub(crate) send_cq: &'a CompletionQueue<'a>,
     pub(crate) recv_cq: &'a CompletionQueue<'a>,
     srq: Option<SrqLink<'a>>,
+    /// The identity of its PD: the regions its WRs name must be in it.
+    pub(super) domain: u64,
     owner: &'a dyn Owner,
     _pd: PhantomData<&'a ProtectionDomain<'a>>,
 }
@@ -84,6 +86,7 @@ impl<'a, U: Uar, const SQ: usize, const RQ: usize> QueuePair<'a, U, SQ, RQ> {
         send_cq: &'a CompletionQueue<'a>,
         recv_cq: &'a CompletionQueue<'a>,
         srq: Option<SrqLink<'a>>,
+        domain: u64,
         owner: &'a dyn Owner,
     ) -> Self {
         send_cq.attached.set(send_cq.attached.get() + 1);
@@ -101,6 +104,7 @@ impl<'a, U: Uar, const SQ: usize, const RQ: usize> QueuePair<'a, U, SQ, RQ> {
             send_cq,
             recv_cq,
             srq,
+            domain,
             owner,
             _pd: PhantomData,
         }
@@ -212,18 +216,21 @@ impl<'a, U: Uar, const SQ: usize, const RQ: usize> QueuePair<'a, U, SQ, RQ> {
 
     /// Posts send WRs; one doorbell per few WRs. Checked before anything is
     /// written: the QP state, queue room, SGE count, inline size, WQE size,
-    /// and that the device writes only into [`Access::LOCAL_WRITE`] regions
-    /// (RDMA READ destinations; an atomic's 8-byte result, which its first
-    /// SGE must hold). Memory-window binds and local invalidation are not
-    /// offered here (they change what keys reach); the raw queue has them.
-    /// On error, the WRs before `index` were posted.
+    /// that every SGE is in a region of this QP's protection domain
+    /// ([`PostErrorKind::ForeignSge`]: not another PD's, not another
+    /// [`Context`](super::Context)'s), and that the device writes only into
+    /// [`Access::LOCAL_WRITE`] regions (RDMA READ destinations; an atomic's
+    /// 8-byte result, which its first SGE must hold). Memory-window binds
+    /// and local invalidation are not offered here (they change what keys
+    /// reach); the raw queue has them. On error, the WRs before `index`
+    /// were posted.
     pub fn post_send(&mut self, wrs: &[SendWr<'_, 'a>]) -> Result<(), PostError> {
-        let (qp_type, max_sge) = (self.qp_type, self.cap.max_send_sge);
+        let (qp_type, max_sge, domain) = (self.qp_type, self.cap.max_send_sge, self.domain);
         let sq = &mut self.inner.sq;
         super::gather::post_chunked(
             wrs,
             |wr| check_send(wr, qp_type),
-            send_sge,
+            |wr, j, s| send_sge(wr, j, s, domain),
             |num| PostErrorKind::TooManySges {
                 num,
                 max: Some(max_sge),
@@ -241,13 +248,15 @@ impl<'a, U: Uar, const SQ: usize, const RQ: usize> QueuePair<'a, U, SQ, RQ> {
                     })
                     .collect();
                 // SAFETY: every SGE comes from a LocalSge: inside a live
-                // region (bounds checked when the token was made) whose key
-                // and buffer outlive this QP ('a), and dropping the QP
-                // destroys it on the device first. `check_send`/`send_sge`
-                // refused device writes into regions without LOCAL_WRITE,
-                // atomics whose result SGE is under 8 bytes, and window
-                // binds; inline SGEs were translated to CPU addresses inside
-                // their region's buffer (exposed provenance), readable now.
+                // region (bounds checked when the token was made) of this
+                // QP's PD, so of this QP's device (`send_sge` compared the
+                // domains), whose key and buffer outlive this QP ('a), and
+                // dropping the QP destroys it on the device first.
+                // `check_send`/`send_sge` refused device writes into regions
+                // without LOCAL_WRITE, atomics whose result SGE is under 8
+                // bytes, and window binds; inline SGEs were translated to CPU
+                // addresses inside their region's buffer (exposed
+                // provenance), readable now.
                 // No Rust reference points at those buffers.
                 unsafe { sq.post_send_raw(&raw) }
             },
@@ -260,7 +269,8 @@ impl<'a, U: Uar, const SQ: usize, const RQ: usize> QueuePair<'a, U, SQ, RQ> {
     }
 
     /// Posts receive WRs (the QP must be in INIT or later). Every SGE must
-    /// lie in a [`Access::LOCAL_WRITE`] region; a refused WR writes
+    /// lie in a [`Access::LOCAL_WRITE`] region of this QP's protection
+    /// domain ([`RecvErrorKind::ForeignSge`] otherwise); a refused WR writes
     /// nothing, the WRs before it are posted.
     pub fn post_recv(&mut self, wrs: &[RecvWr<'_, 'a>]) -> Result<(), RecvError> {
         let Some(rq) = self.inner.rq.as_mut() else {
@@ -273,9 +283,10 @@ impl<'a, U: Uar, const SQ: usize, const RQ: usize> QueuePair<'a, U, SQ, RQ> {
                 },
             });
         };
-        super::recv::post_checked(wrs, self.cap.max_recv_sge, |raw| {
+        super::recv::post_checked(wrs, self.cap.max_recv_sge, self.domain, |raw| {
             // SAFETY: every SGE is a LocalSge inside a live region with
-            // LOCAL_WRITE (checked by `post_checked`) whose key and buffer
+            // LOCAL_WRITE of this QP's PD, so of this QP's device (both
+            // checked by `post_checked`), whose key and buffer
             // outlive this QP ('a); dropping the QP destroys it on the
             // device first; no Rust reference points at DmaBuffer memory.
             unsafe { rq.post_recv_raw(raw) }

@@ -27,20 +27,24 @@ impl super::gather::Gathers for RecvWr<'_, '_> {
     }
 }
 
-/// Checks `wrs` (list length, every SGE in a LOCAL_WRITE region) and
-/// hands the WRs before the first refused one, converted, to `post` a
-/// chunk at a time. `max_sge` is what a too-long list is reported against.
-/// Returns the first refusal (ours or `post`'s), with its index in `wrs`.
+/// Checks `wrs` (list length, every SGE in a LOCAL_WRITE region of the
+/// queue's protection domain `domain`) and hands the WRs before the first
+/// refused one, converted, to `post` a chunk at a time. `max_sge` is what
+/// a too-long list is reported against. Returns the first refusal (ours or
+/// `post`'s), with its index in `wrs`.
 pub(crate) fn post_checked(
     wrs: &[RecvWr<'_, '_>],
     max_sge: u32,
+    domain: u64,
     mut post: impl FnMut(&[crate::rq::RecvWr<'_>]) -> Result<(), RecvError>,
 ) -> Result<(), RecvError> {
     super::gather::post_chunked(
         wrs,
         |_| Ok(()),
         |_, j, s| {
-            if s.region.access().allows(crate::mr::Access::LOCAL_WRITE) {
+            if s.domain != domain {
+                Err(RecvErrorKind::ForeignSge { sge: j })
+            } else if s.region.access().allows(crate::mr::Access::LOCAL_WRITE) {
                 Ok(s.sge)
             } else {
                 Err(RecvErrorKind::SgeOutOfBounds { sge: j })

@@ -17,7 +17,8 @@ use core::marker::PhantomData;
 ///
 /// Each push applies every check [`QueuePair::post_send`] applies (queue
 /// full, QP state, SGE count, inline size, WQE size, no window binds or
-/// local invalidation, device writes only into
+/// local invalidation, every SGE in the QP's protection domain, device
+/// writes only into
 /// [`Access::LOCAL_WRITE`](super::Access::LOCAL_WRITE) regions, an
 /// atomic's result SGE of 8 bytes) before anything of the WR is written;
 /// a refused push writes nothing and the batch stays open. End it with
@@ -27,6 +28,8 @@ pub struct SendBatch<'q, 'a, U: Uar, const SQ: usize> {
     inner: crate::sq::SendBatch<'q, U, [SqSlot; SQ]>,
     qp_type: QpType,
     max_sge: u32,
+    /// The QP's protection domain: every SGE's region must be in it.
+    domain: u64,
     /// The regions WRs name must outlive the QP (`'a`). Invariant: a
     /// covariant `'a` would let the batch shrink it and accept regions
     /// that die before the QP (the `compile_fail` test in `verbs` proves
@@ -47,11 +50,12 @@ impl<U: Uar, const SQ: usize> core::fmt::Debug for SendBatch<'_, '_, U, SQ> {
 impl<'a, U: Uar, const SQ: usize, const RQ: usize> QueuePair<'a, U, SQ, RQ> {
     /// Opens a batch of send WRs on this QP (see [`SendBatch`]).
     pub fn send_batch(&mut self) -> SendBatch<'_, 'a, U, SQ> {
-        let (qp_type, max_sge) = (self.qp_type(), self.cap().max_send_sge);
+        let (qp_type, max_sge, domain) = (self.qp_type(), self.cap().max_send_sge, self.domain);
         SendBatch {
             inner: self.inner.sq.batch(),
             qp_type,
             max_sge,
+            domain,
             _regions: PhantomData,
         }
     }
@@ -62,9 +66,13 @@ impl<'a, U: Uar, const SQ: usize> SendBatch<'_, 'a, U, SQ> {
     #[inline(always)]
     pub fn push(&mut self, wr: &SendWr<'_, 'a>) -> Result<(), PostErrorKind> {
         check_send(wr, self.qp_type)?;
-        let max_sge = self.max_sge;
+        let (max_sge, domain) = (self.max_sge, self.domain);
         let mut g = Gather::new();
-        let items = wr.sgl.iter().enumerate().map(|(j, s)| send_sge(wr, j, s));
+        let items = wr
+            .sgl
+            .iter()
+            .enumerate()
+            .map(|(j, s)| send_sge(wr, j, s, domain));
         let too_long = |num| PostErrorKind::TooManySges {
             num,
             max: Some(max_sge),
@@ -82,8 +90,9 @@ impl<'a, U: Uar, const SQ: usize> SendBatch<'_, 'a, U, SQ> {
             ud: wr.ud,
         };
         // SAFETY: every SGE comes from a LocalSge: inside a live region
-        // (bounds checked when the token was made) whose key and buffer
-        // outlive this QP ('a), and dropping the QP destroys it on the
+        // (bounds checked when the token was made) of this QP's PD, so of
+        // this QP's device (`send_sge` compared the domains), whose key and
+        // buffer outlive this QP ('a), and dropping the QP destroys it on the
         // device first. `check_send`/`send_sge` refused device writes into
         // regions without LOCAL_WRITE, atomics whose result SGE is under 8
         // bytes, and window binds; inline SGEs were translated to CPU

@@ -90,14 +90,20 @@ pub(super) fn check_send(wr: &SendWr<'_, '_>, qp_type: QpType) -> Result<(), Pos
     Ok(())
 }
 
-/// SGE `j` of a send WR for the ring: the device writes only into
-/// LOCAL_WRITE regions (READ destinations, atomic results); an inline
-/// source becomes the CPU address of its bytes inside the region's buffer.
+/// SGE `j` of a send WR for the ring: its region is in the QP's
+/// protection domain `domain` (one compare of a field of the token); the
+/// device writes only into LOCAL_WRITE regions (READ destinations, atomic
+/// results); an inline source becomes the CPU address of its bytes inside
+/// the region's buffer.
 pub(super) fn send_sge(
     wr: &SendWr<'_, '_>,
     j: usize,
     s: &LocalSge<'_>,
+    domain: u64,
 ) -> Result<Sge, PostErrorKind> {
+    if s.domain != domain {
+        return Err(PostErrorKind::ForeignSge { sge: j });
+    }
     let writes = matches!(
         wr.op,
         SendOp::Read { .. } | SendOp::CompSwap { .. } | SendOp::FetchAdd { .. }

@@ -21,6 +21,8 @@ pub(crate) trait SrqPort {
     unsafe fn retire(&self, slot: u16) -> Result<u64, CompletionReject>;
     /// QPs receiving through it.
     fn attached(&self) -> &Cell<u32>;
+    /// The identity of the context that made it.
+    fn ctx(&self) -> u64;
 }
 
 /// A QP's link to the SRQ it receives through
@@ -44,6 +46,10 @@ pub struct SharedReceiveQueue<'a, const N: usize> {
     max_wr: u32,
     max_sge: u32,
     attached: Cell<u32>,
+    /// The identity of the context that made it.
+    ctx: u64,
+    /// The identity of its PD: the regions its WRs name must be in it.
+    domain: u64,
     owner: &'a dyn Owner,
     _pd: PhantomData<&'a ProtectionDomain<'a>>,
     /// The regions WRs name must outlive the SRQ (`'a`). Invariant:
@@ -71,6 +77,7 @@ impl<'a, const N: usize> SharedReceiveQueue<'a, N> {
         handle: SrqHandle,
         max_wr: u32,
         max_sge: u32,
+        (ctx, domain): (u64, u64),
         owner: &'a dyn Owner,
     ) -> Self {
         SharedReceiveQueue {
@@ -79,6 +86,8 @@ impl<'a, const N: usize> SharedReceiveQueue<'a, N> {
             max_wr,
             max_sge,
             attached: Cell::new(0),
+            ctx,
+            domain,
             owner,
             _pd: PhantomData,
             _regions: PhantomData,
@@ -103,12 +112,17 @@ impl<'a, const N: usize> SharedReceiveQueue<'a, N> {
     }
 
     /// Posts receive WRs. Every SGE must lie in a
-    /// [`Access::LOCAL_WRITE`](super::Access::LOCAL_WRITE) region; a refused WR writes nothing, the WRs before it are posted.
+    /// [`Access::LOCAL_WRITE`](super::Access::LOCAL_WRITE) region of the
+    /// SRQ's protection domain
+    /// ([`RecvErrorKind::ForeignSge`](crate::rq::RecvErrorKind::ForeignSge)
+    /// otherwise); a refused WR writes nothing, the WRs before it are
+    /// posted.
     pub fn post_recv(&self, wrs: &[RecvWr<'_, 'a>]) -> Result<(), RecvError> {
         let mut srq = self.srq.borrow_mut();
-        super::recv::post_checked(wrs, self.max_sge, |raw| {
+        super::recv::post_checked(wrs, self.max_sge, self.domain, |raw| {
             // SAFETY: every SGE is a LocalSge inside a live region with
-            // LOCAL_WRITE (checked by `post_checked`) whose key and buffer
+            // LOCAL_WRITE of this SRQ's PD, so of this SRQ's device (both
+            // checked by `post_checked`), whose key and buffer
             // outlive this SRQ ('a); dropping the SRQ destroys it on the
             // device first; no Rust reference points at DmaBuffer memory.
             unsafe { srq.post_recv_raw(raw) }
@@ -131,6 +145,9 @@ impl<const N: usize> SrqPort for SharedReceiveQueue<'_, N> {
     }
     fn attached(&self) -> &Cell<u32> {
         &self.attached
+    }
+    fn ctx(&self) -> u64 {
+        self.ctx
     }
 }
 
