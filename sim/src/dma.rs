@@ -1,7 +1,16 @@
 //! Heap-backed DMA memory for tests and benchmarks: page-aligned, zeroed,
 //! with device addresses distinct from CPU addresses (a fixed IOVA offset),
 //! so code that confuses the two fails instead of passing by accident.
+//!
+//! Every allocation has a use: memory handed out through the
+//! [`DmaAllocator`] trait (the driver's rings, records, mailboxes, pages)
+//! and the rings the simulator allocates for its queues are driver memory;
+//! [`HeapDma::alloc_payload`] hands out payload buffers. The simulator's
+//! safe registration calls key payload buffers only, and its safe
+//! queue-over-host-memory calls take payload buffers no key has covered:
+//! no safe call can put a key over memory a queue owns.
 
+use crate::device::SimError;
 use bareverbs::platform::{DmaAllocator, DmaBuf};
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::ptr::NonNull;
@@ -10,13 +19,41 @@ use std::sync::Mutex;
 /// IOVA base of the heap allocator's device address space.
 pub const IOVA_BASE: u64 = 0x7f00_0000_0000;
 
-/// One live allocation: CPU address, IOVA, length and layout.
+/// What an allocation is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Use {
+    /// Driver memory: handed out through the [`DmaAllocator`] trait, or a
+    /// ring or record the simulator allocated for one of its queues.
+    Driver,
+    /// A payload buffer ([`HeapDma::alloc_payload`]) nothing uses yet.
+    Payload,
+    /// A payload buffer a safe registration has keyed (until it is freed:
+    /// a key that was deregistered may still be in a WQE in flight).
+    Keyed,
+    /// A payload buffer a safe call made a queue's ring or record.
+    Queue,
+}
+
+/// One live allocation: CPU address, IOVA, length, layout and use.
 #[derive(Clone, Copy, Debug)]
 struct Block {
     cpu: usize,
     iova: u64,
     len: usize,
     layout: Layout,
+    used: Use,
+}
+
+impl Block {
+    /// The CPU address of `[iova, iova + len)` if it lies inside this block.
+    fn cpu_of(&self, iova: u64, len: usize) -> Option<NonNull<u8>> {
+        let end = iova.checked_add(len as u64)?;
+        if iova >= self.iova && end <= self.iova + self.len as u64 {
+            NonNull::new((self.cpu + (iova - self.iova) as usize) as *mut u8)
+        } else {
+            None
+        }
+    }
 }
 
 /// A DMA allocator over the process heap. Allocations are page aligned
@@ -42,30 +79,81 @@ impl HeapDma {
     /// when it is not entirely inside one live allocation.
     pub fn translate(&self, iova: u64, len: usize) -> Option<NonNull<u8>> {
         let blocks = self.blocks.lock().ok()?;
-        for b in blocks.iter() {
-            if iova >= b.iova && iova.checked_add(len as u64)? <= b.iova + b.len as u64 {
-                let off = (iova - b.iova) as usize;
-                return NonNull::new((b.cpu + off) as *mut u8);
+        blocks.iter().find_map(|b| b.cpu_of(iova, len))
+    }
+
+    /// Allocates a zeroed payload buffer (alignment at least 4096): memory
+    /// the simulator's safe registration calls may key. Ring memory comes
+    /// from the [`DmaAllocator`] trait instead, and is never keyed by them.
+    pub fn alloc_payload(&self, len: usize, align: usize) -> Option<DmaBuf> {
+        self.alloc_for(len, align, Use::Payload)
+    }
+
+    /// For a safe registration: the CPU address of `[iova, iova + len)`,
+    /// which must lie inside one payload buffer; the buffer is marked keyed
+    /// (so no safe call makes it a ring while it is allocated).
+    ///
+    /// Refused: [`SimError::BadAddress`] when the range is not inside one
+    /// live allocation, [`SimError::DriverMemory`] (naming the allocation)
+    /// when it is driver memory or a queue's.
+    pub(crate) fn key_payload(&self, iova: u64, len: usize) -> Result<NonNull<u8>, SimError> {
+        let mut blocks = self.blocks.lock().map_err(|_| SimError::BadAddress)?;
+        let (b, cpu) = blocks
+            .iter_mut()
+            .find_map(|b| b.cpu_of(iova, len).map(|p| (b, p)))
+            .ok_or(SimError::BadAddress)?;
+        match b.used {
+            Use::Payload | Use::Keyed => {
+                b.used = Use::Keyed;
+                Ok(cpu)
+            }
+            Use::Driver | Use::Queue => Err(SimError::DriverMemory {
+                iova: b.iova,
+                len: b.len as u64,
+            }),
+        }
+    }
+
+    /// For a safe queue over host memory: the CPU addresses of `ranges`
+    /// (IOVA, length), each inside one payload buffer that no safe
+    /// registration has keyed; all their buffers are then marked as queue
+    /// memory, which no safe registration keys. All or nothing.
+    ///
+    /// Refused: [`SimError::BadAddress`] when a range is not inside one
+    /// live allocation, [`SimError::DriverMemory`] when it is driver memory
+    /// (another queue's ring, say), [`SimError::KeyedMemory`] when a key
+    /// has covered it. Nothing is marked then.
+    pub(crate) fn claim_for_queue(
+        &self,
+        ranges: &[(u64, usize)],
+    ) -> Result<Vec<*mut u8>, SimError> {
+        let mut blocks = self.blocks.lock().map_err(|_| SimError::BadAddress)?;
+        let mut at = Vec::with_capacity(ranges.len());
+        for &(iova, len) in ranges {
+            let (i, cpu) = blocks
+                .iter()
+                .enumerate()
+                .find_map(|(i, b)| b.cpu_of(iova, len).map(|p| (i, p)))
+                .ok_or(SimError::BadAddress)?;
+            let b = &blocks[i];
+            let (iova, len) = (b.iova, b.len as u64);
+            match b.used {
+                Use::Payload | Use::Queue => at.push((i, cpu.as_ptr())),
+                Use::Driver => return Err(SimError::DriverMemory { iova, len }),
+                Use::Keyed => return Err(SimError::KeyedMemory { iova, len }),
             }
         }
-        None
+        Ok(at
+            .into_iter()
+            .map(|(i, cpu)| {
+                blocks[i].used = Use::Queue;
+                cpu
+            })
+            .collect())
     }
 
-    /// Bytes currently allocated.
-    pub fn allocated_bytes(&self) -> usize {
-        self.blocks
-            .lock()
-            .map(|b| b.iter().map(|b| b.len).sum())
-            .unwrap_or(0)
-    }
-}
-
-// SAFETY: `alloc` returns fresh zeroed heap memory of the requested size
-// and alignment (at least 4096), never handed out twice until freed; the
-// IOVA range is unique (bump allocated) and `translate` maps it back to
-// exactly that memory.
-unsafe impl DmaAllocator for HeapDma {
-    fn alloc(&self, len: usize, align: usize) -> Option<DmaBuf> {
+    /// [`DmaAllocator::alloc`] for `used`.
+    fn alloc_for(&self, len: usize, align: usize, used: Use) -> Option<DmaBuf> {
         let len = len.max(1);
         let align = align.max(4096);
         let layout = Layout::from_size_align(len, align).ok()?;
@@ -80,8 +168,28 @@ unsafe impl DmaAllocator for HeapDma {
             iova,
             len,
             layout,
+            used,
         });
         Some(DmaBuf { cpu, iova, len })
+    }
+
+    /// Bytes currently allocated.
+    pub fn allocated_bytes(&self) -> usize {
+        self.blocks
+            .lock()
+            .map(|b| b.iter().map(|b| b.len).sum())
+            .unwrap_or(0)
+    }
+}
+
+// SAFETY: `alloc` returns fresh zeroed heap memory of the requested size
+// and alignment (at least 4096), never handed out twice until freed; the
+// IOVA range is unique (bump allocated) and `translate` maps it back to
+// exactly that memory. It is driver memory: the simulator's safe calls
+// never key it (`key_payload`) nor make it a queue (`claim_for_queue`).
+unsafe impl DmaAllocator for HeapDma {
+    fn alloc(&self, len: usize, align: usize) -> Option<DmaBuf> {
+        self.alloc_for(len, align, Use::Driver)
     }
 
     unsafe fn free(&self, buf: DmaBuf) {
@@ -126,5 +234,46 @@ mod tests {
         // SAFETY: `a` came from `d.alloc` and is freed once.
         unsafe { d.free(a) };
         assert!(d.translate(a.iova, 1).is_none());
+    }
+
+    #[test]
+    fn driver_memory_is_never_keyed_and_keyed_memory_never_a_queue() {
+        let d = HeapDma::new();
+        let ring = d.alloc(8192, 64).unwrap();
+        let whole = SimError::DriverMemory {
+            iova: ring.iova,
+            len: 8192,
+        };
+        assert_eq!(d.key_payload(ring.iova, 8192), Err(whole));
+        assert_eq!(d.key_payload(ring.iova + 4096, 8), Err(whole));
+        assert_eq!(d.claim_for_queue(&[(ring.iova, 64)]), Err(whole));
+        let p = d.alloc_payload(4096, 64).unwrap();
+        let q = d.alloc_payload(4096, 64).unwrap();
+        assert_eq!(
+            d.key_payload(p.iova + 8, 8),
+            Ok(d.translate(p.iova + 8, 8).unwrap())
+        );
+        let keyed = SimError::KeyedMemory {
+            iova: p.iova,
+            len: 4096,
+        };
+        // All or nothing: `q` is not claimed when `p` is refused.
+        assert_eq!(d.claim_for_queue(&[(q.iova, 64), (p.iova, 64)]), Err(keyed));
+        assert!(d.key_payload(q.iova, 64).is_ok());
+        let r = d.alloc_payload(4096, 64).unwrap();
+        assert_eq!(
+            d.claim_for_queue(&[(r.iova, 64), (r.iova + 64, 8)])
+                .unwrap()
+                .len(),
+            2
+        );
+        assert_eq!(
+            d.key_payload(r.iova + 1024, 8),
+            Err(SimError::DriverMemory {
+                iova: r.iova,
+                len: 4096
+            })
+        );
+        assert_eq!(d.key_payload(r.iova + 4090, 8), Err(SimError::BadAddress));
     }
 }

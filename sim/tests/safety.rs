@@ -187,3 +187,167 @@ fn create_mkey_checks_its_page_size_and_page_list() {
     // SAFETY: the function is torn down; nothing names the scratch buffer.
     unsafe { alloc.free(scratch) };
 }
+
+/// Issue 29: the safe registration calls must not put a memory key over
+/// memory a driver queue owns. Before, `Device::reg_mr` (and
+/// `reg_mr_range`) keyed any live allocation, the endpoint's own SQ ring
+/// included: a peer's RDMA WRITE under that rkey then replaced the WQEs
+/// the core had posted (and [`bareverbs::sq::SendQueue::new`]'s contract,
+/// "the device must only read" the ring, was broken by safe code). Every
+/// ring and doorbell record of a QP and of its CQ is tried, whole and in
+/// part; each must be refused with [`SimError::DriverMemory`] naming the
+/// allocation it overlaps. Were one accepted, the peer's WRITE is done and
+/// the test fails showing what it did to the ring.
+#[test]
+fn reg_mr_refuses_driver_rings_and_records() {
+    let f = Fabric::new(29);
+    let (da, db) = (f.add_device(), f.add_device());
+    let mut a: Endpoint<64, 64, 256> = Endpoint::new(&da, &EpConfig::new(QpType::Rc)).unwrap();
+    let mut b: Endpoint<64, 64, 256> = Endpoint::new(&db, &EpConfig::new(QpType::Rc)).unwrap();
+    connect(&mut a, &mut b, &ConnOpts::default()).unwrap();
+    // One WRITE from a, so that a's SQ ring holds a real WQE.
+    let sge = [a.sge(0, 64)];
+    let op = SendOp::Write {
+        remote_addr: b.addr(0),
+        rkey: b.mr().rkey(),
+    };
+    let wr = SendWr::new(9, op, &sge).with_flags(SendFlags::SIGNALED);
+    a.post_send(&[wr], &[*a.mr()]).unwrap();
+    assert_eq!(a.drain().len(), 1);
+    let rights = Access::LOCAL_WRITE | Access::REMOTE_WRITE | Access::REMOTE_READ;
+    let driver = [
+        ("SQ ring", a.sq_ring()),
+        ("RQ ring", a.rq_ring()),
+        ("QP doorbell record", a.dbrec()),
+        ("CQ ring", a.cq().ring()),
+        ("CQ doorbell record", a.cq().dbrec()),
+    ];
+    for (what, ring) in driver {
+        // Its last bytes (at most 8) only, as a range a caller might pick.
+        let off = ring.len - ring.len.min(8);
+        let part = DmaBuf {
+            // SAFETY: `off < ring.len`: inside the live allocation.
+            cpu: unsafe { NonNull::new_unchecked(ring.cpu.as_ptr().add(off)) },
+            iova: ring.iova + off as u64,
+            len: ring.len - off,
+        };
+        for r in [ring, part] {
+            let res = a.dev().reg_mr(a.pd(), r, rights);
+            let by_range = &a.dev().reg_mr_range(a.pd(), r.iova, r.len as u64, rights);
+            let key = match (&res, by_range) {
+                (Ok(mr), _) => Some(mr.rkey()),
+                (_, Ok(k)) => Some(*k),
+                _ => None,
+            };
+            if let Some(rkey) = key {
+                // The hole: b WRITEs 0xab over the keyed ring bytes.
+                let before = host_bytes(r);
+                let n = r.len.min(64);
+                b.write(0, &vec![0xab; n]);
+                let sge = [b.sge(0, n as u32)];
+                let op = SendOp::Write {
+                    remote_addr: r.iova,
+                    rkey,
+                };
+                let wr = SendWr::new(1, op, &sge).with_flags(SendFlags::SIGNALED);
+                b.post_send(&[wr], &[*b.mr()]).unwrap();
+                let wcs = b.drain();
+                let after = host_bytes(r);
+                panic!(
+                    "a key over a's {what} ({} bytes at {:#x}) was granted; b's WRITE \
+                     completed {:?} and the {what} went from {:02x?} to {:02x?}",
+                    r.len,
+                    r.iova,
+                    wcs.iter().map(|w| w.status).collect::<Vec<_>>(),
+                    &before[..n.min(16)],
+                    &after[..n.min(16)],
+                );
+            }
+            check_refusal(what, ring, res.map(|_| ()));
+            check_refusal(what, ring, by_range.map(|_| ()));
+        }
+    }
+}
+
+/// Copies `r`'s bytes out of the (live, device-allocated) memory.
+fn host_bytes(r: DmaBuf) -> Vec<u8> {
+    let mut v = vec![0u8; r.len];
+    // SAFETY: `r` is a range of one live allocation of the endpoint's
+    // device (its rings and records live as long as the endpoint); a raw
+    // copy, no reference into DMA memory is kept.
+    unsafe { std::ptr::copy(r.cpu.as_ptr(), v.as_mut_ptr(), r.len) };
+    v
+}
+
+/// `res` is the typed refusal naming `alloc`, the allocation of `what`.
+fn check_refusal(what: &str, alloc: DmaBuf, res: Result<(), SimError>) {
+    assert_eq!(
+        res,
+        Err(SimError::DriverMemory {
+            iova: alloc.iova,
+            len: alloc.len as u64,
+        }),
+        "{what}"
+    );
+}
+
+/// The other safe way to give a queue's memory a key (issue 29): put a
+/// queue over host memory (`create_cq_at`, `create_qp_at`) that is keyed,
+/// or that another queue owns. Memory made a queue's is never keyed by a
+/// safe call afterwards, memory a key covered never becomes a queue's, and
+/// the rings the device made for an endpoint are neither.
+#[test]
+fn queues_over_host_memory_and_keys_exclude_each_other() {
+    let f = Fabric::new(1);
+    let d = f.add_device();
+    let pd = d.alloc_pd();
+    let (ring, rec) = (d.alloc(4096).unwrap(), d.alloc(8).unwrap());
+    let cqn = d.create_cq_at(64, 1, ring.iova, rec.iova).unwrap();
+    let owned = |b: DmaBuf| SimError::DriverMemory {
+        iova: b.iova,
+        len: b.len as u64,
+    };
+    assert_eq!(
+        d.reg_mr_range(pd, ring.iova + 64, 64, Access::REMOTE_WRITE),
+        Err(owned(ring))
+    );
+    assert_eq!(
+        d.reg_mr(pd, rec, Access::REMOTE_WRITE).map(|_| ()),
+        Err(owned(rec))
+    );
+    // A registered payload buffer cannot become a ring or a record.
+    let buf = d.alloc(4096).unwrap();
+    let rec2 = d.alloc(8).unwrap();
+    d.reg_mr(pd, buf, Access::REMOTE_WRITE).unwrap();
+    let keyed = SimError::KeyedMemory {
+        iova: buf.iova,
+        len: 4096,
+    };
+    assert_eq!(d.create_cq_at(64, 1, buf.iova, rec2.iova), Err(keyed));
+    let init = bareverbs_sim::QpInit {
+        qp_type: QpType::Rc,
+        pd,
+        send_cq: cqn,
+        recv_cq: cqn,
+        srq: None,
+        sq_wqebbs: 64,
+        rq_wqes: 0,
+        rq_wqe_shift: 4,
+        uidx: 0,
+    };
+    assert_eq!(
+        d.create_qp_at(&init, Some(buf.iova), None, rec2.iova),
+        Err(keyed)
+    );
+    // Refused whole: `rec2` was not claimed, so it can still be keyed.
+    assert!(d.reg_mr(pd, rec2, Access::REMOTE_WRITE).is_ok());
+    // A CQ over an endpoint's SQ ring (its CQEs would land in the ring).
+    let ep: Endpoint = Endpoint::new(&d, &EpConfig::new(QpType::Rc)).unwrap();
+    let rec3 = d.alloc(8).unwrap();
+    assert_eq!(
+        d.create_cq_at(64, 1, ep.sq_ring().iova, rec3.iova),
+        Err(owned(ep.sq_ring()))
+    );
+    // The endpoint's own buffer is a payload buffer, keyed by the endpoint.
+    assert!(d.reg_mr(pd, ep.buf(), Access::REMOTE_READ).is_ok());
+}

@@ -1,6 +1,7 @@
 //! Completion queues: creating them (with their memory, over host memory,
 //! or under a firmware-chosen number), destroying them, and their state.
 
+use super::memory::Origin;
 use super::placement::{place, pow2};
 use super::{CqHandle, Device, SimError};
 use crate::objects::Cq;
@@ -14,9 +15,16 @@ impl Device {
         if !pow2(ncqe) || !(2..=1 << 22).contains(&ncqe) {
             return Err(SimError::BadSize);
         }
-        let ring = self.alloc(ncqe as usize * 64)?;
-        let dbrec = self.alloc(8)?;
-        let cqn = self.create_cq_at(ncqe, cqe_version, ring.iova, dbrec.iova)?;
+        let ring = self.alloc_ring(ncqe as usize * 64)?;
+        let dbrec = self.alloc_ring(8)?;
+        let cqn = self.cq_at(
+            None,
+            ncqe,
+            cqe_version,
+            ring.iova,
+            dbrec.iova,
+            Origin::Driver,
+        )?;
         Ok(CqHandle {
             cqn,
             ring,
@@ -29,8 +37,12 @@ impl Device {
     /// (as CREATE_CQ names its pages): the ring at `ring_iova` (`ncqe` × 64
     /// bytes) and the record at `dbrec_iova` (8 bytes). Both are resolved
     /// through the DMA table; a range outside a live allocation is refused
-    /// with [`SimError::BadAddress`] and never touched. Every entry's
-    /// op_own is initialised to 0xF0.
+    /// with [`SimError::BadAddress`] and never touched. Both must lie in
+    /// payload buffers ([`Device::alloc`]) that no key has covered
+    /// ([`SimError::KeyedMemory`]; driver memory, such as another queue's
+    /// ring: [`SimError::DriverMemory`]); they become queue memory, which
+    /// [`reg_mr`](Self::reg_mr) refuses to key. Every entry's op_own is
+    /// initialised to 0xF0.
     pub fn create_cq_at(
         &self,
         ncqe: u32,
@@ -38,12 +50,20 @@ impl Device {
         ring_iova: u64,
         dbrec_iova: u64,
     ) -> Result<u32, SimError> {
-        self.cq_at(None, ncqe, cqe_version, ring_iova, dbrec_iova)
+        self.cq_at(
+            None,
+            ncqe,
+            cqe_version,
+            ring_iova,
+            dbrec_iova,
+            Origin::Caller,
+        )
     }
 
     /// [`create_cq_at`](Self::create_cq_at) under the CQ number `cqn`
-    /// chosen by the caller (CREATE_CQ's firmware), which must be free.
-    pub fn create_cq_as(
+    /// chosen by the caller (CREATE_CQ's firmware), which must be free,
+    /// over the driver's memory (any live allocation).
+    pub(crate) fn create_cq_as(
         &self,
         cqn: u32,
         ncqe: u32,
@@ -51,8 +71,15 @@ impl Device {
         ring_iova: u64,
         dbrec_iova: u64,
     ) -> Result<(), SimError> {
-        self.cq_at(Some(cqn), ncqe, cqe_version, ring_iova, dbrec_iova)
-            .map(|_| ())
+        self.cq_at(
+            Some(cqn),
+            ncqe,
+            cqe_version,
+            ring_iova,
+            dbrec_iova,
+            Origin::Driver,
+        )
+        .map(|_| ())
     }
 
     fn cq_at(
@@ -62,12 +89,13 @@ impl Device {
         cqe_version: u8,
         ring_iova: u64,
         dbrec_iova: u64,
+        origin: Origin,
     ) -> Result<u32, SimError> {
         if !pow2(ncqe) || !(2..=1 << 22).contains(&ncqe) {
             return Err(SimError::BadSize);
         }
-        let rp = self.translate_iova(ring_iova, ncqe as usize * 64)?;
-        let dp = self.translate_iova(dbrec_iova, 8)?;
+        let at = self.queue_memory(&[(ring_iova, ncqe as usize * 64), (dbrec_iova, 8)], origin)?;
+        let (rp, dp) = (at[0], at[1]);
         for i in 0..ncqe as usize {
             // SAFETY: entry i's op_own byte lies inside the ring just
             // allocated and translated.

@@ -21,6 +21,25 @@ pub enum SimError {
     NoMemory,
     /// The object number asked for is taken or out of the table's range.
     NumberUnavailable,
+    /// A memory key was asked for over driver memory: a queue's ring or
+    /// doorbell record, or memory the driver allocated (through the
+    /// [`DmaAllocator`](bareverbs::platform::DmaAllocator) trait). A key
+    /// there would let the device, and a peer through the rkey, write the
+    /// driver's queues. Names the allocation the range overlaps.
+    DriverMemory {
+        /// Device address of the allocation.
+        iova: u64,
+        /// Its length in bytes.
+        len: u64,
+    },
+    /// A queue was asked for over memory a memory key has covered (the key
+    /// would reach the ring). Names the allocation the range overlaps.
+    KeyedMemory {
+        /// Device address of the allocation.
+        iova: u64,
+        /// Its length in bytes.
+        len: u64,
+    },
 }
 
 /// The variant's name; [`SimError::Transition`] is a context wrapper (see

@@ -4,11 +4,20 @@
 //!
 //! Objects are created through a Rust API on the device, or by firmware
 //! commands ([`crate::fw::bring_up_on`], which fills the same tables under
-//! the numbers firmware chose: the `*_as` methods). Every ring, doorbell
-//! record and memory region is resolved through the device's DMA table
-//! ([`HeapDma::translate`]) when it is created: an address that is not
-//! inside a live allocation is refused and never dereferenced, and every
-//! address a WQE names is checked against a memory region.
+//! the numbers firmware chose: the crate's `*_as` methods). Every ring,
+//! doorbell record and memory region is resolved through the device's DMA
+//! table ([`HeapDma::translate`]) when it is created: an address that is
+//! not inside a live allocation is refused and never dereferenced, and
+//! every address a WQE names is checked against a memory region.
+//!
+//! No safe method keys driver memory (issue 29): `reg_mr` and
+//! `reg_mr_range` key payload buffers ([`Device::alloc`]) only, refusing
+//! a queue's ring or record, or anything allocated through the
+//! `DmaAllocator` trait, with [`SimError::DriverMemory`]; `create_cq_at`
+//! and `create_qp_at` take payload buffers no key covered
+//! ([`SimError::KeyedMemory`]) and make them queue memory. The firmware
+//! path (`*_as`, reached only through the driver's `unsafe` command
+//! runner) and `reg_mr_range_unchecked` (`unsafe`) are not checked.
 //!
 //! | file | owns |
 //! | --- | --- |

@@ -2,6 +2,7 @@
 //! a QP in RESET (with its memory, over host memory, or under a
 //! firmware-chosen number) and destroying it.
 
+use super::memory::Origin;
 use super::placement::{place, pow2, MAX_PLACED_INDEX};
 use super::{Device, QpHandle, QpInit, SimError};
 use crate::cost::Counters;
@@ -48,21 +49,23 @@ impl Device {
     pub fn create_qp(&self, init: &QpInit) -> Result<QpHandle, SimError> {
         let has_rq = self.check_qp_init(init)?;
         let sq_ring = if init.sq_wqebbs > 0 {
-            Some(self.alloc(init.sq_wqebbs as usize * 64)?)
+            Some(self.alloc_ring(init.sq_wqebbs as usize * 64)?)
         } else {
             None
         };
         let rq_ring = if has_rq {
-            Some(self.alloc((init.rq_wqes as usize) << init.rq_wqe_shift)?)
+            Some(self.alloc_ring((init.rq_wqes as usize) << init.rq_wqe_shift)?)
         } else {
             None
         };
-        let dbrec = self.alloc(8)?;
-        let qpn = self.create_qp_at(
+        let dbrec = self.alloc_ring(8)?;
+        let qpn = self.qp_at(
+            None,
             init,
             sq_ring.map(|b| b.iova),
             rq_ring.map(|b| b.iova),
             dbrec.iova,
+            Origin::Driver,
         )?;
         Ok(QpHandle {
             qpn,
@@ -78,7 +81,11 @@ impl Device {
     /// (`sq_wqebbs` × 64 bytes), the RQ ring (`rq_wqes << rq_wqe_shift`
     /// bytes, unless the QP uses an SRQ) and the 8-byte doorbell record.
     /// Each range is resolved through the DMA table; a bad one is refused
-    /// with [`SimError::BadAddress`] and never touched.
+    /// with [`SimError::BadAddress`] and never touched. Each must lie in a
+    /// payload buffer ([`Device::alloc`]) that no key has covered
+    /// ([`SimError::KeyedMemory`]; driver memory, such as another queue's
+    /// ring: [`SimError::DriverMemory`]); they become queue memory, which
+    /// [`reg_mr`](Self::reg_mr) refuses to key.
     pub fn create_qp_at(
         &self,
         init: &QpInit,
@@ -86,13 +93,20 @@ impl Device {
         rq_ring_iova: Option<u64>,
         dbrec_iova: u64,
     ) -> Result<u32, SimError> {
-        self.qp_at(None, init, sq_ring_iova, rq_ring_iova, dbrec_iova)
+        self.qp_at(
+            None,
+            init,
+            sq_ring_iova,
+            rq_ring_iova,
+            dbrec_iova,
+            Origin::Caller,
+        )
     }
 
     /// [`create_qp_at`](Self::create_qp_at) under the QP number `qpn`
     /// chosen by the caller (CREATE_QP's firmware); it must be free and at
-    /// least [`QPN_BASE`].
-    pub fn create_qp_as(
+    /// least [`QPN_BASE`]; its memory is the driver's (any live allocation).
+    pub(crate) fn create_qp_as(
         &self,
         qpn: u32,
         init: &QpInit,
@@ -103,8 +117,15 @@ impl Device {
         let qi = qpn
             .checked_sub(QPN_BASE)
             .ok_or(SimError::NumberUnavailable)?;
-        self.qp_at(Some(qi), init, sq_ring_iova, rq_ring_iova, dbrec_iova)
-            .map(|_| ())
+        self.qp_at(
+            Some(qi),
+            init,
+            sq_ring_iova,
+            rq_ring_iova,
+            dbrec_iova,
+            Origin::Driver,
+        )
+        .map(|_| ())
     }
 
     /// Removes QP `qpn` (DESTROY_QP): it leaves the QP-context cache, and
@@ -131,21 +152,33 @@ impl Device {
         sq_ring_iova: Option<u64>,
         rq_ring_iova: Option<u64>,
         dbrec_iova: u64,
+        origin: Origin,
     ) -> Result<u32, SimError> {
         let has_rq = self.check_qp_init(init)?;
-        let sqp = match (init.sq_wqebbs, sq_ring_iova) {
-            (0, _) => std::ptr::null_mut(),
-            (n, Some(a)) => self.translate_iova(a, n as usize * 64)?,
+        let sq = match (init.sq_wqebbs, sq_ring_iova) {
+            (0, _) => None,
+            (n, Some(a)) => Some((a, n as usize * 64)),
             (_, None) => return Err(SimError::BadAddress),
         };
-        let rqp = match (has_rq, rq_ring_iova) {
-            (false, _) => std::ptr::null_mut(),
-            (true, Some(a)) => {
-                self.translate_iova(a, (init.rq_wqes as usize) << init.rq_wqe_shift)?
-            }
+        let rq = match (has_rq, rq_ring_iova) {
+            (false, _) => None,
+            (true, Some(a)) => Some((a, (init.rq_wqes as usize) << init.rq_wqe_shift)),
             (true, None) => return Err(SimError::BadAddress),
         };
-        let dp = self.translate_iova(dbrec_iova, 8)?;
+        let ranges: Vec<(u64, usize)> = sq.into_iter().chain(rq).chain([(dbrec_iova, 8)]).collect();
+        let mut at = self.queue_memory(&ranges, origin)?.into_iter();
+        let mut next = || at.next().ok_or(SimError::BadAddress);
+        let sqp = if sq.is_some() {
+            next()?
+        } else {
+            std::ptr::null_mut()
+        };
+        let rqp = if rq.is_some() {
+            next()?
+        } else {
+            std::ptr::null_mut()
+        };
+        let dp = next()?;
         let mut w = self.w.borrow_mut();
         let d = &mut w.devs[self.id as usize];
         let qi = match qi {

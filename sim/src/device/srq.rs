@@ -19,8 +19,8 @@ impl Device {
         if !pow2(nslots) || !(5..=16).contains(&wqe_shift) {
             return Err(SimError::BadSize);
         }
-        let ring = self.alloc((nslots as usize) << wqe_shift)?;
-        let dbrec = self.alloc(4)?;
+        let ring = self.alloc_ring((nslots as usize) << wqe_shift)?;
+        let dbrec = self.alloc_ring(4)?;
         let rp = self.translate(&ring)?;
         let dp = self.translate(&dbrec)?;
         let mut w = self.w.borrow_mut();
@@ -43,8 +43,9 @@ impl Device {
     /// Creates SRQ `srqn` (chosen by the caller, as CREATE_SRQ's firmware
     /// does) over host memory named by device addresses: the ring at
     /// `ring_iova` (`nslots << wqe_shift` bytes) and the 4-byte record at
-    /// `dbrec_iova`, both resolved through the DMA table.
-    pub fn create_srq_as(
+    /// `dbrec_iova`, both resolved through the DMA table (the driver's
+    /// memory: any live allocation).
+    pub(crate) fn create_srq_as(
         &self,
         srqn: u32,
         pd: Pd,
