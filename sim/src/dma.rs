@@ -10,11 +10,23 @@
 //! queue-over-host-memory calls take payload buffers no key has covered:
 //! no safe call can put a key over memory a queue owns.
 
-use crate::device::SimError;
 use bareverbs::platform::{DmaAllocator, DmaBuf};
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::ptr::NonNull;
 use std::sync::Mutex;
+
+/// Why a range may not take the use asked of it (the simulator's device
+/// turns it into its `SimError` of the same name).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum UseError {
+    /// The range is not inside one live allocation.
+    BadAddress,
+    /// The range overlaps driver memory (a ring, record, mailbox or page):
+    /// the allocation's IOVA and length.
+    DriverMemory { iova: u64, len: u64 },
+    /// A key has covered the buffer: it cannot become a queue's memory.
+    KeyedMemory { iova: u64, len: u64 },
+}
 
 /// IOVA base of the heap allocator's device address space.
 pub const IOVA_BASE: u64 = 0x7f00_0000_0000;
@@ -93,21 +105,21 @@ impl HeapDma {
     /// which must lie inside one payload buffer; the buffer is marked keyed
     /// (so no safe call makes it a ring while it is allocated).
     ///
-    /// Refused: [`SimError::BadAddress`] when the range is not inside one
-    /// live allocation, [`SimError::DriverMemory`] (naming the allocation)
+    /// Refused: [`UseError::BadAddress`] when the range is not inside one
+    /// live allocation, [`UseError::DriverMemory`] (naming the allocation)
     /// when it is driver memory or a queue's.
-    pub(crate) fn key_payload(&self, iova: u64, len: usize) -> Result<NonNull<u8>, SimError> {
-        let mut blocks = self.blocks.lock().map_err(|_| SimError::BadAddress)?;
+    pub(crate) fn key_payload(&self, iova: u64, len: usize) -> Result<NonNull<u8>, UseError> {
+        let mut blocks = self.blocks.lock().map_err(|_| UseError::BadAddress)?;
         let (b, cpu) = blocks
             .iter_mut()
             .find_map(|b| b.cpu_of(iova, len).map(|p| (b, p)))
-            .ok_or(SimError::BadAddress)?;
+            .ok_or(UseError::BadAddress)?;
         match b.used {
             Use::Payload | Use::Keyed => {
                 b.used = Use::Keyed;
                 Ok(cpu)
             }
-            Use::Driver | Use::Queue => Err(SimError::DriverMemory {
+            Use::Driver | Use::Queue => Err(UseError::DriverMemory {
                 iova: b.iova,
                 len: b.len as u64,
             }),
@@ -119,28 +131,28 @@ impl HeapDma {
     /// registration has keyed; all their buffers are then marked as queue
     /// memory, which no safe registration keys. All or nothing.
     ///
-    /// Refused: [`SimError::BadAddress`] when a range is not inside one
-    /// live allocation, [`SimError::DriverMemory`] when it is driver memory
-    /// (another queue's ring, say), [`SimError::KeyedMemory`] when a key
+    /// Refused: [`UseError::BadAddress`] when a range is not inside one
+    /// live allocation, [`UseError::DriverMemory`] when it is driver memory
+    /// (another queue's ring, say), [`UseError::KeyedMemory`] when a key
     /// has covered it. Nothing is marked then.
     pub(crate) fn claim_for_queue(
         &self,
         ranges: &[(u64, usize)],
-    ) -> Result<Vec<*mut u8>, SimError> {
-        let mut blocks = self.blocks.lock().map_err(|_| SimError::BadAddress)?;
+    ) -> Result<Vec<*mut u8>, UseError> {
+        let mut blocks = self.blocks.lock().map_err(|_| UseError::BadAddress)?;
         let mut at = Vec::with_capacity(ranges.len());
         for &(iova, len) in ranges {
             let (i, cpu) = blocks
                 .iter()
                 .enumerate()
                 .find_map(|(i, b)| b.cpu_of(iova, len).map(|p| (i, p)))
-                .ok_or(SimError::BadAddress)?;
+                .ok_or(UseError::BadAddress)?;
             let b = &blocks[i];
             let (iova, len) = (b.iova, b.len as u64);
             match b.used {
                 Use::Payload | Use::Queue => at.push((i, cpu.as_ptr())),
-                Use::Driver => return Err(SimError::DriverMemory { iova, len }),
-                Use::Keyed => return Err(SimError::KeyedMemory { iova, len }),
+                Use::Driver => return Err(UseError::DriverMemory { iova, len }),
+                Use::Keyed => return Err(UseError::KeyedMemory { iova, len }),
             }
         }
         Ok(at
@@ -240,7 +252,7 @@ mod tests {
     fn driver_memory_is_never_keyed_and_keyed_memory_never_a_queue() {
         let d = HeapDma::new();
         let ring = d.alloc(8192, 64).unwrap();
-        let whole = SimError::DriverMemory {
+        let whole = UseError::DriverMemory {
             iova: ring.iova,
             len: 8192,
         };
@@ -253,7 +265,7 @@ mod tests {
             d.key_payload(p.iova + 8, 8),
             Ok(d.translate(p.iova + 8, 8).unwrap())
         );
-        let keyed = SimError::KeyedMemory {
+        let keyed = UseError::KeyedMemory {
             iova: p.iova,
             len: 4096,
         };
@@ -269,11 +281,11 @@ mod tests {
         );
         assert_eq!(
             d.key_payload(r.iova + 1024, 8),
-            Err(SimError::DriverMemory {
+            Err(UseError::DriverMemory {
                 iova: r.iova,
                 len: 4096
             })
         );
-        assert_eq!(d.key_payload(r.iova + 4090, 8), Err(SimError::BadAddress));
+        assert_eq!(d.key_payload(r.iova + 4090, 8), Err(UseError::BadAddress));
     }
 }

@@ -42,6 +42,17 @@ pub enum SimError {
     },
 }
 
+impl From<crate::dma::UseError> for SimError {
+    fn from(e: crate::dma::UseError) -> Self {
+        use crate::dma::UseError;
+        match e {
+            UseError::BadAddress => SimError::BadAddress,
+            UseError::DriverMemory { iova, len } => SimError::DriverMemory { iova, len },
+            UseError::KeyedMemory { iova, len } => SimError::KeyedMemory { iova, len },
+        }
+    }
+}
+
 /// The variant's name; [`SimError::Transition`] is a context wrapper (see
 /// [`bareverbs::error`]): it prints `Transition` and its
 /// [`source`](std::error::Error::source) says which transition.

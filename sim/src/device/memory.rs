@@ -46,7 +46,7 @@ impl Device {
         origin: Origin,
     ) -> Result<Vec<*mut u8>, SimError> {
         match origin {
-            Origin::Caller => self.dma.claim_for_queue(ranges),
+            Origin::Caller => self.dma.claim_for_queue(ranges).map_err(SimError::from),
             Origin::Driver => ranges
                 .iter()
                 .map(|&(iova, len)| self.translate_iova(iova, len))
