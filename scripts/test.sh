@@ -24,6 +24,12 @@ for t in x86_64-unknown-none aarch64-unknown-none; do
     rustup target add "$t"
   fi
 done
+# The published crates' stated minimum Rust (workspace rust-version).
+msrv=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
+if ! rustup run "$msrv" rustc --version >/dev/null 2>&1; then
+  step "installing Rust $msrv (the crates' rust-version)"
+  rustup toolchain install "$msrv" --profile minimal
+fi
 if ! rustup run nightly rustc --version >/dev/null 2>&1; then
   step "installing nightly"
   rustup toolchain install nightly --profile minimal
@@ -105,6 +111,11 @@ check "the tool's command-line tests without the c-loop feature and without mlx5
 # Every published crate packages and builds from its package alone (the
 # tool with the crates it depends on, as a workspace publish orders them),
 # and the tool installs as a user installs it.
+# A separate target folder: another toolchain's artifacts are not reusable.
+check "the published crates build on their rust-version ($msrv)" \
+  cargo "+$msrv" check -q --target-dir "${CARGO_TARGET_DIR:-target}/msrv" \
+  -p bareverbs -p bareverbs-sim -p bareverbs-vfio -p bareverbs-conformance -p bareverbs-tool
+
 publish_dry_run() {
   # A workspace publish serves the crates it packages to each other from a
   # scratch registry, and cargo unpacks them under $CARGO_HOME/registry/src
