@@ -38,6 +38,7 @@ use super::{guid_of_mac, FakeClock, FwConfig, SharedDma, SimBar, SimDevice};
 use crate::device::{sim_gid, Device as SimNic, Fabric, Pd, QpInit, SimUar};
 use crate::dma::HeapDma;
 use crate::objects::QpAttr;
+use bareverbs::cmd::ops::HwQpState;
 use bareverbs::device::{Device, DeviceConfig, DeviceError};
 use bareverbs::mr::Access;
 use bareverbs::platform::Uar;
@@ -265,6 +266,18 @@ impl DataPath for FabricPath {
 
     fn take_completion_events(&mut self) -> Vec<u32> {
         self.nic.take_completion_events()
+    }
+
+    fn qp_state(&mut self, qpn: u32) -> Option<HwQpState> {
+        Some(match self.nic.qp_state(qpn)? {
+            QpState::Reset => HwQpState::Reset,
+            QpState::Init => HwQpState::Init,
+            QpState::Rtr => HwQpState::Rtr,
+            QpState::Rts => HwQpState::Rts,
+            QpState::Sqd => HwQpState::Sqd,
+            QpState::Sqe => HwQpState::SqErr,
+            QpState::Err => HwQpState::Err,
+        })
     }
 
     fn uar_write(&mut self, uar: u32, offset: usize, bytes: &[u8]) {

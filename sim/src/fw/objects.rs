@@ -240,6 +240,14 @@ pub trait DataPath {
     fn take_completion_events(&mut self) -> Vec<u32> {
         Vec::new()
     }
+    /// The state the data path holds QP `qpn` in, `None` when it does not
+    /// track it. A ConnectX moves a QP on its own (an error completion on
+    /// RC moves it to ERR, on UD/UC the send queue to SQE); firmware
+    /// adopts those states before QUERY_QP and the modify commands read
+    /// the context ([`SimFirmware`](super::SimFirmware)'s QP handlers).
+    fn qp_state(&mut self, _qpn: u32) -> Option<HwQpState> {
+        None
+    }
 }
 
 /// The first QP number firmware hands out: the simulated device's

@@ -148,6 +148,7 @@ impl SimFirmware {
             return Fail(CmdStatus::BadInputLen, reason::INPUT_LEN);
         }
         let num_ports = cur.num_ports;
+        self.sync_qp_state(qpn);
         let Some(mut q) = self.objects.qps.get(&qpn).cloned() else {
             return Fail(CmdStatus::BadResource, reason::UNKNOWN_OBJECT);
         };
@@ -251,10 +252,12 @@ impl SimFirmware {
         Outcome::Ok(ok(16))
     }
 
-    /// QUERY_QP: the QP context as the model holds it.
+    /// QUERY_QP: the QP context as the model holds it, with the state the
+    /// data path moved it to on its own (ERR after an error completion).
     pub(super) fn query_qp(&mut self, c: &Cmd) -> Outcome {
         let Cmd { outlen, id, .. } = *c;
         require!(outlen >= 0x100, CmdStatus::BadOutputLen, reason::OUTPUT_LEN);
+        self.sync_qp_state(id);
         let Some(q) = self.objects.qps.get(&id) else {
             return Fail(CmdStatus::BadResource, reason::UNKNOWN_OBJECT);
         };
