@@ -46,13 +46,19 @@ fn rc_attr<'a>(cq: &'a CompletionQueue<'a>) -> QpInitAttr<'a> {
 
 /// Force-loopback RC onto itself (the QP's own number and port).
 fn up(qp: &mut Qp, lid: u16) {
+    let me = qp.qp_num();
+    up_to(qp, me, lid);
+}
+
+/// Force-loopback RC toward QP `peer` on the same port.
+fn up_to(qp: &mut Qp, peer: u32, lid: u16) {
     let all = Access::REMOTE_WRITE | Access::REMOTE_READ | Access::REMOTE_ATOMIC;
     qp.to_init(&InitAttr::new(1, all)).unwrap();
     let ah = AddressHandle {
         force_loopback: true,
         ..AddressHandle::ib(1, lid)
     };
-    let mut rtr = RtrAttr::new(IbMtu::Mtu1024, qp.qp_num(), 0, ah);
+    let mut rtr = RtrAttr::new(IbMtu::Mtu1024, peer, 0, ah);
     rtr.max_dest_rd_atomic = 4;
     qp.to_rtr(&rtr).unwrap();
     let mut rts = RtsAttr::new(0);
@@ -524,6 +530,96 @@ fn error_reset_reuse_with_stale_completions_in_the_cq() {
         "only the new WRITE completes: stale flushes were dropped"
     );
     assert_eq!((wc[0].wr_id, wc[0].status), (77, WcStatus::Success));
+}
+
+/// The device moves an RC QP to ERR when one of its WRs fails (a WRITE
+/// whose rkey grants no remote write: remote access error at the
+/// requester; the responder that refused it goes to ERR too). `state()`
+/// is the driver's cached view and still says RTS after the error
+/// completion; `query_qp` reads the device's state (ERR, as firmware's
+/// object table has it) and refreshes the cache, after which the QP is
+/// held in ERR: posts are flushed as after `to_err`, and reset → reuse
+/// works. A healthy QP beside them reports RTS and the attributes it was
+/// brought up with.
+#[test]
+fn query_qp_reports_err_after_a_failed_rc_wr() {
+    let fabric = Fabric::new(1);
+    let d = dev(&fabric);
+    let lid = d.nic.lid();
+    let bar = d.bar.clone();
+    let ctx = Context::new(d.dev);
+    let pd = ctx.alloc_pd().unwrap();
+    let buf = ctx.alloc_buffer(4096).unwrap();
+    // Readable remotely, not writable remotely.
+    let mr = ctx
+        .reg_mr(&pd, &buf, Access::LOCAL_WRITE | Access::REMOTE_READ)
+        .unwrap();
+    let cq = ctx.create_cq(64).unwrap();
+    let mut good: Qp = ctx.create_qp(&pd, &rc_attr(&cq)).unwrap();
+    let mut bad: Qp = ctx.create_qp(&pd, &rc_attr(&cq)).unwrap();
+    let mut peer: Qp = ctx.create_qp(&pd, &rc_attr(&cq)).unwrap();
+    up(&mut good, lid);
+    up_to(&mut bad, peer.qp_num(), lid);
+    up_to(&mut peer, bad.qp_num(), lid);
+    let fw_state = |qpn: u32| bar.fw().objects().qps[&qpn].state;
+
+    // A healthy QP: RTS, and what `up` gave it.
+    let a = good.query_qp().unwrap();
+    assert_eq!(a.qp_state, HwQpState::Rts);
+    assert_eq!(a.path_mtu, Some(IbMtu::Mtu1024));
+    assert_eq!(a.dest_qp_num, good.qp_num(), "loopback onto itself");
+    assert_eq!((a.sq_psn, a.rq_psn, a.port_num), (0, 0, 1));
+    assert_eq!(good.state(), HwQpState::Rts);
+
+    // A WRITE the responder refuses: remote access error.
+    let t = mr.remote(0, 64).unwrap();
+    let write = SendOp::Write {
+        remote_addr: t.addr,
+        rkey: t.rkey,
+    };
+    let sg = [mr.sge(1024, 64).unwrap()];
+    bad.post_send(&[SendWr::new(9, write, &sg).signaled()])
+        .unwrap();
+    let mut wc = [WorkCompletion::default(); 8];
+    let n = cq.poll(&mut bad, &mut wc).unwrap();
+    assert_eq!(n, 1);
+    assert_eq!((wc[0].wr_id, wc[0].status), (9, WcStatus::RemAccessErr));
+    // The cached view has not seen the device's move to ERR.
+    assert_eq!(bad.state(), HwQpState::Rts);
+
+    let a = bad.query_qp().unwrap();
+    assert_eq!(a.qp_state, HwQpState::Err, "the device moved it to ERR");
+    assert_eq!(fw_state(bad.qp_num()), HwQpState::Err, "firmware agrees");
+    assert_eq!(bad.state(), HwQpState::Err, "query refreshed the cache");
+    // The responder that refused the WRITE went to ERR as well.
+    assert_eq!(peer.state(), HwQpState::Rts);
+    assert_eq!(peer.query_qp().unwrap().qp_state, HwQpState::Err);
+    assert_eq!(peer.state(), HwQpState::Err);
+    // The healthy QP is untouched.
+    assert_eq!(good.query_qp().unwrap().qp_state, HwQpState::Rts);
+    assert_eq!(good.state(), HwQpState::Rts);
+
+    // Held in ERR: a send is flushed, as after `to_err`.
+    let sg2 = [mr.sge(2048, 64).unwrap()];
+    let read = SendOp::Read {
+        remote_addr: t.addr,
+        rkey: t.rkey,
+    };
+    bad.post_send(&[SendWr::new(10, read, &sg2).signaled()])
+        .unwrap();
+    let n = cq.poll(&mut bad, &mut wc).unwrap();
+    assert_eq!(n, 1);
+    assert_eq!((wc[0].wr_id, wc[0].status), (10, WcStatus::WrFlushErr));
+
+    // ERR → RESET → reuse (now onto itself).
+    bad.to_reset().unwrap();
+    assert_eq!(bad.query_qp().unwrap().qp_state, HwQpState::Reset);
+    up(&mut bad, lid);
+    assert_eq!(bad.query_qp().unwrap().qp_state, HwQpState::Rts);
+    bad.post_send(&[SendWr::new(11, read, &sg2).signaled()])
+        .unwrap();
+    let n = cq.poll(&mut bad, &mut wc).unwrap();
+    assert_eq!((n, wc[0].wr_id, wc[0].status), (1, 11, WcStatus::Success));
 }
 
 #[test]

@@ -88,6 +88,17 @@ pub enum DeviceError {
         /// Transition requested.
         transition: &'static str,
     },
+    /// QUERY_QP returned a QP context the driver does not accept: a state
+    /// code outside the QP state table, or a service type other than the
+    /// QP's. The state the driver holds is left as it was.
+    BadQpQuery {
+        /// QP number.
+        qpn: u32,
+        /// The field (`"state"`, `"st"`, `"mtu"`).
+        field: &'static str,
+        /// The value returned.
+        value: u32,
+    },
     /// A QP type the firmware command path does not create (only RC, UC
     /// and UD have a `qpc.st` code here).
     UnsupportedQpType(QpType),
@@ -260,6 +271,10 @@ impl fmt::Display for DeviceError {
                 state,
                 transition,
             } => write!(f, "QP 0x{qpn:x} is in {state:?}, cannot {transition}"),
+            DeviceError::BadQpQuery { qpn, field, value } => write!(
+                f,
+                "QUERY_QP of QP 0x{qpn:x} returned {field} {value}, which is not valid for it"
+            ),
             DeviceError::UnsupportedQpType(t) => {
                 write!(
                     f,

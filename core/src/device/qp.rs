@@ -98,8 +98,10 @@ impl QpHandle {
     pub const fn spec(&self) -> QpSpec {
         self.spec
     }
-    /// State the driver holds the QP in ([ref §6.1](crate::reference)); it changes only through the
-    /// transition calls.
+    /// State the driver holds the QP in ([ref §6.1](crate::reference)): the
+    /// last transition's, or the device's as [`Device::query_qp`] last
+    /// read it (the device moves a QP to ERR on its own after an error
+    /// completion; only a query sees that).
     pub const fn state(&self) -> HwQpState {
         self.state
     }
@@ -292,11 +294,35 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Device<B, C, A> {
         })
     }
 
-    /// QUERY_QP; also refreshes the tracked state.
+    /// QUERY_QP; also refreshes the tracked state with the device's (a
+    /// QP the device moved to ERR after an error completion is held in
+    /// ERR from here on). The output is checked first: a state code
+    /// outside the QP state table ([`HwQpState::Other`], SQ draining or
+    /// suspended, which no command here enters), a service type other
+    /// than the QP's, or an MTU code other than 0 (unset) and 1 … 5 is
+    /// [`DeviceError::BadQpQuery`], and the tracked state is left as it
+    /// was.
     pub fn query_qp(&mut self, qp: &mut QpHandle) -> Result<ops::QpQuery, DeviceError> {
         let r = ops::query_qp(&mut self.inb, qp.qpn);
         self.exec(r)?;
         let q = ops::parse_query_qp(&self.outb[..r.out_len]);
+        let bad = |field, value: u32| DeviceError::BadQpQuery {
+            qpn: qp.qpn,
+            field,
+            value,
+        };
+        if matches!(
+            q.state,
+            HwQpState::Other(_) | HwQpState::SqDraining | HwQpState::Suspended
+        ) {
+            return Err(bad("state", q.state.bits() as u32));
+        }
+        if qp.spec.qp_type.service_type().map(|s| s.code()) != Some(q.st) {
+            return Err(bad("st", q.st as u32));
+        }
+        if q.mtu > 5 {
+            return Err(bad("mtu", q.mtu as u32));
+        }
         qp.state = q.state;
         Ok(q)
     }

@@ -477,6 +477,9 @@ impl<B: Bar0 + UarMap, C: Clock, A: DmaAllocator> Owner for Context<B, C, A> {
             Modify::Reset => d.qp_to_reset(h),
         }
     }
+    fn query_qp(&self, h: &mut QpHandle) -> Result<crate::cmd::ops::QpQuery, DeviceError> {
+        self.dev.borrow_mut().query_qp(h)
+    }
     fn arm_cq(&self, cq: &mut DynCompletionQueue, solicited_only: bool) -> Result<(), DeviceError> {
         let mut d = self.dev.borrow_mut();
         let index = d.uar_index();

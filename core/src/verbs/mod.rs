@@ -314,7 +314,9 @@ pub use cq::CompletionQueue;
 pub use error::Error;
 pub use mr::{Access, LocalSge, MemoryRegion, ProtectionDomain, RemoteBuf};
 pub use qp::QueuePair;
-pub use qp_attr::{AddressHandle, GlobalRoute, InitAttr, QpCap, QpInitAttr, RtrAttr, RtsAttr};
+pub use qp_attr::{
+    AddressHandle, GlobalRoute, InitAttr, QpAttr, QpCap, QpInitAttr, RtrAttr, RtsAttr,
+};
 pub use recv::RecvWr;
 pub use send_batch::SendBatch;
 pub use send_wr::SendWr;
@@ -345,6 +347,9 @@ pub(crate) trait Owner {
     fn destroy_srq(&self, h: SrqHandle) -> bool;
     /// A QP state transition by command.
     fn modify_qp(&self, h: &mut QpHandle, m: qp::Modify) -> Result<(), DeviceError>;
+    /// QUERY_QP, checked, refreshing the state `h` holds
+    /// ([`crate::device::Device::query_qp`]).
+    fn query_qp(&self, h: &mut QpHandle) -> Result<crate::cmd::ops::QpQuery, DeviceError>;
     /// Arms `cq` for its next completion event through the context's UAR.
     fn arm_cq(
         &self,

@@ -2,11 +2,11 @@
 //! states with verbs attributes, posting and completing through checked,
 //! safe calls.
 
-use super::qp_attr::{InitAttr, QpCap, RtrAttr, RtsAttr};
+use super::qp_attr::{InitAttr, QpAttr, QpCap, RtrAttr, RtsAttr};
 use super::send_wr::{check_send, send_sge, SendWr};
 use super::srq::SrqLink;
 use super::{Access, CompletionQueue, Error, Owner, ProtectionDomain, RecvWr};
-use crate::cmd::ops::{HwQpState, Init2Rtr, Rst2Init, Rtr2Rts};
+use crate::cmd::ops::{HwQpState, IbMtu, Init2Rtr, Rst2Init, Rtr2Rts};
 use crate::cq::{CompletionReject, RecvDone, SendDone, WrResolver};
 use crate::device::QpHandle;
 use crate::platform::Uar;
@@ -122,9 +122,36 @@ impl<'a, U: Uar, const SQ: usize, const RQ: usize> QueuePair<'a, U, SQ, RQ> {
     pub fn cap(&self) -> QpCap {
         self.cap
     }
-    /// The state the driver holds the QP in.
+    /// The state the driver holds the QP in: a cached software view, set
+    /// by the transitions (`to_init` … `to_reset`) and refreshed by
+    /// [`QueuePair::query_qp`]. The device moves a QP to ERR on its own
+    /// (an RC WR that completes in error, e.g. a remote access error):
+    /// this says so only after a query has seen it.
     pub fn state(&self) -> HwQpState {
         self.handle.as_ref().map_or(HwQpState::Reset, |h| h.state)
+    }
+
+    /// Asks the device for the QP's attributes (QUERY_QP, `ibv_query_qp`)
+    /// and refreshes [`QueuePair::state`] with the state it reports: after
+    /// a query that sees ERR, the QP is held in ERR (further transitions
+    /// are checked from ERR, as after [`QueuePair::to_err`]). The output
+    /// is checked ([`DeviceError::BadQpQuery`](crate::device::DeviceError::BadQpQuery)
+    /// for a state code outside the state table, another QP type's
+    /// service type, or an invalid MTU code); on error the cached state is
+    /// unchanged.
+    pub fn query_qp(&mut self) -> Result<QpAttr, Error> {
+        let h = self.handle.as_mut().ok_or(Error::Unsupported {
+            what: "a destroyed QP",
+        })?;
+        let q = self.owner.query_qp(h)?;
+        Ok(QpAttr {
+            qp_state: q.state,
+            path_mtu: IbMtu::from_code(q.mtu),
+            dest_qp_num: q.remote_qpn,
+            rq_psn: q.rq_psn,
+            sq_psn: q.sq_psn,
+            port_num: q.port,
+        })
     }
     /// Send WRs posted and not yet completed.
     pub fn send_outstanding(&self) -> u32 {

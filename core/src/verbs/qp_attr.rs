@@ -1,11 +1,11 @@
 //! The verbs QP attribute types: creation capacities and attributes
 //! ([`QpCap`], [`QpInitAttr`]) and the per-transition attributes
 //! ([`InitAttr`], [`RtrAttr`], [`RtsAttr`], with [`AddressHandle`] and
-//! [`GlobalRoute`]).
+//! [`GlobalRoute`]), and what a query reads back ([`QpAttr`]).
 
 use super::srq::SrqLink;
 use super::{Access, CompletionQueue};
-use crate::cmd::ops::IbMtu;
+use crate::cmd::ops::{HwQpState, IbMtu};
 use crate::sizing::QpType;
 
 /// Queue capacities (`ibv_qp_cap`): what
@@ -285,4 +285,25 @@ impl Default for RtsAttr {
     fn default() -> Self {
         RtsAttr::new(0)
     }
+}
+
+/// A QP's attributes as the device reports them
+/// ([`QueuePair::query_qp`](super::QueuePair::query_qp), `ibv_query_qp`'s
+/// `ibv_qp_attr`): the fields QUERY_QP returns that a user sets or needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct QpAttr {
+    /// The state the device holds the QP in (`qp_state`): ERR after the
+    /// device failed a WR on an RC QP, SQE after a UD/UC send failed.
+    pub qp_state: HwQpState,
+    /// Path MTU (`path_mtu`); `None` before INIT → RTR sets it.
+    pub path_mtu: Option<IbMtu>,
+    /// The peer's QP number (`dest_qp_num`).
+    pub dest_qp_num: u32,
+    /// Next receive PSN (`rq_psn`).
+    pub rq_psn: u32,
+    /// Next send PSN (`sq_psn`).
+    pub sq_psn: u32,
+    /// Local port (`port_num`).
+    pub port_num: u8,
 }
